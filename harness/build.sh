@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Builds the local control plane binaries for the test harness from Go modules:
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kueue, kwok.
+# Output: $XDG_CACHE_HOME/tau-tui/harness/<component>-<version>/ (outside the repo),
+# skipped when that directory is complete. Versions come from harness/versions.env only.
+# Usage: bash harness/build.sh [component...]   (components: modules etcd k8s kueue kwok)
+set -euo pipefail
+
+HARNESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$HARNESS_DIR/versions.env"
+
+GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
+if [[ ! -x "$GO" ]]; then
+  echo "harness/build.sh: no Go toolchain found (need Go >= 1.25; set GO=/path/to/go)" >&2
+  exit 1
+fi
+CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/tau-tui/harness"
+mkdir -p "$CACHE_ROOT"
+# Never fetch another toolchain and never read a go.work from the repo.
+export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false"
+NICE="nice -n 10"
+
+log() { printf '[harness/build %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+# Wrapper module sources live beside the output, keyed by version, so a version change
+# starts from a clean module and the repo never holds generated go.mod/go.sum.
+wrapper() {  # wrapper <dir> <module-name>
+  rm -rf "$1"; mkdir -p "$1"
+  (cd "$1" && "$GO" mod init "$2" >/dev/null 2>&1)
+}
+
+# Staging modules appear as `k8s.io/<name> v0.0.0` in k8s.io/kubernetes' go.mod; each needs
+# a replace to the published v0.<minor>.<patch> tag. Derived, never hard-coded.
+k8s_replaces() {  # k8s_replaces <wrapper-dir>
+  local gomod staging_version="v0.${K8S_VERSION#v1.}"
+  gomod=$(cd "$1" && "$GO" mod download -json "k8s.io/kubernetes@$K8S_VERSION" \
+          | python3 -c 'import sys,json; print(json.load(sys.stdin)["GoMod"])')
+  awk '$2=="v0.0.0" && $1 ~ /^k8s\.io\// {print $1}' "$gomod" | sort -u | while read -r m; do
+    (cd "$1" && "$GO" mod edit -replace="$m=$m@$staging_version")
+  done
+}
+
+# Pins the client libraries of a non-kubernetes module to the harness minor.
+pin_k8s_libs() {  # pin_k8s_libs <wrapper-dir>
+  local staging_version="v0.${K8S_VERSION#v1.}" m
+  for m in api apimachinery client-go apiextensions-apiserver apiserver component-base; do
+    (cd "$1" && "$GO" mod edit -require="k8s.io/$m@$staging_version")
+  done
+}
+
+build_etcd() {
+  local out="$CACHE_ROOT/etcd-$ETCD_VERSION" src="$CACHE_ROOT/src/etcd-$ETCD_VERSION"
+  [[ -x "$out/etcd" ]] && { log "etcd $ETCD_VERSION cached"; return; }
+  log "building etcd $ETCD_VERSION"
+  wrapper "$src" tau-harness/etcd
+  (cd "$src" && "$GO" get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION" \
+     && $NICE "$GO" build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
+build_k8s() {
+  local out="$CACHE_ROOT/kubernetes-$K8S_VERSION" src="$CACHE_ROOT/src/kubernetes-$K8S_VERSION"
+  local b ok=1
+  for b in kube-apiserver kube-controller-manager kube-scheduler; do [[ -x "$out/$b" ]] || ok=0; done
+  [[ $ok == 1 ]] && { log "kubernetes $K8S_VERSION cached"; return; }
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION"
+  wrapper "$src" tau-harness/kubernetes
+  k8s_replaces "$src"
+  local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+  local ldf="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
+  ldf+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+  ldf+=" -X k8s.io/component-base/version.gitTreeState=clean"
+  ldf+=" -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
+  (cd "$src" \
+     && "$GO" mod edit -require="k8s.io/kubernetes@$K8S_VERSION" \
+          -tool=k8s.io/kubernetes/cmd/kube-apiserver \
+          -tool=k8s.io/kubernetes/cmd/kube-controller-manager \
+          -tool=k8s.io/kubernetes/cmd/kube-scheduler \
+     && "$GO" mod tidy \
+     && mkdir -p "$out.tmp" \
+     && for b in kube-apiserver kube-controller-manager kube-scheduler; do
+          log "  go build $b"
+          $NICE "$GO" build -trimpath -ldflags "$ldf" -o "$out.tmp/$b" "k8s.io/kubernetes/cmd/$b" || exit 1
+        done)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
+build_kueue() {
+  local out="$CACHE_ROOT/kueue-$KUEUE_VERSION" src="$CACHE_ROOT/src/kueue-$KUEUE_VERSION"
+  [[ -x "$out/kueue" ]] && { log "kueue $KUEUE_VERSION cached"; return; }
+  log "building kueue $KUEUE_VERSION"
+  wrapper "$src" tau-harness/kueue
+  pin_k8s_libs "$src"
+  (cd "$src" && "$GO" get -tool "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION" && "$GO" mod tidy \
+     && $NICE "$GO" build -trimpath \
+          -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+          -o "$out.tmp/kueue" sigs.k8s.io/kueue/cmd/kueue)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
+build_kwok() {
+  local out="$CACHE_ROOT/kwok-$KWOK_VERSION-k8s-$K8S_VERSION" src="$CACHE_ROOT/src/kwok-$KWOK_VERSION"
+  [[ -x "$out/kwok" ]] && { log "kwok $KWOK_VERSION cached"; return; }
+  log "building kwok $KWOK_VERSION"
+  wrapper "$src" tau-harness/kwok
+  pin_k8s_libs "$src"
+  (cd "$src" && "$GO" get -tool "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" && "$GO" mod tidy \
+     && $NICE "$GO" build -trimpath -ldflags "-s -w" -o "$out.tmp/kwok" sigs.k8s.io/kwok/cmd/kwok)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
+# Module directories holding the YAML the fixtures load (Kueue CRDs and webhooks, KubeRay CRDs,
+# KWOK stages), recorded for tests/harness/binaries.py.
+fetch_modules() {
+  local src="$CACHE_ROOT/src/modules" f="$CACHE_ROOT/modules-$KUEUE_VERSION-$KUBERAY_VERSION-$KWOK_VERSION.env"
+  [[ -s "$f" ]] && { log "module dirs cached"; return; }
+  wrapper "$src" tau-harness/modules
+  moddir() { (cd "$src" && "$GO" mod download -json "$1" | python3 -c 'import sys,json; print(json.load(sys.stdin)["Dir"])'); }
+  {
+    echo "KUEUE_MODULE_DIR=$(moddir "sigs.k8s.io/kueue@$KUEUE_VERSION")"
+    echo "KUBERAY_MODULE_DIR=$(moddir "github.com/ray-project/kuberay/ray-operator@$KUBERAY_VERSION")"
+    echo "KWOK_MODULE_DIR=$(moddir "sigs.k8s.io/kwok@$KWOK_VERSION")"
+  } > "$f.tmp"
+  mv "$f.tmp" "$f"
+}
+
+components=("$@")
+[[ ${#components[@]} == 0 ]] && components=(modules etcd kueue k8s kwok)
+for c in "${components[@]}"; do
+  start=$SECONDS
+  case "$c" in
+    modules) fetch_modules ;;
+    etcd) build_etcd ;;
+    k8s) build_k8s ;;
+    kueue) build_kueue ;;
+    kwok) build_kwok ;;
+    *) echo "harness/build.sh: unknown component '$c' (modules etcd k8s kueue kwok)" >&2; exit 2 ;;
+  esac || { echo "harness/build.sh: building '$c' failed (see the Go errors above)" >&2; exit 1; }
+  log "$c done in $((SECONDS - start))s"
+done

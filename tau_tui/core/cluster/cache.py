@@ -1,0 +1,391 @@
+"""The local object cache both backends feed, with change coalescing.
+
+Backends push raw objects in (a full list with :meth:`ObjectCache.replace`,
+single watch events with :meth:`ObjectCache.apply`); the cache converts them
+to views, drops duplicates (same resourceVersion), keeps per-kind generations
+and queues coalesced change events that :meth:`ObjectCache.flush` delivers to
+subscribers.  Node views are composed here from Node objects, the GPU requests
+of pods bound to each node, and the agent's GPU health objects."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Mapping
+
+from tau_tui.core.cluster.api import (
+    ChangeBatch,
+    ChangeCallback,
+    ChangeEvent,
+    ChangeType,
+    ConnectionState,
+    ConnectionStatus,
+    GpuHealthView,
+    ObjectView,
+    ResourceKind,
+    StateCallback,
+    Subscription,
+    ViewState,
+    ViewStatus,
+    is_gpu_resource,
+)
+from tau_tui.core.cluster.views import SIMPLE_VIEW_BUILDERS, node_view, pod_requests, strip_managed_fields
+
+Key = tuple[str, str]
+
+
+def key_of(kind: ResourceKind, obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return ((meta.get("namespace") or "") if kind.type.namespaced else "", meta.get("name", ""))
+
+
+def _rv(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
+class _Subscription(Subscription):
+    def __init__(self, cache: "ObjectCache", callback, kinds, on_state):
+        self.cache = cache
+        self.callback = callback
+        self.kinds = None if kinds is None else frozenset(kinds)
+        self.on_state = on_state
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+        self.cache._unsubscribe(self)
+
+
+class ObjectCache:
+    def __init__(self, now: Callable[[], datetime] | None = None):
+        self._now = now or (lambda: datetime.now(timezone.utc))
+        self._lock = threading.RLock()
+        self._raw: dict[ResourceKind, dict[Key, dict]] = {k: {} for k in ResourceKind}
+        self._views: dict[ResourceKind, dict[Key, ObjectView]] = {k: {} for k in ResourceKind}
+        self._sorted: dict[ResourceKind, tuple[int, list[ObjectView]]] = {}
+        self._gen: dict[ResourceKind, int] = {k: 0 for k in ResourceKind}
+        self._states: dict[ResourceKind, ViewState] = {k: ViewState(k, ViewStatus.SYNCING) for k in ResourceKind}
+        # node composition
+        self._pod_alloc: dict[Key, tuple[str, dict[str, float]]] = {}
+        self._node_alloc: dict[str, dict[str, float]] = {}
+        self._node_pods_known = False
+        self._health_by_node: dict[str, GpuHealthView] = {}
+        # change queue
+        self._pending: dict[tuple[ResourceKind, Key], ChangeEvent] = {}
+        self._relisted: set[ResourceKind] = set()
+        self._subs: list[_Subscription] = []
+        self._connection = ConnectionState(ConnectionStatus.RECONNECTING, None, None, "connecting")
+        self._changed = threading.Condition(self._lock)
+
+    # -- reads -------------------------------------------------------------
+
+    def list(self, kind: ResourceKind, namespace: str | None = None) -> list[ObjectView]:
+        with self._lock:
+            gen = self._gen[kind]
+            cached = self._sorted.get(kind)
+            if cached is None or cached[0] != gen:
+                items = [self._views[kind][k] for k in sorted(self._views[kind])]
+                self._sorted[kind] = (gen, items)
+            else:
+                items = cached[1]
+        if namespace is not None and kind.type.namespaced:
+            return [v for v in items if v.namespace == namespace]
+        return list(items)
+
+    def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> ObjectView | None:
+        with self._lock:
+            return self._views[kind].get(((namespace or "") if kind.type.namespaced else "", name))
+
+    def raw(self, kind: ResourceKind, name: str, namespace: str | None = None) -> dict | None:
+        with self._lock:
+            return self._raw[kind].get(((namespace or "") if kind.type.namespaced else "", name))
+
+    def generation(self, kind: ResourceKind) -> int:
+        with self._lock:
+            return self._gen[kind]
+
+    def view_state(self, kind: ResourceKind) -> ViewState:
+        with self._lock:
+            return self._states[kind]
+
+    def connection_state(self) -> ConnectionState:
+        with self._lock:
+            return self._connection
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Block until ``predicate()`` holds after some change (real time)."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(min(left, 0.2))
+            return True
+
+    # -- writes from backends ---------------------------------------------
+
+    def set_state(self, kind: ResourceKind, status: ViewStatus, message: str = "") -> None:
+        with self._lock:
+            old = self._states[kind]
+            synced = self._now() if status is ViewStatus.READY else old.synced_at
+            new = ViewState(kind, status, message, synced)
+            if (old.status, old.message) != (status, message):
+                self._states[kind] = new
+                self._gen[kind] += 1
+                self._changed.notify_all()
+
+    def set_connection(self, state: ConnectionState) -> None:
+        with self._lock:
+            if state == self._connection:
+                return
+            self._connection = state
+            subs = [s for s in self._subs if s.on_state is not None]
+            self._changed.notify_all()
+        for sub in subs:
+            if not sub.closed:
+                sub.on_state(state)
+
+    def replace(self, kind: ResourceKind, items: Iterable[dict]) -> None:
+        """A fresh full list: diff against the cache, emit the difference."""
+        incoming = {}
+        for obj in items:
+            strip_managed_fields(obj)
+            incoming[key_of(kind, obj)] = obj
+        with self._lock:
+            current = self._raw[kind]
+            for key in [k for k in current if k not in incoming]:
+                self._remove(kind, key)
+            for key, obj in incoming.items():
+                old = current.get(key)
+                if old is None:
+                    self._store(kind, key, obj, ChangeType.ADDED)
+                elif _rv(old) != _rv(obj):
+                    self._store(kind, key, obj, ChangeType.MODIFIED)
+            self._relisted.add(kind)
+            self._gen[kind] += 1
+            self._changed.notify_all()
+
+    def apply(self, kind: ResourceKind, event_type: str, obj: dict) -> bool:
+        """One watch event.  Returns False when it was a duplicate."""
+        strip_managed_fields(obj)
+        key = key_of(kind, obj)
+        with self._lock:
+            old = self._raw[kind].get(key)
+            if event_type == "DELETED":
+                if old is None:
+                    return False
+                self._remove(kind, key, last=obj)
+            else:
+                if old is not None and _rv(old) == _rv(obj):
+                    return False
+                self._store(kind, key, obj, ChangeType.ADDED if old is None else ChangeType.MODIFIED)
+            self._changed.notify_all()
+            return True
+
+    def clear(self, kind: ResourceKind, status: ViewStatus = ViewStatus.SYNCING, message: str = "") -> None:
+        """Drop everything of one kind (scope or context change, forbidden)."""
+        with self._lock:
+            for key in list(self._raw[kind]):
+                self._remove(kind, key)
+            self._states[kind] = ViewState(kind, status, message, None)
+            self._gen[kind] += 1
+            self._changed.notify_all()
+
+    # node-pod allocation (pods bound to nodes, cluster-wide)
+
+    def replace_node_pods(self, items: Iterable[dict]) -> None:
+        with self._lock:
+            self._pod_alloc.clear()
+            for obj in items:
+                self._track_pod(obj, rebuild=False)
+            self._recompute_alloc()
+            self._node_pods_known = True
+            self._rebuild_all_nodes()
+
+    def apply_node_pod(self, event_type: str, obj: dict) -> None:
+        with self._lock:
+            key = key_of(ResourceKind.POD, obj)
+            before = self._pod_alloc.get(key)
+            if event_type == "DELETED":
+                self._pod_alloc.pop(key, None)
+            else:
+                self._track_pod(obj, rebuild=False)
+            after = self._pod_alloc.get(key)
+            if before == after:
+                return
+            touched = {n for n in ((before or ("",))[0], (after or ("",))[0]) if n}
+            self._recompute_alloc(touched)
+            for node in touched:
+                self._rebuild_node(node)
+            self._changed.notify_all()
+
+    def set_node_pods_unknown(self) -> None:
+        with self._lock:
+            self._node_pods_known = False
+            self._pod_alloc.clear()
+            self._node_alloc.clear()
+            self._rebuild_all_nodes()
+
+    def _track_pod(self, obj: dict, rebuild: bool) -> None:
+        key = key_of(ResourceKind.POD, obj)
+        spec = obj.get("spec") or {}
+        node = spec.get("nodeName")
+        phase = (obj.get("status") or {}).get("phase")
+        if not node or phase in ("Succeeded", "Failed"):
+            self._pod_alloc.pop(key, None)
+            return
+        gpus = {k: v for k, v in pod_requests(spec).items() if is_gpu_resource(k) and v}
+        if gpus:
+            self._pod_alloc[key] = (node, gpus)
+        else:
+            self._pod_alloc.pop(key, None)
+
+    def _recompute_alloc(self, nodes: set[str] | None = None) -> None:
+        if nodes is None:
+            self._node_alloc = {}
+            targets = None
+        else:
+            targets = nodes
+            for n in nodes:
+                self._node_alloc.pop(n, None)
+        for node, gpus in self._pod_alloc.values():
+            if targets is not None and node not in targets:
+                continue
+            slot = self._node_alloc.setdefault(node, {})
+            for res, value in gpus.items():
+                slot[res] = slot.get(res, 0.0) + value
+
+    # -- internals ---------------------------------------------------------
+
+    def _build(self, kind: ResourceKind, obj: dict) -> ObjectView:
+        if kind is ResourceKind.NODE:
+            name = (obj.get("metadata") or {}).get("name", "")
+            alloc = self._node_alloc.get(name, {}) if self._node_pods_known else None
+            return node_view(obj, alloc, self._health_by_node.get(name))
+        return SIMPLE_VIEW_BUILDERS[kind](obj)
+
+    def _store(self, kind: ResourceKind, key: Key, obj: dict, change: ChangeType) -> None:
+        self._raw[kind][key] = obj
+        view = self._build(kind, obj)
+        self._views[kind][key] = view
+        self._gen[kind] += 1
+        self._queue(ChangeEvent(kind, change, view))
+        if kind is ResourceKind.GPU_HEALTH:
+            self._health_by_node[view.node_name] = view  # type: ignore[attr-defined]
+            self._rebuild_node(view.node_name)  # type: ignore[attr-defined]
+
+    def _remove(self, kind: ResourceKind, key: Key, last: dict | None = None) -> None:
+        self._raw[kind].pop(key, None)
+        view = self._views[kind].pop(key, None)
+        if view is None:
+            return
+        if last is not None:
+            strip_managed_fields(last)
+            view = self._build(kind, last) if kind is not ResourceKind.NODE else view
+        self._gen[kind] += 1
+        self._queue(ChangeEvent(kind, ChangeType.DELETED, view))
+        if kind is ResourceKind.GPU_HEALTH:
+            node = view.node_name  # type: ignore[attr-defined]
+            if self._health_by_node.get(node) is not None:
+                self._health_by_node.pop(node, None)
+                self._rebuild_node(node)
+
+    def _rebuild_node(self, name: str) -> None:
+        obj = self._raw[ResourceKind.NODE].get(("", name))
+        if obj is None:
+            return
+        view = self._build(ResourceKind.NODE, obj)
+        self._views[ResourceKind.NODE][("", name)] = view
+        self._gen[ResourceKind.NODE] += 1
+        self._queue(ChangeEvent(ResourceKind.NODE, ChangeType.MODIFIED, view))
+
+    def _rebuild_all_nodes(self) -> None:
+        for (_, name) in list(self._raw[ResourceKind.NODE]):
+            self._rebuild_node(name)
+
+    def _queue(self, event: ChangeEvent) -> None:
+        slot = (event.kind, event.key)
+        prev = self._pending.get(slot)
+        if prev is None:
+            self._pending[slot] = event
+            return
+        if prev.type is ChangeType.ADDED and event.type is ChangeType.DELETED:
+            del self._pending[slot]
+            return
+        if prev.type is ChangeType.ADDED:
+            self._pending[slot] = ChangeEvent(event.kind, ChangeType.ADDED, event.obj)
+        elif prev.type is ChangeType.DELETED and event.type is not ChangeType.DELETED:
+            self._pending[slot] = ChangeEvent(event.kind, ChangeType.MODIFIED, event.obj)
+        else:
+            self._pending[slot] = event
+
+    # -- delivery ----------------------------------------------------------
+
+    def has_pending(self) -> bool:
+        with self._lock:
+            return bool(self._pending or self._relisted)
+
+    def flush(self) -> ChangeBatch | None:
+        """Deliver the coalesced changes queued so far (on the caller's thread)."""
+        with self._lock:
+            if not self._pending and not self._relisted:
+                return None
+            batch = ChangeBatch(tuple(self._pending.values()), frozenset(self._relisted))
+            self._pending = {}
+            self._relisted = set()
+            subs = list(self._subs)
+        for sub in subs:
+            if sub.closed:
+                continue
+            if sub.kinds is None:
+                part = batch
+            else:
+                events = tuple(e for e in batch.events if e.kind in sub.kinds)
+                relisted = batch.relisted & sub.kinds
+                if not events and not relisted:
+                    continue
+                part = ChangeBatch(events, relisted)
+            sub.callback(part)
+        return batch
+
+    def subscribe(
+        self,
+        callback: ChangeCallback,
+        kinds: Iterable[ResourceKind] | None = None,
+        on_state: StateCallback | None = None,
+    ) -> Subscription:
+        sub = _Subscription(self, callback, kinds, on_state)
+        with self._lock:
+            self._subs.append(sub)
+        return sub
+
+    def _unsubscribe(self, sub: _Subscription) -> None:
+        with self._lock:
+            if sub in self._subs:
+                self._subs.remove(sub)
+
+
+class Dispatcher(threading.Thread):
+    """Flushes the cache every ``window`` seconds while changes are queued,
+    so bursts (a relist, a mass update) reach subscribers as one batch."""
+
+    def __init__(self, cache: ObjectCache, window: float = 0.1):
+        super().__init__(name="tau-cluster-dispatch", daemon=True)
+        self.cache = cache
+        self.window = window
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.wait(self.window):
+            try:
+                self.cache.flush()
+            except Exception:  # a subscriber bug must not stop delivery
+                import logging
+
+                logging.getLogger(__name__).exception("change subscriber failed")
+
+    def stop(self) -> None:
+        self._stop.set()

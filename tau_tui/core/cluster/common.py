@@ -1,0 +1,515 @@
+"""Behaviour shared by both backends, written once over a few API primitives.
+
+The real backend implements the primitives with the kubernetes client; the
+simulated one with its in-process store.  Positions, log target discovery,
+submit idempotency, error mapping, drain and every other mutation live here,
+so the two cannot drift apart."""
+
+from __future__ import annotations
+
+import abc
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping, Sequence
+
+from tau_tui.core.cluster.api import (
+    MULTIKUEUE_KINDS,
+    SUBMISSION_ID_LABEL,
+    ChangeCallback,
+    ClusterBackend,
+    ClusterError,
+    ConnectionState,
+    DrainResult,
+    LogChunkRequest,
+    LogRequest,
+    MutationResult,
+    ObjectView,
+    PositionHistory,
+    PositionReport,
+    PositionSource,
+    ResourceKind,
+    ResourceType,
+    StateCallback,
+    StopPolicy,
+    Subscription,
+    ViewState,
+)
+from tau_tui.core.cluster.cache import ObjectCache
+from tau_tui.core.cluster.errors import describe_api_error
+from tau_tui.core.logspool import ClosableIterator, LogStream
+from tau_tui.core.positions import (
+    PositionTracker,
+    estimated_cluster_queue_report,
+    estimated_local_queue_report,
+    parse_pending_workloads_summary,
+)
+
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
+VISIBILITY_PAGE = 1000
+VISIBILITY_MAX_PAGES = 100
+
+
+class ApiFailure(Exception):
+    """An API call failed with an HTTP status (0 = no response)."""
+
+    def __init__(self, code: int, reason: str = "", message: str = "", body: Any = None):
+        super().__init__(message or reason or f"HTTP {code}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.body = body if body is not None else {"reason": reason, "message": message, "code": code}
+
+
+#: Kinds a rendered submission may contain beyond the watched ones.
+EXTRA_TYPES: dict[tuple[str, str], ResourceType] = {
+    ("", "Service"): ResourceType("", "v1", "services", "Service", True),
+    ("", "ConfigMap"): ResourceType("", "v1", "configmaps", "ConfigMap", True),
+    ("", "Secret"): ResourceType("", "v1", "secrets", "Secret", True),
+    ("", "ServiceAccount"): ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True),
+    ("", "PersistentVolumeClaim"): ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+    ("ray.io", "RayCluster"): ResourceType("ray.io", "v1", "rayclusters", "RayCluster", True),
+    ("policy", "PodDisruptionBudget"): ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+    ("rbac.authorization.k8s.io", "Role"): ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    ("rbac.authorization.k8s.io", "RoleBinding"): ResourceType(
+        "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True
+    ),
+    ("rbac.authorization.k8s.io", "ClusterRole"): ResourceType(
+        "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False
+    ),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ResourceType(
+        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
+    ),
+}
+
+
+def resource_type_from_table(api_version: str, kind: str) -> ResourceType | None:
+    group = api_version.split("/", 1)[0] if "/" in api_version else ""
+    member = ResourceKind.for_kind(api_version, kind)
+    if member is not None:
+        return member.type
+    return EXTRA_TYPES.get((group, kind))
+
+
+def failure_result(
+    exc: ApiFailure, verb: str, rt: ResourceType, name: str, namespace: str | None, dry_run: bool
+) -> MutationResult:
+    return MutationResult(
+        ok=False,
+        verb=verb,
+        kind=rt.kind,
+        name=name,
+        namespace=namespace,
+        message=describe_api_error(
+            exc.code, verb=verb, resource=rt.qualified, namespace=namespace, name=name, body=exc.body, reason=exc.reason
+        ),
+        dry_run=dry_run,
+        code=exc.code,
+    )
+
+
+class BaseBackend(ClusterBackend):
+    """Cache reads, positions, logs and mutations over abstract API primitives."""
+
+    def __init__(self, cache: ObjectCache):
+        self.cache = cache
+        self.tracker = PositionTracker()
+
+    # -- primitives (implemented per backend) -----------------------------
+
+    @abc.abstractmethod
+    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict: ...
+
+    @abc.abstractmethod
+    def _api_list(
+        self, rt: ResourceType, namespace: str | None, label_selector: str | None = None, field_selector: str | None = None
+    ) -> list[dict]: ...
+
+    @abc.abstractmethod
+    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict: ...
+
+    @abc.abstractmethod
+    def _api_delete(self, rt: ResourceType, name: str, namespace: str | None, dry_run: bool) -> None: ...
+
+    @abc.abstractmethod
+    def _api_patch(
+        self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool
+    ) -> dict:
+        """JSON merge patch."""
+
+    @abc.abstractmethod
+    def _api_evict(self, name: str, namespace: str, dry_run: bool, grace_period_seconds: int | None) -> None: ...
+
+    @abc.abstractmethod
+    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict:
+        """GET on the aggregated visibility API (raises ApiFailure)."""
+
+    @abc.abstractmethod
+    def open_container_log(self, request: LogChunkRequest) -> ClosableIterator:
+        """Raw container log bytes, each line prefixed by an RFC3339Nano timestamp."""
+
+    @abc.abstractmethod
+    def _now(self) -> datetime: ...
+
+    def resource_type_for(self, api_version: str, kind: str) -> ResourceType | None:
+        return resource_type_from_table(api_version, kind)
+
+    # -- cache reads -------------------------------------------------------
+
+    def list(self, kind: ResourceKind, namespace: str | None = None) -> list[ObjectView]:
+        return self.cache.list(kind, namespace)
+
+    def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> ObjectView | None:
+        return self.cache.get(kind, name, namespace)
+
+    def generation(self, kind: ResourceKind) -> int:
+        return self.cache.generation(kind)
+
+    def view_state(self, kind: ResourceKind) -> ViewState:
+        return self.cache.view_state(kind)
+
+    def connection_state(self) -> ConnectionState:
+        return self.cache.connection_state()
+
+    def subscribe(
+        self,
+        callback: ChangeCallback,
+        kinds: Iterable[ResourceKind] | None = None,
+        on_state: StateCallback | None = None,
+    ) -> Subscription:
+        return self.cache.subscribe(callback, kinds, on_state)
+
+    def namespaces(self) -> list[str]:
+        names = [v.name for v in self.cache.list(ResourceKind.NAMESPACE)]
+        if not names and self.namespace:
+            names = [self.namespace]
+        return names
+
+    # -- positions ---------------------------------------------------------
+
+    def _visibility_items(self, suffix: str) -> tuple[list[dict] | None, str]:
+        """All pages of a pendingworkloads endpoint, or (None, why not)."""
+        last_reason = ""
+        for version in VISIBILITY_VERSIONS:
+            path = f"/apis/{VISIBILITY_GROUP}/{version}/{suffix}"
+            items: list[dict] = []
+            try:
+                for page in range(VISIBILITY_MAX_PAGES):
+                    body = self._visibility_get(path, {"limit": VISIBILITY_PAGE, "offset": page * VISIBILITY_PAGE})
+                    chunk = list(body.get("items") or ())
+                    items.extend(chunk)
+                    if len(chunk) < VISIBILITY_PAGE:
+                        break
+                return items, ""
+            except ApiFailure as exc:
+                if exc.code == 404:
+                    last_reason = "the visibility API (visibility.kueue.x-k8s.io) is not installed"
+                    continue
+                if exc.code == 403:
+                    return None, f"no access to the visibility API: get {suffix.rsplit('/', 2)[-2]}/pendingworkloads"
+                if exc.code == 401:
+                    return None, "not authenticated to the visibility API"
+                return None, f"the visibility API failed (HTTP {exc.code or 'no response'})"
+        return None, last_reason or "the visibility API is not available"
+
+    def _pending_since(self) -> dict[tuple[str, str], datetime | None]:
+        return {(w.namespace or "", w.name): w.queue_order_timestamp for w in self.workloads()}
+
+    def _workloads_caveat(self) -> str:
+        state = self.view_state(ResourceKind.WORKLOAD)
+        return "" if state.usable else f"; workloads not readable ({state.message or state.status.value})"
+
+    def pending_positions_local_queue(self, namespace: str, name: str) -> PositionReport:
+        items, why = self._visibility_items(f"namespaces/{namespace}/localqueues/{name}/pendingworkloads")
+        now = self._now()
+        if items is not None:
+            lq = self.get(ResourceKind.LOCAL_QUEUE, name, namespace)
+            entries = parse_pending_workloads_summary({"items": items}, getattr(lq, "cluster_queue", None), namespace)
+            report = PositionReport("LocalQueue", name, namespace, tuple(entries), PositionSource.VISIBILITY_API, "", now)
+        else:
+            report = estimated_local_queue_report(
+                namespace,
+                name,
+                self.workloads(),
+                self.local_queues(),
+                f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
+                now,
+            )
+        self.tracker.record(report, self._pending_since())
+        return report
+
+    def pending_positions_cluster_queue(self, name: str) -> PositionReport:
+        items, why = self._visibility_items(f"clusterqueues/{name}/pendingworkloads")
+        now = self._now()
+        if items is not None:
+            entries = parse_pending_workloads_summary({"items": items}, name)
+            report = PositionReport("ClusterQueue", name, None, tuple(entries), PositionSource.VISIBILITY_API, "", now)
+        else:
+            report = estimated_cluster_queue_report(
+                name,
+                self.workloads(),
+                self.local_queues(),
+                f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
+                now,
+            )
+        self.tracker.record(report, self._pending_since())
+        return report
+
+    def position_history(self, namespace: str, name: str) -> PositionHistory | None:
+        return self.tracker.history(namespace, name)
+
+    # -- logs --------------------------------------------------------------
+
+    def open_logs(self, request: LogRequest, spool_dir: str | None = None) -> LogStream:
+        targets = self.resolve_log_targets(request)
+        return LogStream(self, request, targets, spool_dir=spool_dir).start()
+
+    def resolve_log_targets(self, request: LogRequest) -> list[tuple[str, str]]:
+        ns = request.namespace
+        pod_rt = ResourceKind.POD.type
+        try:
+            if request.pods:
+                pods = [self._api_get(pod_rt, p, ns) for p in request.pods]
+                what = "pod " + ", ".join(request.pods)
+            elif request.job:
+                pods = self._api_list(pod_rt, ns, label_selector=f"job-name={request.job}")
+                what = f"job {request.job} (label job-name={request.job})"
+            elif request.ray_job:
+                rayjob = self._api_get(ResourceKind.RAY_JOB.type, request.ray_job, ns)
+                cluster = (rayjob.get("status") or {}).get("rayClusterName")
+                if not cluster:
+                    raise ClusterError(
+                        f"RayJob {ns}/{request.ray_job} has no RayCluster yet (status.rayClusterName is empty); "
+                        "it is probably still queued. Try again once it is admitted."
+                    )
+                pods = self._api_list(pod_rt, ns, label_selector=f"ray.io/cluster={cluster}")
+                what = f"RayJob {request.ray_job} (label ray.io/cluster={cluster})"
+            else:
+                raise ClusterError("a log request needs pods, a job or a ray_job")
+        except ApiFailure as exc:
+            raise ClusterError(
+                describe_api_error(exc.code, verb="get", resource="pods", namespace=ns, body=exc.body, reason=exc.reason),
+                code=exc.code,
+            ) from None
+        if not pods:
+            raise ClusterError(f"no pods found for {what} in ns {ns}; it may not have started yet or was cleaned up")
+
+        def order(pod: dict) -> tuple:
+            meta = pod.get("metadata") or {}
+            head = (meta.get("labels") or {}).get("ray.io/node-type") == "head"
+            return (0 if head else 1, meta.get("creationTimestamp") or "", meta.get("name", ""))
+
+        targets: list[tuple[str, str]] = []
+        for pod in sorted(pods, key=order):
+            meta = pod.get("metadata") or {}
+            spec = pod.get("spec") or {}
+            app = [c.get("name", "") for c in spec.get("containers") or ()]
+            init = [c.get("name", "") for c in spec.get("initContainers") or ()]
+            if request.container:
+                if request.container not in app + init:
+                    if request.pods:
+                        raise ClusterError(
+                            f"container {request.container} is not in pod {ns}/{meta.get('name')}; it has: {', '.join(init + app)}"
+                        )
+                    continue
+                names = [request.container]
+            elif request.all_containers:
+                names = init + app
+            else:
+                default = (meta.get("annotations") or {}).get("kubectl.kubernetes.io/default-container")
+                names = [default if default in app else app[0]] if app else []
+            targets.extend((meta.get("name", ""), c) for c in names)
+        if not targets:
+            raise ClusterError(f"no container {request.container} in the pods of {what} in ns {ns}")
+        return targets
+
+    def container_finished(self, namespace: str, pod: str, container: str) -> bool:
+        try:
+            obj = self._api_get(ResourceKind.POD.type, pod, namespace)
+        except ApiFailure as exc:
+            return exc.code == 404
+        status = obj.get("status") or {}
+        if status.get("phase") in ("Succeeded", "Failed"):
+            return True
+        restart = (obj.get("spec") or {}).get("restartPolicy", "Always")
+        for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+            if cs.get("name") == container and "terminated" in (cs.get("state") or {}):
+                return restart == "Never" or cs in (status.get("initContainerStatuses") or [])
+        return False
+
+    # -- mutations ---------------------------------------------------------
+
+    def submit(self, manifests: Sequence[Mapping[str, Any]], dry_run: bool = False) -> list[MutationResult]:
+        results: list[MutationResult] = []
+        failed = False
+        for manifest in manifests:
+            meta = manifest.get("metadata") or {}
+            name = meta.get("name") or meta.get("generateName") or ""
+            api_version, kind = manifest.get("apiVersion", ""), manifest.get("kind", "")
+            rt = self.resource_type_for(api_version, kind)
+            if rt is None:
+                results.append(
+                    MutationResult(False, "create", kind, name, meta.get("namespace"),
+                                   f"unknown kind {api_version}/{kind}: the server does not serve it; "
+                                   "install its CRD or fix apiVersion/kind", dry_run)
+                )
+                failed = True
+                continue
+            namespace = (meta.get("namespace") or self.namespace or "default") if rt.namespaced else None
+            if failed and not dry_run:
+                results.append(
+                    MutationResult(False, "create", rt.kind, name, namespace,
+                                   "skipped: an earlier object of this submission failed", dry_run)
+                )
+                continue
+            try:
+                created = self._api_create(rt, namespace, manifest, dry_run)
+                results.append(
+                    MutationResult(True, "create", rt.kind, name, namespace,
+                                   f"{rt.kind} {name} " + ("passes server dry-run" if dry_run else "created"),
+                                   dry_run, object=created)
+                )
+            except ApiFailure as exc:
+                if exc.code == 409:
+                    existing = self._existing_same_submission(rt, name, namespace, manifest)
+                    if existing is not None:
+                        results.append(
+                            MutationResult(True, "create", rt.kind, name, namespace,
+                                           f"{rt.kind} {name} already submitted (same "
+                                           f"{SUBMISSION_ID_LABEL}); nothing new created",
+                                           dry_run, existing=True, object=existing)
+                        )
+                        continue
+                results.append(failure_result(exc, "create", rt, name, namespace, dry_run))
+                failed = True
+        return results
+
+    def _existing_same_submission(
+        self, rt: ResourceType, name: str, namespace: str | None, manifest: Mapping[str, Any]
+    ) -> dict | None:
+        wanted = ((manifest.get("metadata") or {}).get("labels") or {}).get(SUBMISSION_ID_LABEL)
+        if not wanted:
+            return None
+        try:
+            existing = self._api_get(rt, name, namespace)
+        except ApiFailure:
+            return None
+        have = ((existing.get("metadata") or {}).get("labels") or {}).get(SUBMISSION_ID_LABEL)
+        return existing if have == wanted else None
+
+    def cancel(self, kind: ResourceKind, namespace: str, name: str, dry_run: bool = False) -> MutationResult:
+        if kind not in (ResourceKind.JOB, ResourceKind.RAY_JOB, ResourceKind.WORKLOAD):
+            raise ClusterError(f"cancel works on Jobs, RayJobs and Workloads, not {kind.type.kind}")
+        rt = kind.type
+        try:
+            self._api_delete(rt, name, namespace, dry_run)
+        except ApiFailure as exc:
+            if exc.code == 404:
+                return MutationResult(True, "delete", rt.kind, name, namespace,
+                                      f"{rt.kind} {namespace}/{name} is already gone", dry_run)
+            return failure_result(exc, "delete", rt, name, namespace, dry_run)
+        verb = "would be cancelled (server dry-run)" if dry_run else "cancelled; Kueue releases its quota"
+        return MutationResult(True, "delete", rt.kind, name, namespace, f"{rt.kind} {namespace}/{name} {verb}", dry_run)
+
+    def set_stop_policy(
+        self, kind: ResourceKind, name: str, policy: StopPolicy, namespace: str | None = None, dry_run: bool = False
+    ) -> MutationResult:
+        if kind not in (ResourceKind.CLUSTER_QUEUE, ResourceKind.LOCAL_QUEUE):
+            raise ClusterError(f"stopPolicy applies to ClusterQueues and LocalQueues, not {kind.type.kind}")
+        if policy not in ("None", "Hold", "HoldAndDrain"):
+            raise ClusterError(f"stopPolicy must be None, Hold or HoldAndDrain, not {policy!r}")
+        if kind is ResourceKind.LOCAL_QUEUE and not namespace:
+            raise ClusterError("a LocalQueue needs its namespace")
+        rt = kind.type
+        ns = namespace if rt.namespaced else None
+        try:
+            obj = self._api_patch(rt, name, ns, {"spec": {"stopPolicy": policy}}, dry_run)
+        except ApiFailure as exc:
+            return failure_result(exc, "patch", rt, name, ns, dry_run)
+        words = {"None": "resumed", "Hold": "held", "HoldAndDrain": "held and draining"}
+        return MutationResult(True, "patch", rt.kind, name, ns,
+                              f"{rt.kind} {name} {words[policy]}" + (" (server dry-run)" if dry_run else ""),
+                              dry_run, object=obj)
+
+    def _patch_node(self, node: str, unschedulable: bool, dry_run: bool) -> MutationResult:
+        rt = ResourceKind.NODE.type
+        try:
+            obj = self._api_patch(rt, node, None, {"spec": {"unschedulable": True if unschedulable else None}}, dry_run)
+        except ApiFailure as exc:
+            return failure_result(exc, "patch", rt, node, None, dry_run)
+        word = "cordoned" if unschedulable else "uncordoned"
+        return MutationResult(True, "patch", "Node", node, None, f"node {node} {word}" + (" (server dry-run)" if dry_run else ""),
+                              dry_run, object=obj)
+
+    def cordon(self, node: str, dry_run: bool = False) -> MutationResult:
+        return self._patch_node(node, True, dry_run)
+
+    def uncordon(self, node: str, dry_run: bool = False) -> MutationResult:
+        return self._patch_node(node, False, dry_run)
+
+    def drain(self, node: str, dry_run: bool = False, grace_period_seconds: int | None = None) -> DrainResult:
+        cordon = self.cordon(node, dry_run)
+        if not cordon.ok:
+            return DrainResult(node, False, (), (), (cordon,), dry_run)
+        try:
+            pods = self._api_list(ResourceKind.POD.type, None, field_selector=f"spec.nodeName={node}")
+        except ApiFailure as exc:
+            return DrainResult(node, True, (), (), (failure_result(exc, "list", ResourceKind.POD.type, "", None, dry_run),), dry_run)
+        evicted, skipped, failed = [], [], []
+        for pod in sorted(pods, key=lambda p: ((p["metadata"].get("namespace") or ""), p["metadata"]["name"])):
+            meta = pod.get("metadata") or {}
+            ref = f"{meta.get('namespace')}/{meta.get('name')}"
+            owners = meta.get("ownerReferences") or ()
+            if any(o.get("kind") == "DaemonSet" for o in owners) or "kubernetes.io/config.mirror" in (
+                meta.get("annotations") or {}
+            ) or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                skipped.append(ref)
+                continue
+            try:
+                self._api_evict(meta["name"], meta["namespace"], dry_run, grace_period_seconds)
+                evicted.append(ref)
+            except ApiFailure as exc:
+                if exc.code == 404:
+                    evicted.append(ref)
+                    continue
+                failed.append(failure_result(exc, "create", ResourceType("", "v1", "pods/eviction", "Eviction", True),
+                                             meta["name"], meta["namespace"], dry_run))
+        return DrainResult(node, True, tuple(evicted), tuple(skipped), tuple(failed), dry_run)
+
+    def create_multikueue_object(self, manifest: Mapping[str, Any], dry_run: bool = False) -> MutationResult:
+        kind = ResourceKind.for_kind(manifest.get("apiVersion", ""), manifest.get("kind", ""))
+        if kind not in MULTIKUEUE_KINDS:
+            raise ClusterError(
+                f"{manifest.get('kind')} is not a MultiKueue object (expected MultiKueueCluster, MultiKueueConfig or AdmissionCheck)"
+            )
+        manifest = dict(manifest)
+        manifest["apiVersion"] = kind.type.api_version  # always v1beta2
+        name = (manifest.get("metadata") or {}).get("name", "")
+        try:
+            obj = self._api_create(kind.type, None, manifest, dry_run)
+        except ApiFailure as exc:
+            return failure_result(exc, "create", kind.type, name, None, dry_run)
+        return MutationResult(True, "create", kind.type.kind, name, None,
+                              f"{kind.type.kind} {name} " + ("passes server dry-run" if dry_run else "created"), dry_run, object=obj)
+
+    def delete_multikueue_object(self, kind: ResourceKind, name: str, dry_run: bool = False) -> MutationResult:
+        if kind not in MULTIKUEUE_KINDS:
+            raise ClusterError(f"{kind.type.kind} is not a MultiKueue object")
+        try:
+            self._api_delete(kind.type, name, None, dry_run)
+        except ApiFailure as exc:
+            return failure_result(exc, "delete", kind.type, name, None, dry_run)
+        return MutationResult(True, "delete", kind.type.kind, name, None,
+                              f"{kind.type.kind} {name} " + ("would be deleted (server dry-run)" if dry_run else "deleted"), dry_run)
+
+    def set_multikueue_config_clusters(self, name: str, clusters: Sequence[str], dry_run: bool = False) -> MutationResult:
+        rt = ResourceKind.MULTIKUEUE_CONFIG.type
+        try:
+            obj = self._api_patch(rt, name, None, {"spec": {"clusters": list(clusters)}}, dry_run)
+        except ApiFailure as exc:
+            return failure_result(exc, "patch", rt, name, None, dry_run)
+        return MutationResult(True, "patch", rt.kind, name, None,
+                              f"MultiKueueConfig {name} clusters set to {', '.join(clusters) or '(none)'}", dry_run, object=obj)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)

@@ -1,0 +1,1 @@
+"""The embedded simulated cluster (``tau-tui --demo``, deterministic tests)."""

@@ -1,0 +1,350 @@
+"""The simulated API server: objects, resourceVersions, watches, RBAC, dry-run.
+
+Objects are API-shaped dicts.  A stored dict is never changed in place: every
+write stores a new dict, so listeners (the backends' caches) can keep the
+object they were given without copying."""
+
+from __future__ import annotations
+
+import copy
+import random
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Iterable, Mapping
+
+from tau_tui.core.cluster.api import ResourceType
+from tau_tui.core.cluster.common import ApiFailure
+from tau_tui.core.cluster.views import format_time
+
+Key = tuple[str, str]
+TypeKey = tuple[str, str]  # (group, plural)
+Listener = Callable[[ResourceType, str, dict], None]
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An allow rule like a PolicyRule; ``namespace=None`` = cluster-wide."""
+
+    verbs: frozenset[str]
+    resources: frozenset[str]  # qualified: "workloads.kueue.x-k8s.io", "pods", "pods/log", "*"
+    namespace: str | None = None
+
+    def allows(self, verb: str, resource: str, namespace: str | None) -> bool:
+        if "*" not in self.verbs and verb not in self.verbs:
+            return False
+        if "*" not in self.resources and resource not in self.resources:
+            return False
+        return self.namespace is None or self.namespace == namespace
+
+
+@dataclass
+class Identity:
+    name: str
+    rules: list[Rule] = field(default_factory=list)
+
+
+def qualified(rt: ResourceType, sub: str | None = None) -> str:
+    base = rt.plural + (f"/{sub}" if sub else "")
+    return f"{base}.{rt.group}" if rt.group else base
+
+
+def _selector_matches(labels: Mapping[str, str], selector: str | None) -> bool:
+    if not selector:
+        return True
+    for term in selector.split(","):
+        term = term.strip()
+        if not term:
+            continue
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if labels.get(k.strip()) == v.strip():
+                return False
+        elif "=" in term:
+            k, v = term.split("=", 1)
+            if labels.get(k.strip().rstrip("=")) != v.strip().lstrip("="):
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+def _field_value(obj: Mapping[str, Any], path: str) -> str:
+    cur: Any = obj
+    for part in path.split("."):
+        cur = cur.get(part) if isinstance(cur, Mapping) else None
+    return "" if cur is None else str(cur)
+
+
+def _fields_match(obj: Mapping[str, Any], selector: str | None) -> bool:
+    if not selector:
+        return True
+    for term in selector.split(","):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if _field_value(obj, k.strip()) == v.strip():
+                return False
+        elif "=" in term:
+            k, v = term.split("=", 1)
+            if _field_value(obj, k.strip().rstrip("=")) != v.strip():
+                return False
+    return True
+
+
+class SimStore:
+    def __init__(self, seed: int, now: Callable[[], datetime]):
+        self.rng = random.Random(seed)
+        self.now = now
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
+        self.objects: dict[TypeKey, dict[Key, dict]] = {}
+        self.types: dict[TypeKey, ResourceType] = {}
+        self.rv = 1000
+        self.listeners: list[Listener] = []
+        self.identities: dict[str, Identity] = {}
+        #: Hooks run on create (after defaulting, before storing): emulate webhooks.
+        self.admission_hooks: list[Callable[[ResourceType, dict], None]] = []
+        self.delete_hooks: list[Callable[[ResourceType, dict], None]] = []
+        self.served: set[TypeKey] | None = None  # None = serve every type
+
+    # -- ids ---------------------------------------------------------------
+
+    def new_uid(self) -> str:
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def rand5(self) -> str:
+        return "".join(self.rng.choice(_NAME_ALPHABET) for _ in range(5))
+
+    def _next_rv(self) -> str:
+        self.rv += 1
+        return str(self.rv)
+
+    # -- raw store (no RBAC; used by controllers and the scenario loader) --
+
+    def bucket(self, rt: ResourceType) -> dict[Key, dict]:
+        tk = (rt.group, rt.plural)
+        self.types.setdefault(tk, rt)
+        return self.objects.setdefault(tk, {})
+
+    @staticmethod
+    def key(rt: ResourceType, name: str, namespace: str | None) -> Key:
+        return ((namespace or "") if rt.namespaced else "", name)
+
+    def read(self, rt: ResourceType, name: str, namespace: str | None = None) -> dict | None:
+        return self.bucket(rt).get(self.key(rt, name, namespace))
+
+    def items(self, rt: ResourceType, namespace: str | None = None) -> list[dict]:
+        bucket = self.bucket(rt)
+        if namespace is None or not rt.namespaced:
+            return list(bucket.values())
+        return [o for (ns, _), o in bucket.items() if ns == namespace]
+
+    def put(self, rt: ResourceType, obj: dict, *, notify: bool = True) -> dict:
+        """Create or replace (controller write).  Sets rv, uid, timestamps."""
+        meta = obj.setdefault("metadata", {})
+        obj.setdefault("apiVersion", rt.api_version)
+        obj.setdefault("kind", rt.kind)
+        if not rt.namespaced:
+            meta.pop("namespace", None)
+        key = self.key(rt, meta.get("name", ""), meta.get("namespace"))
+        bucket = self.bucket(rt)
+        old = bucket.get(key)
+        if old is None:
+            meta.setdefault("uid", self.new_uid())
+            meta.setdefault("creationTimestamp", format_time(self.now()))
+            meta.setdefault("generation", 1)
+        else:
+            old_meta = old.get("metadata") or {}
+            meta["uid"] = old_meta.get("uid")
+            meta["creationTimestamp"] = old_meta.get("creationTimestamp")
+            gen = old_meta.get("generation", 1)
+            if obj.get("spec") != old.get("spec"):
+                gen += 1
+            meta["generation"] = gen
+        meta["resourceVersion"] = self._next_rv()
+        bucket[key] = obj
+        if notify:
+            self._notify(rt, "ADDED" if old is None else "MODIFIED", obj)
+        return obj
+
+    def update(self, rt: ResourceType, name: str, namespace: str | None, mutate: Callable[[dict], None]) -> dict | None:
+        """Copy, mutate, store if anything changed."""
+        old = self.read(rt, name, namespace)
+        if old is None:
+            return None
+        new = copy.deepcopy(old)
+        mutate(new)
+        if new == old:
+            return old
+        return self.put(rt, new)
+
+    def remove(self, rt: ResourceType, name: str, namespace: str | None = None) -> dict | None:
+        old = self.bucket(rt).pop(self.key(rt, name, namespace), None)
+        if old is not None:
+            for hook in self.delete_hooks:
+                hook(rt, old)
+            gone = copy.copy(old)
+            gone["metadata"] = dict(old.get("metadata") or {}, resourceVersion=self._next_rv())
+            self._notify(rt, "DELETED", gone)
+        return old
+
+    def _notify(self, rt: ResourceType, event_type: str, obj: dict) -> None:
+        for listener in list(self.listeners):
+            listener(rt, event_type, obj)
+        self.changed.notify_all()
+
+    # -- RBAC ---------------------------------------------------------------
+
+    def identity(self, name: str) -> Identity:
+        return self.identities.setdefault(name, Identity(name))
+
+    def grant(self, identity: str, verbs: Iterable[str], resources: Iterable[str], namespace: str | None = None) -> None:
+        with self.lock:
+            self.identity(identity).rules.append(Rule(frozenset(verbs), frozenset(resources), namespace))
+
+    def allowed(self, identity: str | None, verb: str, resource: str, namespace: str | None) -> bool:
+        if identity is None:
+            return True
+        ident = self.identities.get(identity)
+        return ident is not None and any(r.allows(verb, resource, namespace) for r in ident.rules)
+
+    def authorize(self, identity: str | None, verb: str, rt: ResourceType, namespace: str | None, sub: str | None = None) -> None:
+        resource = qualified(rt, sub)
+        if not self.allowed(identity, verb, resource, namespace if rt.namespaced else None):
+            where = f' in the namespace "{namespace}"' if namespace and rt.namespaced else " at the cluster scope"
+            raise ApiFailure(
+                403,
+                "Forbidden",
+                f'{resource} is forbidden: User "{identity}" cannot {verb} resource "{resource}"{where}',
+            )
+
+    def _served(self, rt: ResourceType) -> None:
+        if self.served is not None and (rt.group, rt.plural) not in self.served:
+            raise ApiFailure(404, "NotFound", f"the server could not find the requested resource ({qualified(rt)})")
+
+    # -- API semantics ------------------------------------------------------
+
+    def api_get(self, identity: str | None, rt: ResourceType, name: str, namespace: str | None) -> dict:
+        with self.lock:
+            self._served(rt)
+            self.authorize(identity, "get", rt, namespace)
+            obj = self.read(rt, name, namespace)
+            if obj is None:
+                raise ApiFailure(404, "NotFound", f'{qualified(rt)} "{name}" not found', {"reason": "NotFound", "message": f'{qualified(rt)} "{name}" not found', "details": {"name": name}, "code": 404})
+            return copy.deepcopy(obj)
+
+    def api_list(
+        self,
+        identity: str | None,
+        rt: ResourceType,
+        namespace: str | None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        copy_items: bool = True,
+    ) -> list[dict]:
+        with self.lock:
+            self._served(rt)
+            self.authorize(identity, "list", rt, namespace)
+            out = [
+                o
+                for o in self.items(rt, namespace)
+                if _selector_matches((o.get("metadata") or {}).get("labels") or {}, label_selector)
+                and _fields_match(o, field_selector)
+            ]
+            return [copy.deepcopy(o) for o in out] if copy_items else out
+
+    def api_create(self, identity: str | None, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict:
+        with self.lock:
+            self._served(rt)
+            self.authorize(identity, "create", rt, namespace)
+            obj = copy.deepcopy(dict(body))
+            meta = obj.setdefault("metadata", {})
+            meta.pop("resourceVersion", None)
+            meta.pop("uid", None)
+            if rt.namespaced:
+                meta["namespace"] = namespace
+                if self.read(_NAMESPACE, namespace or "", None) is None:
+                    raise ApiFailure(404, "NotFound", f'namespaces "{namespace}" not found')
+            name = meta.get("name")
+            if not name and meta.get("generateName"):
+                name = meta["name"] = meta["generateName"] + self.rand5()
+            causes = []
+            if not name:
+                causes.append({"field": "metadata.name", "message": "Required value: name or generateName is required"})
+            elif not _DNS_SUBDOMAIN.match(name):
+                causes.append({"field": "metadata.name", "message": f"Invalid value: {name!r}: must be a lowercase RFC 1123 subdomain"})
+            for hook in self.admission_hooks:
+                try:
+                    hook(rt, obj)
+                except ApiFailure as exc:
+                    raise exc
+            if causes:
+                raise ApiFailure(422, "Invalid", f'{rt.kind} "{name}" is invalid',
+                                 {"reason": "Invalid", "message": f'{rt.kind} "{name}" is invalid', "code": 422,
+                                  "details": {"name": name, "kind": rt.kind, "causes": causes}})
+            if self.read(rt, name, namespace) is not None:
+                raise ApiFailure(409, "AlreadyExists", f'{qualified(rt)} "{name}" already exists',
+                                 {"reason": "AlreadyExists", "message": f'{qualified(rt)} "{name}" already exists', "code": 409})
+            if dry_run:
+                meta.setdefault("uid", "00000000-0000-0000-0000-000000000000")
+                meta.setdefault("creationTimestamp", format_time(self.now()))
+                return obj
+            stored = self.put(rt, obj)
+            return copy.deepcopy(stored)
+
+    def api_delete(self, identity: str | None, rt: ResourceType, name: str, namespace: str | None, dry_run: bool) -> None:
+        with self.lock:
+            self._served(rt)
+            self.authorize(identity, "delete", rt, namespace)
+            if self.read(rt, name, namespace) is None:
+                raise ApiFailure(404, "NotFound", f'{qualified(rt)} "{name}" not found',
+                                 {"reason": "NotFound", "message": f'{qualified(rt)} "{name}" not found', "details": {"name": name}, "code": 404})
+            if not dry_run:
+                self.remove(rt, name, namespace)
+
+    def api_patch(self, identity: str | None, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict:
+        with self.lock:
+            self._served(rt)
+            self.authorize(identity, "patch", rt, namespace)
+            old = self.read(rt, name, namespace)
+            if old is None:
+                raise ApiFailure(404, "NotFound", f'{qualified(rt)} "{name}" not found',
+                                 {"reason": "NotFound", "message": f'{qualified(rt)} "{name}" not found', "details": {"name": name}, "code": 404})
+            new = merge_patch(old, patch)
+            if dry_run:
+                return new
+            if new == old:
+                return copy.deepcopy(old)
+            return copy.deepcopy(self.put(rt, new))
+
+    def api_evict(self, identity: str | None, pod_rt: ResourceType, name: str, namespace: str, dry_run: bool) -> None:
+        with self.lock:
+            self.authorize(identity, "create", pod_rt, namespace, sub="eviction")
+            if self.read(pod_rt, name, namespace) is None:
+                raise ApiFailure(404, "NotFound", f'pods "{name}" not found')
+            if not dry_run:
+                self.remove(pod_rt, name, namespace)
+
+
+_NAMESPACE = ResourceType("", "v1", "namespaces", "Namespace", False)

@@ -1,0 +1,503 @@
+"""Log streams into append-only spool files (no line cap, no dropped line).
+
+A :class:`LogSpool` is a file plus a byte-offset index of line starts (like
+toolong): any line is read back by one seek, memory stays small however long
+the log grows, and :meth:`LogSpool.search` / :meth:`LogSpool.save` work on the
+file.  A :class:`LogStream` fills a spool from one or more container streams:
+
+* every container is requested with server timestamps, so lines of several
+  pods are merged by time (each line prefixed ``[pod/container]``) and a
+  broken stream resumes from the last timestamp without duplicating lines;
+* an unterminated last line is visible as a provisional line and replaced by
+  the complete line when its newline arrives;
+* text is stored and returned verbatim: nothing here interprets markup or
+  escape sequences (widgets must render it as plain text).
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import re
+import tempfile
+import threading
+import time
+from array import array
+from calendar import timegm
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Iterable, Iterator, Protocol
+
+from tau_tui.core.cluster.api import LogChunkRequest, LogRequest
+
+
+# --------------------------------------------------------------------------
+# Timestamps (nanosecond precision: kubelet writes RFC3339Nano)
+# --------------------------------------------------------------------------
+
+_TS_RE = re.compile(rb"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2}) ")
+
+
+def split_timestamp(line: bytes) -> tuple[int | None, bytes, bytes]:
+    """``(epoch_ns, timestamp_text, rest)`` of a kubelet ``--timestamps`` line."""
+    m = _TS_RE.match(line)
+    if not m:
+        return None, b"", line
+    base = datetime.strptime(m.group(1).decode(), "%Y-%m-%dT%H:%M:%S")
+    secs = timegm(base.timetuple())
+    zone = m.group(3)
+    if zone != b"Z":
+        sign = 1 if zone[:1] == b"+" else -1
+        hours, minutes = int(zone[1:3]), int(zone[4:6])
+        secs -= sign * (hours * 3600 + minutes * 60)
+    frac = (m.group(2) or b"").decode()
+    ns = secs * 1_000_000_000 + int((frac + "000000000")[:9])
+    return ns, line[: m.end() - 1], line[m.end() :]
+
+
+def format_timestamp_ns(ns: int) -> str:
+    secs, frac = divmod(ns, 1_000_000_000)
+    base = datetime.fromtimestamp(secs, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{base}.{frac:09d}Z"
+
+
+def ns_to_datetime(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns // 1_000_000_000, tz=timezone.utc)
+
+
+# --------------------------------------------------------------------------
+# Spool
+# --------------------------------------------------------------------------
+
+
+class LogSpool:
+    """Append-only file of lines with a byte-offset index."""
+
+    def __init__(self, path: str | None = None, directory: str | None = None):
+        if path is None:
+            fd, path = tempfile.mkstemp(prefix="tau-log-", suffix=".log", dir=directory)
+            os.close(fd)
+        self.path = path
+        # 0600: logs can hold workload data; only this user reads the spool.
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        os.chmod(path, 0o600)
+        self._lock = threading.Lock()
+        self._offsets = array("Q", [0])  # start of each line, plus end of file
+        self._partials: dict[object, str] = {}
+        self._changed = threading.Condition(self._lock)
+        self.closed = False
+
+    # writing
+
+    def append_line(self, text: str) -> None:
+        data = text.replace("\n", " ").encode("utf-8", "replace") + b"\n"
+        with self._lock:
+            os.write(self._fd, data)
+            self._offsets.append(self._offsets[-1] + len(data))
+            self._changed.notify_all()
+
+    def set_partial(self, source: object, text: str | None) -> None:
+        """Show (or with None, clear) an unterminated line of ``source``."""
+        with self._lock:
+            if text is None:
+                self._partials.pop(source, None)
+            else:
+                self._partials[source] = text
+            self._changed.notify_all()
+
+    # reading
+
+    @property
+    def committed_count(self) -> int:
+        with self._lock:
+            return len(self._offsets) - 1
+
+    @property
+    def line_count(self) -> int:
+        """Committed lines plus visible partial lines."""
+        with self._lock:
+            return len(self._offsets) - 1 + len(self._partials)
+
+    @property
+    def size_bytes(self) -> int:
+        with self._lock:
+            return self._offsets[-1]
+
+    def line(self, index: int) -> str:
+        return self.lines(index, index + 1)[0]
+
+    def lines(self, start: int = 0, stop: int | None = None) -> list[str]:
+        with self._lock:
+            committed = len(self._offsets) - 1
+            partials = list(self._partials.values())
+            total = committed + len(partials)
+            if stop is None or stop > total:
+                stop = total
+            if start < 0:
+                start = max(0, total + start)
+            out: list[str] = []
+            if start < min(stop, committed):
+                end = min(stop, committed)
+                begin_off, end_off = self._offsets[start], self._offsets[end]
+                data = os.pread(self._fd, end_off - begin_off, begin_off)
+                out = data.decode("utf-8", "replace").split("\n")[:-1]
+            for index in range(max(start, committed), stop):
+                out.append(partials[index - committed])
+            return out
+
+    def search(self, pattern: str, *, regex: bool = False, ignore_case: bool = True, start: int = 0) -> list[int]:
+        """Indexes of lines matching ``pattern`` (plain substring by default)."""
+        flags = re.IGNORECASE if ignore_case else 0
+        rx = re.compile(pattern if regex else re.escape(pattern), flags)
+        hits: list[int] = []
+        chunk = 4096
+        total = self.line_count
+        for base in range(start, total, chunk):
+            for offset, text in enumerate(self.lines(base, min(total, base + chunk))):
+                if rx.search(text):
+                    hits.append(base + offset)
+        return hits
+
+    def save(self, path: str) -> int:
+        """Copy every line (partials included, as final lines) to ``path``; returns lines written."""
+        with self._lock:
+            size = self._offsets[-1]
+            committed = len(self._offsets) - 1
+            partials = list(self._partials.values())
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as out:
+            written = 0
+            while written < size:
+                block = os.pread(self._fd, min(1 << 20, size - written), written)
+                if not block:
+                    break
+                out.write(block)
+                written += len(block)
+            for text in partials:
+                out.write(text.encode("utf-8", "replace") + b"\n")
+        os.replace(tmp, path)
+        return committed + len(partials)
+
+    def wait_for_lines(self, count: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while len(self._offsets) - 1 + len(self._partials) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+            return True
+
+    def close(self, delete: bool = True) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            os.close(self._fd)
+        if delete:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+
+
+# --------------------------------------------------------------------------
+# Streams
+# --------------------------------------------------------------------------
+
+
+class ClosableIterator(Protocol):
+    def __iter__(self) -> Iterator[bytes]: ...
+    def close(self) -> None: ...
+
+
+class LogSource(Protocol):
+    """What a backend provides to :class:`LogStream`."""
+
+    def resolve_log_targets(self, request: LogRequest) -> list[tuple[str, str]]:
+        """``(pod, container)`` pairs in display order (Ray head first)."""
+
+    def open_container_log(self, request: LogChunkRequest) -> ClosableIterator:
+        """Raw bytes of one container log, every line prefixed by an
+        RFC3339Nano timestamp and a space (``timestamps=true``)."""
+
+    def container_finished(self, namespace: str, pod: str, container: str) -> bool:
+        """True when this container will write no more (terminated, pod gone)."""
+
+
+@dataclass
+class _Entry:
+    ns: int
+    order: int
+    seq: int
+    text: str
+
+    def __lt__(self, other: "_Entry") -> bool:
+        return (self.ns, self.order, self.seq) < (other.ns, other.order, other.seq)
+
+
+class _ContainerFollower(threading.Thread):
+    """Reads one container; reconnects and resumes on a broken stream."""
+
+    def __init__(self, stream: "LogStream", order: int, pod: str, container: str, prefix: str):
+        super().__init__(name=f"tau-log-{pod}-{container}", daemon=True)
+        self.stream = stream
+        self.order = order
+        self.pod = pod
+        self.container = container
+        self.prefix = prefix
+        self.last_ns = 0  # timestamp of the last emitted complete line
+        self.same_ns_count = 0  # lines emitted with exactly last_ns
+        self.finished = False
+        self.reconnects = 0
+        self.error = ""
+        self._current: ClosableIterator | None = None
+        self._seq = 0
+
+    def abort(self) -> None:
+        current = self._current
+        if current is not None:
+            try:
+                current.close()
+            except Exception:
+                pass
+
+    def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            self.finished = True
+            self.stream._source_done(self)
+
+    def _run(self) -> None:
+        req = self.stream.request
+        source = self.stream.source
+        first = True
+        backoff = 0.2
+        failures = 0
+        while not self.stream._stopped.is_set():
+            chunk_req = LogChunkRequest(
+                namespace=req.namespace,
+                pod=self.pod,
+                container=self.container,
+                previous=req.previous,
+                follow=req.follow and not req.previous,
+                since_time=ns_to_datetime(self.last_ns) if self.last_ns else None,
+                since_seconds=req.since_seconds if first and not self.last_ns else None,
+                tail_lines=req.tail_lines if first and not self.last_ns else None,
+            )
+            skip_before, skip_equal = self.last_ns, self.same_ns_count
+            buffer = b""
+            broke = False
+            try:
+                self._current = source.open_container_log(chunk_req)
+                for chunk in self._current:
+                    if self.stream._stopped.is_set():
+                        break
+                    buffer += chunk
+                    *complete, buffer = buffer.split(b"\n")
+                    for raw in complete:
+                        skip_equal = self._emit(raw, skip_before, skip_equal)
+                        if skip_equal < 0:
+                            skip_before, skip_equal = 0, 0
+                    self.stream.spool.set_partial(self, self._display(buffer) if buffer else None)
+                failures = 0
+            except Exception as exc:  # network break, server error: resume below
+                broke = True
+                failures += 1
+                self.error = str(exc) or type(exc).__name__
+            finally:
+                current, self._current = self._current, None
+                if current is not None:
+                    try:
+                        current.close()
+                    except Exception:
+                        pass
+            first = False
+            if self.stream._stopped.is_set():
+                return
+            done = not broke and (not chunk_req.follow or source.container_finished(req.namespace, self.pod, self.container))
+            if done:
+                if buffer:
+                    self._emit(buffer, skip_before, skip_equal)
+                self.stream.spool.set_partial(self, None)
+                return
+            # Broken or ended early: drop the partial (it is sent again) and resume.
+            self.stream.spool.set_partial(self, None)
+            if not chunk_req.follow and failures > 5:
+                self.error = f"gave up after {failures} failed attempts: {self.error}"
+                return
+            self.reconnects += 1
+            self.stream._note_reconnect(self)
+            if self.stream._stopped.wait(min(backoff * (2 ** min(failures, 5)), 5.0) if broke else 0.2):
+                return
+
+    def _emit(self, raw: bytes, skip_before: int, skip_equal: int) -> int:
+        """Emit one complete line unless it was already emitted before a
+        reconnect.  Returns the remaining same-timestamp skip count (-1 once
+        past the resume point)."""
+        ns, ts_text, rest = split_timestamp(raw)
+        if ns is None:
+            ns = self.last_ns
+        elif skip_before:
+            if ns < skip_before:
+                return skip_equal
+            if ns == skip_before and skip_equal > 0:
+                return skip_equal - 1
+        if ns == self.last_ns:
+            self.same_ns_count += 1
+        else:
+            self.last_ns, self.same_ns_count = ns, 1
+        text = rest.decode("utf-8", "replace").rstrip("\r")
+        if self.stream.request.timestamps and ts_text:
+            text = f"{ts_text.decode()} {text}"
+        self._seq += 1
+        self.stream._push(_Entry(ns, self.order, self._seq, self.prefix + text))
+        return -1 if skip_before else 0
+
+    def _display(self, raw: bytes) -> str:
+        _, ts_text, rest = split_timestamp(raw)
+        text = rest.decode("utf-8", "replace")
+        if self.stream.request.timestamps and ts_text:
+            text = f"{ts_text.decode()} {text}"
+        return self.prefix + text
+
+
+class LogStream:
+    """Streams the containers selected by a :class:`LogRequest` into a spool.
+
+    ``state``: ``streaming`` → ``reconnecting`` (while any source resumes) →
+    ``done`` (all sources ended) or ``closed``."""
+
+    #: How long a line may wait for a slower pod before it is written anyway.
+    REORDER_WINDOW = 0.3
+
+    def __init__(
+        self,
+        source: LogSource,
+        request: LogRequest,
+        targets: Iterable[tuple[str, str]],
+        spool: LogSpool | None = None,
+        spool_dir: str | None = None,
+    ):
+        self.source = source
+        self.request = request
+        self.targets = list(targets)
+        self.spool = spool or LogSpool(directory=spool_dir)
+        self.state = "streaming"
+        self.reconnects = 0
+        self._stopped = threading.Event()
+        self._lock = threading.Condition()
+        self._heap: list[tuple[_Entry, float]] = []
+        pods = {p for p, _ in self.targets}
+        multi_container = len(self.targets) > len(pods)
+        many = len(self.targets) > 1
+        self._followers = [
+            _ContainerFollower(
+                self,
+                order,
+                pod,
+                container,
+                (f"[{pod}/{container}] " if multi_container else f"[{pod}] ") if many else "",
+            )
+            for order, (pod, container) in enumerate(self.targets)
+        ]
+        self._open = len(self._followers)
+        self._writer = threading.Thread(target=self._write_loop, name="tau-log-merge", daemon=True)
+
+    def start(self) -> "LogStream":
+        self._writer.start()
+        for follower in self._followers:
+            follower.start()
+        return self
+
+    # -- from followers ----------------------------------------------------
+
+    def _push(self, entry: _Entry) -> None:
+        with self._lock:
+            heapq.heappush(self._heap, (entry, time.monotonic()))  # type: ignore[misc]
+            self._lock.notify_all()
+
+    def _source_done(self, follower: _ContainerFollower) -> None:
+        with self._lock:
+            self._open -= 1
+            self._lock.notify_all()
+
+    def _note_reconnect(self, follower: _ContainerFollower) -> None:
+        with self._lock:
+            self.reconnects += 1
+            if self.state == "streaming":
+                self.state = "reconnecting"
+
+    # -- merge writer ------------------------------------------------------
+
+    def _watermark(self) -> int | None:
+        """Lines at or before this time can be written: every open source has
+        moved past it."""
+        open_marks = [f.last_ns for f in self._followers if not f.finished]
+        if not open_marks:
+            return None  # all closed: everything may go
+        return min(open_marks)
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._lock:
+                ready: list[_Entry] = []
+                now = time.monotonic()
+                mark = self._watermark()
+                while self._heap:
+                    entry, queued = self._heap[0]
+                    if mark is None or entry.ns <= mark or now - queued >= self.REORDER_WINDOW or len(self._followers) == 1:
+                        heapq.heappop(self._heap)
+                        ready.append(entry)
+                    else:
+                        break
+                finished = self._open == 0 and not self._heap
+                if not ready and not finished:
+                    self._lock.wait(self.REORDER_WINDOW / 3)
+            for entry in ready:
+                self.spool.append_line(entry.text)
+            if ready and self.state == "reconnecting" and all(f._current is not None or f.finished for f in self._followers):
+                self.state = "streaming"
+            if finished:
+                if self.state != "closed":
+                    self.state = "done"
+                with self._lock:
+                    self._lock.notify_all()
+                return
+
+    # -- public ------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self.state in ("done", "closed")
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"{f.pod}/{f.container}: {f.error}" for f in self._followers if f.error]
+
+    def wait_done(self, timeout: float) -> bool:
+        self._writer.join(timeout)
+        return not self._writer.is_alive()
+
+    def close(self, delete_spool: bool = False) -> None:
+        """Stop streaming (the spool stays readable unless ``delete_spool``)."""
+        self._stopped.set()
+        for follower in self._followers:
+            follower.abort()
+        for follower in self._followers:
+            follower.join(timeout=5)
+        self._writer.join(timeout=5)
+        self.state = "closed"
+        if delete_spool:
+            self.spool.close(delete=True)
+
+
+def save_spool(spool: LogSpool, path: str) -> int:
+    """Save a spool to ``path`` (atomic replace); returns the line count."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    return spool.save(path)
+
+
+__all__ = ["LogSpool", "LogStream", "LogSource", "split_timestamp", "format_timestamp_ns", "save_spool"]

@@ -1,0 +1,184 @@
+"""Queue positions: Kueue's pending order, visibility API parsing, history.
+
+When the visibility API (``visibility.kueue.x-k8s.io``) is absent or
+forbidden, positions are computed from Kueue's documented order
+(``pkg/cache/queue/cluster_queue.go``): effective priority descending, then
+queue-order timestamp ascending, then UID ascending.  Such positions are
+*estimated*: the hidden "sticky head", admission fair sharing and in-flight
+admissions cannot be seen from outside."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping
+
+from tau_tui.core.cluster.api import (
+    LocalQueueView,
+    PendingPosition,
+    PositionHistory,
+    PositionReport,
+    PositionSample,
+    PositionSource,
+    WorkloadView,
+)
+from tau_tui.core.cluster.views import parse_time
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def is_pending(wl: WorkloadView) -> bool:
+    """In a queue, no quota reserved, not finished, not deactivated."""
+    if not wl.queue_name or not wl.active:
+        return False
+    if wl.status_word != "pending":
+        return False
+    return True
+
+
+def kueue_order_key(wl: WorkloadView) -> tuple[int, datetime, str]:
+    return (-wl.effective_priority, wl.queue_order_timestamp or _EPOCH, wl.uid)
+
+
+def cluster_queue_of(wl: WorkloadView, lq_to_cq: Mapping[tuple[str, str], str]) -> str | None:
+    return lq_to_cq.get((wl.namespace or "", wl.queue_name or ""))
+
+
+def estimate_cluster_queue_order(
+    workloads: Iterable[WorkloadView], local_queues: Iterable[LocalQueueView]
+) -> dict[str, list[PendingPosition]]:
+    """Pending workloads of every ClusterQueue in Kueue order, with positions
+    in the ClusterQueue and in their (namespace, LocalQueue)."""
+    lq_to_cq = {(lq.namespace or "", lq.name): lq.cluster_queue for lq in local_queues}
+    by_cq: dict[str, list[WorkloadView]] = {}
+    for wl in workloads:
+        if not is_pending(wl):
+            continue
+        cq = cluster_queue_of(wl, lq_to_cq)
+        if cq is None:
+            continue  # LocalQueue missing: Kueue keeps it inadmissible outside any CQ heap
+        by_cq.setdefault(cq, []).append(wl)
+    out: dict[str, list[PendingPosition]] = {}
+    for cq, items in by_cq.items():
+        items.sort(key=kueue_order_key)
+        per_lq: dict[tuple[str, str], int] = {}
+        entries = []
+        for index, wl in enumerate(items):
+            lq_key = (wl.namespace or "", wl.queue_name or "")
+            lq_pos = per_lq.get(lq_key, 0)
+            per_lq[lq_key] = lq_pos + 1
+            entries.append(
+                PendingPosition(
+                    namespace=wl.namespace or "",
+                    name=wl.name,
+                    uid=wl.uid,
+                    local_queue=wl.queue_name,
+                    cluster_queue=cq,
+                    priority=wl.effective_priority,
+                    position_in_cluster_queue=index,
+                    position_in_local_queue=lq_pos,
+                    creation_timestamp=wl.creation_timestamp,
+                )
+            )
+        out[cq] = entries
+    return out
+
+
+def estimated_cluster_queue_report(
+    cq: str, workloads: Iterable[WorkloadView], local_queues: Iterable[LocalQueueView], reason: str, at: datetime
+) -> PositionReport:
+    entries = estimate_cluster_queue_order(workloads, local_queues).get(cq, [])
+    return PositionReport("ClusterQueue", cq, None, tuple(entries), PositionSource.ESTIMATED, reason, at)
+
+
+def estimated_local_queue_report(
+    namespace: str,
+    lq: str,
+    workloads: Iterable[WorkloadView],
+    local_queues: Iterable[LocalQueueView],
+    reason: str,
+    at: datetime,
+) -> PositionReport:
+    local_queues = list(local_queues)
+    cq = next((q.cluster_queue for q in local_queues if q.namespace == namespace and q.name == lq), None)
+    entries: list[PendingPosition] = []
+    if cq is not None:
+        entries = [
+            e
+            for e in estimate_cluster_queue_order(workloads, local_queues).get(cq, [])
+            if e.namespace == namespace and e.local_queue == lq
+        ]
+    return PositionReport("LocalQueue", lq, namespace, tuple(entries), PositionSource.ESTIMATED, reason, at)
+
+
+def parse_pending_workloads_summary(
+    body: Mapping[str, Any], cluster_queue: str | None, default_namespace: str | None = None
+) -> list[PendingPosition]:
+    """Items of a visibility ``PendingWorkloadsSummary`` (positions from 0)."""
+    out = []
+    for item in body.get("items") or ():
+        meta = item.get("metadata") or {}
+        out.append(
+            PendingPosition(
+                namespace=meta.get("namespace") or default_namespace or "",
+                name=meta.get("name", ""),
+                uid=meta.get("uid", ""),
+                local_queue=item.get("localQueueName"),
+                cluster_queue=cluster_queue,
+                priority=int(item.get("priority") or 0),
+                position_in_cluster_queue=item.get("positionInClusterQueue"),
+                position_in_local_queue=item.get("positionInLocalQueue"),
+                creation_timestamp=parse_time(meta.get("creationTimestamp")),
+            )
+        )
+    out.sort(key=lambda p: (p.position_in_cluster_queue if p.position_in_cluster_queue is not None else 1 << 30))
+    return out
+
+
+class PositionTracker:
+    """A short per-workload history of positions (``maxlen`` samples; only
+    changes are kept, plus the latest time each position was confirmed)."""
+
+    def __init__(self, maxlen: int = 32, max_workloads: int = 50_000):
+        self.maxlen = maxlen
+        self.max_workloads = max_workloads
+        self._lock = threading.Lock()
+        self._samples: dict[tuple[str, str], deque[PositionSample]] = {}
+        self._pending_since: dict[tuple[str, str], datetime | None] = {}
+
+    def record(self, report: PositionReport, pending_since: Mapping[tuple[str, str], datetime | None]) -> None:
+        at = report.at or datetime.now(timezone.utc)
+        with self._lock:
+            for entry in report.entries:
+                key = (entry.namespace, entry.name)
+                sample = PositionSample(at, entry.position_in_local_queue, entry.position_in_cluster_queue, report.source)
+                samples = self._samples.get(key)
+                if samples is None:
+                    if len(self._samples) >= self.max_workloads:
+                        self._samples.pop(next(iter(self._samples)))
+                    samples = self._samples[key] = deque(maxlen=self.maxlen)
+                if samples and (
+                    samples[-1].position_in_local_queue,
+                    samples[-1].position_in_cluster_queue,
+                    samples[-1].source,
+                ) == (sample.position_in_local_queue, sample.position_in_cluster_queue, sample.source) and len(samples) > 1 and (
+                    samples[-2].position_in_local_queue,
+                    samples[-2].position_in_cluster_queue,
+                ) == (sample.position_in_local_queue, sample.position_in_cluster_queue):
+                    samples[-1] = sample  # same position again: just move its time
+                else:
+                    samples.append(sample)
+                self._pending_since[key] = pending_since.get(key, self._pending_since.get(key))
+
+    def history(self, namespace: str, name: str) -> PositionHistory | None:
+        with self._lock:
+            samples = self._samples.get((namespace, name))
+            if samples is None:
+                return None
+            return PositionHistory(namespace, name, tuple(samples), self._pending_since.get((namespace, name)))
+
+    def forget(self, namespace: str, name: str) -> None:
+        with self._lock:
+            self._samples.pop((namespace, name), None)
+            self._pending_since.pop((namespace, name), None)

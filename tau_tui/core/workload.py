@@ -1,0 +1,51 @@
+"""The one pipeline the CLI and the compose pane share: load → profiles → resolve → render."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .config import LoadedConfig
+from .diagnostics import Diagnostic, DiagnosticError
+from .profiles import ProfileReadError, ProfileSet, load_snapshot, read_profile_set
+from .render import render, submission_id_for
+from .resolve import RenderOptions, Resolution, resolve
+
+
+@dataclass
+class RenderedRun:
+    loaded: LoadedConfig
+    resolution: Resolution
+    submission_id: str
+    manifests: list[dict[str, Any]]
+
+
+def snapshot_path(loaded: LoadedConfig, override: str | None) -> Path | None:
+    if override:
+        return Path(override)
+    declared = loaded.config.policy.workload_profile_snapshot
+    if declared:
+        return (loaded.base_dir / declared) if not Path(declared).is_absolute() else Path(declared)
+    return None
+
+
+def load_profiles(loaded: LoadedConfig, snapshot_override: str | None, api_client_factory: Callable[[], Any] | None, client_dry_run: bool) -> ProfileSet:
+    """Offline snapshot (client dry-run only) or the live TauCluster; every failure is a Diagnostic."""
+    snapshot = snapshot_path(loaded, snapshot_override)
+    if snapshot is not None:
+        if not client_dry_run:
+            raise DiagnosticError([loaded.diagnostic(("policy", "workload_profile_snapshot"), "a profile snapshot is accepted only for a client dry-run", "use `tau-tui render` for offline checks; submit reads the live TauCluster")])
+        return load_snapshot(snapshot)
+    if api_client_factory is None:
+        raise DiagnosticError([Diagnostic(loaded.file, "no workload profiles available: no cluster and no snapshot", hint="pass --profiles SNAPSHOT, set policy.workload_profile_snapshot, or use a kubeconfig context")])
+    try:
+        return read_profile_set(api_client_factory())
+    except ProfileReadError as err:
+        raise DiagnosticError([Diagnostic(loaded.file, str(err), hint="or pass --profiles SNAPSHOT for an offline client dry-run")]) from None
+
+
+def render_run(loaded: LoadedConfig, profile_set: ProfileSet, options: RenderOptions) -> RenderedRun:
+    resolution = resolve(loaded, profile_set, options)
+    sid = options.submission_id or submission_id_for(loaded, resolution)
+    return RenderedRun(loaded, resolution, sid, render(loaded, resolution, sid))

@@ -1,0 +1,89 @@
+"""Where harness/build.sh put the control plane binaries and which module dirs hold the CRDs.
+
+Paths are derived from harness/versions.env exactly as build.sh derives them; a missing
+binary is an error that names the build command, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+VERSIONS_FILE = REPO_ROOT / "harness" / "versions.env"
+
+
+class HarnessBuildMissing(RuntimeError):
+    """A binary or module directory that harness/build.sh should have produced is absent."""
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip()] = value.strip()
+    return values
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tau-tui" / "harness"
+
+
+@dataclass(frozen=True)
+class Binaries:
+    versions: dict[str, str]
+    etcd: Path
+    kube_apiserver: Path
+    kube_controller_manager: Path
+    kube_scheduler: Path
+    kueue: Path
+    kwok: Path
+    kueue_module_dir: Path
+    kuberay_module_dir: Path
+    kwok_module_dir: Path
+
+    @property
+    def k8s_version(self) -> str:
+        return self.versions["K8S_VERSION"]
+
+    def require(self, *names: str) -> None:
+        """Raise HarnessBuildMissing unless every named binary exists and is executable."""
+        missing = [
+            f"{name} ({getattr(self, name)})"
+            for name in names
+            if not os.access(getattr(self, name), os.X_OK)
+        ]
+        if missing:
+            raise HarnessBuildMissing(
+                "harness binaries missing: " + ", ".join(missing)
+                + ". Run `bash harness/build.sh` (see docs/testing.md)."
+            )
+
+
+def locate() -> Binaries:
+    versions = _read_env_file(VERSIONS_FILE)
+    root = cache_root()
+    k8s = versions["K8S_VERSION"]
+    modules_file = root / f"modules-{versions['KUEUE_VERSION']}-{versions['KUBERAY_VERSION']}-{versions['KWOK_VERSION']}.env"
+    if not modules_file.is_file():
+        raise HarnessBuildMissing(
+            f"{modules_file} is missing: run `bash harness/build.sh` to fetch the Kueue, KubeRay and KWOK modules."
+        )
+    modules = _read_env_file(modules_file)
+    return Binaries(
+        versions=versions,
+        etcd=root / f"etcd-{versions['ETCD_VERSION']}" / "etcd",
+        kube_apiserver=root / f"kubernetes-{k8s}" / "kube-apiserver",
+        kube_controller_manager=root / f"kubernetes-{k8s}" / "kube-controller-manager",
+        kube_scheduler=root / f"kubernetes-{k8s}" / "kube-scheduler",
+        kueue=root / f"kueue-{versions['KUEUE_VERSION']}" / "kueue",
+        kwok=root / f"kwok-{versions['KWOK_VERSION']}-k8s-{k8s}" / "kwok",
+        kueue_module_dir=Path(modules["KUEUE_MODULE_DIR"]),
+        kuberay_module_dir=Path(modules["KUBERAY_MODULE_DIR"]),
+        kwok_module_dir=Path(modules["KWOK_MODULE_DIR"]),
+    )

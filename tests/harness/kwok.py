@@ -1,0 +1,126 @@
+"""KWOK for tier 2: fake GPU nodes that run pods and serve fake container logs.
+
+KWOK's "general" pod stages are used (taken from the kwok module directory): a Job pod becomes
+Running about 1-6 s after binding and Succeeded 1-6 s later, unless the pod template sets the
+annotation `pod-complete.stage.kwok.x-k8s.io/delay` (e.g. "1h") to keep it Running.
+Logs: every container of every pod serves the lines of `FAKE_LOG_LINES`, followed live.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import yaml
+from kubernetes import client as k8s
+
+from .processes import HarnessStartError, ManagedProcess, port_open
+
+if TYPE_CHECKING:
+    from .controlplane import ControlPlane
+
+KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+GPU_NODE_COUNT = 2
+GPUS_PER_NODE = 8
+GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
+GPU_CLASS = "h100-80gb"
+FAKE_LOG_LINES = [f"tau-harness fake log line {n}" for n in range(1, 6)]
+POD_CIDR = "10.244.0.0/16"
+
+
+def gpu_node_manifest(name: str) -> dict:
+    capacity = {"cpu": "96", "memory": "1843Gi", "pods": "110", "nvidia.com/gpu": str(GPUS_PER_NODE),
+                "ephemeral-storage": "2Ti"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1],
+                            "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "type": "kwok",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "node.kubernetes.io/instance-type": "Standard_ND96isr_H100_v5",
+                "nvidia.com/gpu.present": "true",
+                "nvidia.com/gpu.product": GPU_PRODUCT,
+                "nvidia.com/gpu.count": str(GPUS_PER_NODE),
+                "tau.azure.com/gpu-class": GPU_CLASS,
+            },
+        },
+        "spec": {},
+        "status": {"allocatable": capacity, "capacity": capacity},
+    }
+
+
+def _cri_log_file(path: Path) -> None:
+    # KWOK replays the file in the CRI log format that kubelet writes.
+    stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    lines = []
+    for n, text in enumerate(FAKE_LOG_LINES):
+        ts = (stamp + datetime.timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
+        lines.append(f"{ts} stdout F {text}\n")
+    path.write_text("".join(lines))
+
+
+def _kwok_config(plane: "ControlPlane", directory: Path) -> Path:
+    stage_dir = plane.binaries.kwok_module_dir / "kustomize" / "stage" / "pod" / "general"
+    stage_files = sorted(p for p in stage_dir.glob("pod-*.yaml"))
+    if not stage_files:
+        raise HarnessStartError(f"no KWOK pod stages found in {stage_dir}; rerun `bash harness/build.sh`")
+    logs_file = directory / "container.log"
+    _cri_log_file(logs_file)
+    docs = [yaml.safe_load(p.read_text()) for p in stage_files]
+    docs.append({
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "ClusterLogs",
+        "metadata": {"name": "tau-harness-logs"},
+        "spec": {"logs": [{"logsFile": str(logs_file), "follow": True}]},
+    })
+    path = directory / "kwok.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def start_kwok(plane: "ControlPlane") -> ManagedProcess:
+    directory = plane.state_dir / "kwok"
+    directory.mkdir(parents=True, exist_ok=True)
+    config = _kwok_config(plane, directory)
+    serving = plane.ca.issue("kwok-serving", "kwok", server=True, ip_addresses=("127.0.0.1",))
+    port = plane.ports["kwok"]
+    proc = ManagedProcess(f"{plane.name}/kwok", [
+        str(plane.binaries.kwok),
+        f"--kubeconfig={plane.kubeconfig}",
+        f"--config={config}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION[0]}={KWOK_NODE_ANNOTATION[1]}",
+        # Explicit: otherwise KWOK picks a detected address that the apiserver would dial for logs.
+        "--node-ip=127.0.0.1",
+        f"--node-port={port}",
+        f"--server-address=127.0.0.1:{port}",
+        f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}",
+        f"--cidr={POD_CIDR}",
+        "--node-lease-duration-seconds=40",
+    ], plane.logs_dir / "kwok.log")
+    proc.start()
+    proc.wait_until(lambda: port_open(port), "kubelet port open", 120)
+    core = k8s.CoreV1Api(plane.api_client())
+    names = [f"kwok-gpu-{n}" for n in range(GPU_NODE_COUNT)]
+    for name in names:
+        core.create_node(gpu_node_manifest(name))
+
+    def nodes_ready() -> bool:
+        for name in names:
+            conds = core.read_node(name).status.conditions or []
+            if not any(c.type == "Ready" and c.status == "True" for c in conds):
+                return False
+        return True
+
+    proc.wait_until(nodes_ready, "GPU nodes Ready", 120)
+    plane.gpu_nodes = names
+    return proc
+
+

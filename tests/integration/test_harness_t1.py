@@ -1,0 +1,222 @@
+"""Tier 1 smoke tests: real kube-apiserver + Kueue, driven only by the official kubernetes client."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.rest import ApiException
+
+from tests.harness.manifests import create_from_file
+
+pytestmark = [pytest.mark.harness, pytest.mark.t1]
+
+REPO = Path(__file__).resolve().parents[2]
+KUEUE_EXAMPLE = REPO / "manifests" / "kueue"
+NAMESPACE = "taugrid-default"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+def wait_for(predicate, what: str, timeout: float = 60.0, interval: float = 0.25):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def job_manifest(name: str, queue: str, *, gpus: int = 1, priority: str | None = None,
+                 annotations: dict | None = None) -> dict:
+    labels = {QUEUE_LABEL: queue}
+    if priority:
+        labels[PRIORITY_LABEL] = priority
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "suspend": True,
+            "parallelism": 1,
+            "completions": 1,
+            "template": {
+                "metadata": {"annotations": annotations or {}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{
+                        "name": "main",
+                        "image": "registry.invalid/tau/trainer:1",
+                        "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)},
+                                      "limits": {"nvidia.com/gpu": str(gpus)}},
+                    }],
+                },
+            },
+        },
+    }
+
+
+def workload_for(custom: k8s.CustomObjectsApi, namespace: str, job_uid: str) -> dict | None:
+    items = custom.list_namespaced_custom_object(
+        "kueue.x-k8s.io", "v1beta2", namespace, "workloads", label_selector=f"kueue.x-k8s.io/job-uid={job_uid}"
+    )["items"]
+    return items[0] if items else None
+
+
+def condition(obj: dict, cond_type: str) -> str | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond["type"] == cond_type:
+            return cond["status"]
+    return None
+
+
+@pytest.fixture(scope="module")
+def api(t1):
+    api_client = k8s_config.new_client_from_config(config_file=t1.kubeconfig)
+    create_from_file(api_client, KUEUE_EXAMPLE / "namespace.yaml")
+    for name in ("workloadpriorityclasses.yaml", "resourceflavors.yaml", "clusterqueue.yaml", "localqueue.yaml"):
+        create_from_file(api_client, KUEUE_EXAMPLE / name)
+    yield api_client
+    api_client.close()
+
+
+def test_suspended_job_gets_workload_admitted_and_unsuspended(api):
+    batch = k8s.BatchV1Api(api)
+    custom = k8s.CustomObjectsApi(api)
+    job = batch.create_namespaced_job(NAMESPACE, job_manifest("t1-admit", "jobqueue"))
+    workload = wait_for(lambda: workload_for(custom, NAMESPACE, job.metadata.uid), "Workload for the Job")
+    assert workload["spec"]["queueName"] == "jobqueue"
+    wait_for(lambda: condition(workload_for(custom, NAMESPACE, job.metadata.uid), "Admitted") == "True",
+             "Workload Admitted")
+    wait_for(lambda: batch.read_namespaced_job("t1-admit", NAMESPACE).spec.suspend is False, "Job unsuspended")
+    admitted = workload_for(custom, NAMESPACE, job.metadata.uid)
+    assert admitted["status"]["admission"]["clusterQueue"] == "jobqueue"
+
+
+def test_pending_positions_follow_kueue_order(t1, api):
+    assert t1.has_visibility_api
+    custom = k8s.CustomObjectsApi(api)
+    batch = k8s.BatchV1Api(api)
+    # A queue with no GPU quota: every GPU workload stays pending and is listed by the visibility API.
+    custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+        "metadata": {"name": "t1-positions"},
+        "spec": {"namespaceSelector": {}, "queueingStrategy": "StrictFIFO", "resourceGroups": [{
+            "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+            "flavors": [{"name": "taugrid-h100-80gb", "resources": [
+                {"name": "cpu", "nominalQuota": "0"}, {"name": "memory", "nominalQuota": "0"},
+                {"name": "nvidia.com/gpu", "nominalQuota": "0"}]}]}]},
+    })
+    custom.create_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", NAMESPACE, "localqueues", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": "t1-positions"}, "spec": {"clusterQueue": "t1-positions"},
+    })
+    priorities = ["taugrid-default", "taugrid-priority", "taugrid-default", "taugrid-priority", "taugrid-default"]
+    jobs = []
+    for n, priority in enumerate(priorities):
+        jobs.append(batch.create_namespaced_job(
+            NAMESPACE, job_manifest(f"t1-pos-{n}", "t1-positions", priority=priority)))
+        time.sleep(1.1)  # creationTimestamp has second granularity; keep FIFO order unambiguous
+    # Kueue's order: priority descending, then creation time ascending.
+    expected = [f"t1-pos-{n}" for n in (1, 3, 0, 2, 4)]
+
+    def pending():
+        summary = api.call_api(
+            "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads", "GET",
+            path_params={"name": "t1-positions"}, response_type="object",
+            auth_settings=["BearerToken"], _return_http_data_only=True,
+        )
+        items = summary.get("items") or []
+        return items if len(items) == 5 else None
+
+    items = wait_for(pending, "5 pending workloads in the visibility API")
+    owner_of = {item["metadata"]["name"]: item["metadata"]["ownerReferences"][0]["name"] for item in items}
+    by_position = sorted(items, key=lambda item: item["positionInClusterQueue"])
+    assert [owner_of[item["metadata"]["name"]] for item in by_position] == expected
+    assert [item["positionInClusterQueue"] for item in by_position] == [0, 1, 2, 3, 4]
+    assert [item["positionInLocalQueue"] for item in by_position] == [0, 1, 2, 3, 4]
+    assert [item["priority"] for item in by_position] == [1200, 1200, 1000, 1000, 1000]
+
+    lq_summary = api.call_api(
+        "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues/{name}/pendingworkloads",
+        "GET", path_params={"namespace": NAMESPACE, "name": "t1-positions"}, response_type="object",
+        auth_settings=["BearerToken"], _return_http_data_only=True,
+    )
+    lq_order = sorted(lq_summary["items"], key=lambda item: item["positionInLocalQueue"])
+    assert [owner_of[item["metadata"]["name"]] for item in lq_order] == expected
+
+
+def test_unknown_field_rejected_by_schema_in_server_dry_run(api):
+    batch = k8s.BatchV1Api(api)
+    body = job_manifest("t1-unknown-field", "jobqueue")
+    body["spec"]["notAJobField"] = True
+    with pytest.raises(ApiException) as err:
+        batch.create_namespaced_job(NAMESPACE, body, dry_run="All", field_validation="Strict")
+    assert err.value.status == 400
+    assert "notAJobField" in err.value.body
+    with pytest.raises(ApiException):
+        batch.read_namespaced_job("t1-unknown-field", NAMESPACE)
+
+
+def test_tau_crds_validate_and_have_status_subresource(api):
+    custom = k8s.CustomObjectsApi(api)
+    good = {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster", "metadata": {"name": "cluster"},
+            "spec": {"managementMode": "Observe", "features": {"multiKueue": "Beta"}}}
+    created = custom.create_cluster_custom_object("tau.azure.com", "v1alpha1", "clusters", good, dry_run="All")
+    assert created["spec"]["deletionPolicy"] == "Retain"  # schema default applied
+    bad = {**good, "spec": {"managementMode": "Sometimes"}}
+    with pytest.raises(ApiException) as err:
+        custom.create_cluster_custom_object("tau.azure.com", "v1alpha1", "clusters", bad, dry_run="All")
+    assert err.value.status == 422 and "managementMode" in err.value.body
+    custom.create_cluster_custom_object("tau.azure.com", "v1alpha1", "clusters", good)
+    status = {"status": {"phase": "Ready", "observedGeneration": 1,
+                         "conditions": [{"type": "MultiKueueReady", "status": "False", "reason": "PrerequisitesNotReady",
+                                         "message": "no AdmissionCheck uses controller kueue.x-k8s.io/multikueue",
+                                         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+    patched = custom.patch_cluster_custom_object_status("tau.azure.com", "v1alpha1", "clusters", "cluster", status)
+    assert patched["status"]["phase"] == "Ready"
+    # Status written through the main resource is ignored because status is a subresource.
+    spec_write = custom.patch_cluster_custom_object("tau.azure.com", "v1alpha1", "clusters", "cluster",
+                                                    {"status": {"phase": "Degraded"}})
+    assert spec_write["status"]["phase"] == "Ready"
+    workspace = {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauWorkspace",
+                 "metadata": {"name": "taugrid-default", "namespace": "kueue-system"},
+                 "spec": {"authorization": {"mode": "cluster-wide"}, "role": "tau-researcher-v1"}}
+    with pytest.raises(ApiException) as err:
+        custom.create_namespaced_custom_object("tau.azure.com", "v1alpha1", "kueue-system", "workspaces", workspace,
+                                               dry_run="All")
+    assert err.value.status == 422 and "cluster-wide" in err.value.body
+
+
+def test_serviceaccount_kubeconfig_is_denied_until_granted(t1, api):
+    path = t1.kubeconfig_for_serviceaccount("t1-sa", "reader")
+    sa_client = k8s_config.new_client_from_config(config_file=path)
+    try:
+        with pytest.raises(ApiException) as err:
+            k8s.CoreV1Api(sa_client).list_namespaced_config_map("t1-sa")
+        assert err.value.status == 403
+        rbac = k8s.RbacAuthorizationV1Api(api)
+        rbac.create_namespaced_role("t1-sa", {"metadata": {"name": "cm-reader"}, "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
+        rbac.create_namespaced_role_binding("t1-sa", {
+            "metadata": {"name": "cm-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "t1-sa"}]})
+
+        def allowed() -> bool:
+            try:
+                k8s.CoreV1Api(sa_client).list_namespaced_config_map("t1-sa")
+            except ApiException as denied:
+                if denied.status != 403:
+                    raise
+                return False
+            return True
+
+        wait_for(allowed, "the RoleBinding to take effect")
+    finally:
+        sa_client.close()
