@@ -55,7 +55,7 @@ build_etcd() {
   log "building etcd $ETCD_VERSION"
   wrapper "$src" tau-harness/etcd
   (cd "$src" && "$GO" get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION" \
-     && $NICE "$GO" build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3)
+     && $NICE "$GO" build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3) || return 1
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
@@ -66,7 +66,7 @@ build_k8s() {
   [[ $ok == 1 ]] && { log "kubernetes $K8S_VERSION cached"; return; }
   log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION"
   wrapper "$src" tau-harness/kubernetes
-  k8s_replaces "$src"
+  k8s_replaces "$src" || return 1
   local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
   local ldf="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
   ldf+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
@@ -82,7 +82,7 @@ build_k8s() {
      && for b in kube-apiserver kube-controller-manager kube-scheduler; do
           log "  go build $b"
           $NICE "$GO" build -trimpath -ldflags "$ldf" -o "$out.tmp/$b" "k8s.io/kubernetes/cmd/$b" || exit 1
-        done)
+        done) || return 1
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
@@ -95,7 +95,7 @@ build_kueue() {
   (cd "$src" && "$GO" get -tool "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION" && "$GO" mod tidy \
      && $NICE "$GO" build -trimpath \
           -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
-          -o "$out.tmp/kueue" sigs.k8s.io/kueue/cmd/kueue)
+          -o "$out.tmp/kueue" sigs.k8s.io/kueue/cmd/kueue) || return 1
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
@@ -106,7 +106,7 @@ build_kwok() {
   wrapper "$src" tau-harness/kwok
   pin_k8s_libs "$src"
   (cd "$src" && "$GO" get -tool "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" && "$GO" mod tidy \
-     && $NICE "$GO" build -trimpath -ldflags "-s -w" -o "$out.tmp/kwok" sigs.k8s.io/kwok/cmd/kwok)
+     && $NICE "$GO" build -trimpath -ldflags "-s -w" -o "$out.tmp/kwok" sigs.k8s.io/kwok/cmd/kwok) || return 1
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 

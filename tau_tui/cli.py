@@ -13,7 +13,7 @@ from pathlib import Path
 from .core.config import load_config
 from .core.diagnostics import DiagnosticError
 from .core.kubeconfig import KubeconfigError, api_client
-from .core.profiles import Caller, explain
+from .core.profiles import Caller, ProfileReadError, explain
 from .core.render import to_yaml
 from .core.resolve import RenderOptions
 
@@ -167,15 +167,10 @@ def run_command(argv: list[str]) -> int:
     except DiagnosticError as err:
         _print_diagnostics(err)
         return EXIT_INVALID
-    except KubeconfigError as err:
+    except (KubeconfigError, ProfileReadError) as err:
         print(f"tau-tui: {err}", file=sys.stderr)
         return EXIT_FAILED
     except Exception as err:  # the last line of defence: a message, never a traceback
-        from .core.profiles import ProfileReadError
-
-        if isinstance(err, ProfileReadError):
-            print(f"tau-tui: {err}", file=sys.stderr)
-            return EXIT_FAILED
         print(f"tau-tui: unexpected error: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_FAILED
 

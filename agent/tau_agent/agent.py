@@ -92,6 +92,8 @@ class Agent:
         self.last_report: float | None = None
         self.wake = threading.Event()
         self._lock = threading.Lock()
+        self._events_retry_at = 0.0
+        self._events_retry_delay = config.budget.retry_initial_s
 
     # -- start-up --
 
@@ -252,16 +254,25 @@ class Agent:
         self.last_report = now
 
     def _flush_events(self, now: float) -> None:
-        if self.writer is None:
+        if self.writer is None or now < self._events_retry_at:
             return
         for record in self.events.due(now):
             try:
                 self.writer.write_event(record)
                 self.metrics.writes.labels("event", "ok").inc()
+                self._events_retry_delay = self.config.budget.retry_initial_s
             except Exception as exc:
+                status = getattr(exc, "status", None)
+                if isinstance(status, int) and 400 <= status < 500 and status not in (409, 429):
+                    # Refused for good (invalid, forbidden): retrying would only add API load.
+                    self.metrics.writes.labels("event", "rejected").inc()
+                    log.error("event %s rejected by the API server (HTTP %s), dropped: %s", record.reason, status, exc)
+                    continue
                 self.metrics.writes.labels("event", "error").inc()
                 log.warning("event write failed, kept for retry: %s", exc)
                 self.events.restore_count(record)
+                self._events_retry_at = now + self._events_retry_delay * self.rng.uniform(0.5, 1.5)
+                self._events_retry_delay = min(self._events_retry_delay * 2, self.config.budget.retry_max_s)
                 break
         self.events.forget_older_than(now)
         self.metrics.events_pending.set(self.events.pending())

@@ -72,7 +72,9 @@ class Server(_Strict):
 
 class AgentConfig(_Strict):
     node_name: str | None = Field(default=None, description="defaults to $NODE_NAME")
-    events_namespace: str | None = Field(default=None, description="defaults to $POD_NAMESPACE")
+    events_namespace: str | None = Field(
+        default=None, description='defaults to "default": the API only accepts Node events there'
+    )
     expected_gpu_count: int | None = Field(
         default=None, ge=0, description="defaults to the node label nvidia.com/gpu.count"
     )

@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         if not node_name:
             print("tau-agent: no node name: set NODE_NAME (downward API spec.nodeName) or --node-name", file=sys.stderr)
             return 64
-        namespace = config.events_namespace or os.environ.get("POD_NAMESPACE") or "default"
+        # Events about a Node (cluster-scoped) must live in "default" (API validation rule).
+        namespace = config.events_namespace or "default"
         return run_daemon(config, node_name, namespace, args.kubeconfig)
     except CatalogError as exc:
         print(f"tau-agent: {exc}", file=sys.stderr)

@@ -379,9 +379,9 @@ def taucluster_status(generation: int, profiles: list[dict[str, Any]]) -> dict[s
         "observedGeneration": generation,
         "workloadProfiles": {
             "observedGeneration": generation,
-            "observed": len(profiles),
-            "ready": sum(1 for p in profiles if any(c.get("type") == "Ready" and c.get("status") == "True" for c in p.get("conditions") or ())),
-            "drifted": 0,
+            "observed": True,
+            "ready": bool(profiles) and ready,
+            "drifted": False,
             "profileSetHash": compute_profile_set_hash(profiles),
             "profiles": profiles,
         },

@@ -6,11 +6,13 @@ existing object with that label is reported as already submitted instead of dupl
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import urllib3
+
 from .cluster.errors import describe_api_error
+from .kubehttp import request_json
 
 SUBMISSION_LABEL = "tau.azure.com/submission-id"
 FIELD_MANAGER = "tau-tui"
@@ -40,20 +42,6 @@ class SubmitError(Exception):
     pass
 
 
-def _call(api_client: Any, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> dict[str, Any]:
-    response = api_client.call_api(
-        path,
-        method,
-        query_params=query or [],
-        header_params={"Accept": "application/json", "Content-Type": "application/json"},
-        body=body,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _return_http_data_only=True,
-    )
-    return json.loads(response.data or b"{}")
-
-
 def submit_manifests(api_client: Any, manifests: Sequence[Mapping[str, Any]], dry_run: bool = False) -> list[SubmitOutcome]:
     """Create each object in order; stop at the first failure so nothing half-submits silently."""
     from kubernetes.client.exceptions import ApiException
@@ -73,14 +61,16 @@ def submit_manifests(api_client: Any, manifests: Sequence[Mapping[str, Any]], dr
         query = [("fieldManager", FIELD_MANAGER), ("fieldValidation", "Strict")]
         if dry_run:
             query.append(("dryRun", "All"))
+        verb = "get"  # the existence check comes first; its refusal needs a different grant
         try:
             existing = _get_or_none(api_client, f"{collection}/{name}")
+            verb = "create"
             if existing is not None:
                 outcomes.append(_existing_outcome(existing, kind, name, namespace, wanted_id, resource))
                 if not outcomes[-1].ok:
                     return outcomes
                 continue
-            _call(api_client, "POST", collection, body=dict(manifest), query=query)
+            request_json(api_client, "POST", collection, body=dict(manifest), query=query)
         except ApiException as err:
             if err.status == 409:
                 existing = _get_or_none(api_client, f"{collection}/{name}")
@@ -89,11 +79,11 @@ def submit_manifests(api_client: Any, manifests: Sequence[Mapping[str, Any]], dr
                     if outcomes[-1].ok:
                         continue
                     return outcomes
-            message = describe_api_error(err.status, verb="create", resource=resource, namespace=namespace, name=name, body=err.body, reason=err.reason)
+            message = describe_api_error(err.status, verb=verb, resource=resource, namespace=namespace, name=name, body=err.body, reason=err.reason)
             outcomes.append(SubmitOutcome(kind, name, namespace, "failed", message))
             return outcomes
-        except Exception as err:  # connection refused, TLS, timeouts
-            message = describe_api_error(None, verb="create", resource=resource, namespace=namespace, name=name, reason=str(err))
+        except (OSError, urllib3.exceptions.HTTPError) as err:  # connection refused, TLS, timeouts
+            message = describe_api_error(None, verb=verb, resource=resource, namespace=namespace, name=name, reason=str(err))
             outcomes.append(SubmitOutcome(kind, name, namespace, "failed", message))
             return outcomes
         status = "dry-run-ok" if dry_run else "created"
@@ -106,7 +96,7 @@ def _get_or_none(api_client: Any, path: str) -> dict[str, Any] | None:
     from kubernetes.client.exceptions import ApiException
 
     try:
-        return _call(api_client, "GET", path)
+        return request_json(api_client, "GET", path)
     except ApiException as err:
         if err.status == 404:
             return None

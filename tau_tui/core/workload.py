@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from .config import LoadedConfig
 from .diagnostics import Diagnostic, DiagnosticError
-from .profiles import ProfileReadError, ProfileSet, load_snapshot, read_profile_set
+from .profiles import ProfileSet, load_snapshot, read_profile_set
 from .render import render, submission_id_for
 from .resolve import RenderOptions, Resolution, resolve
 
@@ -39,10 +39,8 @@ def load_profiles(loaded: LoadedConfig, snapshot_override: str | None, api_clien
         return load_snapshot(snapshot)
     if api_client_factory is None:
         raise DiagnosticError([Diagnostic(loaded.file, "no workload profiles available: no cluster and no snapshot", hint="pass --profiles SNAPSHOT, set policy.workload_profile_snapshot, or use a kubeconfig context")])
-    try:
-        return read_profile_set(api_client_factory())
-    except ProfileReadError as err:
-        raise DiagnosticError([Diagnostic(loaded.file, str(err), hint="or pass --profiles SNAPSHOT for an offline client dry-run")]) from None
+    # A ProfileReadError is a cluster problem, not bad input: it propagates as such.
+    return read_profile_set(api_client_factory())
 
 
 def render_run(loaded: LoadedConfig, profile_set: ProfileSet, options: RenderOptions) -> RenderedRun:

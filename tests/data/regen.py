@@ -20,20 +20,23 @@ from tests.data.cases import CASES_DIR, case_argv, run_cli  # noqa: E402
 GENERATION = 7
 
 
-def ready(*failing: tuple[str, str]) -> list[dict]:
+def ready(*failing: tuple[str, str], generation: int = GENERATION) -> list[dict]:
     subs = ["LocalQueuesResolved", "ClusterQueuesReady", "ExecutionReady", "ResourceFlavorsReady", "TopologiesReady", "PriorityClassesReady"]
     bad = dict(failing)
     conditions = [
-        {"type": t, "status": "False" if t in bad else "True", "reason": bad.get(t, "Ready"), "observedGeneration": GENERATION}
+        {"type": t, "status": "False" if t in bad else "True", "reason": bad.get(t, "Ready"), "message": "",
+         "observedGeneration": generation, "lastTransitionTime": "2026-01-01T00:00:00Z"}
         for t in subs
     ]
     overall = "False" if bad else "True"
-    conditions.append({"type": "Ready", "status": overall, "reason": "WorkloadProfileNotReady" if bad else "WorkloadProfileReady", "observedGeneration": GENERATION})
+    conditions.append({"type": "Ready", "status": overall, "reason": "WorkloadProfileNotReady" if bad else "WorkloadProfileReady", "message": "",
+                       "observedGeneration": generation, "lastTransitionTime": "2026-01-01T00:00:00Z"})
     return conditions
 
 
 def profile(name: str, gpus: int, workers: int = 1, *, lanes=("training",), teams=(), namespaces=("taugrid-default",),
-            queue="jobqueue", cq="jobqueue", target="singleCluster", placement="unconstrained", topologies=(), failing=()) -> dict:
+            queue="jobqueue", cq="jobqueue", target="singleCluster", placement="unconstrained", topologies=(), failing=(),
+            generation: int = GENERATION) -> dict:
     return {
         "name": name,
         "description": f"{name} ({gpus} GPU x {workers})",
@@ -51,21 +54,26 @@ def profile(name: str, gpus: int, workers: int = 1, *, lanes=("training",), team
         "topologies": list(topologies),
         "workloadPriorityClasses": ["taugrid-default"],
         "podPriorityClasses": ["taugrid-default"],
-        "conditions": ready(*failing),
+        "conditions": ready(*failing, generation=generation),
     }
 
 
-CATALOG = [
-    profile("azure.research.training.l", 1),
-    profile("azure.research.training.xl", 8),
-    profile("azure.research.training.2node", 8, 2, placement="same-network-domain", topologies=["taugrid-gpu-topology"]),
-    profile("azure.research.eval.gpu", 1, lanes=("eval",), teams=("research",)),
-    profile("azure.research.ray.4x", 4, 2),
-    profile("azure.research.multikueue", 2, queue="mk-queue", cq="mk-cq", target="multiKueue"),
-    profile("azure.experimental.broken", 1, failing=(("ClusterQueuesReady", "ClusterQueueInactive"),)),
-    profile("azure.vision.training.l", 1, teams=("vision",)),
-    profile("kind-cpu-job", 0, namespaces=("ray",), queue="kind-cpu", cq="kind-cpu"),
-]
+def build_catalog(generation: int = GENERATION) -> list[dict]:
+    g = {"generation": generation}
+    return [
+        profile("azure.research.training.l", 1, **g),
+        profile("azure.research.training.xl", 8, **g),
+        profile("azure.research.training.2node", 8, 2, placement="same-network-domain", topologies=["taugrid-gpu-topology"], **g),
+        profile("azure.research.eval.gpu", 1, lanes=("eval",), teams=("research",), **g),
+        profile("azure.research.ray.4x", 4, 2, **g),
+        profile("azure.research.multikueue", 2, queue="mk-queue", cq="mk-cq", target="multiKueue", **g),
+        profile("azure.experimental.broken", 1, failing=(("ClusterQueuesReady", "ClusterQueueInactive"),), **g),
+        profile("azure.vision.training.l", 1, teams=("vision",), **g),
+        profile("kind-cpu-job", 0, namespaces=("ray",), queue="kind-cpu", cq="kind-cpu", **g),
+    ]
+
+
+CATALOG = build_catalog()
 
 
 def write_snapshots() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,13 +42,14 @@ class MultiKueueTier:
     planes: list[ControlPlane] = field(default_factory=list)
 
 
-def _state_dir(tmp_path_factory: pytest.TempPathFactory, tier: str) -> Path:
-    return tmp_path_factory.mktemp(f"harness-{tier}", numbered=True)
+def _state_dir(tier: str) -> Path:
+    # Not under pytest's numbered tmp dirs: concurrent sessions prune those.
+    return Path(tempfile.mkdtemp(prefix=f"tau-harness-{tier}-"))
 
 
 def _cleanup(state_dir: Path) -> None:
     if not os.environ.get(KEEP_STATE_ENV):
-        # Logs stay only on request; etcd data is large and worthless after the session.
+        # Logs and etcd data stay only on request (TAU_HARNESS_KEEP=1).
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
@@ -64,10 +66,10 @@ def _start(planes: list[ControlPlane]) -> None:
 
 
 @pytest.fixture(scope="session")
-def t1(tmp_path_factory: pytest.TempPathFactory):
+def t1():
     binaries = locate()
     binaries.require("etcd", "kube_apiserver", "kueue")
-    state = _state_dir(tmp_path_factory, "t1")
+    state = _state_dir("t1")
     plane = ControlPlane("t1", state, binaries)
     _start([plane])
     try:
@@ -78,10 +80,10 @@ def t1(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
-def t2(tmp_path_factory: pytest.TempPathFactory):
+def t2():
     binaries = locate()
     binaries.require("etcd", "kube_apiserver", "kueue", "kube_controller_manager", "kube_scheduler", "kwok")
-    state = _state_dir(tmp_path_factory, "t2")
+    state = _state_dir("t2")
     plane = ControlPlane("t2", state, binaries, workloads_controllers=True)
     _start([plane])
     try:
@@ -92,10 +94,10 @@ def t2(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
-def t3(tmp_path_factory: pytest.TempPathFactory):
+def t3():
     binaries = locate()
     binaries.require("etcd", "kube_apiserver", "kueue", "kube_controller_manager")
-    state = _state_dir(tmp_path_factory, "t3")
+    state = _state_dir("t3")
     manager = ControlPlane(
         "manager", state / "manager", binaries, garbage_collector=True,
         kueue=KueueOptions(multikueue={"gcInterval": "5s", "origin": "multikueue", "workerLostTimeout": "60s"}),

@@ -5,6 +5,7 @@ present exactly the same views."""
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
@@ -57,7 +58,12 @@ def parse_quantity(value: Any) -> float:
         return 0.0
     if isinstance(value, (int, float)):
         return float(value)
-    text = str(value).strip()
+    return _parse_quantity_text(str(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_quantity_text(text: str) -> float:
+    text = text.strip()
     for suffix in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"):
         if text.endswith(suffix):
             return _num(text[:-2]) * _SUFFIX[suffix]
@@ -80,7 +86,11 @@ def parse_time(value: Any) -> datetime | None:
         return None
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    text = str(value)
+    return _parse_time_text(str(value))
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse_time_text(text: str) -> datetime | None:
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
     if "." in text:  # trim nanoseconds to microseconds for fromisoformat

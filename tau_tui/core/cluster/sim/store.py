@@ -27,10 +27,20 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
+def jcopy(value: Any) -> Any:
+    """Deep copy of JSON-shaped data (dicts, lists, scalars); several times
+    faster than copy.deepcopy for API objects."""
+    if isinstance(value, dict):
+        return {k: jcopy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [jcopy(v) for v in value]
+    return value
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
+        return jcopy(patch)
     result = dict(target) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         if value is None:
@@ -193,7 +203,14 @@ class SimStore:
         old = self.read(rt, name, namespace)
         if old is None:
             return None
-        new = copy.deepcopy(old)
+        # Copy-on-write: metadata and status deep, spec one level (mutators only
+        # set top-level spec keys); pod templates stay shared and unchanged.
+        new = dict(old)
+        new["metadata"] = jcopy(old.get("metadata") or {})
+        if "status" in old:
+            new["status"] = jcopy(old["status"])
+        if isinstance(old.get("spec"), dict):
+            new["spec"] = dict(old["spec"])
         mutate(new)
         if new == old:
             return old
@@ -252,7 +269,7 @@ class SimStore:
             obj = self.read(rt, name, namespace)
             if obj is None:
                 raise ApiFailure(404, "NotFound", f'{qualified(rt)} "{name}" not found', {"reason": "NotFound", "message": f'{qualified(rt)} "{name}" not found', "details": {"name": name}, "code": 404})
-            return copy.deepcopy(obj)
+            return jcopy(obj)
 
     def api_list(
         self,
@@ -272,13 +289,13 @@ class SimStore:
                 if _selector_matches((o.get("metadata") or {}).get("labels") or {}, label_selector)
                 and _fields_match(o, field_selector)
             ]
-            return [copy.deepcopy(o) for o in out] if copy_items else out
+            return [jcopy(o) for o in out] if copy_items else out
 
     def api_create(self, identity: str | None, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict:
         with self.lock:
             self._served(rt)
             self.authorize(identity, "create", rt, namespace)
-            obj = copy.deepcopy(dict(body))
+            obj = jcopy(dict(body))
             meta = obj.setdefault("metadata", {})
             meta.pop("resourceVersion", None)
             meta.pop("uid", None)
@@ -311,7 +328,7 @@ class SimStore:
                 meta.setdefault("creationTimestamp", format_time(self.now()))
                 return obj
             stored = self.put(rt, obj)
-            return copy.deepcopy(stored)
+            return jcopy(stored)
 
     def api_delete(self, identity: str | None, rt: ResourceType, name: str, namespace: str | None, dry_run: bool) -> None:
         with self.lock:
@@ -335,8 +352,8 @@ class SimStore:
             if dry_run:
                 return new
             if new == old:
-                return copy.deepcopy(old)
-            return copy.deepcopy(self.put(rt, new))
+                return jcopy(old)
+            return jcopy(self.put(rt, new))
 
     def api_evict(self, identity: str | None, pod_rt: ResourceType, name: str, namespace: str, dry_run: bool) -> None:
         with self.lock:

@@ -106,6 +106,8 @@ class SimulatedCluster:
         self.store.admission_hooks.append(self._webhook)
         self.store.delete_hooks.append(self._on_delete)
         self.ticks = 0
+        #: Called after every tick, outside the lock (backends flush their caches).
+        self.tick_listeners: list[Callable[[], None]] = []
 
     # -- time ----------------------------------------------------------------
 
@@ -151,6 +153,8 @@ class SimulatedCluster:
             self._agent_heartbeat(now)
             self._tau_status()
             self.store.changed.notify_all()
+        for listener in list(self.tick_listeners):
+            listener()
 
     # -- webhooks (create) ---------------------------------------------------
 
@@ -333,8 +337,16 @@ class SimulatedCluster:
                     slot[(flavor, res)] = slot.get((flavor, res), 0.0) + parse_quantity(value)
         return usage
 
+    def _wl_requests(self, wl: Mapping[str, Any]) -> list[tuple[str, int, dict[str, float]]]:
+        meta = wl["metadata"]
+        key = ("req", meta["uid"], meta.get("generation"))
+        hit = self._order_cache.get(key)
+        if hit is None:
+            hit = self._order_cache[key] = self._compute_requests(wl)
+        return hit
+
     @staticmethod
-    def _wl_requests(wl: Mapping[str, Any]) -> list[tuple[str, int, dict[str, float]]]:
+    def _compute_requests(wl: Mapping[str, Any]) -> list[tuple[str, int, dict[str, float]]]:
         out = []
         for ps in (wl.get("spec") or {}).get("podSets") or ():
             count = int(ps.get("count") or 1)
@@ -394,6 +406,9 @@ class SimulatedCluster:
                 continue
             strict = (cq.get("spec") or {}).get("queueingStrategy") == "StrictFIFO"
             used = usage.setdefault(cq_name, {})
+            # Failures do not change usage, so identical requests fail identically
+            # until something is admitted in this ClusterQueue.
+            failed: dict[Any, str] = {}
             for wl in items:
                 meta = wl["metadata"]
                 lq = self.store.read(R.LOCAL_QUEUE.type, wl["spec"]["queueName"], meta["namespace"])
@@ -402,11 +417,21 @@ class SimulatedCluster:
                 requeue_at = parse_time(((wl.get("status") or {}).get("requeueState") or {}).get("requeueAt"))
                 if requeue_at is not None and requeue_at > now:
                     continue
-                assignments, problem = self._assign_flavors(cq, wl, used)
+                signature = tuple((n, c, tuple(sorted(t.items()))) for n, c, t in self._wl_requests(wl))
+                if signature in failed:
+                    assignments, problem = None, failed[signature]
+                else:
+                    assignments, problem = self._assign_flavors(cq, wl, used)
+                    if assignments is None:
+                        failed[signature] = problem
+                    else:
+                        failed.clear()
                 if assignments is None:
-                    def pending(obj: dict, problem: str = problem) -> None:
-                        set_condition(obj, cond("QuotaReserved", "False", "Pending", problem, now))
-                    self.store.update(R.WORKLOAD.type, meta["name"], meta["namespace"], pending)
+                    current = get_condition(wl, "QuotaReserved") or {}
+                    if (current.get("status"), current.get("reason"), current.get("message")) != ("False", "Pending", problem):
+                        def pending(obj: dict, problem: str = problem) -> None:
+                            set_condition(obj, cond("QuotaReserved", "False", "Pending", problem, now))
+                        self.store.update(R.WORKLOAD.type, meta["name"], meta["namespace"], pending)
                     if strict:
                         break
                     continue
@@ -715,6 +740,7 @@ class SimulatedCluster:
             return
         free = None
         nodes = None
+        by_selector: dict[tuple, list[str]] = {}
         for pod in sorted(pending, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])):
             meta = pod["metadata"]
             spec = pod.get("spec") or {}
@@ -725,19 +751,26 @@ class SimulatedCluster:
                 free, nodes = self._node_free(), self._schedulable_nodes()
             need = {k: v for k, v in pod_requests(spec).items() if is_gpu_resource(k) and v}
             selector = spec.get("nodeSelector") or {}
+            sel_key = tuple(sorted(selector.items()))
+            candidates = by_selector.get(sel_key)
+            if candidates is None:
+                candidates = by_selector[sel_key] = [
+                    n["metadata"]["name"] for n in nodes or ()
+                    if all((n["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())]
             target = None
-            for node in nodes or ():
-                labels = node["metadata"].get("labels") or {}
-                if any(labels.get(k) != v for k, v in selector.items()):
-                    continue
-                slot = free.get(node["metadata"]["name"], {})
+            for node_name in candidates:
+                slot = free.get(node_name, {})
                 if all(slot.get(r, 0.0) >= v - 1e-9 for r, v in need.items()):
-                    target = node["metadata"]["name"]
+                    target = node_name
                     break
             if target is None:
                 continue
             for r, v in need.items():
                 free[target][r] -= v
+            if need and all(v <= 1e-9 for v in free[target].values()):
+                for lst in by_selector.values():
+                    if target in lst:
+                        lst.remove(target)
 
             def bind(o: dict, target=target) -> None:
                 o["spec"]["nodeName"] = target
@@ -1016,9 +1049,10 @@ class SimulatedCluster:
                                            code if not unhealthy else "NoDegradedGPUs", message if not unhealthy else "no degraded GPU", now),
                                       lastHeartbeatTime=stamp))
                 if unhealthy:
-                    taints = o.setdefault("spec", {}).setdefault("taints", [])
+                    taints = list(o.setdefault("spec", {}).get("taints") or [])
                     if not any(t.get("key") == "tau-tui.io/gpu-unhealthy" for t in taints):
                         taints.append({"key": "tau-tui.io/gpu-unhealthy", "effect": "NoSchedule", "value": code})
+                    o["spec"]["taints"] = taints
             obj = self.store.update(R.NODE.type, node, None, mark)
             if obj is None:
                 return

@@ -1,0 +1,149 @@
+"""The app's own settings (not tau.yaml): theme, keymap overrides, refresh tick.
+
+Read from ``$XDG_CONFIG_HOME/tau-tui/config.yaml`` (default ``~/.config``) or
+``$TAU_TUI_CONFIG``, validated with pydantic.  A file that cannot be read or
+does not validate never stops the app: :func:`load_settings` returns the
+defaults plus a message naming the file, line and key to fix.
+
+Themes are YAML files holding :class:`textual.theme.Theme` fields.  They are
+looked up in ``<repo>/themes`` (next to the package: works for source
+checkouts and editable installs), then in ``$XDG_CONFIG_HOME/tau-tui/themes``
+(user themes; same name overrides).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+APP_DIR = "tau-tui"
+CONFIG_ENV = "TAU_TUI_CONFIG"
+DEFAULT_THEME = "tau-dark"
+#: Repo-root themes/ as seen from the installed (editable) package.
+BUNDLED_THEMES_DIR = Path(__file__).resolve().parent.parent / "themes"
+
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / APP_DIR
+
+
+def default_config_path() -> Path:
+    override = os.environ.get(CONFIG_ENV)
+    return Path(override) if override else config_dir() / "config.yaml"
+
+
+class AppSettings(BaseModel):
+    """``config.yaml``.  ``keymap`` maps Binding ids (``queue.cancel``) to keys (``ctrl+x``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    theme: str = DEFAULT_THEME
+    keymap: dict[str, str] = Field(default_factory=dict)
+    refresh_tick: float = Field(1.0, ge=0.1, le=60.0, description="seconds between table refreshes")
+    team: str | None = Field(None, description="team used for profile applicability (else $TAU_TEAM)")
+    lane: str | None = None
+
+    @field_validator("keymap")
+    @classmethod
+    def _keys_not_empty(cls, value: dict[str, str]) -> dict[str, str]:
+        for binding_id, keys in value.items():
+            if not keys.strip():
+                raise ValueError(f"keymap entry {binding_id!r} has no key; write e.g. {binding_id}: ctrl+x")
+        return value
+
+
+@dataclass
+class LoadedSettings:
+    settings: AppSettings
+    path: Path
+    problems: list[str] = field(default_factory=list)
+
+
+def _line_of(text: str, key: str) -> int | None:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith(f"{key}:"):
+            return number
+    return None
+
+
+def load_settings(path: Path | None = None) -> LoadedSettings:
+    """Never raises for a bad file: defaults plus a message instead."""
+    path = path or default_config_path()
+    if not path.exists():
+        return LoadedSettings(AppSettings(), path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data: Any = yaml.safe_load(text) if text.strip() else {}
+    except (OSError, UnicodeDecodeError) as err:
+        return LoadedSettings(AppSettings(), path, [f"{path}: cannot read ({err}); using defaults"])
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(err, "problem", None) or "invalid YAML"
+        return LoadedSettings(AppSettings(), path, [f"{where}: {problem}; using defaults"])
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return LoadedSettings(AppSettings(), path, [f"{path}: the top level must be a mapping (theme:, keymap:, refresh_tick:); using defaults"])
+    try:
+        return LoadedSettings(AppSettings.model_validate(data), path)
+    except ValidationError as err:
+        problems = []
+        for item in err.errors(include_url=False):
+            key = ".".join(str(p) for p in item["loc"]) or "(top level)"
+            line = _line_of(text, str(item["loc"][0])) if item["loc"] else None
+            where = f"{path}:{line}" if line else str(path)
+            message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
+            problems.append(f"{where} {key}: {message}")
+        return LoadedSettings(AppSettings(), path, problems + ["using default settings"])
+
+
+# --------------------------------------------------------------------------
+# Theme files
+# --------------------------------------------------------------------------
+
+THEME_FIELDS = (
+    "name", "primary", "secondary", "warning", "error", "success", "accent", "foreground",
+    "background", "surface", "panel", "boost", "dark", "luminosity_spread", "text_alpha", "variables",
+)
+
+
+def theme_dirs() -> list[Path]:
+    return [BUNDLED_THEMES_DIR, config_dir() / "themes"]
+
+
+@dataclass
+class ThemeFile:
+    name: str
+    path: Path
+    fields: dict[str, Any]
+
+
+def load_theme_files(dirs: list[Path] | None = None) -> tuple[list[ThemeFile], list[str]]:
+    """Every ``*.yaml`` theme in the theme directories, and a message per bad file."""
+    themes: dict[str, ThemeFile] = {}
+    problems: list[str] = []
+    for directory in dirs if dirs is not None else theme_dirs():
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.glob("*.yaml")):
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError) as err:
+                problems.append(f"theme {path}: cannot load ({err.__class__.__name__}); skipped")
+                continue
+            if not isinstance(data, dict) or not data.get("name") or not data.get("primary"):
+                problems.append(f"theme {path}: needs at least name: and primary:; skipped")
+                continue
+            unknown = sorted(set(data) - set(THEME_FIELDS))
+            if unknown:
+                problems.append(f"theme {path}: unknown key(s) {', '.join(unknown)}; skipped")
+                continue
+            themes[str(data["name"])] = ThemeFile(str(data["name"]), path, data)
+    return list(themes.values()), problems

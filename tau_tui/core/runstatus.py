@@ -1,0 +1,477 @@
+"""Run status phase engine (taugrid.md §8.1-§8.3): from the cluster objects of one
+run to its phases in order, its lifecycle state, diagnostics and next actions.
+
+Pure functions over the typed views of :mod:`tau_tui.core.cluster.api`; no I/O and
+no Textual.  The runs pane renders what :func:`compute_run_status` returns and
+never decides a phase itself.  Fail closed: missing data leaves a phase
+``pending`` (or the run ``not_found``), never ``done``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Sequence
+
+from tau_tui.core.cluster.api import (
+    MULTIKUEUE_CONTROLLER_NAME,
+    EventView,
+    JobView,
+    PodView,
+    RayJobView,
+    WorkloadView,
+)
+
+PhaseStatus = Literal["pending", "active", "done", "warning", "skipped"]
+LifecycleState = Literal["not_found", "queued", "starting", "running", "succeeded", "failed"]
+
+PHASE_ORDER = (
+    "Submitted",
+    "Kueue admission",
+    "MultiKueue placement",
+    "RayCluster",
+    "Pod scheduling",
+    "DRA allocation",
+    "Image pull",
+    "Init containers",
+    "Container start",
+    "Ready",
+    "RayJob",
+    "Compute release",
+)
+
+#: Symbol and word for every phase status: status is never shown by colour alone.
+STATUS_SYMBOLS: dict[str, str] = {"pending": "○", "active": "◐", "done": "✓", "warning": "⚠", "skipped": "–"}
+
+IMAGE_PULL_FAILURES = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+START_FAILURES = ("CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError")
+MULTIKUEUE_MANAGED_BY = "kueue.x-k8s.io/multikueue"
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    status: PhaseStatus
+    detail: str = ""
+    hint: str = ""
+    started_at: datetime | None = None
+
+    @property
+    def symbol(self) -> str:
+        return STATUS_SYMBOLS[self.status]
+
+
+@dataclass(frozen=True)
+class RunDiagnostic:
+    code: str  # RUN_NOT_FOUND, RUN_FAILED, ADMISSION_REJECTED, KUEUE_PENDING, STARTUP_<PHASE>, STARTUP_FAILED
+    severity: Literal["info", "warning", "error"]
+    message: str
+    suggestion: str = ""
+
+
+@dataclass(frozen=True)
+class RunAction:
+    name: str  # list, watch, logs, diagnostics, results, cancel
+    description: str
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class RunObjects:
+    """Everything the engine reads about one run (already fetched from the cache)."""
+
+    namespace: str
+    name: str
+    job: JobView | None = None
+    ray_job: RayJobView | None = None
+    workloads: Sequence[WorkloadView] = ()
+    pods: Sequence[PodView] = ()
+    events: Sequence[EventView] = ()
+    #: True on a MultiKueue manager (the run's pods live on a worker cluster).
+    manager_view: bool = False
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    namespace: str
+    name: str
+    kind: Literal["Job", "RayJob", "unknown"]
+    state: LifecycleState
+    display_state: str
+    phases: tuple[Phase, ...]
+    diagnostics: tuple[RunDiagnostic, ...] = ()
+    actions: tuple[RunAction, ...] = ()
+    startup_complete: bool = False
+    startup_failed: bool = False
+    queue: str | None = None
+    cluster: str | None = None
+    multikueue: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def phase(self, name: str) -> Phase | None:
+        return next((p for p in self.phases if p.name == name), None)
+
+
+# --------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------
+
+
+def _is_multikueue(objs: RunObjects) -> bool:
+    owner = objs.job or objs.ray_job
+    if owner is not None and owner.managed_by == MULTIKUEUE_MANAGED_BY:
+        return True
+    return any(w.cluster_name or w.nominated_cluster_names for w in objs.workloads)
+
+
+def _workload_phase(objs: RunObjects, multikueue: bool) -> tuple[Phase, list[RunDiagnostic]]:
+    wls = list(objs.workloads)
+    name = "Kueue admission"
+    if not wls:
+        owner = objs.job or objs.ray_job
+        if owner is not None and not getattr(owner, "suspended", False) and owner.managed_by is None and not owner.labels.get(
+            "kueue.x-k8s.io/queue-name"
+        ):
+            return Phase(name, "skipped", "not queued through Kueue (no queue-name label)"), []
+        return Phase(name, "pending", "waiting for Kueue to create a Workload"), []
+    total = len(wls)
+    admitted = sum(1 for w in wls if w.status_word in ("admitted", "finished"))
+    queue = wls[0].queue_name or "?"
+    if all(w.status_word == "finished" for w in wls):
+        return Phase(name, "done", "finished; quota released"), []
+    diags: list[RunDiagnostic] = []
+    rejected = [(w, c) for w in wls for c in w.admission_checks if c.state == "Rejected"]
+    reason = ""
+    for w in wls:
+        cond = w.condition("QuotaReserved")
+        if cond is not None and not cond.is_true:
+            reason = cond.reason + (f": {cond.message}" if cond.message else "")
+        evicted = w.condition("Evicted")
+        if evicted is not None and evicted.is_true:
+            reason = f"evicted ({evicted.reason}): {evicted.message}".strip()
+    detail = f"{admitted}/{total} admitted queue={queue}" + (f" reason={reason}" if reason and admitted < total else "")
+    if rejected and not multikueue:
+        # A generic AdmissionCheck Rejected does not fail the watch (§8.1), but it is worth a warning.
+        wl, check = rejected[0]
+        diags.append(RunDiagnostic("ADMISSION_REJECTED", "warning", f"AdmissionCheck {check.name} rejected {wl.name}: {check.message}"))
+        return Phase(name, "warning", detail, f"AdmissionCheck {check.name} rejected: {check.message}"), diags
+    if admitted == total:
+        admitted_at = min((c.last_transition_time for w in wls if (c := w.condition("Admitted")) and c.last_transition_time), default=None)
+        return Phase(name, "done", detail, started_at=admitted_at), diags
+    if any(w.condition("Evicted") is not None and w.condition("Evicted").is_true for w in wls):  # type: ignore[union-attr]
+        return Phase(name, "warning", detail, "the workload was evicted and requeued; it waits for quota again"), diags
+    if any(not w.active for w in wls):
+        diags.append(RunDiagnostic("KUEUE_PENDING", "warning", "the Workload is deactivated (spec.active=false)", "resume it or resubmit"))
+        return Phase(name, "warning", detail + " (deactivated)"), diags
+    diags.append(
+        RunDiagnostic(
+            "KUEUE_PENDING",
+            "info",
+            f"waiting in queue {queue}" + (f": {reason}" if reason else ""),
+            "check the queue pane for its position and what it waits for",
+        )
+    )
+    return Phase(name, "active", detail), diags
+
+
+def _multikueue_phase(objs: RunObjects, multikueue: bool) -> tuple[Phase, bool, str | None]:
+    """Returns the phase, whether the run failed by rejection, and the worker."""
+    name = "MultiKueue placement"
+    if not multikueue:
+        return Phase(name, "skipped", "single-cluster run"), False, None
+    checks = [c for w in objs.workloads for c in w.admission_checks]
+    worker = next((w.cluster_name for w in objs.workloads if w.cluster_name), None)
+    rejected = [c for c in checks if c.state == "Rejected"]
+    if rejected:
+        return Phase(name, "warning", f"AdmissionCheck {rejected[0].name} Rejected: {rejected[0].message}"), True, worker
+    if worker:
+        return Phase(name, "done", f"placed on worker {worker}"), False, worker
+    nominated = sorted({c for w in objs.workloads for c in w.nominated_cluster_names})
+    if nominated:
+        return Phase(name, "active", "nominated: " + ", ".join(nominated)), False, None
+    return Phase(name, "pending", "waiting for a worker"), False, None
+
+
+def _pods_of(objs: RunObjects) -> list[PodView]:
+    return [p for p in objs.pods if p.deletion_timestamp is None or not p.terminal]
+
+
+def _scheduling_phase(pods: list[PodView], expected: bool) -> Phase:
+    name = "Pod scheduling"
+    if not pods:
+        return Phase(name, "pending", "no pods yet" if expected else "no pods")
+    unscheduled = [p for p in pods if not p.node_name]
+    if not unscheduled:
+        return Phase(name, "done", f"{len(pods)}/{len(pods)} pods on nodes")
+    for pod in unscheduled:
+        cond = pod.condition("PodScheduled")
+        if cond is not None and cond.status == "False" and cond.reason == "Unschedulable":
+            return Phase(name, "warning", f"{len(pods) - len(unscheduled)}/{len(pods)} scheduled", f"{pod.name}: {cond.message or cond.reason}")
+    return Phase(name, "active", f"{len(pods) - len(unscheduled)}/{len(pods)} pods on nodes")
+
+
+def _dra_phase(pods: list[PodView]) -> Phase:
+    claims = [p for p in pods if (p.raw.get("spec") or {}).get("resourceClaims")]
+    if not claims:
+        return Phase("DRA allocation", "skipped", "no resource claims")
+    allocated = [p for p in claims if (p.raw.get("status") or {}).get("resourceClaimStatuses")]
+    status: PhaseStatus = "done" if len(allocated) == len(claims) else "active"
+    return Phase("DRA allocation", status, f"{len(allocated)}/{len(claims)} pods have allocated claims")
+
+
+def _container_phases(pods: list[PodView]) -> tuple[Phase, Phase, Phase, Phase]:
+    if not pods:
+        return (
+            Phase("Image pull", "pending"),
+            Phase("Init containers", "pending"),
+            Phase("Container start", "pending"),
+            Phase("Ready", "pending"),
+        )
+    app = [(p, c) for p in pods for c in p.container_statuses if not c.init]
+    init = [(p, c) for p in pods for c in p.container_statuses if c.init]
+    has_init = any(p.init_containers for p in pods)
+    expected_app = sum(len(p.containers) for p in pods)
+    # Image pull
+    pull_fail = [(p, c) for p, c in app + init if c.state == "waiting" and c.reason in IMAGE_PULL_FAILURES]
+    started = [(p, c) for p, c in app + init if c.state in ("running", "terminated")]
+    if pull_fail:
+        p, c = pull_fail[0]
+        image = Phase("Image pull", "warning", f"{p.name}/{c.name}: {c.reason}", "check the image name and the registry pull secret")
+    elif started:
+        image = Phase("Image pull", "done", "images pulled")
+    elif app or init:
+        image = Phase("Image pull", "active", "pulling images")
+    else:
+        image = Phase("Image pull", "pending")
+    # Init containers
+    if not has_init:
+        init_phase = Phase("Init containers", "skipped", "none")
+    else:
+        done_init = [(p, c) for p, c in init if c.state == "terminated" and c.reason in ("Completed", "")]
+        failing = [(p, c) for p, c in init if (c.state == "waiting" and c.reason in START_FAILURES) or (c.state == "terminated" and c.reason == "Error")]
+        running_app = [(p, c) for p, c in app if c.state in ("running", "terminated")]
+        sidecars = [(p, c) for p, c in init if c.state == "running"]
+        total_init = sum(len(p.init_containers) for p in pods)
+        if failing:
+            p, c = failing[0]
+            init_phase = Phase("Init containers", "warning", f"{p.name}/{c.name}: {c.reason}")
+        elif running_app or len(done_init) + len(sidecars) >= total_init:
+            init_phase = Phase("Init containers", "done", f"{total_init} init container(s) done")
+        else:
+            init_phase = Phase("Init containers", "active", f"{len(done_init)}/{total_init} done")
+    # Container start
+    crash = [(p, c) for p, c in app if c.state == "waiting" and c.reason in START_FAILURES]
+    running = [(p, c) for p, c in app if c.state in ("running", "terminated")]
+    if crash:
+        p, c = crash[0]
+        start = Phase("Container start", "warning", f"{p.name}/{c.name}: {c.reason} (restarts {c.restart_count})", "read the previous container's logs")
+    elif expected_app and len(running) >= expected_app:
+        start = Phase("Container start", "done", f"{len(running)}/{expected_app} started")
+    elif running:
+        start = Phase("Container start", "active", f"{len(running)}/{expected_app} started")
+    else:
+        start = Phase("Container start", "pending")
+    # Ready
+    ready = [(p, c) for p, c in app if c.ready or (c.state == "terminated" and c.reason == "Completed")]
+    if expected_app and len(ready) >= expected_app:
+        ready_phase = Phase("Ready", "done", f"{len(ready)}/{expected_app} ready")
+    elif ready:
+        ready_phase = Phase("Ready", "active", f"{len(ready)}/{expected_app} ready")
+    else:
+        ready_phase = Phase("Ready", "pending", f"0/{expected_app} ready")
+    return image, init_phase, start, ready_phase
+
+
+def _ray_phases(objs: RunObjects, pods: list[PodView]) -> tuple[Phase, Phase, Phase]:
+    rj = objs.ray_job
+    if rj is None:
+        return (
+            Phase("RayCluster", "skipped", "batch Job"),
+            Phase("RayJob", "skipped", "batch Job"),
+            Phase("Compute release", "skipped", "batch Job"),
+        )
+    deploy = rj.job_deployment_status or ""
+    if rj.ray_cluster_name and deploy not in ("", "Initializing", "New"):
+        cluster = Phase("RayCluster", "done", f"RayCluster {rj.ray_cluster_name}")
+    elif rj.ray_cluster_name:
+        cluster = Phase("RayCluster", "active", f"RayCluster {rj.ray_cluster_name} {deploy or 'initializing'}")
+    else:
+        cluster = Phase("RayCluster", "pending", "no RayCluster yet")
+    job_status = (rj.job_status or "").upper()
+    if job_status == "SUCCEEDED":
+        job = Phase("RayJob", "done", "SUCCEEDED")
+    elif job_status in ("FAILED", "STOPPED") or deploy == "Failed":
+        job = Phase("RayJob", "warning", job_status or deploy)
+    elif job_status in ("RUNNING", "PENDING"):
+        job = Phase("RayJob", "active", job_status)
+    else:
+        job = Phase("RayJob", "pending", job_status or deploy or "waiting")
+    finished = job_status in ("SUCCEEDED", "FAILED", "STOPPED") or deploy in ("Complete", "Failed")
+    if not finished:
+        release = Phase("Compute release", "pending", "while the job runs")
+    else:
+        holding = [p for p in pods if not p.terminal and p.node_name]
+        if holding:
+            release = Phase(
+                "Compute release",
+                "warning",
+                f"resources NOT reusable: {len(holding)} Ray pod(s) still hold nodes",
+                "set shutdownAfterJobFinishes or delete the RayJob",
+            )
+        else:
+            release = Phase("Compute release", "done", "Ray pods released")
+    return cluster, job, release
+
+
+def _failed(objs: RunObjects) -> str | None:
+    if objs.job is not None:
+        cond = objs.job.condition("Failed")
+        if cond is not None and cond.is_true:
+            return f"Job failed: {cond.reason}: {cond.message}".rstrip(": ")
+    if objs.ray_job is not None:
+        if (objs.ray_job.job_status or "").upper() == "FAILED" or objs.ray_job.job_deployment_status == "Failed":
+            return f"RayJob failed ({objs.ray_job.job_status or objs.ray_job.job_deployment_status})"
+    return None
+
+
+def _succeeded(objs: RunObjects) -> bool:
+    if objs.job is not None:
+        cond = objs.job.condition("Complete")
+        return cond is not None and cond.is_true
+    if objs.ray_job is not None:
+        return (objs.ray_job.job_status or "").upper() == "SUCCEEDED"
+    return False
+
+
+# --------------------------------------------------------------------------
+# the engine
+# --------------------------------------------------------------------------
+
+
+def compute_run_status(objs: RunObjects) -> RunStatus:
+    owner = objs.job or objs.ray_job
+    if owner is None:
+        return RunStatus(
+            objs.namespace,
+            objs.name,
+            "unknown",
+            "not_found",
+            "not found",
+            tuple(Phase(name, "pending") for name in PHASE_ORDER),
+            (RunDiagnostic("RUN_NOT_FOUND", "error", f"no Job or RayJob {objs.namespace}/{objs.name}", "check the name and namespace"),),
+            (RunAction("list", "list runs in this namespace", ":runs"),),
+        )
+    kind: Literal["Job", "RayJob"] = "Job" if objs.job is not None else "RayJob"
+    multikueue = _is_multikueue(objs)
+    diagnostics: list[RunDiagnostic] = []
+    submitted = Phase("Submitted", "done", f"{kind} {objs.namespace}/{objs.name}", started_at=owner.creation_timestamp)
+    admission, admission_diags = _workload_phase(objs, multikueue)
+    diagnostics += admission_diags
+    placement, rejected, worker = _multikueue_phase(objs, multikueue)
+    pods = _pods_of(objs)
+    admitted = admission.status in ("done", "skipped")
+    remote = multikueue and objs.manager_view
+    if remote:
+        # On the manager, the pods run on the worker: the later phases are not visible here.
+        note = f"runs on worker {worker}" if worker else "runs on a worker cluster"
+        later = [Phase(n, "skipped", note) for n in ("Pod scheduling", "DRA allocation", "Image pull", "Init containers", "Container start", "Ready")]
+        scheduling, dra, image, init, start, ready = later
+    else:
+        scheduling = _scheduling_phase(pods, admitted)
+        dra = _dra_phase(pods)
+        image, init, start, ready = _container_phases(pods)
+    ray_cluster, ray_job, release = _ray_phases(objs, pods)
+    phases = (submitted, admission, placement, ray_cluster, scheduling, dra, image, init, start, ready, ray_job, release)
+
+    failure = _failed(objs)
+    succeeded = _succeeded(objs)
+    startup_failed = rejected or failure is not None or any(
+        p.status == "warning" and p.name in ("Image pull", "Container start", "Init containers") for p in phases
+    )
+    remote_running = remote and (worker is not None or all(c.state == "Ready" for w in objs.workloads for c in w.admission_checks))
+    startup_complete = ready.status == "done" or succeeded or bool(remote_running and not rejected)
+
+    if failure is not None or rejected:
+        state: LifecycleState = "failed"
+    elif succeeded:
+        state = "succeeded"
+    elif admission.status == "active" or admission.status == "pending" or (admission.status == "warning" and not admitted):
+        state = "queued"
+    elif startup_complete:
+        state = "running"
+    else:
+        state = "starting"
+
+    if failure is not None:
+        diagnostics.append(RunDiagnostic("RUN_FAILED", "error", failure, "read the logs of the failed pod (previous container)"))
+    if rejected:
+        diagnostics.append(RunDiagnostic("ADMISSION_REJECTED", "error", placement.detail, "check the MultiKueue pane for worker health"))
+    for phase in phases:
+        if phase.status == "warning" and phase.name not in ("Kueue admission", "MultiKueue placement"):
+            code = "STARTUP_" + phase.name.upper().replace(" ", "_")
+            diagnostics.append(RunDiagnostic(code, "warning", f"{phase.name}: {phase.detail}", phase.hint))
+    if startup_failed and failure is None and not rejected:
+        diagnostics.append(RunDiagnostic("STARTUP_FAILED", "error", "startup is failing; see the phases above"))
+
+    actions = [RunAction("logs", "follow the run's logs (all pods merged)", "l")]
+    if state in ("queued", "starting", "running"):
+        actions.append(RunAction("watch", "watch the queue position and phases", ":queue"))
+        actions.append(RunAction("cancel", "cancel the run (confirmed, audited)", "ctrl+d"))
+    if state == "failed":
+        actions.append(RunAction("diagnostics", "describe the failing objects and events", "d"))
+    if state == "succeeded":
+        actions.append(RunAction("results", "show where the run wrote its results", "y"))
+    display = {"not_found": "not found", "queued": "queued", "starting": "starting", "running": "running",
+               "succeeded": "succeeded", "failed": "failed"}[state]
+    queue = objs.workloads[0].queue_name if objs.workloads else owner.labels.get("kueue.x-k8s.io/queue-name")
+    return RunStatus(
+        objs.namespace,
+        objs.name,
+        kind,
+        state,
+        display,
+        phases,
+        tuple(diagnostics),
+        tuple(actions),
+        startup_complete,
+        startup_failed,
+        queue,
+        worker,
+        multikueue,
+    )
+
+
+STATE_SYMBOLS: dict[str, str] = {
+    "not_found": "?",
+    "queued": "⧗",
+    "starting": "◐",
+    "running": "▶",
+    "succeeded": "✓",
+    "failed": "✗",
+}
+
+
+def objects_for_run(
+    namespace: str,
+    name: str,
+    *,
+    job: JobView | None,
+    ray_job: RayJobView | None,
+    workloads: Sequence[WorkloadView],
+    pods: Sequence[PodView],
+    events: Sequence[EventView],
+) -> RunObjects:
+    """Pick the objects that belong to one run from namespace-wide lists."""
+    owner = job or ray_job
+    uid = owner.uid if owner else None
+    wls = [w for w in workloads if uid and (w.labels.get("kueue.x-k8s.io/job-uid") == uid or (w.controller_owner or {}).get("uid") == uid)]
+    if job is not None:
+        run_pods = [p for p in pods if p.labels.get("job-name") == name]
+    elif ray_job is not None and ray_job.ray_cluster_name:
+        run_pods = [p for p in pods if p.labels.get("ray.io/cluster") == ray_job.ray_cluster_name]
+    else:
+        run_pods = []
+    names = {name} | {w.name for w in wls} | {p.name for p in run_pods}
+    run_events = [e for e in events if e.involved_name in names]
+    manager_view = any(w.admission_checks for w in wls) and (owner is not None and owner.managed_by == MULTIKUEUE_CONTROLLER_NAME)
+    return RunObjects(namespace, name, job, ray_job, tuple(wls), tuple(run_pods), tuple(run_events), manager_view)

@@ -1,0 +1,296 @@
+"""What every pane shares: header, command line, footer, the refresh tick,
+the row filter, contextual help and the screen-scoped command palette.
+
+Refresh model (k9s / dolphie): the app's timer calls :meth:`PaneScreen.tick`.
+A tick starts one thread worker that reads the backend's cache and builds
+plain rows (:meth:`PaneScreen.collect`); the worker only posts
+:class:`PaneScreen.Collected`, and :meth:`PaneScreen.apply` diffs the rows into
+the tables inside ``app.batch_update()`` on the UI thread.  A tick that finds
+the previous refresh still running is skipped and counted."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from tau_tui.widgets.command_line import CommandLine
+from tau_tui.widgets.header_bar import PANES, HeaderBar
+
+if TYPE_CHECKING:
+    from tau_tui.app import TauApp
+
+
+# --------------------------------------------------------------------------
+# Row filter: regex, !invert, -l label selector
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RowFilter:
+    text: str
+    pattern: re.Pattern[str] | None = None
+    invert: bool = False
+    labels: tuple[tuple[str, str | None, bool], ...] = ()  # (key, value or None for "exists", negated)
+    error: str = ""
+
+    def matches(self, row_text: str, labels: Mapping[str, str] | None = None) -> bool:
+        if self.labels:
+            labels = labels or {}
+            for key, value, negated in self.labels:
+                have = labels.get(key)
+                ok = (have is not None) if value is None else (have == value)
+                if ok == negated:
+                    return False
+            return True
+        if self.pattern is None:
+            return True
+        found = self.pattern.search(row_text) is not None
+        return found != self.invert
+
+
+def parse_filter(text: str) -> RowFilter:
+    """``/foo`` regex, ``/! foo`` inverted, ``/-l app=x,tier!=y,gpu`` labels."""
+    text = text.strip()
+    if not text:
+        return RowFilter("")
+    if text.startswith("-l"):
+        selector = text[2:].strip()
+        terms = []
+        for part in filter(None, (p.strip() for p in selector.split(","))):
+            if "!=" in part:
+                key, value = part.split("!=", 1)
+                terms.append((key.strip(), value.strip(), True))
+            elif "=" in part:
+                key, value = part.split("=", 1)
+                terms.append((key.strip(), value.strip().lstrip("="), False))
+            elif part.startswith("!"):
+                terms.append((part[1:].strip(), None, True))
+            else:
+                terms.append((part, None, False))
+        return RowFilter(text, labels=tuple(terms))
+    invert = text.startswith("!")
+    body = text[1:].strip() if invert else text
+    try:
+        pattern = re.compile(body, re.IGNORECASE)
+    except re.error as err:
+        return RowFilter(text, re.compile(re.escape(body), re.IGNORECASE), invert, error=f"not a valid regex ({err}); matching it as plain text")
+    return RowFilter(text, pattern, invert)
+
+
+# --------------------------------------------------------------------------
+# Palette scoped to the screen
+# --------------------------------------------------------------------------
+
+
+class PaneCommands(Provider):
+    """The current pane's verbs (as its bindings say) plus pane switching."""
+
+    def _commands(self) -> list[tuple[str, str, Any]]:
+        screen = self.screen
+        app = screen.app
+        out: list[tuple[str, str, Any]] = []
+        if isinstance(screen, PaneScreen):
+            for binding in screen.active_bindings_list():
+                out.append((f"{screen.PANE_TITLE}: {binding.description}", f"key {binding.key_display or binding.key}",
+                            (screen, binding.action)))
+        for key, mode, label in PANES:
+            out.append((f"Go to {label}", f"pane {key} (:{mode})", (app, f"switch_pane('{mode}')")))
+        out.append(("Help for this pane", "? or F1", (app, "help")))
+        return out
+
+    async def discover(self) -> Hits:
+        for title, help_text, target in self._commands():
+            yield DiscoveryHit(title, self._runner(target), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_text, target in self._commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), self._runner(target), help=help_text)
+
+    @staticmethod
+    def _runner(target):
+        node, action = target
+
+        async def run() -> None:
+            await node.run_action(action)
+
+        return run
+
+
+# --------------------------------------------------------------------------
+# The pane base class
+# --------------------------------------------------------------------------
+
+
+class PaneScreen(Screen):
+    """Base of every pane.  Subclasses set PANE/PANE_TITLE/HELP, compose
+    :meth:`compose_body`, and implement :meth:`collect` (thread) and
+    :meth:`apply` (UI thread)."""
+
+    PANE = ""
+    PANE_TITLE = ""
+    HELP = ""
+    #: Actions that change the cluster or files: hidden and refused in --readonly.
+    MUTATING_ACTIONS: frozenset[str] = frozenset()
+    COMMANDS = {PaneCommands}
+
+    DEFAULT_CSS = """
+    PaneScreen #pane-status { height: 1; padding: 0 1; color: $text-muted; }
+    PaneScreen #pane-body { height: 1fr; }
+    """
+
+    class Collected(Message):
+        def __init__(self, data: Any, generation: int) -> None:
+            super().__init__()
+            self.data = data
+            self.generation = generation
+
+    class CollectFailed(Message):
+        def __init__(self, error: str) -> None:
+            super().__init__()
+            self.error = error
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.row_filter: RowFilter = RowFilter("")
+        self.refresh_running = False
+        self.ticks_skipped = 0
+        self.refreshes_applied = 0
+        self._collect_generation = 0
+
+    @property
+    def tau(self) -> "TauApp":
+        return self.app  # type: ignore[return-value]
+
+    # -- layout --------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header")
+        with Vertical(id="pane-body"):
+            yield from self.compose_body()
+        yield Static("", id="pane-status")
+        yield CommandLine(id="command-line")
+        yield Footer()
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    def on_mount(self) -> None:
+        self.update_header()
+
+    def on_screen_resume(self) -> None:
+        self.update_header()
+        self.tick()
+
+    def crumbs(self) -> str:
+        return self.PANE_TITLE
+
+    def update_header(self) -> None:
+        try:
+            header = self.query_one(HeaderBar)
+        except Exception:
+            return
+        header.set_state(self.tau.header_state(self.PANE, self.crumbs(), self.row_filter.text))
+
+    def set_status(self, text: str | Text) -> None:
+        try:
+            self.query_one("#pane-status", Static).update(text if isinstance(text, Text) else Text(text))
+        except Exception:
+            pass
+
+    # -- refresh tick --------------------------------------------------------
+
+    def tick(self) -> None:
+        if not self.is_attached or self.app.screen is not self:
+            return
+        if self.refresh_running:
+            self.ticks_skipped += 1
+            return
+        if self.tau.backend is None and self.needs_backend():
+            return
+        self.refresh_running = True
+        self._collect_generation += 1
+        self._collect_worker(self._collect_generation)
+
+    def needs_backend(self) -> bool:
+        return True
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="pane-refresh")
+    def _collect_worker(self, generation: int) -> None:
+        try:
+            data = self.collect()
+        except Exception as err:  # a bug or a backend failure must not kill the app
+            self.post_message(self.CollectFailed(f"{type(err).__name__}: {err}"))
+            return
+        self.post_message(self.Collected(data, generation))
+
+    @on(Collected)
+    def _on_collected(self, message: Collected) -> None:
+        self.refresh_running = False
+        with self.app.batch_update():
+            self.apply(message.data)
+        self.refreshes_applied += 1
+        self.update_header()
+
+    @on(CollectFailed)
+    def _on_collect_failed(self, message: CollectFailed) -> None:
+        self.refresh_running = False
+        self.set_status(Text(f"⚠ refresh failed: {message.error}", style="bold"))
+
+    def collect(self) -> Any:
+        """Runs in a thread: read the backend cache, return plain data."""
+        return None
+
+    def apply(self, data: Any) -> None:
+        """UI thread: put ``data`` on screen (keyed diffs)."""
+
+    # -- filter --------------------------------------------------------------
+
+    def set_filter(self, text: str) -> None:
+        self.row_filter = parse_filter(text)
+        if self.row_filter.error:
+            self.notify(self.row_filter.error, severity="warning")
+        self.update_header()
+        self.refresh_running = False
+        self.tick()
+
+    def action_back(self) -> bool:
+        """Esc inside the pane: clear the filter first.  Returns True if handled."""
+        if self.row_filter.text:
+            self.set_filter("")
+            return True
+        return False
+
+    # -- readonly ------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.MUTATING_ACTIONS and self.tau.readonly:
+            return False
+        return True
+
+    def active_bindings_list(self) -> list[Binding]:
+        out = []
+        for binding in self._bindings.key_to_bindings.values():
+            for b in binding:
+                if b.show and self.check_action(b.action.split("(")[0], ()) is not False:
+                    out.append(b)
+        return out
+
+    def help_keys(self) -> list[tuple[str, str]]:
+        keys = []
+        for b in self.active_bindings_list():
+            keys.append((self.app.get_key_display(b), b.description))
+        return keys

@@ -1,0 +1,54 @@
+"""Confirmation for a mutation: what will happen (server dry-run preview) and yes/no."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static
+
+
+class ConfirmDialog(ModalScreen[bool]):
+    """Returns True only on an explicit yes (``y`` or the button)."""
+
+    DEFAULT_CSS = """
+    ConfirmDialog { align: center middle; }
+    ConfirmDialog > Vertical { width: 80%; max-width: 100; height: auto; max-height: 90%;
+        border: thick $warning; background: $surface; padding: 0 1; }
+    ConfirmDialog #confirm-title { text-style: bold; width: 100%; padding: 0 0 1 0; }
+    ConfirmDialog VerticalScroll { height: auto; max-height: 16; }
+    ConfirmDialog #confirm-buttons { height: auto; align-horizontal: right; padding: 1 0 0 0; }
+    ConfirmDialog Button { margin: 0 1; min-width: 12; }
+    """
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
+
+    def __init__(self, title: str, preview: str | Text, verb: str = "Confirm", danger: bool = True) -> None:
+        super().__init__()
+        self.title_text = title
+        self.preview = preview if isinstance(preview, Text) else Text(preview)
+        self.verb = verb
+        self.danger = danger
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Text(self.title_text), id="confirm-title")
+            with VerticalScroll():
+                yield Static(self.preview, id="confirm-preview")
+            with Horizontal(id="confirm-buttons"):
+                yield Button(f"{self.verb} (y)", id="confirm-yes", variant="error" if self.danger else "primary")
+                yield Button("Cancel (n)", id="confirm-no")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "confirm-yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

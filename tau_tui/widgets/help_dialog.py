@@ -1,0 +1,59 @@
+"""Contextual help (``?`` / F1): what this pane is for and every key it has now."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+GLOBAL_KEYS = (
+    (":", "command mode (:queue :runs :nodes :logs RUN :ctx :ns :compose :profiles :mk :q)"),
+    ("/", "filter rows: regex, !regex inverts, -l key=value selects by label"),
+    ("esc", "back (close dialog, clear filter, previous pane)"),
+    ("1-7", "switch pane"),
+    ("? / F1", "this help"),
+    ("ctrl+p", "command palette (this pane's commands)"),
+    ("ctrl+q", "quit"),
+)
+
+
+class HelpDialog(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpDialog { align: center middle; }
+    HelpDialog > Vertical { width: 90%; max-width: 110; height: 90%; border: thick $primary;
+        background: $surface; padding: 0 1; }
+    HelpDialog #help-title { text-style: bold; padding: 0 0 1 0; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close")]
+
+    def __init__(self, title: str, about: str, keys: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.about = about
+        self.keys = keys
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Text(f"Help: {self.title_text}"), id="help-title")
+            with VerticalScroll():
+                yield Static(Text(self.about), id="help-about")
+                yield Static(self._table(), id="help-keys")
+
+    def _table(self) -> Table:
+        table = Table(box=None, show_header=True, header_style="bold", padding=(0, 2, 0, 0), expand=True)
+        table.add_column("key", no_wrap=True)
+        table.add_column("this pane")
+        for key, description in self.keys:
+            table.add_row(Text(key, style="bold"), Text(description))
+        table.add_row("", "")
+        table.add_row(Text("global", style="bold underline"), "")
+        for key, description in GLOBAL_KEYS:
+            table.add_row(Text(key, style="bold"), Text(description))
+        return table
+
+    def action_close(self) -> None:
+        self.dismiss(None)
