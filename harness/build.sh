@@ -30,23 +30,37 @@ wrapper() {  # wrapper <dir> <module-name>
   (cd "$1" && "$GO" mod init "$2" >/dev/null 2>&1)
 }
 
-# Staging modules appear as `k8s.io/<name> v0.0.0` in k8s.io/kubernetes' go.mod; each needs
-# a replace to the published v0.<minor>.<patch> tag. Derived, never hard-coded.
-k8s_replaces() {  # k8s_replaces <wrapper-dir>
-  local gomod staging_version="v0.${K8S_VERSION#v1.}"
+# The staging modules of K8S_VERSION: every `k8s.io/<name> v0.0.0` requirement in the go.mod of
+# k8s.io/kubernetes. Derived, never hard-coded (each minor may add some).
+k8s_staging_modules() {  # k8s_staging_modules <module-dir>
+  local gomod
   gomod=$(cd "$1" && "$GO" mod download -json "k8s.io/kubernetes@$K8S_VERSION" \
-          | python3 -c 'import sys,json; print(json.load(sys.stdin)["GoMod"])')
-  awk '$2=="v0.0.0" && $1 ~ /^k8s\.io\// {print $1}' "$gomod" | sort -u | while read -r m; do
-    (cd "$1" && "$GO" mod edit -replace="$m=$m@$staging_version")
+          | python3 -c 'import sys,json; print(json.load(sys.stdin)["GoMod"])') || return 1
+  awk '$2=="v0.0.0" && $1 ~ /^k8s\.io\// {print $1}' "$gomod" | sort -u
+}
+
+# k8s.io/kubernetes requires its staging modules at v0.0.0; each needs a replace to the
+# published v0.<minor>.<patch> tag.
+k8s_replaces() {  # k8s_replaces <wrapper-dir>
+  local staging_version="v0.${K8S_VERSION#v1.}" m mods
+  mods=$(k8s_staging_modules "$1") || return 1
+  for m in $mods; do
+    (cd "$1" && "$GO" mod edit -replace="$m=$m@$staging_version") || return 1
   done
 }
 
-# Pins the client libraries of a non-kubernetes module to the harness minor.
+# Pins the API-facing Kubernetes libraries in a wrapper's graph to the harness minor with replace
+# lines, so that MVS cannot lift them to a newer minor. Other staging modules keep the version the
+# component asks for: KWOK v0.8's log server needs the 1.36 API of k8s.io/cri-client and cri-streaming.
+K8S_API_LIBS="api apimachinery client-go apiserver apiextensions-apiserver component-base component-helpers"
 pin_k8s_libs() {  # pin_k8s_libs <wrapper-dir>
-  local staging_version="v0.${K8S_VERSION#v1.}" m
-  for m in api apimachinery client-go apiextensions-apiserver apiserver component-base; do
-    (cd "$1" && "$GO" mod edit -require="k8s.io/$m@$staging_version")
+  local staging_version="v0.${K8S_VERSION#v1.}" m used
+  used=$(cd "$1" && "$GO" list -m -f '{{.Path}}' all) || return 1
+  for m in $K8S_API_LIBS; do
+    grep -qx "k8s.io/$m" <<<"$used" || continue
+    (cd "$1" && "$GO" mod edit -replace="k8s.io/$m=k8s.io/$m@$staging_version") || return 1
   done
+  (cd "$1" && "$GO" mod tidy)
 }
 
 build_etcd() {
@@ -91,9 +105,9 @@ build_kueue() {
   [[ -x "$out/kueue" ]] && { log "kueue $KUEUE_VERSION cached"; return; }
   log "building kueue $KUEUE_VERSION"
   wrapper "$src" tau-harness/kueue
-  pin_k8s_libs "$src"
-  (cd "$src" && "$GO" get -tool "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION" && "$GO" mod tidy \
-     && $NICE "$GO" build -trimpath \
+  (cd "$src" && "$GO" get -tool "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION") || return 1
+  pin_k8s_libs "$src" || return 1
+  (cd "$src" && $NICE "$GO" build -trimpath \
           -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
           -o "$out.tmp/kueue" sigs.k8s.io/kueue/cmd/kueue) || return 1
   rm -rf "$out"; mv "$out.tmp" "$out"
@@ -104,9 +118,9 @@ build_kwok() {
   [[ -x "$out/kwok" ]] && { log "kwok $KWOK_VERSION cached"; return; }
   log "building kwok $KWOK_VERSION"
   wrapper "$src" tau-harness/kwok
-  pin_k8s_libs "$src"
-  (cd "$src" && "$GO" get -tool "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" && "$GO" mod tidy \
-     && $NICE "$GO" build -trimpath -ldflags "-s -w" -o "$out.tmp/kwok" sigs.k8s.io/kwok/cmd/kwok) || return 1
+  (cd "$src" && "$GO" get -tool "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION") || return 1
+  pin_k8s_libs "$src" || return 1
+  (cd "$src" && $NICE "$GO" build -trimpath -ldflags "-s -w" -o "$out.tmp/kwok" sigs.k8s.io/kwok/cmd/kwok) || return 1
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 

@@ -93,6 +93,8 @@ class Agent:
         self.wake = threading.Event()
         self._lock = threading.Lock()
         self._events_retry_at = 0.0
+        self._pending_xids: list[XidObservation] = []
+        self._last_poll: float | None = None
         self._events_retry_delay = config.budget.retry_initial_s
 
     # -- start-up --
@@ -138,8 +140,13 @@ class Agent:
 
     def _tick(self, now: float) -> None:
         self.last_tick = now
-        xids = self.xids.drain() if self.xids is not None else []
-        if xids or now >= self.next_poll:
+        if self.xids is not None:
+            self._pending_xids.extend(self.xids.drain())
+        # An XID triggers an early poll (at most one a second, so an XID storm cannot spin NVML).
+        early = bool(self._pending_xids) and (self._last_poll is None or now - self._last_poll >= 1.0)
+        if early or now >= self.next_poll:
+            xids, self._pending_xids = self._pending_xids, []
+            self._last_poll = now
             self._poll(now, xids)
         if self.health is None:
             return
@@ -297,6 +304,8 @@ class Agent:
 
     def next_wakeup(self, now: float) -> float:
         candidates = [self.next_poll, self.scheduler.next_due(now)]
+        if self._pending_xids:
+            candidates.append(now + 1.0)
         if self.events.pending():
             candidates.append(now + 5.0)
         return max(now + 0.05, min(candidates))
@@ -331,4 +340,6 @@ class Agent:
                 },
                 "stuckNvmlCalls": self.collector.guard.stuck_calls(),
                 "xidWatcherIdleSeconds": round(self.xids.stale_for(), 1) if self.xids else None,
+                "xidWatcherError": getattr(self.xids, "last_error", None),
+                "xidEventsUnsupportedGpus": getattr(self.xids, "unsupported_gpus", []),
             }

@@ -6,7 +6,6 @@ asked; between counter reads the last counter values are carried so every sample
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Callable
 
@@ -153,6 +152,3 @@ class Collector:
             except CallHung:
                 pass
             self.initialised = False
-
-    def snapshot_inventory(self) -> list[Inventory]:
-        return [dataclasses.replace(item) for item in self.inventory.values()]

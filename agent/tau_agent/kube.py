@@ -126,9 +126,6 @@ class KubernetesWriter:
         self.namespace = namespace
         self.timeout = request_timeout
 
-    def _status_code(self, exc: Exception) -> int | None:
-        return getattr(exc, "status", None)
-
     def read_own_state(self) -> OwnNodeState:
         node = self.api_client.sanitize_for_serialization(
             self.core.read_node(self.node_name, _request_timeout=self.timeout)

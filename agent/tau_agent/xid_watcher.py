@@ -78,7 +78,7 @@ class XidWatcher:
             try:
                 self._setup()
             except Exception as exc:
-                self.last_error = f"XID event registration failed: {describe(exc)}"
+                self._error(f"XID event registration failed: {describe(exc)}")
                 self._event_set = None
                 return False
             if self._event_set is None:
@@ -89,7 +89,7 @@ class XidWatcher:
             code = error_code(exc)
             if code == ERR_TIMEOUT:
                 return True
-            self.last_error = f"XID wait failed: {describe(exc)}"
+            self._error(f"XID wait failed: {describe(exc)}")
             if code != ERR_GPU_IS_LOST:
                 self._teardown()
             return False
@@ -102,6 +102,11 @@ class XidWatcher:
             if self.on_xid is not None:
                 self.on_xid()
         return True
+
+    def _error(self, message: str) -> None:
+        if message != self.last_error:  # log each distinct failure once, not every retry
+            log.warning("%s", message)
+        self.last_error = message
 
     def drain(self) -> list[XidObservation]:
         items = []

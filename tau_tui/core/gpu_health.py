@@ -524,7 +524,7 @@ class HealthModel:
         """Record one XID; returns its catalog classification (the agent emits an Event for it)."""
         entry = self.catalog.classify(obs.xid)
         code = f"XID{obs.xid}"
-        message = f"XID {obs.xid} {entry.mnemonic} ({entry.action.value})"
+        message = f"XID {obs.xid} {entry.mnemonic}"
         if obs.gpu_index is not None:
             self._known_gpus.setdefault(obs.key, obs.gpu_index)
         if entry.severity is XidSeverity.UNHEALTHY:
@@ -1045,9 +1045,6 @@ class ConditionState(BaseModel):
     status: str  # "True" | "False" | "Unknown"
     reason: str
     message: str
-
-
-_SEVERITY_ORDER = {Verdict.UNHEALTHY: 0, Verdict.UNKNOWN: 1, Verdict.DEGRADED: 2, Verdict.HEALTHY: 3}
 
 
 def _summarise(pairs: list[tuple[GpuHealth | None, HealthReason]]) -> str:

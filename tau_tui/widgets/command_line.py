@@ -24,7 +24,7 @@ class CommandLine(Horizontal):
     class Submitted(Message):
         def __init__(self, mode: str, text: str) -> None:
             super().__init__()
-            self.mode = mode  # "command" or "filter"
+            self.mode = mode  # "command", "filter" or "search"
             self.text = text
 
     class Closed(Message):
@@ -43,11 +43,11 @@ class CommandLine(Horizontal):
         prompt = self.query_one(Label)
         prompt.update(":" if mode == "command" else "/")
         field = self.query_one(Input)
-        field.placeholder = (
-            "queue · runs · nodes · logs RUN · ctx [NAME] · ns [NAME|all] · compose · profiles · mk · help · q"
-            if mode == "command"
-            else "regex · !regex (invert) · -l key=value,key2 (labels)"
-        )
+        field.placeholder = {
+            "command": "queue · runs · nodes · logs RUN · ctx [NAME] · ns [NAME|all] · compose · profiles · mk · help · q",
+            "filter": "regex · !regex (invert) · -l key=value,key2 (labels)",
+            "search": "search the whole log (regex)",
+        }[mode]
         field.value = initial
         self.add_class("-open")
         field.focus()

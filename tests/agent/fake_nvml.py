@@ -8,6 +8,7 @@ answers NotSupported for it. Never shipped in the agent package.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -241,8 +242,12 @@ class FakeNvml:
     def nvmlEventSetWait(self, event_set: object, timeout_ms: int) -> Any:
         self.calls += 1
         with self._lock:
-            if not self._events:
-                raise err(pynvml.NVML_ERROR_TIMEOUT)  # never block: tests drive the clock
+            pending = bool(self._events)
+        if not pending:
+            if timeout_ms:  # a real-thread test: wait a little, like the driver would
+                time.sleep(min(timeout_ms / 1000.0, 0.01))
+            raise err(pynvml.NVML_ERROR_TIMEOUT)  # timeout 0: never block, tests drive the clock
+        with self._lock:
             index, xid = self._events.pop(0)
         return SimpleNamespace(
             device=FakeHandle(index), eventType=pynvml.nvmlEventTypeXidCriticalError, eventData=xid,

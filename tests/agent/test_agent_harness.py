@@ -215,6 +215,17 @@ def test_agent_identity_of_node_a_cannot_write_node_b(plane, admin, applied):
     custom = k8s.CustomObjectsApi(api)
     patch = {"status": {"conditions": [{"type": "GPUUnhealthy", "status": "True", "reason": "Forged",
                                         "message": "written by another node's agent"}]}}
+    # A new admission policy is enforced once the API server's policy informer has synced
+    # (about a second): wait for that with a dry-run request, which persists nothing.
+    def policy_enforced():
+        try:
+            core.patch_node_status(NODE_B, patch, dry_run="All", _content_type=STRATEGIC_MERGE)
+        except ApiException as err:
+            return err.status == 403
+        return False
+
+    wait_for(policy_enforced, "the ValidatingAdmissionPolicy to be enforced", timeout=30)
+
     # Allowed: its own node.
     core.patch_node_status(NODE_A, patch, _content_type=STRATEGIC_MERGE)
     custom.patch_cluster_custom_object(

@@ -172,7 +172,12 @@ class SimStore:
 
     def put(self, rt: ResourceType, obj: dict, *, notify: bool = True) -> dict:
         """Create or replace (controller write).  Sets rv, uid, timestamps."""
-        meta = obj.setdefault("metadata", {})
+        with self.lock:
+            return self._put(rt, obj, notify)
+
+    def _put(self, rt: ResourceType, obj: dict, notify: bool) -> dict:
+        # Own metadata dict: a caller's object may share it with a stored one.
+        meta = obj["metadata"] = dict(obj.get("metadata") or {})
         obj.setdefault("apiVersion", rt.api_version)
         obj.setdefault("kind", rt.kind)
         if not rt.namespaced:
@@ -200,6 +205,10 @@ class SimStore:
 
     def update(self, rt: ResourceType, name: str, namespace: str | None, mutate: Callable[[dict], None]) -> dict | None:
         """Copy, mutate, store if anything changed."""
+        with self.lock:
+            return self._update(rt, name, namespace, mutate)
+
+    def _update(self, rt: ResourceType, name: str, namespace: str | None, mutate: Callable[[dict], None]) -> dict | None:
         old = self.read(rt, name, namespace)
         if old is None:
             return None
@@ -217,6 +226,10 @@ class SimStore:
         return self.put(rt, new)
 
     def remove(self, rt: ResourceType, name: str, namespace: str | None = None) -> dict | None:
+        with self.lock:
+            return self._remove(rt, name, namespace)
+
+    def _remove(self, rt: ResourceType, name: str, namespace: str | None) -> dict | None:
         old = self.bucket(rt).pop(self.key(rt, name, namespace), None)
         if old is not None:
             for hook in self.delete_hooks:
@@ -227,9 +240,10 @@ class SimStore:
         return old
 
     def _notify(self, rt: ResourceType, event_type: str, obj: dict) -> None:
-        for listener in list(self.listeners):
-            listener(rt, event_type, obj)
-        self.changed.notify_all()
+        with self.lock:
+            for listener in list(self.listeners):
+                listener(rt, event_type, obj)
+            self.changed.notify_all()
 
     # -- RBAC ---------------------------------------------------------------
 
@@ -348,7 +362,7 @@ class SimStore:
             if old is None:
                 raise ApiFailure(404, "NotFound", f'{qualified(rt)} "{name}" not found',
                                  {"reason": "NotFound", "message": f'{qualified(rt)} "{name}" not found', "details": {"name": name}, "code": 404})
-            new = merge_patch(old, patch)
+            new = merge_patch(jcopy(old), patch)
             if dry_run:
                 return new
             if new == old:

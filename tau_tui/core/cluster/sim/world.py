@@ -160,6 +160,8 @@ class SimulatedCluster:
 
     def _webhook(self, rt: ResourceType, obj: dict) -> None:
         meta = obj.setdefault("metadata", {})
+        if rt is R.POD.type:
+            obj.setdefault("status", {}).setdefault("phase", "Pending")
         labels = meta.get("labels") or {}
         if rt in (R.JOB.type, R.RAY_JOB.type) and labels.get(QUEUE_NAME_LABEL):
             spec = obj.setdefault("spec", {})

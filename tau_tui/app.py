@@ -1,0 +1,638 @@
+"""The Textual app: panes, navigation, themes, settings, the refresh tick and mutations.
+
+``tau-tui`` with no sub-command (or with app flags) lands in :func:`main`.
+Every cluster call runs in a thread worker that only posts messages; the
+backend itself keeps its cache current on its own core threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.theme import Theme
+
+from tau_tui.app_config import DEFAULT_THEME, AppSettings, LoadedSettings, load_settings, load_theme_files
+from tau_tui.core.audit import AuditLog
+from tau_tui.core.cluster.api import ClusterBackend, ClusterError, DrainResult, MutationResult
+from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.compose import ComposeScreen
+from tau_tui.screens.logs import LogsScreen
+from tau_tui.screens.multikueue import MultiKueueScreen
+from tau_tui.screens.no_cluster import NoClusterScreen
+from tau_tui.screens.nodes import NodesScreen
+from tau_tui.screens.profiles import ProfilesScreen
+from tau_tui.screens.queue import QueueScreen
+from tau_tui.screens.runs import RunsScreen
+from tau_tui.widgets.command_line import CommandLine
+from tau_tui.widgets.confirm_dialog import ConfirmDialog
+from tau_tui.widgets.header_bar import PANES, HeaderState
+from tau_tui.widgets.help_dialog import HelpDialog
+from tau_tui.widgets import status_text
+
+#: ``:`` command aliases → pane.
+PANE_ALIASES = {
+    "compose": "compose", "new": "compose", "edit": "compose", "co": "compose",
+    "profiles": "profiles", "profile": "profiles", "prof": "profiles", "pr": "profiles",
+    "queue": "queue", "queues": "queue", "qu": "queue", "kq": "queue", "cq": "queue", "lq": "queue",
+    "wl": "queue", "workloads": "queue", "workload": "queue",
+    "runs": "runs", "run": "runs", "jobs": "runs", "job": "runs", "rayjobs": "runs", "rj": "runs",
+    "logs": "logs", "log": "logs",
+    "nodes": "nodes", "node": "nodes", "no": "nodes", "gpu": "nodes", "gpus": "nodes",
+    "multikueue": "multikueue", "mk": "multikueue", "mkc": "multikueue", "admissionchecks": "multikueue", "ac": "multikueue",
+}
+
+
+@dataclass
+class Mutation:
+    """One cluster change: ``run(dry_run)`` performs it (server dry-run first)."""
+
+    verb: str
+    target: str
+    title: str
+    run: Callable[[bool], Any]
+    namespace: str | None = None
+    #: False when the server cannot dry-run it (the preview says so).
+    server_dry_run: bool = True
+    on_done: Callable[[bool, str], None] | None = None
+
+
+def describe_result(result: Any) -> tuple[bool, str]:
+    """(ok, plain text) for a MutationResult, a list of them, or a DrainResult."""
+    if isinstance(result, MutationResult):
+        return result.ok, result.message
+    if isinstance(result, DrainResult):
+        lines = [f"node {result.node}: " + ("cordoned" if result.cordoned else "NOT cordoned")]
+        lines += [f"  evict {ref}" for ref in result.evicted] or ["  no pods to evict"]
+        lines += [f"  skip  {ref} (DaemonSet, mirror or finished)" for ref in result.skipped]
+        lines += [f"  FAILED {f.name}: {f.message}" for f in result.failed]
+        return result.ok, "\n".join(lines)
+    if isinstance(result, list):
+        oks = [describe_result(r) for r in result]
+        return all(ok for ok, _ in oks) and bool(oks), "\n".join(text for _, text in oks)
+    return False, str(result)
+
+
+class TauApp(App):
+    """tau-tui."""
+
+    TITLE = "tau-tui"
+    CSS_PATH = "tau.tcss"
+    ENABLE_COMMAND_PALETTE = True
+    MODES = {
+        "compose": ComposeScreen,
+        "profiles": ProfilesScreen,
+        "queue": QueueScreen,
+        "runs": RunsScreen,
+        "logs": LogsScreen,
+        "nodes": NodesScreen,
+        "multikueue": MultiKueueScreen,
+    }
+    DEFAULT_MODE = "queue"
+
+    BINDINGS = [
+        Binding("colon", "command", ":cmd", id="app.command", key_display=":"),
+        Binding("slash", "filter", "/filter", id="app.filter", key_display="/"),
+        Binding("escape", "back", "Back", id="app.back", show=False),
+        Binding("question_mark,f1", "help", "Help", id="app.help", key_display="?"),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", show=False, priority=True),
+        *[Binding(key, f"switch_pane('{mode}')", label, id=f"app.pane.{mode}", show=False) for key, mode, label in PANES],
+    ]
+
+    class BackendReady(Message):
+        def __init__(self, backend: ClusterBackend, note: str = "") -> None:
+            super().__init__()
+            self.backend = backend
+            self.note = note
+
+    class BackendFailed(Message):
+        def __init__(self, message: str, offer_demo: bool) -> None:
+            super().__init__()
+            self.message = message
+            self.offer_demo = offer_demo
+
+    class MutationPreviewed(Message):
+        def __init__(self, mutation: Mutation, ok: bool, text: str) -> None:
+            super().__init__()
+            self.mutation = mutation
+            self.ok = ok
+            self.text = text
+
+    class MutationApplied(Message):
+        def __init__(self, mutation: Mutation, ok: bool, text: str) -> None:
+            super().__init__()
+            self.mutation = mutation
+            self.ok = ok
+            self.text = text
+
+    class MutationBlocked(Message):
+        def __init__(self, verb: str, target: str) -> None:
+            super().__init__()
+            self.verb = verb
+            self.target = target
+
+    def __init__(
+        self,
+        backend: ClusterBackend | None = None,
+        *,
+        demo: str | None = None,
+        context: str | None = None,
+        namespace: str | None = None,
+        readonly: bool = False,
+        theme: str | None = None,
+        settings: LoadedSettings | None = None,
+        audit: AuditLog | None = None,
+        start_pane: str | None = None,
+        compose_file: str | None = None,
+        demo_realtime: bool = True,
+    ) -> None:
+        super().__init__()
+        self.backend = backend
+        self.demo = demo
+        self.context_name = context
+        self.namespace_name = namespace
+        self.readonly = readonly
+        self.loaded_settings = settings or load_settings()
+        self.settings: AppSettings = self.loaded_settings.settings
+        self.audit = audit or AuditLog()
+        self.requested_theme = theme
+        self.start_pane = start_pane or self.DEFAULT_MODE
+        self.compose_file = compose_file
+        self.demo_realtime = demo_realtime
+        self.pane_history: list[str] = []
+        self.backend_note = ""
+        self.connection_label = "connecting" if backend is None else "connected"
+        self.problems: list[str] = list(self.loaded_settings.problems)
+        self.pending_logs: tuple | None = None
+
+    # -- start-up --------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self._register_themes()
+        if self.settings.keymap:
+            self.set_keymap(self.settings.keymap)
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._sync_palette())
+        self._sync_palette()
+        self.switch_mode(self.start_pane)
+        self.set_interval(self.settings.refresh_tick, self._tick, name="refresh-tick")
+        for problem in self.problems:
+            self.notify(problem, title="config", severity="warning", timeout=10)
+        if self.backend is not None:
+            self._backend_started(self.backend)
+        elif self.demo:
+            self.connection_label = "loading demo"
+            self._load_demo(self.demo)
+        else:
+            self._connect(self.context_name, self.namespace_name)
+
+    def _register_themes(self) -> None:
+        files, problems = load_theme_files()
+        for item in problems:
+            self.notify(item, title="theme", severity="warning", timeout=10)
+        for theme_file in files:
+            fields = dict(theme_file.fields)
+            try:
+                self.register_theme(Theme(**fields))
+            except Exception as err:  # a bad colour string
+                self.notify(f"theme {theme_file.path}: {err}; skipped", severity="warning")
+        wanted = self.requested_theme or self.settings.theme
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            fallback = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+            if wanted:
+                self.notify(f"theme {wanted!r} not found; using {fallback}. Known: {', '.join(sorted(self.tau_theme_names()))}",
+                            severity="warning", timeout=10)
+            self.theme = fallback
+
+    def tau_theme_names(self) -> list[str]:
+        return [name for name in self.available_themes if name.startswith("tau-")] or list(self.available_themes)
+
+    def _sync_palette(self) -> None:
+        theme = self.current_theme
+        status_text.set_palette(
+            theme.success or "green", theme.warning or "yellow", theme.error or "red", theme.accent or "cyan",
+            "dim",
+        )
+        for screen in self.screen_stack:
+            for widget in screen.query("*"):
+                widget.refresh()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
+    def _load_demo(self, scenario: str) -> None:
+        try:
+            from tau_tui.core.cluster.sim.backend import SimulatedBackend
+            from tau_tui.core.cluster.sim.scenario import build_world
+
+            world = build_world(scenario)
+            backend = SimulatedBackend(world, namespace=self.namespace_name, realtime=self.demo_realtime)
+            backend.start()
+            backend.wait_synced(10)
+        except ClusterError as err:
+            self.post_message(self.BackendFailed(err.message, offer_demo=scenario != "demo"))
+            return
+        except Exception as err:
+            self.post_message(self.BackendFailed(f"the demo cluster failed to start: {type(err).__name__}: {err}", False))
+            return
+        self.post_message(self.BackendReady(backend, f"demo scenario {scenario!r} (simulated cluster)"))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
+    def _connect(self, context: str | None, namespace: str | None) -> None:
+        from tau_tui.core.kubeconfig import KubeconfigError, describe
+
+        try:
+            info = describe()
+        except KubeconfigError as err:
+            self.post_message(self.BackendFailed(str(err), True))
+            return
+        if not info.contexts:
+            self.post_message(self.BackendFailed(
+                "no kubeconfig found (set KUBECONFIG or create ~/.kube/config).", True))
+            return
+        try:
+            from tau_tui.core.cluster.real import KubernetesBackend  # type: ignore[import-not-found]
+        except ImportError:
+            self.post_message(self.BackendFailed(
+                "this build has no Kubernetes backend yet (tau_tui.core.cluster.real is missing).", True))
+            return
+        try:
+            backend = KubernetesBackend(context=context, namespace=namespace)
+            backend.start()
+        except Exception as err:
+            message = getattr(err, "message", None) or str(err)
+            self.post_message(self.BackendFailed(f"cannot connect: {message}", True))
+            return
+        self.post_message(self.BackendReady(backend))
+
+    @on(BackendReady)
+    def _on_backend_ready(self, message: BackendReady) -> None:
+        old = self.backend
+        self.backend = message.backend
+        self.backend_note = message.note
+        if old is not None and old is not message.backend:
+            self._close_backend(old)
+        if isinstance(self.screen, NoClusterScreen):
+            self.pop_screen()
+        self._backend_started(message.backend)
+
+    def _backend_started(self, backend: ClusterBackend) -> None:
+        self.connection_label = backend.connection_state().label
+        if self.namespace_name and backend.namespace != self.namespace_name:
+            self._set_namespace(self.namespace_name)
+        self._tick()
+
+    @on(BackendFailed)
+    def _on_backend_failed(self, message: BackendFailed) -> None:
+        self.connection_label = "no cluster"
+        self.push_screen(NoClusterScreen(message.message, offer_demo=message.offer_demo))
+
+    def action_open_demo(self) -> None:
+        self.demo = self.demo or "demo"
+        self.connection_label = "loading demo"
+        if isinstance(self.screen, NoClusterScreen):
+            self.screen.set_loading()
+        self._load_demo("demo")
+
+    @work(thread=True, exit_on_error=False, group="backend-close")
+    def _close_backend(self, backend: ClusterBackend) -> None:
+        backend.close()
+
+    async def action_quit(self) -> None:
+        backend = self.backend
+        self.backend = None
+        if backend is not None:
+            try:
+                backend.close()
+            except Exception:
+                pass
+        self.exit()
+
+    # -- the tick ----------------------------------------------------------------
+
+    def _tick(self) -> None:
+        backend = self.backend
+        if backend is not None:
+            try:
+                self.connection_label = backend.connection_state().label
+            except Exception as err:
+                self.connection_label = f"unknown ({type(err).__name__})"
+        screen = self.screen
+        if isinstance(screen, PaneScreen):
+            screen.update_header()
+            screen.tick()
+        elif hasattr(screen, "tick"):
+            screen.tick()  # drill-down screens
+
+    def header_state(self, pane: str, crumbs: str, filter_text: str) -> HeaderState:
+        backend = self.backend
+        context = "-"
+        namespace = "all"
+        if backend is not None:
+            try:
+                context = backend.current_context or "-"
+                namespace = backend.namespace or "all"
+            except Exception:
+                pass
+        elif self.context_name:
+            context = self.context_name
+        return HeaderState(context, namespace, self.connection_label, self.readonly, pane, crumbs, filter_text)
+
+    def now(self) -> datetime:
+        """Cluster time: the backend's clock (frozen in tests), else the wall clock."""
+        backend = self.backend
+        clock = getattr(backend, "_now", None)
+        if callable(clock):
+            try:
+                return clock()
+            except Exception:
+                pass
+        return datetime.now(timezone.utc)
+
+    # -- navigation ----------------------------------------------------------------
+
+    def action_switch_pane(self, mode: str) -> None:
+        if mode == self.current_mode:
+            return
+        self.pane_history.append(self.current_mode)
+        del self.pane_history[:-20]
+        self.switch_mode(mode)
+
+    async def action_back(self) -> None:
+        screen = self.screen
+        command_line = screen.query(CommandLine)
+        if command_line and command_line.first().has_class("-open"):
+            command_line.first().action_close()
+            return
+        if len(self.screen_stack) > 1:
+            self.pop_screen()
+            return
+        if isinstance(screen, PaneScreen) and screen.action_back():
+            return
+        if self.pane_history:
+            self.switch_mode(self.pane_history.pop())
+
+    def action_command(self) -> None:
+        self._open_command_line("command")
+
+    def action_filter(self) -> None:
+        screen = self.screen
+        if hasattr(screen, "action_search"):
+            screen.action_search()  # the logs pane searches the whole spool instead
+            return
+        current = screen.row_filter.text if isinstance(screen, PaneScreen) else ""
+        self._open_command_line("filter", current)
+
+    def _open_command_line(self, mode: str, initial: str = "") -> None:
+        lines = self.screen.query(CommandLine)
+        if lines:
+            lines.first().open(mode, initial)
+
+    @on(CommandLine.Submitted)
+    async def _on_command(self, message: CommandLine.Submitted) -> None:
+        screen = self.screen
+        if message.mode == "search":
+            if isinstance(screen, LogsScreen):
+                screen.run_search(message.text)
+            return
+        if message.mode == "filter":
+            if isinstance(screen, PaneScreen):
+                screen.set_filter(message.text)
+            return
+        await self.run_command_text(message.text)
+
+    @on(CommandLine.Closed)
+    def _on_command_closed(self) -> None:
+        self.screen.focus_next()
+
+    async def run_command_text(self, text: str) -> None:
+        words = text.split()
+        if not words:
+            return
+        verb, args = words[0].lstrip(":").lower(), words[1:]
+        if verb in ("q", "quit", "q!", "exit"):
+            await self.action_quit()
+        elif verb in ("help", "h", "?"):
+            self.action_help()
+        elif verb in ("ctx", "context", "contexts"):
+            self._command_context(args)
+        elif verb in ("ns", "namespace", "namespaces"):
+            self._command_namespace(args)
+        elif verb in ("theme", "skin"):
+            self._command_theme(args)
+        elif verb in PANE_ALIASES:
+            pane = PANE_ALIASES[verb]
+            if pane == "logs" and args:
+                await self.open_logs_for_run(args[0])
+                return
+            self.action_switch_pane(pane)
+            if args and isinstance(self.screen, PaneScreen) and pane != "logs":
+                self.screen.set_filter(" ".join(args))
+        else:
+            self.notify(f"unknown command :{verb}. Try :queue :runs :nodes :logs RUN :ctx :ns :compose :profiles :mk :q",
+                        severity="warning")
+
+    def _command_context(self, args: list[str]) -> None:
+        backend = self.backend
+        if backend is None:
+            self.notify("no cluster connected", severity="warning")
+            return
+        if not args:
+            names = backend.contexts()
+            self.notify("contexts: " + ", ".join(f"*{n}" if n == backend.current_context else n for n in names)
+                        + "\nswitch with :ctx NAME", title="contexts", timeout=8)
+            return
+        if args[0] not in backend.contexts():
+            self.notify(f"unknown context {args[0]!r}; known: {', '.join(backend.contexts())}", severity="error")
+            return
+        self._switch_context(args[0])
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="context")
+    def _switch_context(self, name: str) -> None:
+        backend = self.backend
+        if backend is None:
+            return
+        try:
+            backend.use_context(name)
+        except Exception as err:
+            self.call_from_thread(self.notify, f"cannot switch to context {name}: {err}", severity="error")
+            return
+        self.call_from_thread(self.notify, f"context {name}")
+
+    def _command_namespace(self, args: list[str]) -> None:
+        backend = self.backend
+        if backend is None:
+            self.notify("no cluster connected", severity="warning")
+            return
+        if not args:
+            names = backend.namespaces()
+            self.notify("namespaces: " + ", ".join(names) + "\nswitch with :ns NAME or :ns all", title="namespaces", timeout=8)
+            return
+        self._set_namespace(None if args[0] in ("all", "*", "-A") else args[0])
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="namespace")
+    def _set_namespace(self, namespace: str | None) -> None:
+        backend = self.backend
+        if backend is None:
+            return
+        try:
+            backend.use_namespace(namespace)
+        except Exception as err:
+            self.call_from_thread(self.notify, f"cannot use namespace {namespace}: {err}", severity="error")
+
+    def _command_theme(self, args: list[str]) -> None:
+        if not args or args[0] not in self.available_themes:
+            self.notify("themes: " + ", ".join(sorted(self.tau_theme_names())), title="themes")
+            return
+        self.theme = args[0]
+
+    async def open_logs_for_run(self, ref: str, container_all: bool = False) -> None:
+        """``:logs RUN`` / ``l``: RUN is ``name`` or ``namespace/name`` of a Job or RayJob."""
+        self.pending_logs = (ref, container_all)
+        if self.current_mode != "logs":
+            self.pane_history.append(self.current_mode)
+            await self.switch_mode("logs")
+        screen = self.screen
+        if isinstance(screen, LogsScreen):
+            screen.open_run(ref, all_containers=container_all)
+            self.pending_logs = None
+
+    def action_help(self) -> None:
+        screen = self.screen
+        if isinstance(screen, (HelpDialog,)):
+            return
+        focused = self.focused
+        about = getattr(focused, "HELP", "") if focused is not None else ""
+        if isinstance(screen, PaneScreen):
+            about = (screen.HELP + ("\n\nFocused: " + about if about and about != screen.HELP else "")).strip()
+            title = screen.PANE_TITLE
+            keys = screen.help_keys()
+        else:
+            title = getattr(screen, "PANE_TITLE", "tau-tui")
+            about = getattr(screen, "HELP", about)
+            keys = [(self.get_key_display(b), b.description) for b in getattr(screen, "BINDINGS", []) if isinstance(b, Binding)]
+        self.push_screen(HelpDialog(title, about or "tau-tui", keys))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield SystemCommand("Change theme", "tau-dark, tau-light, tau-high-contrast", self.action_change_theme)
+        yield SystemCommand("Quit", "quit tau-tui (ctrl+q)", self.action_quit)
+
+    # -- mutations -----------------------------------------------------------------
+
+    def request_mutation(self, mutation: Mutation) -> None:
+        """Preview (server dry-run) → confirm → apply → audit.  Refused in --readonly."""
+        if self.readonly:
+            self.block_mutation(mutation.verb, mutation.target)
+            return
+        if self.backend is None:
+            self.notify("no cluster connected", severity="error")
+            return
+        self._preview_mutation(mutation)
+
+    def block_mutation(self, verb: str, target: str) -> None:
+        self.notify(f"read-only mode: {verb} {target} is disabled", severity="warning")
+        self.post_message(self.MutationBlocked(verb, target))
+
+    @work(thread=True, exit_on_error=False, group="mutation")
+    def _preview_mutation(self, mutation: Mutation) -> None:
+        if mutation.server_dry_run:
+            try:
+                ok, text = describe_result(mutation.run(True))
+                text = ("server dry-run passed:\n" if ok else "⚠ server dry-run FAILED:\n") + text
+            except Exception as err:
+                ok, text = False, f"⚠ server dry-run failed: {getattr(err, 'message', None) or err}"
+        else:
+            ok, text = True, "this change cannot be previewed by the server; it applies directly"
+        self.post_message(self.MutationPreviewed(mutation, ok, text))
+
+    @on(MutationPreviewed)
+    def _on_previewed(self, message: MutationPreviewed) -> None:
+        mutation = message.mutation
+        preview = Text(f"{mutation.verb} {mutation.target}\n\n{message.text}")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._apply_mutation(mutation)
+            else:
+                self.notify(f"{mutation.verb} {mutation.target}: not done")
+
+        self.push_screen(ConfirmDialog(mutation.title, preview, verb=mutation.verb.capitalize()), answered)
+
+    @work(thread=True, exit_on_error=False, group="mutation")
+    def _apply_mutation(self, mutation: Mutation) -> None:
+        try:
+            ok, text = describe_result(mutation.run(False))
+        except Exception as err:
+            ok, text = False, f"{mutation.verb} failed: {getattr(err, 'message', None) or err}"
+        backend = self.backend
+        try:
+            self.audit.append(
+                mutation.verb, mutation.target, ok=ok, message=text, dry_run=False,
+                context=backend.current_context if backend else None, namespace=mutation.namespace,
+            )
+        except OSError as err:
+            text += f"\n(audit log not written: {err})"
+        self.post_message(self.MutationApplied(mutation, ok, text))
+
+    @on(MutationApplied)
+    def _on_applied(self, message: MutationApplied) -> None:
+        self.notify(message.text, title=f"{message.mutation.verb} {'done' if message.ok else 'FAILED'}",
+                    severity="information" if message.ok else "error", timeout=8)
+        if message.mutation.on_done is not None:
+            message.mutation.on_done(message.ok, message.text)
+        self._tick()
+
+
+# --------------------------------------------------------------------------
+# Command line entry
+# --------------------------------------------------------------------------
+
+
+def build_app_parser() -> argparse.ArgumentParser:
+    from tau_tui.cli import DESCRIPTION
+
+    parser = argparse.ArgumentParser(
+        prog="tau-tui",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="app keys: : command mode, / filter, ? help, esc back, 1-7 panes, ctrl+p palette, ctrl+q quit",
+    )
+    parser.add_argument("--context", help="kubeconfig context (default: current)")
+    parser.add_argument("-n", "--namespace", help="namespace scope (default: all namespaces)")
+    parser.add_argument("--readonly", action="store_true", help="hide and refuse every mutating action")
+    parser.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO",
+                        help="use the embedded simulated cluster (scenario: demo, faults, large)")
+    parser.add_argument("--theme", help="tau-dark, tau-light or tau-high-contrast (or a theme file's name)")
+    parser.add_argument("--pane", choices=[m for _, m, _ in PANES], help="pane to open first (default: queue)")
+    parser.add_argument("--file", help="tau.yaml to open in the compose pane")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_app_parser().parse_args(argv)
+    if not sys.stdin.isatty() or not sys.stdout.isatty():
+        print("tau-tui: the app needs a terminal; use a sub-command (tau-tui --help) for scripts", file=sys.stderr)
+        return 2
+    app = TauApp(
+        demo=args.demo,
+        context=args.context,
+        namespace=args.namespace,
+        readonly=args.readonly,
+        theme=args.theme,
+        start_pane=args.pane,
+        compose_file=args.file,
+    )
+    app.run()
+    return 0 if app.return_code in (None, 0) else int(app.return_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,512 @@
+"""ClusterBackend on the official kubernetes client.
+
+One informer thread per resource kind: list (paginated) into the cache, then
+watch from the list's resourceVersion; a closed watch resumes from the last
+seen resourceVersion; 410 Gone relists; failures back off exponentially with
+jitter.  A 403 degrades only that kind's view; a 404 marks it not installed.
+Everything runs on core threads; reads never touch the network."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Iterator, Mapping
+from urllib.parse import quote
+
+from kubernetes import client as k8s
+
+from tau_tui.core.cluster.api import (
+    ConnectionState,
+    ConnectionStatus,
+    LogChunkRequest,
+    ResourceKind,
+    ResourceType,
+    ViewStatus,
+)
+from tau_tui.core.cluster.cache import Dispatcher, ObjectCache
+from tau_tui.core.cluster.common import ApiFailure, BaseBackend
+from tau_tui.core.cluster.errors import no_access_message
+from tau_tui.core.cluster.kubeconfig import KubeconfigSource
+from tau_tui.core.cluster.views import format_time
+
+log = logging.getLogger(__name__)
+
+LIST_PAGE = 500
+WATCH_TIMEOUT_SECONDS = 240
+READ_TIMEOUT_SECONDS = 90  # > bookmark interval: a silent connection is dead
+BACKOFF_START = 0.5
+BACKOFF_MAX = 30.0
+FORBIDDEN_RETRY = 60.0
+STALE_AFTER_SECONDS = 30.0
+NODE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def resource_path(rt: ResourceType, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+    base = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
+    if rt.namespaced and namespace:
+        base += f"/namespaces/{quote(namespace, safe='')}"
+    base += f"/{rt.plural}"
+    if name:
+        base += f"/{quote(name, safe='')}"
+    if sub:
+        base += f"/{sub}"
+    return base
+
+
+class _Http:
+    """Thin raw-JSON layer over ApiClient (auth, TLS, exec plugins included)."""
+
+    def __init__(self, api_client: k8s.ApiClient):
+        self.api_client = api_client
+
+    def request(self, method: str, path: str, query: Iterable[tuple[str, Any]] = (), body: Any = None,
+                content_type: str | None = None, stream: bool = False, timeout: Any = (10, 60)):
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        elif body is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            _m, url, hdrs, ser_body, post = self.api_client.param_serialize(
+                method, path, query_params=[(k, v) for k, v in query if v is not None],
+                header_params=headers, body=body, auth_settings=["BearerToken"])
+            resp = self.api_client.call_api(method, url, header_params=hdrs, body=ser_body, post_params=post,
+                                            _request_timeout=timeout)
+        except ApiFailure:
+            raise
+        except k8s.ApiException as exc:
+            raise _failure(exc.status or 0, exc.reason or "", exc.body) from None
+        except Exception as exc:  # connection refused/reset, TLS, timeouts
+            raise ApiFailure(0, type(exc).__name__, str(exc)) from None
+        if resp.status >= 400:
+            data = resp.read()
+            raise _failure(resp.status, resp.reason or "", data)
+        if stream:
+            return resp.response  # urllib3 response, not yet read
+        data = resp.read()
+        return json.loads(data) if data else {}
+
+
+def _failure(code: int, reason: str, body: Any) -> ApiFailure:
+    status: Any = {}
+    if isinstance(body, (bytes, bytearray)):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str):
+        try:
+            status = json.loads(body)
+        except ValueError:
+            status = {"message": body}
+    elif isinstance(body, Mapping):
+        status = body
+    if not isinstance(status, Mapping):
+        status = {}
+    return ApiFailure(code, str(status.get("reason") or reason), str(status.get("message") or reason), status)
+
+
+def _lines(resp) -> Iterator[bytes]:
+    buffer = b""
+    for chunk in resp.stream(65536, decode_content=True):
+        buffer += chunk
+        *complete, buffer = buffer.split(b"\n")
+        yield from (line for line in complete if line.strip())
+    if buffer.strip():
+        yield buffer
+
+
+class _Informer(threading.Thread):
+    """list+watch of one kind (or the node-allocation pod view) into the cache."""
+
+    def __init__(self, backend: "KubernetesBackend", kind: ResourceKind, namespace: str | None, node_pods: bool = False):
+        super().__init__(name=f"tau-informer-{kind.type.plural}{'-nodes' if node_pods else ''}", daemon=True)
+        self.backend = backend
+        self.kind = kind
+        self.namespace = namespace if kind.type.namespaced else None
+        self.node_pods = node_pods
+        self.stop_event = threading.Event()
+        self.resource_version: str | None = None
+        self.failing_since: datetime | None = None
+        self.relists = 0
+        self.watch_resumes = 0
+        self._resp = None
+        self.synced = threading.Event()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        resp = self._resp
+        if resp is not None:
+            try:
+                resp.shutdown()
+            except Exception:
+                pass
+
+    # cache hooks
+
+    def _replace(self, items: list[dict]) -> None:
+        if self.node_pods:
+            self.backend.cache.replace_node_pods(items)
+        else:
+            self.backend.cache.replace(self.kind, items)
+            self.backend.cache.set_state(self.kind, ViewStatus.READY)
+
+    def _apply(self, event_type: str, obj: dict) -> None:
+        if self.node_pods:
+            self.backend.cache.apply_node_pod(event_type, obj)
+        else:
+            self.backend.cache.apply(self.kind, event_type, obj)
+
+    def _set_state(self, status: ViewStatus, message: str) -> None:
+        if self.node_pods:
+            self.backend.cache.set_node_pods_unknown()
+        else:
+            self.backend.cache.clear(self.kind, status, message)
+
+    # loop
+
+    def run(self) -> None:
+        backoff = BACKOFF_START
+        http = self.backend.http
+        rt = self.kind.type
+        path = resource_path(rt, self.namespace)
+        selector = NODE_PODS_SELECTOR if self.node_pods else None
+        while not self.stop_event.is_set():
+            try:
+                if self.resource_version is None:
+                    self._list(http, path, selector)
+                self._watch(http, path, selector)
+                backoff = BACKOFF_START
+                self._healthy()
+            except ApiFailure as exc:
+                if self.stop_event.is_set():
+                    return
+                if exc.code == 410:
+                    self.resource_version = None  # expired: relist
+                    continue
+                if exc.code in (401, 403):
+                    self._healthy()
+                    self.resource_version = None
+                    self._set_state(ViewStatus.FORBIDDEN, no_access_message("list", rt.qualified, self.namespace)
+                                    + ("" if self.namespace or not rt.namespaced else " (all namespaces)"))
+                    self.synced.set()
+                    if self.stop_event.wait(FORBIDDEN_RETRY):
+                        return
+                    continue
+                if exc.code == 404:
+                    self._healthy()
+                    self.resource_version = None
+                    self._set_state(ViewStatus.NOT_INSTALLED, f"not installed: {rt.qualified}")
+                    self.synced.set()
+                    if self.stop_event.wait(FORBIDDEN_RETRY):
+                        return
+                    continue
+                self._unhealthy(exc)
+                delay = min(BACKOFF_MAX, backoff) * random.uniform(0.5, 1.5)  # jitter: informers do not retry in step
+                backoff *= 2
+                if self.stop_event.wait(delay):
+                    return
+
+    def _healthy(self) -> None:
+        if self.failing_since is not None:
+            self.failing_since = None
+            self.backend._update_connection()
+
+    def _unhealthy(self, exc: ApiFailure) -> None:
+        if self.failing_since is None:
+            self.failing_since = datetime.now(timezone.utc)
+        if not self.node_pods and self.backend.cache.view_state(self.kind).status is ViewStatus.READY:
+            self.backend.cache.set_state(self.kind, ViewStatus.ERROR, f"reconnecting: {exc.message or exc.reason}")
+        self.backend._update_connection(str(exc.message or exc.reason))
+
+    def _list(self, http: _Http, path: str, selector: str | None) -> None:
+        items: list[dict] = []
+        token = None
+        rv = None
+        for _ in range(100_000 // LIST_PAGE + 1):
+            body = http.request("GET", path, [("limit", LIST_PAGE), ("continue", token), ("fieldSelector", selector)])
+            for item in body.get("items") or ():
+                item.setdefault("apiVersion", self.kind.type.api_version)
+                item.setdefault("kind", self.kind.type.kind)
+                items.append(item)
+            meta = body.get("metadata") or {}
+            rv = meta.get("resourceVersion", rv)
+            token = meta.get("continue")
+            if not token:
+                break
+        self._replace(items)
+        self.resource_version = rv
+        self.relists += 1
+        self.synced.set()
+
+    def _watch(self, http: _Http, path: str, selector: str | None) -> None:
+        resp = http.request("GET", path, [
+            ("watch", "true"), ("resourceVersion", self.resource_version), ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", WATCH_TIMEOUT_SECONDS), ("fieldSelector", selector)],
+            stream=True, timeout=(10, READ_TIMEOUT_SECONDS))
+        self._resp = resp
+        self._healthy()
+        if self.kind is not ResourceKind.NODE and not self.node_pods and \
+                self.backend.cache.view_state(self.kind).status is ViewStatus.ERROR:
+            self.backend.cache.set_state(self.kind, ViewStatus.READY)
+        try:
+            for line in _lines(resp):
+                if self.stop_event.is_set():
+                    return
+                event = json.loads(line)
+                etype = event.get("type")
+                obj = event.get("object") or {}
+                if etype == "ERROR":
+                    code = int(obj.get("code") or 0)
+                    raise ApiFailure(code or 500, str(obj.get("reason") or ""), str(obj.get("message") or ""), obj)
+                rv = (obj.get("metadata") or {}).get("resourceVersion")
+                if etype == "BOOKMARK":
+                    self.resource_version = rv or self.resource_version
+                    continue
+                obj.setdefault("apiVersion", self.kind.type.api_version)
+                obj.setdefault("kind", self.kind.type.kind)
+                self._apply(etype, obj)
+                self.resource_version = rv or self.resource_version
+            self.watch_resumes += 1
+        except ApiFailure:
+            raise
+        except Exception as exc:
+            if self.stop_event.is_set():
+                return
+            raise ApiFailure(0, type(exc).__name__, str(exc)) from None
+        finally:
+            self._resp = None
+            try:
+                resp.release_conn()
+            except Exception:
+                pass
+
+
+class _LogResponse:
+    """Iterable chunks of a streaming log response; ``close`` interrupts it."""
+
+    def __init__(self, resp):
+        self.resp = resp
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self.resp.stream(65536, decode_content=True):
+                if chunk:
+                    yield chunk
+        except Exception as exc:
+            raise ConnectionError(str(exc)) from None
+
+    def close(self) -> None:
+        try:
+            self.resp.shutdown()
+        except Exception:
+            pass
+        try:
+            self.resp.release_conn()
+        except Exception:
+            pass
+
+
+class KubernetesBackend(BaseBackend):
+    """The real cluster.  ``kubeconfig``: a path list like ``KUBECONFIG``
+    (default: the environment, then in-cluster)."""
+
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None,
+                 *, all_namespaces: bool = False, kinds: Iterable[ResourceKind] | None = None, coalesce_window: float = 0.1):
+        super().__init__(ObjectCache())
+        self.source = KubeconfigSource(kubeconfig)
+        self._context = context or self.source.current_context()
+        self._namespace = None if all_namespaces else (namespace or self.source.namespace_of(self._context) or "default")
+        self.kinds = list(kinds) if kinds is not None else list(ResourceKind)
+        self.http = _Http(self.source.api_client(self._context))
+        self._informers: list[_Informer] = []
+        self._dispatcher = Dispatcher(self.cache, coalesce_window)
+        self._lock = threading.RLock()
+        self._started = False
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+            self._dispatcher.start()
+            self._start_informers()
+
+    def _start_informers(self) -> None:
+        self.cache.set_connection(ConnectionState(ConnectionStatus.RECONNECTING, self._context, None, "connecting"))
+        for kind in self.kinds:
+            self._informers.append(_Informer(self, kind, self._namespace))
+        if ResourceKind.NODE in self.kinds:
+            self._informers.append(_Informer(self, ResourceKind.POD, None, node_pods=True))
+        for informer in self._informers:
+            informer.start()
+
+    def _stop_informers(self) -> None:
+        informers, self._informers = self._informers, []
+        for informer in informers:
+            informer.stop()
+        for informer in informers:
+            informer.join(timeout=5)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop_informers()
+            self._dispatcher.stop()
+            self._started = False
+
+    def wait_synced(self, timeout: float = 30.0, kinds: Iterable[ResourceKind] | None = None) -> bool:
+        wanted = set(kinds) if kinds is not None else None
+        deadline = time.monotonic() + timeout
+        for informer in list(self._informers):
+            if wanted is not None and (informer.kind not in wanted or informer.node_pods):
+                continue
+            if not informer.synced.wait(max(0.0, deadline - time.monotonic())):
+                return False
+        ok = self.cache.wait_for(lambda: self.connection_state().status is ConnectionStatus.CONNECTED,
+                                 max(0.0, deadline - time.monotonic()))
+        self.cache.flush()
+        return ok
+
+    def _update_connection(self, message: str = "") -> None:
+        failing = [i.failing_since for i in self._informers if i.failing_since is not None]
+        if not failing:
+            state = ConnectionState(ConnectionStatus.CONNECTED, self._context, None, "")
+        else:
+            since = min(failing)
+            age = (datetime.now(timezone.utc) - since).total_seconds()
+            status = ConnectionStatus.STALE if age > STALE_AFTER_SECONDS else ConnectionStatus.RECONNECTING
+            state = ConnectionState(status, self._context, since, message or self.cache.connection_state().message)
+        self.cache.set_connection(state)
+
+    def informer_stats(self) -> dict[str, dict[str, int]]:
+        """Relist and watch-resume counters per kind (tests, diagnostics)."""
+        return {f"{i.kind.type.plural}{'-nodes' if i.node_pods else ''}": {"relists": i.relists, "resumes": i.watch_resumes}
+                for i in self._informers}
+
+    # -- contexts and namespaces -----------------------------------------------------------
+
+    def contexts(self) -> list[str]:
+        return [c.name for c in self.source.contexts()]
+
+    @property
+    def current_context(self) -> str | None:
+        return self._context
+
+    def use_context(self, name: str) -> None:
+        client = self.source.api_client(name)  # fails before anything is torn down
+        with self._lock:
+            self._stop_informers()
+            self._context = name
+            self.http = _Http(client)
+            self._namespace = self.source.namespace_of(name) or self._namespace
+            for kind in ResourceKind:
+                self.cache.clear(kind)
+            if self._started:
+                self._start_informers()
+
+    @property
+    def namespace(self) -> str | None:
+        return self._namespace
+
+    def use_namespace(self, namespace: str | None) -> None:
+        with self._lock:
+            self._namespace = namespace
+            keep = [i for i in self._informers if not i.kind.type.namespaced or i.node_pods]
+            drop = [i for i in self._informers if i not in keep]
+            for informer in drop:
+                informer.stop()
+            for informer in drop:
+                informer.join(timeout=5)
+                self.cache.clear(informer.kind)
+            self._informers = keep
+            if self._started:
+                for kind in self.kinds:
+                    if kind.type.namespaced:
+                        informer = _Informer(self, kind, namespace)
+                        self._informers.append(informer)
+                        informer.start()
+
+    # -- primitives --------------------------------------------------------------------------
+
+    def _now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+    def resource_type_for(self, api_version: str, kind: str) -> ResourceType | None:
+        found = super().resource_type_for(api_version, kind)
+        if found is not None:
+            return found
+        path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        try:
+            body = self.http.request("GET", path)
+        except ApiFailure:
+            return None
+        group, version = (api_version.split("/", 1) if "/" in api_version else ("", api_version))
+        for res in body.get("resources") or ():
+            if res.get("kind") == kind and "/" not in res.get("name", ""):
+                return ResourceType(group, version, res["name"], kind, bool(res.get("namespaced")))
+        return None
+
+    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict:
+        return self.http.request("GET", resource_path(rt, namespace, name))
+
+    def _api_list(self, rt: ResourceType, namespace: str | None, label_selector: str | None = None,
+                  field_selector: str | None = None) -> list[dict]:
+        body = self.http.request("GET", resource_path(rt, namespace), [("labelSelector", label_selector), ("fieldSelector", field_selector)])
+        return list(body.get("items") or ())
+
+    @staticmethod
+    def _dry(dry_run: bool) -> list[tuple[str, Any]]:
+        return [("dryRun", "All")] if dry_run else []
+
+    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict:
+        body = dict(body)
+        if rt.namespaced:
+            body["metadata"] = dict(body.get("metadata") or {}, namespace=namespace)
+        return self.http.request("POST", resource_path(rt, namespace), self._dry(dry_run), body=body)
+
+    def _api_delete(self, rt: ResourceType, name: str, namespace: str | None, dry_run: bool) -> None:
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        if dry_run:
+            options["dryRun"] = ["All"]
+        self.http.request("DELETE", resource_path(rt, namespace, name), self._dry(dry_run), body=options)
+
+    def _api_patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict:
+        return self.http.request("PATCH", resource_path(rt, namespace, name), self._dry(dry_run), body=dict(patch),
+                                 content_type="application/merge-patch+json")
+
+    def _api_evict(self, name: str, namespace: str, dry_run: bool, grace_period_seconds: int | None) -> None:
+        options: dict[str, Any] = {}
+        if dry_run:
+            options["dryRun"] = ["All"]
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace},
+                "deleteOptions": options}
+        self.http.request("POST", resource_path(ResourceKind.POD.type, namespace, name, "eviction"), body=body)
+
+    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict:
+        return self.http.request("GET", path, list(query.items()))
+
+    def open_container_log(self, request: LogChunkRequest) -> _LogResponse:
+        query = [("container", request.container), ("timestamps", "true"),
+                 ("follow", "true" if request.follow else None), ("previous", "true" if request.previous else None),
+                 ("sinceTime", format_time(request.since_time) if request.since_time else None),
+                 ("sinceSeconds", request.since_seconds if request.since_time is None else None),
+                 ("tailLines", request.tail_lines)]
+        resp = self.http.request("GET", resource_path(ResourceKind.POD.type, request.namespace, request.pod, "log"), query,
+                                 stream=True, timeout=(10, None if request.follow else 120))
+        return _LogResponse(resp)
+
+
+def open_backend(kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None,
+                 all_namespaces: bool = False) -> KubernetesBackend:
+    """Construct and start the real backend (the CLI/app entry point)."""
+    backend = KubernetesBackend(kubeconfig, context, namespace, all_namespaces=all_namespaces)
+    backend.start()
+    return backend
+
+
+__all__ = ["KubernetesBackend", "open_backend", "resource_path"]

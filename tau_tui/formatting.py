@@ -1,0 +1,42 @@
+"""Small text formatters the panes share (ages, durations, deltas)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+
+def age(seconds: float | None) -> str:
+    """``45s``, ``12m``, ``3h5m``, ``2d4h`` (kubectl-like); ``—`` when unknown."""
+    if seconds is None:
+        return "—"
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, _ = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours}h" if hours else f"{days}d"
+
+
+def since(moment: datetime | None, now: datetime) -> str:
+    return "—" if moment is None else age((now - moment).total_seconds())
+
+
+def delta(change: int | None) -> str:
+    """Queue position change: ``↑2`` moved forward, ``↓1`` back, ``=`` unchanged."""
+    if change is None:
+        return ""
+    if change < 0:
+        return f"↑{-change}"
+    if change > 0:
+        return f"↓{change}"
+    return "="
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

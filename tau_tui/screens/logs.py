@@ -1,0 +1,377 @@
+"""Logs pane: one run's logs (all pods merged by time, each line prefixed) from
+an append-only spool.  Follow / "paused (+N new)", wrap, timestamps, since
+presets, previous container, all containers, search over the whole spool,
+JSON pretty-print, save, and a dropped-lines counter (the spool never drops,
+so it reads 0)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import Static
+
+from tau_tui.core.audit import state_dir
+from tau_tui.core.cluster.api import ClusterError, LogRequest
+from tau_tui.core.logspool import LogStream, save_spool
+from tau_tui.screens.base import PaneScreen
+from tau_tui.widgets.input_dialog import InputDialog
+from tau_tui.widgets.log_view import LogView
+from tau_tui.widgets.status_text import style_of
+
+SINCE_PRESETS: tuple[tuple[str, int | None], ...] = (("all", None), ("1m", 60), ("5m", 300), ("15m", 900), ("30m", 1800), ("1h", 3600))
+
+
+class LogsScreen(PaneScreen):
+    PANE = "logs"
+    PANE_TITLE = "Logs"
+    HELP = (
+        "The logs of one run: every pod (and with 'a' every container) merged by time, each line prefixed "
+        "[pod/container].  Lines are kept in a spool file, so nothing is dropped or capped and search "
+        "covers everything since the stream opened.  f pauses/resumes following (while paused, new lines "
+        "are counted), w wraps, t adds server timestamps, s cycles since (all, 1m, 5m, 15m, 30m, 1h), "
+        "p shows the previous container instance, j pretty-prints JSON lines, / searches, n/N jump between "
+        "matches, ctrl+s saves every line to a file.  Open a run with :logs RUN or l on a run."
+    )
+    BINDINGS = [
+        Binding("f", "toggle_follow", "Follow", id="logs.follow"),
+        Binding("w", "toggle_wrap", "Wrap", id="logs.wrap"),
+        Binding("t", "toggle_timestamps", "Timestamps", id="logs.timestamps"),
+        Binding("s", "cycle_since", "Since", id="logs.since"),
+        Binding("p", "toggle_previous", "Previous", id="logs.previous"),
+        Binding("a", "toggle_all_containers", "All ctrs", id="logs.all_containers"),
+        Binding("j", "toggle_json", "JSON", id="logs.json"),
+        Binding("n", "next_match", "Next", id="logs.next"),
+        Binding("N", "previous_match", "Prev", id="logs.prev", show=False),
+        Binding("ctrl+s", "save", "Save", id="logs.save"),
+    ]
+
+    class StreamOpened(Message):
+        def __init__(self, stream: LogStream, request: LogRequest, title: str) -> None:
+            super().__init__()
+            self.stream = stream
+            self.request = request
+            self.title = title
+
+    class StreamFailed(Message):
+        def __init__(self, message: str) -> None:
+            super().__init__()
+            self.message = message
+
+    class SearchDone(Message):
+        def __init__(self, pattern: re.Pattern[str], hits: list[int], error: str = "") -> None:
+            super().__init__()
+            self.pattern = pattern
+            self.hits = hits
+            self.error = error
+
+    class Saved(Message):
+        def __init__(self, path: str, lines: int, error: str = "") -> None:
+            super().__init__()
+            self.path = path
+            self.lines = lines
+            self.error = error
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stream: LogStream | None = None
+        self.request: LogRequest | None = None
+        self.run_ref: str | None = None
+        self.run_title = ""
+        self.since_index = 0
+        self.search_text = ""
+        self.last_saved: str | None = None
+        self.opening = False
+
+    def compose_body(self) -> ComposeResult:
+        yield Static(Text("no run selected: press l on a run (Runs or Queue pane), or type :logs RUN"), id="logs-info")
+        yield LogView(id="log-view")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.set_interval(0.1, self._poll, name="log-poll")
+        pending = self.tau.pending_logs
+        if pending is not None:
+            self.tau.pending_logs = None
+            self.open_run(pending[0], all_containers=pending[1])
+
+    def on_unmount(self) -> None:
+        self._close_stream()
+
+    def needs_backend(self) -> bool:
+        return False
+
+    def crumbs(self) -> str:
+        return f"Logs › {self.run_ref}" if self.run_ref else "Logs"
+
+    # -- opening -------------------------------------------------------------------
+
+    def open_run(self, ref: str, all_containers: bool = False) -> None:
+        self.run_ref = ref
+        self.update_header()
+        backend = self.tau.backend
+        if backend is None:
+            self.query_one("#logs-info", Static).update(Text("no cluster connected"))
+            return
+        namespace, _, name = ref.rpartition("/")
+        owner = None
+        candidates = [*backend.jobs(tau_managed_only=False), *backend.ray_jobs(tau_managed_only=False)]
+        for item in candidates:
+            if item.name == name and (not namespace or item.namespace == namespace):
+                owner = item
+                break
+        if owner is None:
+            self.query_one("#logs-info", Static).update(
+                Text(f"✗ no Job or RayJob named {ref}; give namespace/name, e.g. :logs team-nlp/{name}", style=style_of("failed")))
+            return
+        is_job = owner.kind.type.kind == "Job"
+        request = LogRequest(
+            namespace=owner.namespace or "",
+            job=owner.name if is_job else None,
+            ray_job=None if is_job else owner.name,
+            all_containers=all_containers,
+            follow=True,
+            since_seconds=SINCE_PRESETS[self.since_index][1],
+        )
+        self._open(request, f"{owner.kind.type.kind} {owner.namespace}/{owner.name}")
+
+    def _open(self, request: LogRequest, title: str) -> None:
+        self._close_stream()
+        self.request = request
+        self.run_title = title
+        self.opening = True
+        self.query_one(LogView).set_spool(None, f"opening the logs of {title}…")
+        self._open_worker(request, title)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="logs-open")
+    def _open_worker(self, request: LogRequest, title: str) -> None:
+        backend = self.tau.backend
+        if backend is None:
+            self.post_message(self.StreamFailed("no cluster connected"))
+            return
+        spool_dir = state_dir() / "spool"
+        try:
+            spool_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            stream = backend.open_logs(request, spool_dir=str(spool_dir))
+        except ClusterError as err:
+            self.post_message(self.StreamFailed(err.message))
+            return
+        except Exception as err:
+            self.post_message(self.StreamFailed(f"{type(err).__name__}: {err}"))
+            return
+        self.post_message(self.StreamOpened(stream, request, title))
+
+    @on(StreamOpened)
+    def _on_opened(self, message: StreamOpened) -> None:
+        self.opening = False
+        if not self.is_attached:
+            message.stream.close(delete_spool=True)
+            return
+        self._close_stream()
+        self.stream = message.stream
+        self.request = message.request
+        view = self.query_one(LogView)
+        view.set_spool(message.stream.spool)
+        view.set_following(True)
+        view.focus()
+        self._update_info()
+
+    @on(StreamFailed)
+    def _on_failed(self, message: StreamFailed) -> None:
+        self.opening = False
+        self.query_one(LogView).set_spool(None, "no log")
+        self.query_one("#logs-info", Static).update(Text(f"✗ {message.message}", style=style_of("failed")))
+
+    def _close_stream(self) -> None:
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            self._close_worker(stream)
+
+    @work(thread=True, exit_on_error=False, group="logs-close")
+    def _close_worker(self, stream: LogStream) -> None:
+        stream.close(delete_spool=True)
+
+    # -- polling and the info line --------------------------------------------------
+
+    def _poll(self) -> None:
+        view = self.query_one(LogView)
+        if self.stream is not None:
+            view.poll()
+            self._update_info()
+
+    def stream_state(self) -> str:
+        return self.stream.state if self.stream is not None else ("opening" if self.opening else "closed")
+
+    def dropped_lines(self) -> int:
+        """Lines lost between the API and the spool.  The spool appends every line it
+        receives (no bounded queue), so this is 0 unless the stream reports otherwise."""
+        return int(getattr(self.stream, "dropped_lines", 0) or 0)
+
+    def _update_info(self) -> None:
+        view = self.query_one(LogView)
+        request = self.request
+        info = Text(no_wrap=True, overflow="ellipsis")
+        info.append(f"{self.run_title} ", style="bold")
+        if request is not None:
+            containers = "all containers" if request.all_containers else "default container"
+            info.append(f"[{containers}{' · previous' if request.previous else ''} · since {SINCE_PRESETS[self.since_index][0]}] ")
+        if view.following:
+            info.append("▶ following", style=style_of("running"))
+        else:
+            info.append(f"⏸ paused (+{view.pending_new} new)", style=style_of("pending"))
+        info.append(f" · {self.stream_state()}")
+        info.append(f" · {view.lines_seen} lines")
+        dropped = self.dropped_lines()
+        info.append(f" · dropped {dropped}", style=style_of("failed") if dropped else "")
+        flags = [name for name, on_ in (("wrap", view.wrap), ("ts", bool(request and request.timestamps)), ("json", view.json_pretty)) if on_]
+        if flags:
+            info.append(" · " + " ".join(flags))
+        if self.search_text:
+            where = f"{view.hit_index + 1}/{len(view.hits)}" if view.hits else "no match"
+            info.append(f" · /{self.search_text} {where}")
+        if self.stream is not None and self.stream.errors:
+            info.append(" · ⚠ " + "; ".join(self.stream.errors)[:80], style=style_of("warning"))
+        self.query_one("#logs-info", Static).update(info)
+
+    @on(LogView.FollowChanged)
+    def _follow_changed(self) -> None:
+        self._update_info()
+
+    # -- toggles --------------------------------------------------------------------
+
+    def action_toggle_follow(self) -> None:
+        view = self.query_one(LogView)
+        view.set_following(not view.following)
+        self._update_info()
+
+    def action_toggle_wrap(self) -> None:
+        view = self.query_one(LogView)
+        view.wrap = not view.wrap
+        view.relayout()
+        self._update_info()
+
+    def action_toggle_json(self) -> None:
+        view = self.query_one(LogView)
+        view.json_pretty = not view.json_pretty
+        view.relayout()
+        self._update_info()
+
+    def _reopen(self, **changes) -> None:
+        if self.request is None:
+            self.notify("no log open", severity="warning")
+            return
+        self._open(replace(self.request, **changes), self.run_title)
+
+    def action_toggle_timestamps(self) -> None:
+        if self.request is not None:
+            self._reopen(timestamps=not self.request.timestamps)
+
+    def action_cycle_since(self) -> None:
+        self.since_index = (self.since_index + 1) % len(SINCE_PRESETS)
+        if self.request is not None:
+            self._reopen(since_seconds=SINCE_PRESETS[self.since_index][1])
+
+    def action_toggle_previous(self) -> None:
+        if self.request is not None:
+            previous = not self.request.previous
+            self._reopen(previous=previous, follow=not previous)
+
+    def action_toggle_all_containers(self) -> None:
+        if self.request is not None:
+            self._reopen(all_containers=not self.request.all_containers)
+
+    # -- search ---------------------------------------------------------------------
+
+    def action_search(self) -> None:
+        lines = self.query("CommandLine")
+        if lines:
+            lines.first().open("search", self.search_text)
+
+    def run_search(self, text: str) -> None:
+        self.search_text = text
+        view = self.query_one(LogView)
+        if not text or view.spool is None:
+            view.set_search(None, [])
+            self._update_info()
+            return
+        self._search_worker(text)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="logs-search")
+    def _search_worker(self, text: str) -> None:
+        view = self.query_one(LogView)
+        spool = view.spool
+        try:
+            pattern = re.compile(text, re.IGNORECASE)
+            regex, error = True, ""
+        except re.error as err:
+            pattern = re.compile(re.escape(text), re.IGNORECASE)
+            regex, error = False, f"not a valid regex ({err}); searched as plain text"
+        hits = spool.search(text, regex=regex) if spool is not None and not spool.closed else []
+        self.post_message(self.SearchDone(pattern, hits, error))
+
+    @on(SearchDone)
+    def _search_done(self, message: SearchDone) -> None:
+        view = self.query_one(LogView)
+        view.set_search(message.pattern, message.hits)
+        if message.error:
+            self.notify(message.error, severity="warning")
+        if message.hits:
+            view.next_hit()
+        else:
+            self.notify(f"no line matches {self.search_text!r}", severity="warning")
+        self._update_info()
+
+    def action_next_match(self) -> None:
+        self.query_one(LogView).next_hit()
+        self._update_info()
+
+    def action_previous_match(self) -> None:
+        self.query_one(LogView).next_hit(backwards=True)
+        self._update_info()
+
+    # -- save -----------------------------------------------------------------------
+
+    def default_save_path(self) -> str:
+        name = (self.run_ref or "log").replace("/", "_")
+        stamp = self.tau.now().strftime("%Y%m%dT%H%M%SZ")
+        return str(state_dir() / "logs" / f"{name}-{stamp}.log")
+
+    def action_save(self) -> None:
+        view = self.query_one(LogView)
+        if view.spool is None:
+            self.notify("no log open", severity="warning")
+            return
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self._save_worker(str(Path(path).expanduser()))
+
+        self.app.push_screen(InputDialog("Save every line of this log to:", self.default_save_path()), chosen)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="logs-save")
+    def _save_worker(self, path: str) -> None:
+        view = self.query_one(LogView)
+        spool = view.spool
+        if spool is None:
+            self.post_message(self.Saved(path, 0, "no log open"))
+            return
+        try:
+            lines = save_spool(spool, path)
+        except OSError as err:
+            self.post_message(self.Saved(path, 0, str(err)))
+            return
+        self.post_message(self.Saved(path, lines))
+
+    @on(Saved)
+    def _saved(self, message: Saved) -> None:
+        if message.error:
+            self.notify(f"could not save to {message.path}: {message.error}", severity="error")
+            return
+        self.last_saved = message.path
+        self.notify(f"saved {message.lines} lines to {message.path}")

@@ -1,0 +1,48 @@
+"""Shown when there is no cluster to talk to: says why and offers the demo."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Center, Vertical
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Static
+
+
+class NoClusterScreen(Screen):
+    PANE_TITLE = "No cluster"
+    HELP = "tau-tui could not reach a cluster.  Press d (or the button) to open the simulated demo cluster; ctrl+q quits."
+    BINDINGS = [
+        Binding("d", "demo", "Open the demo", id="nocluster.demo"),
+        Binding("ctrl+q", "app.quit", "Quit", id="nocluster.quit"),
+    ]
+    DEFAULT_CSS = """
+    NoClusterScreen { align: center middle; }
+    NoClusterScreen > Vertical { width: 80%; max-width: 90; height: auto; border: thick $warning; padding: 1 2; }
+    NoClusterScreen Button { margin: 1 0 0 0; }
+    """
+
+    def __init__(self, message: str, offer_demo: bool = True) -> None:
+        super().__init__()
+        self.message = message
+        self.offer_demo = offer_demo
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text("✗ No cluster", style="bold"))
+            yield Static(Text(self.message), id="no-cluster-message")
+            yield Static(Text("The demo runs an embedded simulated cluster (Kueue, MultiKueue, GPU nodes) on this "
+                              "machine; nothing is sent anywhere."))
+            with Center():
+                yield Button("Open the demo (d)", id="open-demo", variant="primary")
+        yield Footer()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.action_demo()
+
+    def action_demo(self) -> None:
+        self.app.action_open_demo()  # type: ignore[attr-defined]
+
+    def set_loading(self) -> None:
+        self.query_one("#no-cluster-message", Static).update(Text("loading the demo cluster…"))

@@ -1,0 +1,153 @@
+"""Node drill-down (from the nodes pane): per-GPU rows, the pods and runs using
+the node's GPUs, and the node's events.  Same verbs as the nodes pane."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Label
+
+from tau_tui.app_actions import describe_object, node_mutation
+from tau_tui.core.cluster.api import is_gpu_resource
+from tau_tui.formatting import one_line, since
+from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.nodes import gpu_summary, node_health
+from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.status_text import status_text
+
+
+@dataclass
+class NodeDetailData:
+    title: str = ""
+    gpu_rows: list = field(default_factory=list)
+    pod_rows: list = field(default_factory=list)
+    event_rows: list = field(default_factory=list)
+    found: bool = True
+
+
+def _pct(value: float | int | None, unit: str = "%") -> str:
+    return "—" if value is None else f"{value:.0f}{unit}"
+
+
+class NodeDetailScreen(PaneScreen):
+    PANE = "nodes"
+    PANE_TITLE = "Node"
+    HELP = (
+        "One node.  GPUs: each GPU's verdict and reasons (from the node agent), utilisation, memory, "
+        "temperature and ECC; '—' means the agent did not report it.  Pods: every pod on the node that "
+        "requests a GPU resource, with the run (Job/RayJob) that owns it.  Events: the node's recent events. "
+        "esc goes back to the nodes list."
+    )
+    MUTATING_ACTIONS = frozenset({"cordon", "uncordon", "drain"})
+    BINDINGS = [
+        Binding("c", "cordon", "Cordon", id="node.cordon"),
+        Binding("u", "uncordon", "Uncordon", id="node.uncordon"),
+        Binding("D", "drain", "Drain", id="node.drain"),
+        Binding("l", "logs", "Pod logs", id="node.logs"),
+        Binding("y", "yaml", "YAML", id="node.yaml"),
+    ]
+
+    def __init__(self, node: str) -> None:
+        super().__init__()
+        self.node_name = node
+        self.data = NodeDetailData()
+
+    def crumbs(self) -> str:
+        return f"Nodes › {self.node_name}"
+
+    def compose_body(self) -> ComposeResult:
+        yield Label(Text(f"node {self.node_name}"), id="node-title", classes="section-title")
+        yield KeyedTable([("gpu", "GPU"), ("name", "Model"), ("verdict", "Health"), ("reasons", "Reasons"),
+                          ("util", "Util"), ("mem", "Mem"), ("temp", "Temp"), ("ecc", "ECC d/s")], id="gpus-table")
+        yield Label(Text("Pods using GPUs on this node"), classes="section-title")
+        yield KeyedTable([("pod", "Pod"), ("run", "Run"), ("gpus", "GPUs"), ("phase", "Phase"), ("age", "Age")], id="pods-table")
+        yield Label(Text("Events"), classes="section-title")
+        yield KeyedTable([("type", "Type"), ("reason", "Reason"), ("message", "Message"), ("age", "Age")], id="events-table")
+
+    def collect(self) -> NodeDetailData:
+        backend = self.tau.backend
+        assert backend is not None
+        now = self.tau.now()
+        node = next((n for n in backend.nodes() if n.name == self.node_name), None)
+        data = NodeDetailData()
+        if node is None:
+            data.found = False
+            data.title = f"node {self.node_name} not found (deleted?)"
+            return data
+        health = node_health(node, now)
+        sched = "cordoned" if node.unschedulable else "schedulable"
+        data.title = f"node {node.name} · {gpu_summary(node)} · {sched}"
+        if health is not None:
+            data.title += f" · health {health.verdict.value}: {health.reason}"
+            detail = health.detail
+            for gpu in detail.gpus if detail else []:
+                t = gpu.telemetry
+                reasons = "; ".join(f"{r.code} ({r.action.value}): {r.message}" for r in gpu.reasons) or "—"
+                mem = "—"
+                if t and t.memory_used_bytes is not None and t.memory_total_bytes:
+                    mem = f"{t.memory_used_bytes / t.memory_total_bytes * 100:.0f}%"
+                ecc = "—" if not t or (t.ecc_volatile_dbe is None and t.ecc_volatile_sbe is None) else f"{t.ecc_volatile_dbe or 0}/{t.ecc_volatile_sbe or 0}"
+                data.gpu_rows.append((str(gpu.index), [
+                    Text(f"gpu{gpu.index}"), Text(gpu.name or "—"), status_text(gpu.verdict.value), Text(one_line(reasons, 120)),
+                    Text(_pct(t.utilization_gpu if t else None)), Text(mem), Text(_pct(t.temperature_c if t else None, "°C")),
+                    Text(ecc),
+                ]))
+            if detail is None:
+                data.gpu_rows.append(("none", [Text("—"), Text("no per-GPU report"), status_text(health.verdict.value),
+                                               Text(one_line(health.message, 120)), "", "", "", ""]))
+        for pod in backend.pods():
+            if pod.node_name != node.name:
+                continue
+            gpus = {k: v for k, v in pod.requests.items() if is_gpu_resource(k)}
+            if not gpus:
+                continue
+            run = pod.labels.get("job-name") or pod.labels.get("ray.io/cluster") or (pod.controller_owner or {}).get("name", "—")
+            key = f"{pod.namespace}/{pod.name}"
+            data.pod_rows.append((key, [Text(key), Text(f"{pod.namespace}/{run}"),
+                                        Text(" ".join(f"{v:g} {k.replace('nvidia.com/', '')}" for k, v in sorted(gpus.items()))),
+                                        Text(pod.phase), Text(since(pod.creation_timestamp, now))]))
+        events = [e for e in backend.events() if e.involved_kind == "Node" and e.involved_name == node.name]
+        events.sort(key=lambda e: e.last_timestamp or e.creation_timestamp or now, reverse=True)
+        for e in events[:50]:
+            data.event_rows.append((e.uid or e.name, [status_text("warning" if e.type == "Warning" else "done", e.type),
+                                                      Text(e.reason), Text(one_line(e.message, 160)),
+                                                      Text(since(e.last_timestamp or e.creation_timestamp, now))]))
+        return data
+
+    def apply(self, data: NodeDetailData) -> None:
+        self.data = data
+        self.query_one("#node-title", Label).update(Text(data.title, style="bold"))
+        self.query_one("#gpus-table", KeyedTable).apply_rows(data.gpu_rows)
+        self.query_one("#pods-table", KeyedTable).apply_rows(data.pod_rows)
+        self.query_one("#events-table", KeyedTable).apply_rows(data.event_rows)
+        self.set_status(f"{len(data.gpu_rows)} GPUs · {len(data.pod_rows)} pods · {len(data.event_rows)} events")
+
+    def _mutate(self, verb: str) -> None:
+        self.tau.request_mutation(node_mutation(self.tau, verb, self.node_name))
+
+    def action_cordon(self) -> None:
+        self._mutate("cordon")
+
+    def action_uncordon(self) -> None:
+        self._mutate("uncordon")
+
+    def action_drain(self) -> None:
+        self._mutate("drain")
+
+    async def action_logs(self) -> None:
+        key = self.query_one("#pods-table", KeyedTable).selected_key
+        if key is None:
+            self.notify("select a pod in the pods table", severity="warning")
+            return
+        cells = self.query_one("#pods-table", KeyedTable).cells_of(key)
+        run = cells[1].plain if cells else key
+        await self.tau.open_logs_for_run(run)
+
+    def action_yaml(self) -> None:
+        backend = self.tau.backend
+        node = next((n for n in backend.nodes() if n.name == self.node_name), None) if backend else None
+        if node is not None:
+            describe_object(self.tau, node, yaml_view=True)

@@ -1,0 +1,176 @@
+"""Nodes pane: per-node GPU health verdict and reason, GPUs allocated/capacity per
+resource name, temperature, utilisation, ECC, recent XIDs and the agent's
+heartbeat age.  Enter drills down (per-GPU rows, pods and runs, events);
+cordon, uncordon and drain are previewed, confirmed and audited."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+
+from tau_tui.app_actions import describe_object, node_mutation
+from tau_tui.core.cluster.api import NodeView
+from tau_tui.core.gpu_health import NodeHealth, NodeHealthView, Verdict, view_from_node
+from tau_tui.formatting import age, one_line
+from tau_tui.screens.base import PaneScreen
+from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.status_text import status_text
+
+DEFAULT_HEARTBEAT_S = 300.0
+
+
+def node_health(node: NodeView, now: datetime) -> NodeHealthView | None:
+    """None for nodes without GPUs (no verdict to give)."""
+    if not node.gpu:
+        return None
+    health_object = {"status": dict(node.gpu_health.status)} if node.gpu_health is not None else None
+    period = DEFAULT_HEARTBEAT_S
+    if node.gpu_health is not None:
+        period = float(node.gpu_health.status.get("heartbeatPeriodS") or DEFAULT_HEARTBEAT_S)
+    return view_from_node(dict(node.raw), health_object, now, heartbeat_period_s=period)
+
+
+def gpu_summary(node: NodeView) -> str:
+    parts = []
+    for name, usage in sorted(node.gpu.items()):
+        allocated = "?" if usage.allocated is None else f"{usage.allocated:g}"
+        parts.append(f"{allocated}/{usage.capacity:g} {name.replace('nvidia.com/', '')}")
+    return " ".join(parts) or "—"
+
+
+def telemetry_summary(detail: NodeHealth | None) -> tuple[str, str, str, str]:
+    """(max temperature, mean utilisation, ECC volatile dbe/sbe, recent XIDs); ``—`` when unknown."""
+    if detail is None:
+        return "—", "—", "—", "—"
+    temps = [g.telemetry.temperature_c for g in detail.gpus if g.telemetry and g.telemetry.temperature_c is not None]
+    utils = [g.telemetry.utilization_gpu for g in detail.gpus if g.telemetry and g.telemetry.utilization_gpu is not None]
+    dbe = [g.telemetry.ecc_volatile_dbe for g in detail.gpus if g.telemetry and g.telemetry.ecc_volatile_dbe is not None]
+    sbe = [g.telemetry.ecc_volatile_sbe for g in detail.gpus if g.telemetry and g.telemetry.ecc_volatile_sbe is not None]
+    xids = sorted({r.code[3:] for _, r in detail.all_reasons() if r.code.lower().startswith("xid")})
+    temp = f"{max(temps):.0f}°C" if temps else "—"
+    util = f"{sum(utils) / len(utils):.0f}%" if utils else "—"
+    ecc = f"{sum(dbe)}/{sum(sbe)}" if dbe or sbe else "—"
+    ecc_reasons = [r for _, r in detail.all_reasons() if "ecc" in r.code.lower()]
+    if ecc == "—" and ecc_reasons:
+        ecc = "⚠ " + ecc_reasons[0].code
+    return temp, util, ecc, ",".join(xids) or "none"
+
+
+@dataclass
+class NodesData:
+    rows: list = field(default_factory=list)
+    nodes: dict[str, NodeView] = field(default_factory=dict)
+    status: str = ""
+
+
+class NodesScreen(PaneScreen):
+    PANE = "nodes"
+    PANE_TITLE = "Nodes"
+    HELP = (
+        "Every node with its GPU health verdict (✓ healthy, ▲ degraded, ✗ unhealthy, ? unknown) and the "
+        "reason the node agent gave.  Unknown means no report or a stale heartbeat: it is never shown as "
+        "healthy.  GPUs: allocated/capacity per resource name (gpu, gpu.shared, MIG).  Temp is the hottest "
+        "GPU, Util the mean, ECC volatile double/single-bit errors, XIDs the recent ones, HB the age of the "
+        "agent's last heartbeat.  enter opens the node: per-GPU rows, the pods and runs on it, events."
+    )
+    MUTATING_ACTIONS = frozenset({"cordon", "uncordon", "drain"})
+    BINDINGS = [
+        Binding("enter", "open", "Open", id="nodes.open"),
+        Binding("c", "cordon", "Cordon", id="nodes.cordon"),
+        Binding("u", "uncordon", "Uncordon", id="nodes.uncordon"),
+        Binding("D", "drain", "Drain", id="nodes.drain"),
+        Binding("d", "describe", "Describe", id="nodes.describe"),
+        Binding("y", "yaml", "YAML", id="nodes.yaml"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.data = NodesData()
+
+    def compose_body(self) -> ComposeResult:
+        yield KeyedTable(
+            [("node", "Node"), ("verdict", "Health"), ("reason", "Reason"), ("gpus", "GPUs alloc/cap"),
+             ("temp", "Temp"), ("util", "Util"), ("ecc", "ECC d/s"), ("xid", "XIDs"), ("hb", "HB"), ("sched", "Sched")],
+            id="nodes-table",
+        )
+
+    def collect(self) -> NodesData:
+        backend = self.tau.backend
+        assert backend is not None
+        now = self.tau.now()
+        f = self.row_filter
+        data = NodesData()
+        counts: dict[str, int] = {}
+        rank = {None: 9, Verdict.UNHEALTHY: 0, Verdict.UNKNOWN: 1, Verdict.DEGRADED: 2, Verdict.HEALTHY: 3}
+        items = []
+        for node in backend.nodes():
+            health = node_health(node, now)
+            verdict = health.verdict if health else None
+            word = verdict.value if verdict else "no GPUs"
+            if not f.matches(f"{node.name} {word} {health.reason if health else ''}", node.labels):
+                continue
+            items.append((rank[verdict], node.name, node, health))
+        for _, name, node, health in sorted(items, key=lambda i: (i[0], i[1])):
+            data.nodes[name] = node
+            if health is None:
+                verdict_cell, reason, hb = Text("– no GPUs"), "", "—"
+                temp = util = ecc = xids = "—"
+            else:
+                counts[health.verdict.value] = counts.get(health.verdict.value, 0) + 1
+                verdict_cell = status_text(health.verdict.value)
+                reason = one_line(f"{health.reason}: {health.message}" if health.message else health.reason, 80)
+                hb = age((now - health.last_heartbeat).total_seconds()) if health.last_heartbeat else "never"
+                temp, util, ecc, xids = telemetry_summary(health.detail)
+            sched = status_text("cordoned") if node.unschedulable else Text("schedulable" if node.ready else "✗ NotReady")
+            data.rows.append((name, [Text(name), verdict_cell, Text(reason), Text(gpu_summary(node)), Text(temp), Text(util),
+                                     Text(ecc), Text(xids), Text(hb), sched]))
+        data.status = f"{len(data.rows)} nodes · GPU health: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none")
+        return data
+
+    def apply(self, data: NodesData) -> None:
+        self.data = data
+        self.query_one("#nodes-table", KeyedTable).apply_rows(data.rows)
+        self.set_status(data.status)
+
+    def selected_node(self) -> str | None:
+        return self.query_one("#nodes-table", KeyedTable).selected_key
+
+    def on_data_table_row_selected(self, event) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        from tau_tui.screens.node_detail import NodeDetailScreen
+
+        name = self.selected_node()
+        if name:
+            self.app.push_screen(NodeDetailScreen(name))
+
+    def _mutate(self, verb: str) -> None:
+        name = self.selected_node()
+        if name is None:
+            self.notify("select a node", severity="warning")
+            return
+        self.tau.request_mutation(node_mutation(self.tau, verb, name))
+
+    def action_cordon(self) -> None:
+        self._mutate("cordon")
+
+    def action_uncordon(self) -> None:
+        self._mutate("uncordon")
+
+    def action_drain(self) -> None:
+        self._mutate("drain")
+
+    def action_describe(self) -> None:
+        name = self.selected_node()
+        if name and name in self.data.nodes:
+            describe_object(self.tau, self.data.nodes[name], yaml_view=False)
+
+    def action_yaml(self) -> None:
+        name = self.selected_node()
+        if name and name in self.data.nodes:
+            describe_object(self.tau, self.data.nodes[name], yaml_view=True)

@@ -1,0 +1,309 @@
+"""Queue pane: ClusterQueues and LocalQueues with quota bars, and the workloads
+table with live position, its change, time in queue, priority and why pending."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Label
+
+from tau_tui.app_actions import cancel_mutation, describe_object, stop_policy_mutation
+from tau_tui.core.cluster.api import (
+    ClusterQueueView,
+    EventView,
+    LocalQueueView,
+    PositionReport,
+    ResourceKind,
+    WorkloadView,
+    is_gpu_resource,
+)
+from tau_tui.formatting import age, delta, one_line
+from tau_tui.screens.base import PaneScreen
+from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.quota_bar import quota_bar
+from tau_tui.widgets.status_text import status_text
+
+RESOURCE_ORDER = ("nvidia.com/gpu", "cpu", "memory")
+
+
+def _resource_rank(name: str) -> tuple[int, str]:
+    if is_gpu_resource(name):
+        return (0, name)
+    return (RESOURCE_ORDER.index(name) if name in RESOURCE_ORDER else 9, name)
+
+
+def why_pending(wl: WorkloadView, events: list[EventView], held: set[str]) -> str:
+    """One line from the conditions, admission checks and the newest warning event."""
+    if wl.status_word in ("admitted", "finished"):
+        return ""
+    if not wl.active:
+        return "deactivated (spec.active=false)"
+    parts = []
+    if wl.cluster_queue in held or (wl.queue_name and f"{wl.namespace}/{wl.queue_name}" in held):
+        parts.append("queue is held (stopPolicy)")
+    evicted = wl.condition("Evicted")
+    if evicted is not None and evicted.is_true:
+        parts.append(f"evicted {evicted.reason}: {evicted.message}")
+    reserved = wl.condition("QuotaReserved")
+    if reserved is not None and not reserved.is_true and reserved.message:
+        parts.append(reserved.message)
+    for check in wl.admission_checks:
+        if check.state != "Ready":
+            parts.append(f"check {check.name} {check.state}" + (f": {check.message}" if check.message else ""))
+    if wl.status_word == "quotaReserved" and not parts:
+        parts.append("quota reserved; waiting for admission checks")
+    warnings = [e for e in events if e.involved_name == wl.name and e.type == "Warning"]
+    if warnings:
+        newest = max(warnings, key=lambda e: e.last_timestamp or e.creation_timestamp or wl.creation_timestamp)  # type: ignore[arg-type,return-value]
+        parts.append(f"event {newest.reason}: {newest.message}")
+    return one_line("; ".join(parts) or "waiting for quota")
+
+
+@dataclass
+class QueueData:
+    queue_rows: list = field(default_factory=list)
+    workload_rows: list = field(default_factory=list)
+    resources: list[str] = field(default_factory=list)
+    queues: dict[str, tuple[ResourceKind, str, str | None]] = field(default_factory=dict)
+    workloads: dict[str, WorkloadView] = field(default_factory=dict)
+    status: str = ""
+
+
+class QueueScreen(PaneScreen):
+    PANE = "queue"
+    PANE_TITLE = "Queue"
+    HELP = (
+        "ClusterQueues (CQ) and LocalQueues (LQ) with used/nominal quota per flavor and resource, "
+        "pending and admitted counts.  Below, every workload: state, its place in line (Pos, counted "
+        "from 0 like Kueue; 'est.' when the visibility API is unavailable and the order is estimated), "
+        "the change since it was first seen (Δ: ↑ moved forward), time in queue, priority and why it "
+        "is pending (conditions, admission checks and the newest warning event).\n"
+        "tab moves between the tables.  Cancel, hold and resume are confirmed after a server dry-run and "
+        "written to the audit log; they are hidden in --readonly."
+    )
+    MUTATING_ACTIONS = frozenset({"cancel", "hold", "hold_and_drain", "resume"})
+    BINDINGS = [
+        Binding("l", "logs", "Logs", id="queue.logs"),
+        Binding("d", "describe", "Describe", id="queue.describe"),
+        Binding("y", "yaml", "YAML", id="queue.yaml"),
+        Binding("ctrl+d", "cancel", "Cancel wl", id="queue.cancel"),
+        Binding("h", "hold", "Hold q", id="queue.hold"),
+        Binding("H", "hold_and_drain", "Hold+drain q", id="queue.hold_and_drain"),
+        Binding("r", "resume", "Resume q", id="queue.resume"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.data = QueueData()
+        self._resources: list[str] = []
+
+    def compose_body(self) -> ComposeResult:
+        yield Label(Text("Queues"), classes="section-title", id="queues-title")
+        yield KeyedTable([("queue", "Queue"), ("state", "State"), ("pending", "Pend"), ("admitted", "Adm")],
+                         id="queues-table", classes="queues-table")
+        yield Label(Text("Workloads"), classes="section-title", id="workloads-title")
+        yield KeyedTable(
+            [("state", "State"), ("name", "Workload"), ("queue", "Queue"), ("pos", "Pos"), ("delta", "Δ"),
+             ("waiting", "Waiting"), ("prio", "Prio"), ("why", "Why pending")],
+            id="workloads-table",
+        )
+
+    def collect(self) -> QueueData:
+        backend = self.tau.backend
+        assert backend is not None
+        now = self.tau.now()
+        f = self.row_filter
+        cqs: list[ClusterQueueView] = backend.cluster_queues()
+        lqs: list[LocalQueueView] = backend.local_queues()
+        workloads: list[WorkloadView] = backend.workloads()
+        events = [e for e in backend.events() if e.involved_kind == "Workload"]
+        data = QueueData()
+        resources = sorted({r.name for cq in cqs for _, flavors in cq.resource_groups for fq in flavors for r in fq.resources},
+                           key=_resource_rank)
+        data.resources = resources
+        held = {cq.name for cq in cqs if cq.stop_policy != "None"} | {f"{lq.namespace}/{lq.name}" for lq in lqs if lq.stop_policy != "None"}
+        for cq in cqs:
+            if not f.matches(f"{cq.name} {cq.cohort or ''}", cq.labels):
+                continue
+            state = _queue_state(cq.active, cq.stop_policy)
+            key = f"cq/{cq.name}"
+            data.queues[key] = (ResourceKind.CLUSTER_QUEUE, cq.name, None)
+            cohort = f" ({cq.cohort})" if cq.cohort else ""
+            data.queue_rows.append((key, [Text(f"CQ {cq.name}{cohort}", style="bold"), state,
+                                          _count(cq.pending_workloads), _count(cq.admitted_workloads)] + [""] * len(resources)))
+            usage = {u.flavor: u.resources for u in cq.flavors_usage}
+            for _, flavors in cq.resource_groups:
+                for fq in flavors:
+                    used = usage.get(fq.flavor, {})
+                    cells: list[Any] = [Text(f"  └ {fq.flavor}"), "", "", ""]
+                    quotas = {r.name: r for r in fq.resources}
+                    for res in resources:
+                        if res in quotas:
+                            total, borrowed = used.get(res, (0.0, 0.0))
+                            cells.append(quota_bar(total, quotas[res].nominal_quota, borrowed, res))
+                        else:
+                            cells.append("")
+                    data.queue_rows.append((f"cq/{cq.name}/{fq.flavor}", cells))
+        for lq in lqs:
+            if not f.matches(f"{lq.namespace}/{lq.name} {lq.cluster_queue}", lq.labels):
+                continue
+            key = f"lq/{lq.namespace}/{lq.name}"
+            data.queues[key] = (ResourceKind.LOCAL_QUEUE, lq.name, lq.namespace)
+            cells = [Text(f"LQ {lq.namespace}/{lq.name} → {lq.cluster_queue}"), _queue_state(lq.active, lq.stop_policy),
+                     _count(lq.pending_workloads), _count(lq.admitted_workloads)]
+            usage = {}
+            for u in lq.flavors_usage:
+                for res, (total, _) in u.resources.items():
+                    usage[res] = usage.get(res, 0.0) + total
+            for res in resources:
+                cells.append(Text(f"used {_quantity(usage[res], res)}") if res in usage else "")
+            data.queue_rows.append((key, cells))
+        # positions: one report per LocalQueue with pending work (visibility API or estimate)
+        reports: dict[tuple[str, str], PositionReport] = {}
+        for lq in lqs:
+            if any(w.namespace == lq.namespace and w.queue_name == lq.name and w.status_word == "pending" for w in workloads):
+                try:
+                    reports[(lq.namespace or "", lq.name)] = backend.pending_positions_local_queue(lq.namespace or "", lq.name)
+                except Exception as err:  # keep the table; say why positions are missing
+                    data.status = f"positions unavailable for {lq.namespace}/{lq.name}: {err}"
+        estimated = any(r.estimated for r in reports.values())
+        order = {"pending": 0, "quotaReserved": 1, "admitted": 2, "finished": 3}
+        for wl in sorted(workloads, key=lambda w: (order.get(w.status_word, 9), w.namespace or "", w.queue_name or "", w.name)):
+            row_text = f"{wl.namespace}/{wl.name} {wl.queue_name} {wl.status_word} {wl.owner_name or ''}"
+            if not f.matches(row_text, wl.labels):
+                continue
+            key = f"{wl.namespace}/{wl.name}"
+            data.workloads[key] = wl
+            report = reports.get((wl.namespace or "", wl.queue_name or ""))
+            entry = report.position_of(wl.namespace or "", wl.name) if report else None
+            pos: Text | str = ""
+            change = ""
+            if entry is not None and entry.position_in_local_queue is not None:
+                pos = Text(f"{entry.position_in_local_queue}" + (" est." if report and report.estimated else ""))
+                history = backend.position_history(wl.namespace or "", wl.name)
+                change = delta(history.change if history else None)
+            waiting = ""
+            if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
+                waiting = age((now - wl.queue_order_timestamp).total_seconds())
+            prio = f"{wl.effective_priority}" + (f" {wl.priority_class}" if wl.priority_class else "")
+            data.workload_rows.append((key, [
+                status_text(wl.status_word), Text(key), Text(wl.queue_name or "—"), pos, Text(change), Text(waiting),
+                Text(prio), Text(why_pending(wl, events, held)),
+            ]))
+        counts = {word: sum(1 for w in workloads if w.status_word == word) for word in order}
+        summary = f"{len(cqs)} CQ · {len(lqs)} LQ · workloads: " + ", ".join(f"{n} {w}" for w, n in counts.items())
+        if estimated:
+            summary += " · positions estimated (visibility API unavailable)"
+        if f.text:
+            summary += f" · filter {f.text}"
+        data.status = data.status or summary
+        return data
+
+    def apply(self, data: QueueData) -> None:
+        self.data = data
+        queues = self.query_one("#queues-table", KeyedTable)
+        if data.resources != self._resources:
+            # The resource columns changed: rebuild the columns once.
+            queues.clear(columns=True)
+            queues._cells.clear()
+            queues._order = []
+            queues._column_spec = [("queue", "Queue"), ("state", "State"), ("pending", "Pend"), ("admitted", "Adm")] + [
+                (f"res:{r}", r.replace("nvidia.com/", "")) for r in data.resources]
+            for key, label in queues._column_spec:
+                queues.add_column(label, key=key)
+            self._resources = list(data.resources)
+        queues.apply_rows(data.queue_rows)
+        self.query_one("#workloads-table", KeyedTable).apply_rows(data.workload_rows)
+        self.set_status(data.status)
+
+    # -- selection helpers ----------------------------------------------------------
+
+    def selected_workload(self) -> WorkloadView | None:
+        key = self.query_one("#workloads-table", KeyedTable).selected_key
+        return self.data.workloads.get(key) if key else None
+
+    def selected_queue(self) -> tuple[ResourceKind, str, str | None] | None:
+        key = self.query_one("#queues-table", KeyedTable).selected_key
+        if key is None:
+            return None
+        if key.startswith("cq/") and key.count("/") > 1:
+            key = "/".join(key.split("/")[:2])
+        return self.data.queues.get(key)
+
+    # -- actions --------------------------------------------------------------------
+
+    async def action_logs(self) -> None:
+        wl = self.selected_workload()
+        if wl is None or not wl.owner_name:
+            self.notify("select a workload owned by a Job or RayJob", severity="warning")
+            return
+        await self.tau.open_logs_for_run(f"{wl.namespace}/{wl.owner_name}")
+
+    def action_describe(self) -> None:
+        wl = self.selected_workload()
+        if wl is not None:
+            describe_object(self.tau, wl, yaml_view=False)
+
+    def action_yaml(self) -> None:
+        focused = self.app.focused
+        if focused is not None and focused.id == "queues-table":
+            queue = self.selected_queue()
+            if queue is not None and self.tau.backend is not None:
+                obj = self.tau.backend.get(queue[0], queue[1], queue[2])
+                if obj is not None:
+                    describe_object(self.tau, obj, yaml_view=True)
+            return
+        wl = self.selected_workload()
+        if wl is not None:
+            describe_object(self.tau, wl, yaml_view=True)
+
+    def action_cancel(self) -> None:
+        wl = self.selected_workload()
+        if wl is None:
+            self.notify("select a workload to cancel", severity="warning")
+            return
+        if wl.owner_kind in ("Job", "RayJob") and wl.owner_name:
+            kind = ResourceKind.JOB if wl.owner_kind == "Job" else ResourceKind.RAY_JOB
+            self.tau.request_mutation(cancel_mutation(self.tau, kind, wl.namespace or "", wl.owner_name))
+        else:
+            self.tau.request_mutation(cancel_mutation(self.tau, ResourceKind.WORKLOAD, wl.namespace or "", wl.name))
+
+    def _stop(self, policy: str) -> None:
+        queue = self.selected_queue()
+        if queue is None:
+            self.notify("select a ClusterQueue or LocalQueue in the queues table", severity="warning")
+            return
+        self.tau.request_mutation(stop_policy_mutation(self.tau, queue[0], queue[1], queue[2], policy))
+
+    def action_hold(self) -> None:
+        self._stop("Hold")
+
+    def action_hold_and_drain(self) -> None:
+        self._stop("HoldAndDrain")
+
+    def action_resume(self) -> None:
+        self._stop("None")
+
+
+def _queue_state(active: bool | None, stop_policy: str) -> Text:
+    if stop_policy == "Hold":
+        return status_text("held", "held")
+    if stop_policy == "HoldAndDrain":
+        return status_text("held", "draining")
+    if active is None:
+        return status_text("unknown")
+    return status_text("ready", "active") if active else status_text("not ready", "inactive")
+
+
+def _count(value: int | None) -> Text:
+    return Text("?" if value is None else str(value))
+
+
+def _quantity(value: float, resource: str) -> str:
+    from tau_tui.widgets.quota_bar import human_quantity
+
+    return human_quantity(value, resource)

@@ -1,0 +1,180 @@
+"""Runs pane: every Tau-managed Job and RayJob, and for the selected one its
+phases in order (computed by :mod:`tau_tui.core.runstatus`), diagnostics and
+the next actions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from tau_tui.app_actions import cancel_mutation, describe_object
+from tau_tui.core.cluster.api import JobView, RayJobView, ResourceKind
+from tau_tui.core.runstatus import RunStatus, compute_run_status, objects_for_run
+from tau_tui.formatting import since
+from tau_tui.screens.base import PaneScreen
+from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.status_text import status_text, style_of
+
+
+@dataclass
+class RunsData:
+    rows: list = field(default_factory=list)
+    statuses: dict[str, RunStatus] = field(default_factory=dict)
+    owners: dict[str, JobView | RayJobView] = field(default_factory=dict)
+    status: str = ""
+
+
+def render_run_status(status: RunStatus) -> Group:
+    phases = Table(box=None, show_header=True, header_style="bold", padding=(0, 1, 0, 0), expand=True)
+    phases.add_column("phase", no_wrap=True)
+    phases.add_column("status", no_wrap=True)
+    phases.add_column("detail", overflow="fold")
+    for phase in status.phases:
+        detail = Text(phase.detail)
+        if phase.hint:
+            detail.append(f"  → {phase.hint}", style="italic")
+        phases.add_row(Text(phase.name), status_text(phase.status), detail)
+    title = Text()
+    title.append(f"{status.kind} {status.namespace}/{status.name}  ", style="bold")
+    title.append_text(status_text(status.state, status.display_state))
+    if status.queue:
+        title.append(f"  queue {status.queue}")
+    if status.cluster:
+        title.append(f"  worker {status.cluster}")
+    parts: list = [title, phases]
+    if status.diagnostics:
+        parts.append(Text("Attention", style="bold underline"))
+        for d in status.diagnostics:
+            line = Text(f"{ {'error': '✗', 'warning': '⚠', 'info': 'ℹ'}[d.severity] } {d.code}: {d.message}",
+                        style=style_of({"error": "failed", "warning": "warning", "info": ""}[d.severity]))
+            if d.suggestion:
+                line.append(f"  → {d.suggestion}", style="italic")
+            parts.append(line)
+    if status.actions:
+        parts.append(Text("Next", style="bold underline"))
+        for a in status.actions:
+            parts.append(Text(f"  {a.key:<7} {a.name}: {a.description}"))
+    return Group(*parts)
+
+
+class RunsScreen(PaneScreen):
+    PANE = "runs"
+    PANE_TITLE = "Runs"
+    HELP = (
+        "Every Tau-managed Job and RayJob.  The panel below shows the selected run's phases in order "
+        "(Submitted, Kueue admission, MultiKueue placement, RayCluster, Pod scheduling, DRA allocation, "
+        "Image pull, Init containers, Container start, Ready, RayJob, Compute release), each pending ○, "
+        "active ◐, done ✓, warning ⚠ or skipped –, then diagnostics and what to do next."
+    )
+    MUTATING_ACTIONS = frozenset({"cancel"})
+    BINDINGS = [
+        Binding("l", "logs", "Logs", id="runs.logs"),
+        Binding("a", "logs_all", "Logs (all ctrs)", id="runs.logs_all"),
+        Binding("d", "describe", "Describe", id="runs.describe"),
+        Binding("y", "yaml", "YAML", id="runs.yaml"),
+        Binding("ctrl+d", "cancel", "Cancel", id="runs.cancel"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.data = RunsData()
+
+    def compose_body(self) -> ComposeResult:
+        yield KeyedTable([("state", "State"), ("run", "Run"), ("kind", "Kind"), ("queue", "Queue"),
+                          ("where", "Where"), ("age", "Age")], id="runs-table")
+        with VerticalScroll(id="run-detail"):
+            yield Static(Text("select a run"), id="run-phases")
+
+    def collect(self) -> RunsData:
+        backend = self.tau.backend
+        assert backend is not None
+        now = self.tau.now()
+        f = self.row_filter
+        owners: list[JobView | RayJobView] = [*backend.jobs(), *backend.ray_jobs()]
+        workloads = backend.workloads()
+        pods = backend.pods()
+        events = backend.events()
+        data = RunsData()
+        order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "not_found": 5}
+        items = []
+        for owner in owners:
+            ns = owner.namespace or ""
+            job = owner if isinstance(owner, JobView) else None
+            ray = owner if isinstance(owner, RayJobView) else None
+            objs = objects_for_run(ns, owner.name, job=job, ray_job=ray,
+                                   workloads=[w for w in workloads if w.namespace == ns],
+                                   pods=[p for p in pods if p.namespace == ns],
+                                   events=[e for e in events if e.namespace == ns])
+            status = compute_run_status(objs)
+            key = f"{ns}/{owner.name}"
+            if not f.matches(f"{key} {status.state} {status.kind} {status.queue or ''}", owner.labels):
+                continue
+            items.append((order[status.state], key, owner, status))
+        for _, key, owner, status in sorted(items, key=lambda item: (item[0], item[1])):
+            data.statuses[key] = status
+            data.owners[key] = owner
+            where = status.cluster or ("multikueue" if status.multikueue else "local")
+            data.rows.append((key, [status_text(status.state, status.display_state), Text(key), Text(status.kind),
+                                    Text(status.queue or "—"), Text(where), Text(since(owner.creation_timestamp, now))]))
+        counts = {}
+        for status in data.statuses.values():
+            counts[status.state] = counts.get(status.state, 0) + 1
+        data.status = f"{len(data.rows)} runs · " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        return data
+
+    def apply(self, data: RunsData) -> None:
+        self.data = data
+        self.query_one("#runs-table", KeyedTable).apply_rows(data.rows)
+        self.set_status(data.status)
+        self._show_selected()
+
+    def on_data_table_row_highlighted(self, event) -> None:
+        self._show_selected()
+
+    def _show_selected(self) -> None:
+        key = self.query_one("#runs-table", KeyedTable).selected_key
+        status = self.data.statuses.get(key) if key else None
+        detail = self.query_one("#run-phases", Static)
+        detail.update(render_run_status(status) if status else Text("no run selected"))
+
+    def selected(self) -> tuple[str, JobView | RayJobView] | None:
+        key = self.query_one("#runs-table", KeyedTable).selected_key
+        if key is None or key not in self.data.owners:
+            return None
+        return key, self.data.owners[key]
+
+    async def action_logs(self) -> None:
+        picked = self.selected()
+        if picked:
+            await self.tau.open_logs_for_run(picked[0])
+
+    async def action_logs_all(self) -> None:
+        picked = self.selected()
+        if picked:
+            await self.tau.open_logs_for_run(picked[0], container_all=True)
+
+    def action_describe(self) -> None:
+        picked = self.selected()
+        if picked:
+            describe_object(self.tau, picked[1], yaml_view=False)
+
+    def action_yaml(self) -> None:
+        picked = self.selected()
+        if picked:
+            describe_object(self.tau, picked[1], yaml_view=True)
+
+    def action_cancel(self) -> None:
+        picked = self.selected()
+        if picked is None:
+            self.notify("select a run to cancel", severity="warning")
+            return
+        key, owner = picked
+        kind = ResourceKind.JOB if isinstance(owner, JobView) else ResourceKind.RAY_JOB
+        self.tau.request_mutation(cancel_mutation(self.tau, kind, owner.namespace or "", owner.name))

@@ -1,0 +1,44 @@
+"""The ``env`` fixture: every contract test runs against the simulated
+backend (always) and the real backend on the harness tiers."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.contract.envs import SimEnv
+
+
+def _real_env(request, tier: str):
+    from tests.contract.real_env import RealEnv
+
+    plane = request.getfixturevalue(tier)
+    return RealEnv(plane, tier)
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("sim", id="sim"),
+        pytest.param("t1", id="real-t1", marks=[pytest.mark.harness, pytest.mark.t1]),
+    ]
+)
+def env(request):
+    environment = SimEnv() if request.param == "sim" else _real_env(request, request.param)
+    try:
+        yield environment
+    finally:
+        environment.close()
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("sim", id="sim"),
+        pytest.param("t2", id="real-t2", marks=[pytest.mark.harness, pytest.mark.t2]),
+    ]
+)
+def pod_env(request):
+    """Environments that run pods and serve their logs."""
+    environment = SimEnv() if request.param == "sim" else _real_env(request, request.param)
+    try:
+        yield environment
+    finally:
+        environment.close()

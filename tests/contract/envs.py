@@ -1,0 +1,117 @@
+"""Contract environments: one per backend, same operations.
+
+A test gets an ``env`` and uses ``env.backend()`` (the ClusterBackend under
+test) plus admin helpers that set up state the way a cluster admin would.
+``env.settle(predicate)`` waits for the cluster to get there: the simulated
+env advances its clock, the real env polls."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping
+
+from tau_tui.core.cluster.api import ClusterBackend, ResourceKind, ResourceType
+from tau_tui.core.cluster.clock import ManualClock
+from tau_tui.core.cluster.sim.backend import SimulatedBackend
+from tau_tui.core.cluster.sim.store import qualified
+from tau_tui.core.cluster.sim.world import SimSettings, SimulatedCluster
+
+_counter = itertools.count(1)
+
+#: Read access to every watched kind (what the restricted identity gets),
+#: as (apiGroup, resource) pairs.
+READ_RESOURCES = sorted({(k.type.group, k.type.plural) for k in ResourceKind})
+
+
+class SimEnv:
+    name = "sim"
+    has_visibility_api = True
+    has_pods = True  # the simulated kubelet runs pods and writes logs
+
+    def __init__(self, visibility_api: bool = True):
+        self.world = SimulatedCluster(ManualClock(datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)), seed=42,
+                                      settings=SimSettings(visibility_api=visibility_api, default_duration_seconds=3600,
+                                                  log_interval_seconds=1, events=True, context="sim-contract"))
+        self.has_visibility_api = visibility_api
+        self.backends: list[ClusterBackend] = []
+        for ns in ("default", "kueue-system"):
+            self.world.store.put(ResourceKind.NAMESPACE.type, {"metadata": {"name": ns}})
+        # Like tier 2: two Ready GPU nodes with 8 GPUs each.
+        for i in range(2):
+            capacity = {"cpu": "96", "memory": "1843Gi", "pods": "110", "nvidia.com/gpu": "8"}
+            self.world.store.put(ResourceKind.NODE.type, {
+                "metadata": {"name": f"sim-gpu-{i}", "labels": {"kubernetes.io/hostname": f"sim-gpu-{i}"}},
+                "spec": {}, "status": {"capacity": capacity, "allocatable": capacity,
+                                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
+
+    # -- backends -----------------------------------------------------------
+
+    def backend(self, namespace: str | None = None) -> ClusterBackend:
+        backend = SimulatedBackend(self.world, namespace=namespace)
+        backend.start()
+        self.backends.append(backend)
+        return backend
+
+    def restricted_backend(self, namespace: str, deny: tuple[str, ...]) -> ClusterBackend:
+        """A backend as a ServiceAccount allowed to read every watched kind
+        except the qualified resources in ``deny`` (no mutations)."""
+        identity = f"system:serviceaccount:{namespace}:restricted-{next(_counter)}"
+        resources = [qualified(ResourceType(g, "v1", p, "", True)) for g, p in READ_RESOURCES]
+        self.world.store.grant(identity, ("get", "list", "watch"), [r for r in resources if r not in deny] + ["pods/log"])
+        backend = SimulatedBackend(self.world, identity=identity, namespace=namespace)
+        backend.start()
+        self.backends.append(backend)
+        return backend
+
+    # -- admin helpers --------------------------------------------------------
+
+    def unique_namespace(self, prefix: str = "ct") -> str:
+        name = f"{prefix}-{next(_counter)}"
+        self.world.store.put(ResourceKind.NAMESPACE.type, {"metadata": {"name": name}})
+        self.world.tick()
+        return name
+
+    def create(self, rt: ResourceType, obj: Mapping[str, Any]) -> dict:
+        ns = (obj.get("metadata") or {}).get("namespace")
+        created = self.world.store.api_create(None, rt, ns, obj, False)
+        self.world.tick()
+        return created
+
+    def patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any]) -> dict:
+        out = self.world.store.api_patch(None, rt, name, namespace, patch, False)
+        self.world.tick()
+        return out
+
+    def delete(self, rt: ResourceType, name: str, namespace: str | None) -> None:
+        self.world.store.api_delete(None, rt, name, namespace, False)
+        self.world.tick()
+
+    def read(self, rt: ResourceType, name: str, namespace: str | None) -> dict | None:
+        return self.world.store.read(rt, name, namespace)
+
+    def settle(self, predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
+        """Advance simulated time (1 s ticks, at most ``timeout`` seconds)."""
+        for _ in range(int(timeout)):
+            if predicate():
+                return True
+            self.world.advance(1)
+            time.sleep(0.02)  # let log threads catch up with the new simulated second
+        return predicate()
+
+    def break_log_streams(self) -> None:
+        self.world.break_log_streams()
+
+    def close(self) -> None:
+        for backend in self.backends:
+            backend.close()
+
+
+def wait_real(predicate: Callable[[], bool], timeout: float = 60.0, interval: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

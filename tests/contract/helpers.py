@@ -1,0 +1,75 @@
+"""Manifests the contract tests create (Kueue v1beta2, batch/v1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+
+
+def flavor(name: str) -> dict:
+    return {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {}}
+
+
+def priority_class(name: str, value: int) -> dict:
+    return {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def cluster_queue(name: str, flavor_name: str, gpus: int, strategy: str = "BestEffortFIFO", checks: list[str] | None = None) -> dict:
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "queueingStrategy": strategy,
+        "resourceGroups": [{
+            "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+            "flavors": [{"name": flavor_name, "resources": [
+                {"name": "cpu", "nominalQuota": 1000}, {"name": "memory", "nominalQuota": "10000Gi"},
+                {"name": "nvidia.com/gpu", "nominalQuota": gpus}]}],
+        }],
+    }
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
+    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def local_queue(namespace: str, name: str, cq: str) -> dict:
+    return {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"clusterQueue": cq}}
+
+
+def job(namespace: str, name: str, queue: str, gpus: int = 1, workers: int = 1, priority_class: str | None = None,
+        submission_id: str | None = None, keep_running: bool = True) -> dict:
+    labels = {"kueue.x-k8s.io/queue-name": queue, "tau.azure.com/managed-by": "tau", "tau.azure.com/job": name}
+    if priority_class:
+        labels["kueue.x-k8s.io/priority-class"] = priority_class
+    if submission_id:
+        labels["tau.azure.com/submission-id"] = submission_id
+    resources = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)}
+    annotations = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"} if keep_running else {}
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "parallelism": workers, "completions": workers, "backoffLimit": 0, "suspend": True,
+            "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": "main", "image": "registry.local/tau/train:1",
+                                    "resources": {"requests": resources, "limits": resources}}],
+                },
+            },
+        },
+    }
+
+
+def node(name: str, gpus: int = 8) -> dict:
+    capacity = {"cpu": "96", "memory": "1843Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "spec": {}, "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+def pod_on_node(namespace: str, name: str, node_name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"nodeName": node_name, "containers": [{"name": "main", "image": "registry.local/tau/idle:1"}],
+                     "tolerations": [{"operator": "Exists"}]}}
