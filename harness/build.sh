@@ -15,6 +15,11 @@ if [[ ! -x "$GO" ]]; then
   echo "harness/build.sh: no Go toolchain found (need Go >= 1.25; set GO=/path/to/go)" >&2
   exit 1
 fi
+go_version=$("$GO" env GOVERSION)  # e.g. go1.26.8
+if ! printf '%s\n' "go1.25" "$go_version" | sort -V -C; then
+  echo "harness/build.sh: $GO is $go_version; Kubernetes 1.35 and Kueue v0.17 need Go >= 1.25" >&2
+  exit 1
+fi
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/tau-tui/harness"
 mkdir -p "$CACHE_ROOT"
 # Never fetch another toolchain and never read a go.work from the repo.

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Sets up tau-tui and shows it working with no cluster: validates the example tau.yaml and
-# renders it (client dry-run) against the shipped offline profile snapshot.
+# Sets up tau-tui and starts it on the embedded simulated cluster (scenario "demo").
+# Extra arguments go to tau-tui, e.g. `./scripts/demo.sh faults` or `--theme tau-light`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
-.venv/bin/tau-tui validate tau_tui/examples/tau.yaml
-.venv/bin/tau-tui render tau_tui/examples/tau.yaml --profiles tau_tui/examples/profiles-snapshot.yaml
+exec .venv/bin/tau-tui --demo "$@"

@@ -265,7 +265,7 @@ class TauApp(App):
                 "this build has no Kubernetes backend yet (tau_tui.core.cluster.real is missing).", True))
             return
         try:
-            backend = KubernetesBackend(context=context, namespace=namespace)
+            backend = KubernetesBackend(context=context, namespace=namespace, all_namespaces=namespace is None)
             backend.start()
         except Exception as err:
             message = getattr(err, "message", None) or str(err)
@@ -388,8 +388,7 @@ class TauApp(App):
         if hasattr(screen, "action_search"):
             screen.action_search()  # the logs pane searches the whole spool instead
             return
-        current = screen.row_filter.text if isinstance(screen, PaneScreen) else ""
-        self._open_command_line("filter", current)
+        self._open_command_line("filter")
 
     def _open_command_line(self, mode: str, initial: str = "") -> None:
         lines = self.screen.query(CommandLine)

@@ -177,6 +177,11 @@ def run_command(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        # No sub-command (or only app flags such as --demo): the interactive app.
+        from .app import main as app_main
+
+        return app_main(argv)
     return run_command(argv)
 
 

@@ -251,6 +251,7 @@ class _ContainerFollower(threading.Thread):
         self.finished = False
         self.reconnects = 0
         self.error = ""
+        self.connected = False
         self._current: ClosableIterator | None = None
         self._seq = 0
 
@@ -291,6 +292,8 @@ class _ContainerFollower(threading.Thread):
             broke = False
             try:
                 self._current = source.open_container_log(chunk_req)
+                self.connected = True
+                self.stream._note_connected()
                 for chunk in self._current:
                     if self.stream._stopped.is_set():
                         break
@@ -307,6 +310,7 @@ class _ContainerFollower(threading.Thread):
                 failures += 1
                 self.error = str(exc) or type(exc).__name__
             finally:
+                self.connected = False
                 current, self._current = self._current, None
                 if current is not None:
                     try:
@@ -423,6 +427,11 @@ class LogStream:
             self._open -= 1
             self._lock.notify_all()
 
+    def _note_connected(self) -> None:
+        with self._lock:
+            if self.state == "reconnecting" and all(f.connected or f.finished for f in self._followers):
+                self.state = "streaming"
+
     def _note_reconnect(self, follower: _ContainerFollower) -> None:
         with self._lock:
             self.reconnects += 1
@@ -457,8 +466,6 @@ class LogStream:
                     self._lock.wait(self.REORDER_WINDOW / 3)
             for entry in ready:
                 self.spool.append_line(entry.text)
-            if ready and self.state == "reconnecting" and all(f._current is not None or f.finished for f in self._followers):
-                self.state = "streaming"
             if finished:
                 if self.state != "closed":
                     self.state = "done"
@@ -467,6 +474,11 @@ class LogStream:
                 return
 
     # -- public ------------------------------------------------------------
+
+    @property
+    def live(self) -> bool:
+        """Every container stream is currently connected (or has ended)."""
+        return all(f.connected or f.finished for f in self._followers)
 
     @property
     def done(self) -> bool:

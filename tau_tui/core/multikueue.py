@@ -100,43 +100,43 @@ def evaluate_multikueue_ready(
     for check in checks:
         active, why = _active(check.condition("Active"))
         if not active:
-            issues.append(f"AdmissionCheck {check.name!r} {why}")
+            issues.append(f"AdmissionCheck \"{check.name}\" {why}")
             continue
         params = dict(check.parameters or {})
         if params.get("apiGroup") != PARAMETER_GROUP or params.get("kind") != PARAMETER_KIND or not params.get("name"):
             issues.append(
-                f"AdmissionCheck {check.name!r} parameters must reference {PARAMETER_GROUP} {PARAMETER_KIND} by name "
+                f"AdmissionCheck \"{check.name}\" parameters must reference {PARAMETER_GROUP} {PARAMETER_KIND} by name "
                 f"(got {params or 'none'})"
             )
             continue
         config_name = params["name"]
         if configs is None:
-            issues.append(f"MultiKueueConfig {config_name!r} cannot be read")
+            issues.append(f"MultiKueueConfig \"{config_name}\" cannot be read")
             continue
         config = config_by_name.get(config_name)
         if config is None:
-            issues.append(f"AdmissionCheck {check.name!r} references MultiKueueConfig {config_name!r}, which does not exist")
+            issues.append(f"AdmissionCheck \"{check.name}\" references MultiKueueConfig \"{config_name}\", which does not exist")
             continue
         if not config.clusters:
-            issues.append(f"MultiKueueConfig {config_name!r} lists no clusters")
+            issues.append(f"MultiKueueConfig \"{config_name}\" lists no clusters")
             continue
         cluster_issues: list[str] = []
         ok = False
         for name in config.clusters:
             cluster = cluster_by_name.get(name) if clusters is not None else None
             if cluster is None:
-                cluster_issues.append(f"MultiKueueCluster {name!r} " + ("cannot be read" if clusters is None else "does not exist"))
+                cluster_issues.append(f"MultiKueueCluster \"{name}\" " + ("cannot be read" if clusters is None else "does not exist"))
                 continue
             active, why = _active(cluster.condition("Active"))
             if active:
                 ok = True
                 break
-            cluster_issues.append(f"MultiKueueCluster {name!r} {why}")
+            cluster_issues.append(f"MultiKueueCluster \"{name}\" {why}")
         if ok:
             return ReadinessResult(
-                "True", REASON_READY, f"AdmissionCheck {check.name!r} has an active MultiKueue config and worker", (), check.name
+                "True", REASON_READY, f"AdmissionCheck \"{check.name}\" has an active MultiKueue config and worker", (), check.name
             )
-        issues.append(f"MultiKueueConfig {config_name!r} has no active worker: " + "; ".join(cluster_issues))
+        issues.append(f"MultiKueueConfig \"{config_name}\" has no active worker: " + "; ".join(cluster_issues))
     issues.sort()
     return ReadinessResult("False", REASON_NOT_READY, "; ".join(issues), tuple(issues))
 

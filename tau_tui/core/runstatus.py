@@ -443,7 +443,7 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
 
 STATE_SYMBOLS: dict[str, str] = {
     "not_found": "?",
-    "queued": "⧗",
+    "queued": "◷",
     "starting": "◐",
     "running": "▶",
     "succeeded": "✓",

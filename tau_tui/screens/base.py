@@ -282,11 +282,16 @@ class PaneScreen(Screen):
         return True
 
     def active_bindings_list(self) -> list[Binding]:
+        """This pane's own verbs as they are bound now (keymap applied, read-only ones gone)."""
         out = []
-        for binding in self._bindings.key_to_bindings.values():
-            for b in binding:
-                if b.show and self.check_action(b.action.split("(")[0], ()) is not False:
-                    out.append(b)
+        for active in self.active_bindings.values():
+            if active.node is self and active.binding.show:
+                out.append(active.binding)
+        if not out:  # nothing focused yet: read the class bindings through the keymap
+            for bindings in self._bindings.key_to_bindings.values():
+                for b in bindings:
+                    if b.show and self.check_action(b.action.split("(")[0], ()) is not False:
+                        out.append(b)
         return out
 
     def help_keys(self) -> list[tuple[str, str]]:

@@ -217,24 +217,25 @@ class LogsScreen(PaneScreen):
         view = self.query_one(LogView)
         request = self.request
         info = Text(no_wrap=True, overflow="ellipsis")
-        info.append(f"{self.run_title} ", style="bold")
-        if request is not None:
-            containers = "all containers" if request.all_containers else "default container"
-            info.append(f"[{containers}{' · previous' if request.previous else ''} · since {SINCE_PRESETS[self.since_index][0]}] ")
+        # most important first: narrow terminals cut the end of this line
         if view.following:
             info.append("▶ following", style=style_of("running"))
         else:
-            info.append(f"⏸ paused (+{view.pending_new} new)", style=style_of("pending"))
-        info.append(f" · {self.stream_state()}")
+            info.append(f"‖ paused (+{view.pending_new} new)", style=style_of("pending"))
         info.append(f" · {view.lines_seen} lines")
         dropped = self.dropped_lines()
         info.append(f" · dropped {dropped}", style=style_of("failed") if dropped else "")
+        if self.search_text:
+            where = f"{view.hit_index + 1}/{len(view.hits)}" if view.hits else "no match"
+            info.append(f" · /{self.search_text} {where}", style="bold")
         flags = [name for name, on_ in (("wrap", view.wrap), ("ts", bool(request and request.timestamps)), ("json", view.json_pretty)) if on_]
         if flags:
             info.append(" · " + " ".join(flags))
-        if self.search_text:
-            where = f"{view.hit_index + 1}/{len(view.hits)}" if view.hits else "no match"
-            info.append(f" · /{self.search_text} {where}")
+        info.append(f" · {self.run_title}", style="bold")
+        if request is not None:
+            containers = "all containers" if request.all_containers else "default container"
+            info.append(f" [{containers}{' · previous' if request.previous else ''} · since {SINCE_PRESETS[self.since_index][0]}]")
+        info.append(f" · {self.stream_state()}")
         if self.stream is not None and self.stream.errors:
             info.append(" · ⚠ " + "; ".join(self.stream.errors)[:80], style=style_of("warning"))
         self.query_one("#logs-info", Static).update(info)

@@ -93,8 +93,8 @@ class NodesScreen(PaneScreen):
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable(
-            [("node", "Node"), ("verdict", "Health"), ("reason", "Reason"), ("gpus", "GPUs alloc/cap"),
-             ("temp", "Temp"), ("util", "Util"), ("ecc", "ECC d/s"), ("xid", "XIDs"), ("hb", "HB"), ("sched", "Sched")],
+            [("node", "Node"), ("verdict", "Health"), ("gpus", "GPUs alloc/cap"), ("temp", "Temp"), ("util", "Util"),
+             ("ecc", "ECC d/s"), ("xid", "XIDs"), ("hb", "HB"), ("sched", "Sched"), ("reason", "Reason")],
             id="nodes-table",
         )
 
@@ -126,8 +126,8 @@ class NodesScreen(PaneScreen):
                 hb = age((now - health.last_heartbeat).total_seconds()) if health.last_heartbeat else "never"
                 temp, util, ecc, xids = telemetry_summary(health.detail)
             sched = status_text("cordoned") if node.unschedulable else Text("schedulable" if node.ready else "✗ NotReady")
-            data.rows.append((name, [Text(name), verdict_cell, Text(reason), Text(gpu_summary(node)), Text(temp), Text(util),
-                                     Text(ecc), Text(xids), Text(hb), sched]))
+            data.rows.append((name, [Text(name), verdict_cell, Text(gpu_summary(node)), Text(temp), Text(util),
+                                     Text(ecc), Text(xids), Text(hb), sched, Text(reason)]))
         data.status = f"{len(data.rows)} nodes · GPU health: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none")
         return data
 

@@ -107,7 +107,7 @@ class QueueScreen(PaneScreen):
                          id="queues-table", classes="queues-table")
         yield Label(Text("Workloads"), classes="section-title", id="workloads-title")
         yield KeyedTable(
-            [("state", "State"), ("name", "Workload"), ("queue", "Queue"), ("pos", "Pos"), ("delta", "Δ"),
+            [("state", "State"), ("pos", "Pos"), ("delta", "Δ"), ("name", "Workload"), ("queue", "Queue"),
              ("waiting", "Waiting"), ("prio", "Prio"), ("why", "Why pending")],
             id="workloads-table",
         )
@@ -153,7 +153,7 @@ class QueueScreen(PaneScreen):
                 continue
             key = f"lq/{lq.namespace}/{lq.name}"
             data.queues[key] = (ResourceKind.LOCAL_QUEUE, lq.name, lq.namespace)
-            cells = [Text(f"LQ {lq.namespace}/{lq.name} → {lq.cluster_queue}"), _queue_state(lq.active, lq.stop_policy),
+            cells = [Text(f"LQ {lq.namespace}/{lq.name}"), _queue_state(lq.active, lq.stop_policy),
                      _count(lq.pending_workloads), _count(lq.admitted_workloads)]
             usage = {}
             for u in lq.flavors_usage:
@@ -172,7 +172,13 @@ class QueueScreen(PaneScreen):
                     data.status = f"positions unavailable for {lq.namespace}/{lq.name}: {err}"
         estimated = any(r.estimated for r in reports.values())
         order = {"pending": 0, "quotaReserved": 1, "admitted": 2, "finished": 3}
-        for wl in sorted(workloads, key=lambda w: (order.get(w.status_word, 9), w.namespace or "", w.queue_name or "", w.name)):
+        def position(w: WorkloadView) -> int:
+            report = reports.get((w.namespace or "", w.queue_name or ""))
+            entry = report.position_of(w.namespace or "", w.name) if report else None
+            return entry.position_in_local_queue if entry and entry.position_in_local_queue is not None else 1 << 30
+
+        for wl in sorted(workloads, key=lambda w: (order.get(w.status_word, 9), w.namespace or "", w.queue_name or "",
+                                                    position(w), w.name)):
             row_text = f"{wl.namespace}/{wl.name} {wl.queue_name} {wl.status_word} {wl.owner_name or ''}"
             if not f.matches(row_text, wl.labels):
                 continue
@@ -191,7 +197,7 @@ class QueueScreen(PaneScreen):
                 waiting = age((now - wl.queue_order_timestamp).total_seconds())
             prio = f"{wl.effective_priority}" + (f" {wl.priority_class}" if wl.priority_class else "")
             data.workload_rows.append((key, [
-                status_text(wl.status_word), Text(key), Text(wl.queue_name or "—"), pos, Text(change), Text(waiting),
+                status_text(wl.status_word), pos, Text(change), Text(key), Text(wl.queue_name or "—"), Text(waiting),
                 Text(prio), Text(why_pending(wl, events, held)),
             ]))
         counts = {word: sum(1 for w in workloads if w.status_word == word) for word in order}

@@ -40,10 +40,11 @@ def render_run_status(status: RunStatus) -> Group:
         detail = Text(phase.detail)
         if phase.hint:
             detail.append(f"  → {phase.hint}", style="italic")
-        phases.add_row(Text(phase.name), status_text(phase.status), detail)
+        phases.add_row(Text(phase.name), Text(f"{phase.symbol} {phase.status}", style=style_of(phase.status)), detail)
     title = Text()
     title.append(f"{status.kind} {status.namespace}/{status.name}  ", style="bold")
     title.append_text(status_text(status.state, status.display_state))
+    title.append("  ")
     if status.queue:
         title.append(f"  queue {status.queue}")
     if status.cluster:
@@ -52,7 +53,7 @@ def render_run_status(status: RunStatus) -> Group:
     if status.diagnostics:
         parts.append(Text("Attention", style="bold underline"))
         for d in status.diagnostics:
-            line = Text(f"{ {'error': '✗', 'warning': '⚠', 'info': 'ℹ'}[d.severity] } {d.code}: {d.message}",
+            line = Text(f"{ {'error': '✗', 'warning': '⚠', 'info': 'i'}[d.severity] } {d.code}: {d.message}",
                         style=style_of({"error": "failed", "warning": "warning", "info": ""}[d.severity]))
             if d.suggestion:
                 line.append(f"  → {d.suggestion}", style="italic")

@@ -16,7 +16,7 @@ class CommandLine(Horizontal):
     CommandLine { height: 1; display: none; background: $boost; }
     CommandLine.-open { display: block; }
     CommandLine > Label { width: auto; padding: 0 0 0 1; color: $accent; text-style: bold; }
-    CommandLine > Input { border: none; height: 1; padding: 0 1; background: $boost; }
+    CommandLine > Input, CommandLine > Input:focus { border: none; height: 1; padding: 0 1; background: $boost; }
     """
 
     BINDINGS = [Binding("escape", "close", "Cancel", show=False)]

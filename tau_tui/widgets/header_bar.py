@@ -50,7 +50,7 @@ class HeaderBar(Widget):
     def render(self) -> Text:
         s = self.state
         top = Text(no_wrap=True, overflow="ellipsis")
-        top.append(" τ tau-tui ", style="bold reverse")
+        top.append(" tau-tui ", style="bold reverse")
         top.append("  ctx ", style="dim")
         top.append(s.context, style="bold")
         top.append("  ns ", style="dim")

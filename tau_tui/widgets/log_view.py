@@ -86,7 +86,7 @@ class LogView(ScrollView, can_focus=True):
         self._expanded_committed = 0
         self._max_width = 0
         self._layout_width = 0
-        self._console = Console(width=200, no_color=True, markup=False, highlight=False, emoji=False)
+        self._text_console = Console(width=200, no_color=True, markup=False, highlight=False, emoji=False)
         self.placeholder = "no log open"
 
     # -- data ----------------------------------------------------------------------
@@ -129,11 +129,11 @@ class LogView(ScrollView, can_focus=True):
         rows: list[str] | None = pretty_json(text) if self.json_pretty else None
         lines = rows if rows is not None else [text]
         out: list[Text] = []
-        width = max(10, self._layout_width or self.size.width or 80)
+        width = max(10, self._layout_width or self.scrollable_content_region.width or 80)
         for line in lines:
             rendered = self._style_line(line)
             if self.wrap and rendered.cell_len > width:
-                out.extend(rendered.wrap(self._console, width, overflow="fold", no_wrap=False))
+                out.extend(rendered.wrap(self._text_console, width, overflow="fold", no_wrap=False))
             else:
                 out.append(rendered)
         return out
@@ -156,7 +156,7 @@ class LogView(ScrollView, can_focus=True):
         count = spool.line_count
         committed = spool.committed_count
         arrived = max(0, count - self.lines_seen)
-        width = self.size.width
+        width = self.scrollable_content_region.width or self.size.width
         if self.expanded:
             if width != self._layout_width:
                 self._layout_width = width
@@ -308,6 +308,6 @@ class LogView(ScrollView, can_focus=True):
         text = self._line(index, committed)
         rows = self._expand(text) if self.expanded else [self._style_line(text)]
         piece = rows[sub] if sub < len(rows) else Text("")
-        segments = list(piece.render(self._console))
+        segments = list(piece.render(self._text_console))
         strip = Strip(segments).crop(scroll_x, scroll_x + width).extend_cell_length(width)
         return strip.apply_style(self.rich_style)

@@ -45,7 +45,7 @@ class ObjectDialog(ModalScreen[None]):
             yield Label(Text(self.title_text), id="object-title")
             with VerticalScroll():
                 if self.yaml_syntax:
-                    yield Static(Syntax(self.body, "yaml", theme="ansi_dark", word_wrap=False, background_color="default"))
+                    yield Static(Syntax(self.body, "yaml", theme="monokai" if self.app.current_theme.dark else "default", word_wrap=False, background_color=self.app.current_theme.surface))
                 else:
                     yield Static(Text(self.body))
 

@@ -7,8 +7,8 @@ from rich.text import Text
 # word -> (symbol, theme style)
 _STATES: dict[str, tuple[str, str]] = {
     # workloads / runs
-    "pending": ("⧗", "$warning"),
-    "queued": ("⧗", "$warning"),
+    "pending": ("◷", "$warning"),
+    "queued": ("◷", "$warning"),
     "quotaReserved": ("◐", "$accent"),
     "admitted": ("▶", "$success"),
     "running": ("▶", "$success"),
@@ -36,7 +36,7 @@ _STATES: dict[str, tuple[str, str]] = {
     "selectable": ("✓", "$success"),
     "excluded": ("✗", "$error"),
     "cordoned": ("⊘", "$warning"),
-    "held": ("⏸", "$warning"),
+    "held": ("‖", "$warning"),
 }
 
 # Rich styles cannot use theme variables; the app maps them once per theme.

@@ -276,8 +276,10 @@ def test_multikueue_objects_create_and_delete(env):
     assert ac.is_multikueue and ac.parameters["name"] == f"cfg-{suffix}"
     assert backend.get(R.MULTIKUEUE_CLUSTER, f"w-{suffix}").kubeconfig_location == f"w-{suffix}-kubeconfig"
 
-    assert backend.set_multikueue_config_clusters(f"cfg-{suffix}", []).ok
-    assert env.settle(lambda: backend.get(R.MULTIKUEUE_CONFIG, f"cfg-{suffix}").clusters == ())
+    assert backend.set_multikueue_config_clusters(f"cfg-{suffix}", [f"w-{suffix}", f"w2-{suffix}"]).ok
+    assert env.settle(lambda: backend.get(R.MULTIKUEUE_CONFIG, f"cfg-{suffix}").clusters == (f"w-{suffix}", f"w2-{suffix}"))
+    empty = backend.set_multikueue_config_clusters(f"cfg-{suffix}", [])  # the API requires 1-20 clusters
+    assert not empty.ok and empty.code == 422 and empty.message.startswith("rejected: patch")
     for kind, name in ((R.ADMISSION_CHECK, f"ac-{suffix}"), (R.MULTIKUEUE_CONFIG, f"cfg-{suffix}"), (R.MULTIKUEUE_CLUSTER, f"w-{suffix}")):
         assert backend.delete_multikueue_object(kind, name).ok
     assert env.settle(lambda: backend.get(R.MULTIKUEUE_CLUSTER, f"w-{suffix}") is None

@@ -23,7 +23,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from .binaries import REPO_ROOT, Binaries
-from .pki import CertificateAuthority, CertPair, write_service_account_keypair
+from .pki import CertificateAuthority, write_service_account_keypair
 from .processes import HarnessStartError, ManagedProcess, free_port, port_open
 
 KUEUE_NAMESPACE = "kueue-system"
@@ -195,6 +195,11 @@ class ControlPlane:
         if self._api_client is not None:
             self._api_client.close()
             self._api_client = None
+
+    def pids(self) -> dict[str, int]:
+        """PIDs of the running components, by component name."""
+        procs = [self.etcd, self.apiserver, *([self.kueue] if self.kueue else []), *self.extra]
+        return {proc.name: proc.pid for proc in procs if proc.running() and proc.pid is not None}
 
     def _start_etcd(self) -> None:
         self.etcd.start()

@@ -1,8 +1,8 @@
 """KWOK for tier 2: fake GPU nodes that run pods and serve fake container logs.
 
-KWOK's "general" pod stages are used (taken from the kwok module directory): a Job pod becomes
-Running about 1-6 s after binding and Succeeded 1-6 s later, unless the pod template sets the
-annotation `pod-complete.stage.kwok.x-k8s.io/delay` (e.g. "1h") to keep it Running.
+Stages come from the kwok module directory: node "fast" initialize, heartbeat-with-lease, and the
+"general" pod stages. A Job pod becomes Running about 1-6 s after binding and Succeeded 1-6 s
+later, unless the pod template sets the annotation `pod-complete.stage.kwok.x-k8s.io/delay` (e.g. "1h") to keep it Running.
 Logs: every container of every pod serves the lines of `FAKE_LOG_LINES`, followed live.
 """
 
@@ -67,10 +67,15 @@ def _cri_log_file(path: Path) -> None:
 
 
 def _kwok_config(plane: "ControlPlane", directory: Path) -> Path:
-    stage_dir = plane.binaries.kwok_module_dir / "kustomize" / "stage" / "pod" / "general"
-    stage_files = sorted(p for p in stage_dir.glob("pod-*.yaml"))
-    if not stage_files:
-        raise HarnessStartError(f"no KWOK pod stages found in {stage_dir}; rerun `bash harness/build.sh`")
+    stages = plane.binaries.kwok_module_dir / "kustomize" / "stage"
+    stage_files = [
+        stages / "node" / "fast" / "node-initialize.yaml",
+        stages / "node" / "heartbeat-with-lease" / "node-heartbeat-with-lease.yaml",
+        *sorted((stages / "pod" / "general").glob("pod-*.yaml")),
+    ]
+    missing = [str(p) for p in stage_files if not p.is_file()]
+    if missing or len(stage_files) < 3:
+        raise HarnessStartError(f"KWOK stage files missing: {missing or stages}; rerun `bash harness/build.sh`")
     logs_file = directory / "container.log"
     _cri_log_file(logs_file)
     docs = [yaml.safe_load(p.read_text()) for p in stage_files]

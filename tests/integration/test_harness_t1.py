@@ -244,3 +244,34 @@ def test_serviceaccount_kubeconfig_is_denied_until_granted(t1, api):
         wait_for(allowed, "the RoleBinding to take effect")
     finally:
         sa_client.close()
+
+
+def test_suspended_rayjob_gets_admitted(api):
+    custom = k8s.CustomObjectsApi(api)
+    container = {"name": "ray", "image": "registry.invalid/rayproject/ray:2.9",
+                 "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "1", "memory": "2Gi"}}}
+    gpu_container = {**container, "resources": {"requests": {"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "1"},
+                                                "limits": {"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "1"}}}
+    rayjob = custom.create_namespaced_custom_object("ray.io", "v1", NAMESPACE, "rayjobs", {
+        "apiVersion": "ray.io/v1", "kind": "RayJob",
+        "metadata": {"name": "t1-rayjob", "labels": {QUEUE_LABEL: "jobqueue"}},
+        "spec": {
+            "suspend": True,
+            "shutdownAfterJobFinishes": True,
+            "entrypoint": "python -c 'print(1)'",
+            "rayClusterSpec": {
+                "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [container]}}},
+                "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1, "minReplicas": 1, "maxReplicas": 1,
+                                      "rayStartParams": {},
+                                      "template": {"spec": {"containers": [gpu_container]}}}],
+            },
+        },
+    })
+    uid = rayjob["metadata"]["uid"]
+    wait_for(lambda: condition(workload_for(custom, NAMESPACE, uid) or {}, "Admitted") == "True",
+             "RayJob Workload Admitted")
+    # RayJob's suspend is omitempty: unsuspended means false or absent.
+    wait_for(lambda: not custom.get_namespaced_custom_object("ray.io", "v1", NAMESPACE, "rayjobs", "t1-rayjob")
+             ["spec"].get("suspend"), "RayJob unsuspended")
+    workload = workload_for(custom, NAMESPACE, uid)
+    assert [ps["name"] for ps in workload["spec"]["podSets"]] == ["head", "gpu", "submitter"]

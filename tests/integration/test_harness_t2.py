@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import queue
 import threading
 import time
@@ -156,6 +158,43 @@ def test_watch_resumes_after_apiserver_restart(t2, api):
         stop.set()
         core.create_namespaced_config_map(namespace, {"metadata": {"name": "stop-watcher"}})
         thread.join(timeout=10)
+
+
+def _listening_addresses(pid: int) -> set[str]:
+    """host:port of every listening TCP socket the process holds (from /proc; IPv4 and IPv6)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state != "0A" or inode not in inodes:  # 0A = LISTEN
+                continue
+            host_hex, port_hex = local.split(":")
+            raw = bytes.fromhex(host_hex)
+            if table == "tcp":
+                host = str(ipaddress.IPv4Address(raw[::-1]))
+            else:
+                host = str(ipaddress.IPv6Address(b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))))
+            found.add(f"{host}:{int(port_hex, 16)}")
+    return found
+
+
+def test_every_component_listens_on_loopback_only(t2):
+    pids = t2.pids()
+    assert {name.split("/")[1] for name in pids} >= {
+        "etcd", "kube-apiserver", "kueue", "kube-controller-manager", "kube-scheduler", "kwok"}
+    for name, pid in pids.items():
+        addresses = _listening_addresses(pid)
+        assert addresses, f"{name} listens on nothing"
+        assert all(a.startswith("127.0.0.1:") for a in addresses), f"{name} listens on {sorted(addresses)}"
 
 
 def _drain_until(events: queue.Queue, wanted) -> bool:

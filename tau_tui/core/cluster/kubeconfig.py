@@ -16,6 +16,8 @@ from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeCon
 from tau_tui.core.cluster.api import ClusterError
 
 IN_CLUSTER_CONTEXT = "in-cluster"
+#: One long-lived watch per resource kind plus log streams and requests.
+POOL_SIZE = 64
 IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
@@ -39,6 +41,16 @@ def _merger(paths: list[str]) -> KubeConfigMerger | None:
     return KubeConfigMerger(ENV_KUBECONFIG_PATH_SEPARATOR.join(existing))
 
 
+def _plain(node):
+    """The merger wraps dicts (and list entries) in ConfigNode; unwrap them."""
+    value = getattr(node, "value", node)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
 def in_cluster_available() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(k8s_config.incluster_config.SERVICE_TOKEN_FILENAME)
 
@@ -54,7 +66,7 @@ class KubeconfigSource:
         merger = _merger(self.paths)
         if merger is None:
             return None
-        return merger.config.value if hasattr(merger.config, "value") else merger.config
+        return _plain(merger.config)
 
     def contexts(self) -> list[ContextInfo]:
         cfg = self._config()
@@ -91,6 +103,7 @@ class KubeconfigSource:
         try:
             if context == IN_CLUSTER_CONTEXT and self._config() is None:
                 configuration = k8s.Configuration()
+                configuration.connection_pool_maxsize = POOL_SIZE
                 k8s_config.load_incluster_config(client_configuration=configuration)
                 return k8s.ApiClient(configuration)
             if self._config() is None:
@@ -99,6 +112,7 @@ class KubeconfigSource:
                     "set KUBECONFIG or use --demo"
                 )
             configuration = k8s.Configuration()
+            configuration.connection_pool_maxsize = POOL_SIZE
             loader = k8s_config.kube_config._get_kube_config_loader(
                 filename=ENV_KUBECONFIG_PATH_SEPARATOR.join(p for p in self.paths if os.path.exists(p)),
                 active_context=context,

@@ -239,6 +239,8 @@ class _Informer(threading.Thread):
         self.resource_version = rv
         self.relists += 1
         self.synced.set()
+        self.failing_since = None
+        self.backend._update_connection()
 
     def _watch(self, http: _Http, path: str, selector: str | None) -> None:
         resp = http.request("GET", path, [
@@ -401,7 +403,8 @@ class KubernetesBackend(BaseBackend):
             self._stop_informers()
             self._context = name
             self.http = _Http(client)
-            self._namespace = self.source.namespace_of(name) or self._namespace
+            if self._namespace is not None:  # "all namespaces" survives a context switch
+                self._namespace = self.source.namespace_of(name) or self._namespace
             for kind in ResourceKind:
                 self.cache.clear(kind)
             if self._started:

@@ -136,6 +136,8 @@ class SimStore:
         #: Hooks run on create (after defaulting, before storing): emulate webhooks.
         self.admission_hooks: list[Callable[[ResourceType, dict], None]] = []
         self.delete_hooks: list[Callable[[ResourceType, dict], None]] = []
+        #: Schema validation on create and patch (raise ApiFailure 422).
+        self.validators: list[Callable[[ResourceType, dict], None]] = []
         self.served: set[TypeKey] | None = None  # None = serve every type
 
     # -- ids ---------------------------------------------------------------
@@ -330,6 +332,8 @@ class SimStore:
                     hook(rt, obj)
                 except ApiFailure as exc:
                     raise exc
+            for validate in self.validators:
+                validate(rt, obj)
             if causes:
                 raise ApiFailure(422, "Invalid", f'{rt.kind} "{name}" is invalid',
                                  {"reason": "Invalid", "message": f'{rt.kind} "{name}" is invalid', "code": 422,
@@ -363,6 +367,8 @@ class SimStore:
                 raise ApiFailure(404, "NotFound", f'{qualified(rt)} "{name}" not found',
                                  {"reason": "NotFound", "message": f'{qualified(rt)} "{name}" not found', "details": {"name": name}, "code": 404})
             new = merge_patch(jcopy(old), patch)
+            for validate in self.validators:
+                validate(rt, new)
             if dry_run:
                 return new
             if new == old:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable, Mapping
@@ -105,6 +106,7 @@ class SimulatedCluster:
         self.tau_profiles: list[dict] | None = None
         self.store.admission_hooks.append(self._webhook)
         self.store.delete_hooks.append(self._on_delete)
+        self.store.validators.append(self._validate)
         self.ticks = 0
         #: Called after every tick, outside the lock (backends flush their caches).
         self.tick_listeners: list[Callable[[], None]] = []
@@ -177,6 +179,23 @@ class SimulatedCluster:
             spec = obj.get("spec") or {}
             if len(spec.get("podSets") or ()) > 8:
                 raise ApiFailure(422, "Invalid", "Workload is invalid: spec.podSets: at most 8 items")
+
+    @staticmethod
+    def _validate(rt: ResourceType, obj: dict) -> None:
+        """The CRD schema rules the simulation enforces (kueue.md A1)."""
+        name = (obj.get("metadata") or {}).get("name")
+        if rt is R.MULTIKUEUE_CONFIG.type:
+            clusters = (obj.get("spec") or {}).get("clusters") or []
+            if not 1 <= len(clusters) <= 20:
+                raise ApiFailure(422, "Invalid", f'MultiKueueConfig.kueue.x-k8s.io "{name}" is invalid', {
+                    "reason": "Invalid", "code": 422, "message": f'MultiKueueConfig.kueue.x-k8s.io "{name}" is invalid',
+                    "details": {"name": name, "causes": [{"field": "spec.clusters", "message": "must have between 1 and 20 items"}]}})
+        if rt is R.CLUSTER_QUEUE.type or rt is R.LOCAL_QUEUE.type:
+            policy = (obj.get("spec") or {}).get("stopPolicy")
+            if policy not in (None, "None", "Hold", "HoldAndDrain"):
+                raise ApiFailure(422, "Invalid", f'{rt.kind} "{name}" is invalid', {
+                    "reason": "Invalid", "code": 422, "details": {"name": name, "causes": [
+                        {"field": "spec.stopPolicy", "message": f'Unsupported value: "{policy}"'}]}})
 
     def _on_delete(self, rt: ResourceType, obj: dict) -> None:
         """Garbage collection by owner, as the GC controller does."""
@@ -1165,10 +1184,15 @@ class RealtimeTicker(threading.Thread):
         self._stop = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.wait(self.interval):
+        wait = self.interval
+        while not self._stop.wait(wait):
+            started = time.monotonic()
             self.world.tick()
             if self.on_tick is not None:
                 self.on_tick()
+            # A big scenario may tick slower than the interval: keep the UI
+            # thread room by waiting at least twice the tick's own cost.
+            wait = max(self.interval, 2 * (time.monotonic() - started))
 
     def stop(self) -> None:
         self._stop.set()

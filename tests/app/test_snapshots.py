@@ -1,0 +1,128 @@
+"""Snapshot tests: every pane at 80x24 and 160x48 on the demo scenario (frozen clock),
+plus the help, palette and confirm dialogs.  Update with ``--snapshot-update`` and look
+at every changed baseline as a PNG before accepting it (see docs/testing.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from textual.widgets import Input
+
+from tests.app.helpers import make_app, settle, wait_workers
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
+PANES = ["compose", "profiles", "queue", "runs", "logs", "nodes", "multikueue"]
+
+
+def freeze_cursors(app) -> None:
+    """Blinking cursors make screenshots flaky: hold them visible."""
+    for screen in app.screen_stack:
+        for field in screen.query(Input):
+            field.cursor_blink = False
+
+
+async def wait_for_log(pilot, ref: str) -> None:
+    app = pilot.app
+    await app.open_logs_for_run(ref)
+    screen = app.screen
+    last, stable_since = -1, time.monotonic()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+        await pilot.pause()
+        view = screen.query_one("LogView")
+        count = view.lines_seen
+        if count != last or count == 0:
+            last, stable_since = count, time.monotonic()
+        elif time.monotonic() - stable_since > 0.6:
+            break
+    await pilot.pause(0.3)
+
+
+def prepare(pane: str):
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await settle(pilot)
+        if pane == "logs":
+            await wait_for_log(pilot, "taugrid-default/nccl-allreduce-check")
+        if pane == "compose":
+            await pilot.pause(0.5)
+            await wait_workers(app)
+        await settle(pilot)
+        freeze_cursors(app)
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("pane", PANES)
+def test_pane(snap_compare, tmp_path, workspace, pane, size):
+    app = make_app(tmp_path, start_pane=pane, compose_file="tau.yaml" if pane == "compose" else None)
+    assert snap_compare(app, terminal_size=size, run_before=prepare(pane))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_node_drill_down(snap_compare, tmp_path, size):
+    app = make_app(tmp_path, start_pane="nodes")
+
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("down", "down", "enter")  # a100-node-3: degraded, with pods on it
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help_dialog(snap_compare, tmp_path, size):
+    app = make_app(tmp_path, start_pane="queue")
+
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_palette(snap_compare, tmp_path, size):
+    app = make_app(tmp_path, start_pane="nodes")
+
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.5)
+        await pilot.press("c", "o", "r")
+        await pilot.pause(0.5)
+        freeze_cursors(pilot.app)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_confirm_dialog(snap_compare, tmp_path, size):
+    app = make_app(tmp_path, start_pane="queue")
+
+    async def run_before(pilot):
+        await settle(pilot)
+        pilot.app.query_one("#workloads-table").focus()
+        await pilot.press("ctrl+d")  # cancel the first pending workload: server dry-run, then confirm
+        await settle(pilot)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_readonly_header_and_footer(snap_compare, tmp_path):
+    app = make_app(tmp_path, start_pane="queue", readonly=True)
+    assert snap_compare(app, terminal_size=(120, 30), run_before=lambda pilot: settle(pilot))
+
+
+def test_high_contrast_theme(snap_compare, tmp_path):
+    app = make_app(tmp_path, start_pane="nodes", theme="tau-high-contrast")
+    assert snap_compare(app, terminal_size=(120, 30), run_before=lambda pilot: settle(pilot))

@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import yaml
+
+from tau_tui.core.cluster.api import ChangeType, PositionReport, PositionSource, ResourceKind, ViewStatus
+from tau_tui.core.cluster.cache import ObjectCache
+from tau_tui.core.cluster.errors import describe_api_error, no_access_message
+from tau_tui.core.cluster.kubeconfig import KubeconfigSource
+from tau_tui.core.cluster.views import local_queue_view, workload_view
+from tau_tui.core.positions import PositionTracker, estimate_cluster_queue_order
+
+R = ResourceKind
+T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+
+def _wl(name, uid, priority=0, created=T0, queue="lq", ns="a", conditions=(), boost=None):
+    ann = {"kueue.x-k8s.io/priority-boost": str(boost)} if boost is not None else {}
+    return workload_view({"metadata": {"name": name, "namespace": ns, "uid": uid, "resourceVersion": "1",
+                                       "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ"), "annotations": ann},
+                          "spec": {"queueName": queue, "priority": priority},
+                          "status": {"conditions": list(conditions)}})
+
+
+def test_estimated_order_is_priority_then_queue_time_then_uid():
+    lqs = [local_queue_view({"metadata": {"name": "lq", "namespace": "a"}, "spec": {"clusterQueue": "cq"}}),
+           local_queue_view({"metadata": {"name": "lq2", "namespace": "b"}, "spec": {"clusterQueue": "cq"}})]
+    evicted = {"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout",
+               "lastTransitionTime": (T0 + timedelta(hours=5)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    wls = [
+        _wl("old-low", "u5", 0, T0),
+        _wl("new-high", "u4", 100, T0 + timedelta(hours=2)),
+        _wl("tie-b", "u2", 10, T0 + timedelta(hours=1)),
+        _wl("tie-a", "u1", 10, T0 + timedelta(hours=1), queue="lq2", ns="b"),
+        _wl("boosted", "u9", 0, T0 + timedelta(hours=3), boost=50),
+        _wl("requeued", "u3", 10, T0, conditions=[evicted]),
+        _wl("admitted", "u7", 1000, T0, conditions=[{"type": "QuotaReserved", "status": "True"}]),
+        _wl("finished", "u8", 1000, T0, conditions=[{"type": "Finished", "status": "True"}]),
+        _wl("orphan", "u6", 1000, T0, queue="missing"),
+    ]
+    entries = estimate_cluster_queue_order(wls, lqs)["cq"]
+    assert [e.name for e in entries] == ["new-high", "boosted", "tie-a", "tie-b", "requeued", "old-low"]
+    assert [e.position_in_cluster_queue for e in entries] == list(range(6))
+    by = {e.name: e for e in entries}
+    assert by["tie-a"].position_in_local_queue == 0 and by["tie-b"].position_in_local_queue == 2  # behind new-high and boosted in a/lq
+
+
+def test_position_history_keeps_changes():
+    tracker = PositionTracker(maxlen=4)
+    for minute, pos in enumerate([5, 5, 5, 3, 3, 1]):
+        from tau_tui.core.cluster.api import PendingPosition
+
+        entry = PendingPosition("a", "w", "u", "lq", "cq", 0, pos, pos)
+        tracker.record(PositionReport("LocalQueue", "lq", "a", (entry,), PositionSource.ESTIMATED, "",
+                                      T0 + timedelta(minutes=minute)), {("a", "w"): T0})
+    hist = tracker.history("a", "w")
+    assert [s.position_in_local_queue for s in hist.samples] == [5, 5, 3, 3, 1][-4:]
+    assert hist.change == -4 or hist.change == 1 - hist.samples[0].position_in_local_queue
+    assert hist.time_in_queue(T0 + timedelta(minutes=10)) == 600
+
+
+def test_error_messages_name_resource_verb_and_action():
+    assert describe_api_error(403, verb="list", resource="workloads.kueue.x-k8s.io", namespace="x").startswith(
+        "no access: list workloads.kueue.x-k8s.io in ns x.")
+    msg = describe_api_error(422, verb="create", resource="jobs.batch", namespace="x", name="j", body={
+        "reason": "Invalid", "message": "denied", "details": {"causes": [{"field": "spec.x", "message": "bad"}]}})
+    assert msg.startswith("rejected: create jobs.batch/j in ns x") and "spec.x: bad" in msg
+    assert "not found" in describe_api_error(404, verb="get", resource="pods", namespace="x", name="p",
+                                             body={"details": {"name": "p"}})
+    assert "not serve" in describe_api_error(404, verb="list", resource="rayjobs.ray.io", namespace="x")
+    assert "already exists" in describe_api_error(409, verb="create", resource="jobs.batch", name="j", body={"reason": "AlreadyExists"})
+    assert "PodDisruptionBudget" in describe_api_error(429, verb="create", resource="pods/eviction", name="p")
+    assert "webhook" in describe_api_error(500, verb="create", resource="jobs.batch", body={"message": "failed calling webhook"})
+    assert "cannot reach" in describe_api_error(None, verb="list", resource="pods")
+    assert "Log in again" in describe_api_error(401, verb="list", resource="pods")
+    assert no_access_message("list", "pods", None) == "no access: list pods"
+
+
+def _obj(name, rv, value=1):
+    return {"metadata": {"name": name, "resourceVersion": str(rv)}, "value": value}
+
+
+def test_cache_coalesces_and_drops_duplicates():
+    cache = ObjectCache()
+    batches = []
+    cache.subscribe(batches.append)
+    cache.replace(R.WORKLOAD_PRIORITY_CLASS, [_obj("a", 1), _obj("b", 1)])
+    cache.set_state(R.WORKLOAD_PRIORITY_CLASS, ViewStatus.READY)
+    assert cache.apply(R.WORKLOAD_PRIORITY_CLASS, "MODIFIED", _obj("a", 1)) is False  # same rv
+    cache.apply(R.WORKLOAD_PRIORITY_CLASS, "MODIFIED", _obj("a", 2, 5))
+    cache.apply(R.WORKLOAD_PRIORITY_CLASS, "ADDED", _obj("c", 3))
+    cache.apply(R.WORKLOAD_PRIORITY_CLASS, "DELETED", _obj("c", 4))
+    assert cache.apply(R.WORKLOAD_PRIORITY_CLASS, "DELETED", _obj("zz", 4)) is False
+    batch = cache.flush()
+    events = {(e.obj.name, e.type) for e in batch.events}
+    assert events == {("a", ChangeType.ADDED), ("b", ChangeType.ADDED)}  # c came and went within the window
+    assert batch.relisted == {R.WORKLOAD_PRIORITY_CLASS}
+    assert cache.get(R.WORKLOAD_PRIORITY_CLASS, "a").value == 5
+    cache.replace(R.WORKLOAD_PRIORITY_CLASS, [_obj("a", 2, 5)])
+    batch = cache.flush()
+    assert [(e.obj.name, e.type) for e in batch.events] == [("b", ChangeType.DELETED)]
+    assert batches[-1] is batch or batches[-1] == batch
+
+
+def test_node_allocation_unknown_until_pods_readable():
+    cache = ObjectCache()
+    node = {"metadata": {"name": "n1", "resourceVersion": "1"},
+            "status": {"capacity": {"nvidia.com/gpu": "8", "nvidia.com/mig-1g.10gb": "7"},
+                       "allocatable": {"nvidia.com/gpu": "8", "nvidia.com/mig-1g.10gb": "7"}}}
+    cache.replace(R.NODE, [node])
+    assert cache.get(R.NODE, "n1").gpu["nvidia.com/gpu"].allocated is None
+    pod = {"metadata": {"name": "p", "namespace": "a", "resourceVersion": "1"},
+           "spec": {"nodeName": "n1", "containers": [{"resources": {"limits": {"nvidia.com/gpu": "3"}}}]},
+           "status": {"phase": "Running"}}
+    cache.replace_node_pods([pod])
+    assert cache.get(R.NODE, "n1").gpu["nvidia.com/gpu"].allocated == 3
+    assert cache.get(R.NODE, "n1").gpu["nvidia.com/mig-1g.10gb"].allocated == 0
+    cache.apply_node_pod("MODIFIED", dict(pod, status={"phase": "Succeeded"}))
+    assert cache.get(R.NODE, "n1").gpu["nvidia.com/gpu"].allocated == 0
+
+
+def test_kubeconfig_merges_several_files_like_kubectl(tmp_path, monkeypatch):
+    def write(path, ctx, cluster, ns=None, current=None, exec_user=False):
+        user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "kubelogin", "args": ["get-token"]}} \
+            if exec_user else {"token": "abc"}
+        doc = {"apiVersion": "v1", "kind": "Config",
+               "clusters": [{"name": cluster, "cluster": {"server": f"https://{cluster}.example:6443"}}],
+               "users": [{"name": f"u-{ctx}", "user": user}],
+               "contexts": [{"name": ctx, "context": {"cluster": cluster, "user": f"u-{ctx}", **({"namespace": ns} if ns else {})}}]}
+        if current:
+            doc["current-context"] = current
+        path.write_text(yaml.safe_dump(doc))
+
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    write(first, "prod", "prod-cluster", ns="team-a", current="prod")
+    write(second, "aks-dev", "dev-cluster", exec_user=True)
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{second}:{tmp_path / 'missing.yaml'}")
+    source = KubeconfigSource()
+    assert [c.name for c in source.contexts()] == ["prod", "aks-dev"]
+    assert source.current_context() == "prod"
+    assert source.namespace_of("prod") == "team-a"
+    client = source.api_client("prod")
+    assert client.configuration.host == "https://prod-cluster.example:6443"
+    dev = source.api_client("aks-dev")  # exec plugins are wired, not run, until a request needs a token
+    assert dev.configuration.host == "https://dev-cluster.example:6443"

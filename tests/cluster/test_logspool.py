@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import threading
+
+from tau_tui.core.cluster.api import LogChunkRequest, LogRequest
+from tau_tui.core.logspool import LogSpool, LogStream, format_timestamp_ns, split_timestamp
+
+
+def test_spool_index_reads_any_line_and_has_no_cap(tmp_path):
+    spool = LogSpool(directory=str(tmp_path))
+    for i in range(50_000):
+        spool.append_line(f"line {i} é")
+    assert spool.line_count == 50_000
+    assert spool.line(0) == "line 0 é"
+    assert spool.line(49_999) == "line 49999 é"
+    assert spool.lines(1000, 1003) == ["line 1000 é", "line 1001 é", "line 1002 é"]
+    assert spool.lines(-2) == ["line 49998 é", "line 49999 é"]
+    spool.close()
+
+
+def test_partial_line_is_visible_then_replaced(tmp_path):
+    spool = LogSpool(directory=str(tmp_path))
+    spool.append_line("done")
+    spool.set_partial("src", "half a li")
+    assert spool.line_count == 2 and spool.line(1) == "half a li"
+    assert spool.committed_count == 1
+    spool.set_partial("src", None)
+    spool.append_line("half a line")
+    assert spool.lines() == ["done", "half a line"]
+
+
+def test_search_save_and_markup_verbatim(tmp_path):
+    spool = LogSpool(directory=str(tmp_path))
+    texts = ["[bold red]not markup[/]", "\x1b[31mansi kept\x1b[0m", "plain ERROR here", "error again"]
+    for t in texts:
+        spool.append_line(t)
+    spool.set_partial("p", "tail ERROR")
+    assert spool.lines() == texts + ["tail ERROR"]
+    assert spool.search("error") == [2, 3, 4]
+    assert spool.search("ERROR", ignore_case=False) == [2, 4]
+    assert spool.search(r"\[bold.*\]", regex=True) == [0]
+    out = tmp_path / "out.log"
+    assert spool.save(str(out)) == 5
+    assert out.read_text(encoding="utf-8").splitlines() == texts + ["tail ERROR"]
+    assert (out.stat().st_mode & 0o777) != 0
+    spool.close()
+    assert not (tmp_path / spool.path).exists()
+
+
+def test_timestamps_parse_with_nanoseconds_and_offsets():
+    ns, ts, rest = split_timestamp(b"2026-01-01T00:00:01.123456789Z hello world")
+    assert rest == b"hello world" and ts == b"2026-01-01T00:00:01.123456789Z"
+    assert format_timestamp_ns(ns) == "2026-01-01T00:00:01.123456789Z"
+    ns2, _, _ = split_timestamp(b"2026-01-01T01:00:01.123456789+01:00 x")
+    assert ns2 == ns
+    assert split_timestamp(b"no stamp")[0] is None
+
+
+class FlakySource:
+    """A scripted log source: serves lines, breaks once mid-stream, honours sinceTime (seconds)."""
+
+    def __init__(self, lines, break_after, partial_tail=b""):
+        self.lines = lines
+        self.break_after = break_after
+        self.partial_tail = partial_tail
+        self.opens = []
+        self.lock = threading.Lock()
+
+    def resolve_log_targets(self, request):
+        return [("pod-a", "main")]
+
+    def open_container_log(self, req: LogChunkRequest):
+        with self.lock:
+            self.opens.append(req)
+            first = len(self.opens) == 1
+        since = int(req.since_time.timestamp()) * 10**9 if req.since_time else 0
+        chosen = [l for l in self.lines if split_timestamp(l)[0] >= since]
+        source = self
+
+        class It:
+            def __iter__(self_inner):
+                for i, line in enumerate(chosen):
+                    if first and i == source.break_after:
+                        yield line[:7]  # a torn partial line, then the connection drops
+                        raise ConnectionResetError("reset")
+                    yield line + b"\n"
+                if source.partial_tail:
+                    yield source.partial_tail
+
+            def close(self_inner):
+                pass
+        return It()
+
+    def container_finished(self, namespace, pod, container):
+        return True
+
+
+def test_stream_resumes_after_break_without_duplicates(tmp_path):
+    base = 1_767_225_600 * 10**9
+    lines = []
+    for i in range(30):
+        ns = base + (i // 3) * 10**9 + (i % 3)  # three lines share each second, two share a nanosecond below
+        lines.append(f"{format_timestamp_ns(ns)} line {i}".encode())
+    lines.insert(10, lines[9].split(b" ", 1)[0] + b" same-ns twin")  # identical timestamp as line 9
+    source = FlakySource(lines, break_after=12, partial_tail=b"2026-01-01T00:00:30.000000000Z unterminated")
+    stream = LogStream(source, LogRequest(namespace="ns", pods=("pod-a",), follow=True), [("pod-a", "main")],
+                       spool_dir=str(tmp_path)).start()
+    assert stream.wait_done(10)
+    expected = [l.split(b" ", 1)[1].decode() for l in lines] + ["unterminated"]
+    assert stream.spool.lines() == expected
+    assert stream.reconnects == 1 and len(source.opens) == 2
+    assert source.opens[1].since_time is not None and source.opens[1].tail_lines is None

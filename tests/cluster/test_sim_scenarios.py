@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tau_tui.core import profiles
+from tau_tui.core.cluster.api import ClusterError, LogRequest, ResourceKind, ViewStatus
+from tau_tui.core.cluster.sim.backend import SimulatedBackend
+from tau_tui.core.cluster.sim.scenario import build_world, scenario_names
+
+R = ResourceKind
+
+
+@pytest.fixture(scope="module")
+def demo():
+    world = build_world("demo")
+    backend = SimulatedBackend(world)
+    backend.start()
+    yield world, backend
+    backend.close()
+
+
+def test_packaged_scenarios():
+    assert {"demo", "large", "faults"} <= set(scenario_names())
+    with pytest.raises(ClusterError, match="unknown scenario"):
+        build_world("nope")
+
+
+def test_demo_lights_up_every_pane(demo):
+    world, backend = demo
+    assert len(backend.cluster_queues()) >= 3 and len(backend.local_queues()) >= 3
+    assert len(backend.resource_flavors()) >= 3 and backend.cohorts() and len(backend.workload_priority_classes()) >= 2
+    words = {w.status_word for w in backend.workloads()}
+    assert {"pending", "admitted", "finished"} <= words
+    assert any(w.owner_kind == "RayJob" and w.status_word == "admitted" for w in backend.workloads())
+    assert any(w.owner_kind == "RayJob" and w.status_word == "finished" for w in backend.workloads())
+    mk = [w for w in backend.workloads() if w.cluster_name]
+    assert mk and mk[0].admission_checks[0].state == "Ready"
+    assert backend.multikueue_configs() and len(backend.multikueue_clusters()) == 2
+    assert any(ac.is_multikueue and ac.condition("Active").is_true for ac in backend.admission_checks())
+    assert backend.ray_jobs() and backend.jobs() and backend.events() and backend.tau_workspaces()
+    nodes = {n.name: n for n in backend.nodes()}
+    assert nodes["h100-node-5"].condition("GPUUnhealthy").is_true
+    assert nodes["h100-node-5"].gpu_health.status["verdict"] == "unhealthy"
+    assert nodes["a100-node-3"].condition("GPUDegraded").is_true
+    assert nodes["a100-mig-node-0"].gpu["nvidia.com/mig-1g.10gb"].capacity == 28
+    assert nodes["t4-shared-node-0"].gpu["nvidia.com/gpu.shared"].allocatable == 16
+    assert nodes["t4-shared-node-0"].gpu_conditions == ()  # no agent: unknown, not healthy
+    busy = [n for n in nodes.values() if n.gpu.get("nvidia.com/gpu") and n.gpu["nvidia.com/gpu"].allocated]
+    assert busy
+    for kind in R:
+        assert backend.view_state(kind).status is ViewStatus.READY, kind
+
+
+def test_demo_tau_cluster_passes_the_profile_gate(demo):
+    _, backend = demo
+    tc = backend.tau_cluster()
+    assert tc is not None
+    profile_set = profiles.profile_set_from_taucluster(dict(tc.raw))
+    assert profile_set.gate_open, profile_set.gate_problems
+    ready = {p.name for p in profile_set.profiles if p.condition("Ready").status == "True"}
+    assert "azure.research.training.xl" in ready and "azure.research.multicluster.h100" in ready
+    assert tc.condition("MultiKueueReady").is_true
+
+
+def test_demo_logs_for_job_and_rayjob(demo, tmp_path):
+    world, backend = demo
+    stream = backend.open_logs(LogRequest(namespace="taugrid-default", job="llama-70b-sft", all_containers=True, tail_lines=5),
+                               spool_dir=str(tmp_path))
+    assert stream.wait_done(10)
+    lines = stream.spool.lines()
+    assert lines and all(line.startswith("[llama-70b-sft-") for line in lines)
+    assert {"fetch-data", "trainer", "metrics"} <= {line.split("/", 1)[1].split("]")[0] for line in lines}
+    ray = backend.open_logs(LogRequest(namespace="team-nlp", ray_job="ray-rlhf-ppo", tail_lines=3), spool_dir=str(tmp_path))
+    assert ray.wait_done(10)
+    first = ray.spool.lines()[0]
+    assert "-head-" in first.split("]")[0]
+    prev = backend.open_logs(LogRequest(namespace="team-nlp", job="eval-mmlu-0301", previous=True), spool_dir=str(tmp_path))
+    assert prev.wait_done(10)
+    assert any("uncorrectable ECC error" in line for line in prev.spool.lines())
+
+
+def test_demo_positions_come_from_simulated_visibility_api(demo):
+    _, backend = demo
+    report = backend.pending_positions_cluster_queue("jobqueue")
+    assert not report.estimated and report.entries
+    backend.use_visibility_api = False
+    try:
+        estimate = backend.pending_positions_cluster_queue("jobqueue")
+    finally:
+        backend.use_visibility_api = True
+    assert [e.name for e in estimate.entries] == [e.name for e in report.entries]
+
+
+def test_faults_scenario_requeues_from_stalled_worker():
+    world = build_world("faults")
+    backend = SimulatedBackend(world)
+    backend.start()
+    clusters = {c.name: c for c in backend.multikueue_clusters()}
+    assert clusters["worker-a"].connected is False
+    assert clusters["worker-a"].condition("Active").reason == "ClientConnectionFailed"
+    remote = [w for w in backend.workloads() if w.owner_name == "remote-train"][0]
+    assert remote.cluster_name == "worker-b"  # lost worker-a, requeued, placed again
+    assert any(e.reason == "EvictedDueToAdmissionCheck" for e in backend.events())
+    ac = backend.get(R.ADMISSION_CHECK, "mk-check")
+    assert ac.condition("Active").reason == "SomeActiveClusters"
+    nodes = {n.name: n for n in backend.nodes()}
+    assert nodes["gpu-node-1"].condition("GPUUnhealthy").is_true
+    assert any(t.get("key") == "tau-tui.io/gpu-unhealthy" for t in nodes["gpu-node-1"].taints)
+    world.advance(61)
+    assert backend.get(R.NODE, "gpu-node-6").condition("GPUUnhealthy").is_true
+    world.advance(540)
+    assert not backend.get(R.NODE, "gpu-node-1").condition("GPUUnhealthy").is_true
+    backend.close()
+
+
+def test_large_scenario_shape():
+    started = time.perf_counter()
+    world = build_world("large")
+    backend = SimulatedBackend(world)
+    backend.start()
+    assert len(backend.workloads()) == 20_000
+    assert len(backend.local_queues()) == 50 and len(backend.cluster_queues()) == 10
+    nodes = backend.nodes()
+    assert len(nodes) == 2000 and all(n.gpu["nvidia.com/gpu"].capacity == 8 for n in nodes)
+    assert {w.status_word for w in backend.workloads()} >= {"pending", "admitted"}
+    assert time.perf_counter() - started < 120  # a loose bound; benchmarks measure it
+    backend.close()
+
+
+def test_deterministic_for_a_seed():
+    a = build_world("faults")
+    b = build_world("faults")
+    names = lambda w: sorted((o["metadata"]["namespace"], o["metadata"]["name"], o["metadata"]["uid"]) for o in w.store.items(R.POD.type))
+    assert names(a) == names(b)
