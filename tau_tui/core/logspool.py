@@ -309,6 +309,12 @@ class _ContainerFollower(threading.Thread):
                 broke = True
                 failures += 1
                 self.error = str(exc) or type(exc).__name__
+                if getattr(exc, "code", None) in (400, 401, 403, 404):
+                    # Not a broken stream: no previous container, no access, pod gone.
+                    self.stream.spool.set_partial(self, None)
+                    if buffer:
+                        self._emit(buffer, skip_before, skip_equal)
+                    return
             finally:
                 self.connected = False
                 current, self._current = self._current, None

@@ -14,7 +14,7 @@ import random
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 from urllib.parse import quote
 
 from kubernetes import client as k8s
