@@ -247,14 +247,14 @@ class TauApp(App):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
     def _connect(self, context: str | None, namespace: str | None) -> None:
-        from tau_tui.core.kubeconfig import KubeconfigError, describe
+        from tau_tui.core.cluster.kubeconfig import KubeconfigSource
 
         try:
-            info = describe()
-        except KubeconfigError as err:
-            self.post_message(self.BackendFailed(str(err), True))
+            contexts = KubeconfigSource().contexts()
+        except ClusterError as err:
+            self.post_message(self.BackendFailed(err.message, True))
             return
-        if not info.contexts:
+        if not contexts:
             self.post_message(self.BackendFailed(
                 "no kubeconfig found (set KUBECONFIG or create ~/.kube/config).", True))
             return

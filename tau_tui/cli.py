@@ -12,7 +12,8 @@ from pathlib import Path
 
 from .core.config import load_config
 from .core.diagnostics import DiagnosticError
-from .core.kubeconfig import KubeconfigError, api_client
+from .core.cluster.api import ClusterError
+from .core.cluster.kubeconfig import KubeconfigSource
 from .core.profiles import Caller, ProfileReadError, explain
 from .core.render import to_yaml
 from .core.resolve import RenderOptions
@@ -72,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def api_client(context: str | None):
+    return KubeconfigSource().api_client(context)
+
+
 def _client_factory(context: str | None):
     def factory():
         return api_client(context)
@@ -103,14 +108,15 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from .core.submit import submit_manifests
+    from .core.cluster.real import KubernetesBackend
     from .core.workload import load_profiles, render_run
 
     loaded = load_config(args.file)
-    client = functools.cache(lambda: api_client(args.context))
-    profile_set = load_profiles(loaded, None, client, client_dry_run=False)
+    # The backend is used for its mutations only: no watches are started for a one-shot submit.
+    backend = functools.cache(lambda: KubernetesBackend(context=args.context, namespace=args.namespace))
+    profile_set = load_profiles(loaded, None, lambda: backend().http.api_client, client_dry_run=False)
     run = render_run(loaded, profile_set, RenderOptions(args.namespace, args.team, args.lane, args.submission_id))
-    outcomes = submit_manifests(client(), run.manifests, dry_run=args.dry_run == "server")
+    outcomes = backend().submit(run.manifests, dry_run=args.dry_run == "server")
     for outcome in outcomes:
         stream = sys.stdout if outcome.ok else sys.stderr
         print(outcome.message, file=stream)
@@ -167,7 +173,10 @@ def run_command(argv: list[str]) -> int:
     except DiagnosticError as err:
         _print_diagnostics(err)
         return EXIT_INVALID
-    except (KubeconfigError, ProfileReadError) as err:
+    except ClusterError as err:
+        print(f"tau-tui: {err.message}", file=sys.stderr)
+        return EXIT_FAILED
+    except ProfileReadError as err:
         print(f"tau-tui: {err}", file=sys.stderr)
         return EXIT_FAILED
     except Exception as err:  # the last line of defence: a message, never a traceback

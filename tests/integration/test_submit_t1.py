@@ -14,7 +14,7 @@ from kubernetes.client.rest import ApiException
 
 from tau_tui.cli import main
 from tau_tui.core.profiles import GROUP, TAUCLUSTER_NAME, TAUCLUSTER_PLURAL, VERSION, taucluster_status
-from tau_tui.core.submit import submit_manifests
+from tau_tui.core.cluster.real import KubernetesBackend
 from tests.data.cases import CASES_DIR
 from tests.data.regen import build_catalog
 from tests.harness.manifests import create_from_file
@@ -111,7 +111,7 @@ def test_server_dry_run_creates_nothing(run_dir, cluster, capsys):
     config = write_config(run_dir, "dry-run-only")
     assert main(["submit", str(config), "--dry-run=server"]) == 0
     out, err = capsys.readouterr()
-    assert "Job taugrid-default/dry-run-only server dry-run accepted" in out, err
+    assert "Job dry-run-only passes server dry-run" in out, err
     assert jobs_named(api_client, "dry-run-only") == []
 
 
@@ -120,7 +120,7 @@ def test_submit_is_admitted_and_resubmit_creates_no_duplicate(run_dir, cluster, 
     config = write_config(run_dir, "submitted-once")
     assert main(["submit", str(config)]) == 0
     out, _ = capsys.readouterr()
-    assert "Job taugrid-default/submitted-once created" in out
+    assert "Job submitted-once created" in out
     job = jobs_named(api_client, "submitted-once")[0]
     assert job.metadata.labels["kueue.x-k8s.io/queue-name"] == "jobqueue"
     assert job.metadata.annotations["tau.azure.com/workload-profile"] == "azure.research.training.l"
@@ -129,7 +129,7 @@ def test_submit_is_admitted_and_resubmit_creates_no_duplicate(run_dir, cluster, 
 
     assert main(["submit", str(config)]) == 0
     out, _ = capsys.readouterr()
-    assert "was already submitted with submission id" in out
+    assert "already submitted (same tau.azure.com/submission-id); nothing new created" in out
     submission_id = job.metadata.labels[SUBMISSION]
     same = k8s.BatchV1Api(api_client).list_namespaced_job(NAMESPACE, label_selector=f"{SUBMISSION}={submission_id}").items
     assert len(same) == 1
@@ -175,7 +175,7 @@ def test_forbidden_reads_and_writes_name_resource_and_verb(run_dir, cluster, cap
     monkeypatch.setenv("KUBECONFIG", plane.kubeconfig_for_serviceaccount("submit-rbac", "read-only"))
     assert main(["submit", str(config)]) == 1
     _, err = capsys.readouterr()
-    assert "no access: get jobs.batch in ns taugrid-default" in err
+    assert "no access: create jobs.batch in ns taugrid-default" in err
     assert "Traceback" not in err
 
 
@@ -210,8 +210,9 @@ def test_admission_denial_is_explained(run_dir, cluster, capsys):
 @pytest.mark.parametrize("case", sorted(p for p in CASES_DIR.iterdir() if (p / "expected.yaml").exists()), ids=lambda p: p.name)
 def test_every_golden_manifest_passes_server_dry_run(cluster, case):
     """Strict field validation against the real Job, Service and RayJob schemas and Kueue's webhooks."""
-    _, api_client = cluster
+    plane, _ = cluster
     manifests = [m for m in yaml.safe_load_all((case / "expected.yaml").read_text()) if m]
     assert {m["metadata"]["namespace"] for m in manifests} <= {NAMESPACE, "ray"}  # both exist on the cluster
-    outcomes = submit_manifests(api_client, manifests, dry_run=True)
-    assert [o.status for o in outcomes] == ["dry-run-ok"] * len(manifests), [o.message for o in outcomes]
+    outcomes = KubernetesBackend(kubeconfig=plane.kubeconfig).submit(manifests, dry_run=True)
+    assert [o.ok for o in outcomes] == [True] * len(manifests), [o.message for o in outcomes]
+    assert not any(o.existing for o in outcomes)

@@ -346,7 +346,9 @@ class BaseBackend(ClusterBackend):
     def submit(self, manifests: Sequence[Mapping[str, Any]], dry_run: bool = False) -> list[MutationResult]:
         results: list[MutationResult] = []
         failed = False
-        for manifest in manifests:
+        # A headless Service goes first: a Job whose Service failed would start pods that cannot rendezvous.
+        ordered = sorted(manifests, key=lambda m: 0 if m.get("kind") == "Service" else 1)
+        for manifest in ordered:
             meta = manifest.get("metadata") or {}
             name = meta.get("name") or meta.get("generateName") or ""
             api_version, kind = manifest.get("apiVersion", ""), manifest.get("kind", "")
@@ -375,8 +377,8 @@ class BaseBackend(ClusterBackend):
                 )
             except ApiFailure as exc:
                 if exc.code == 409:
-                    existing = self._existing_same_submission(rt, name, namespace, manifest)
-                    if existing is not None:
+                    existing = self._existing_for_submission(rt, name, namespace, manifest)
+                    if existing is not None and _submission_id(existing) == _submission_id(manifest):
                         results.append(
                             MutationResult(True, "create", rt.kind, name, namespace,
                                            f"{rt.kind} {name} already submitted (same "
@@ -384,22 +386,30 @@ class BaseBackend(ClusterBackend):
                                            dry_run, existing=True, object=existing)
                         )
                         continue
+                    if existing is not None:
+                        results.append(MutationResult(
+                            False, "create", rt.kind, name, namespace,
+                            f"{rt.qualified}/{name} already exists in ns {namespace} from a different submission "
+                            f"({SUBMISSION_ID_LABEL} {_submission_id(existing) or 'none'}, this one "
+                            f"{_submission_id(manifest)}). Rename the run (name:) or delete the old one first.",
+                            dry_run, code=409,
+                        ))
+                        failed = True
+                        continue
                 results.append(failure_result(exc, "create", rt, name, namespace, dry_run))
                 failed = True
         return results
 
-    def _existing_same_submission(
+    def _existing_for_submission(
         self, rt: ResourceType, name: str, namespace: str | None, manifest: Mapping[str, Any]
     ) -> dict | None:
-        wanted = ((manifest.get("metadata") or {}).get("labels") or {}).get(SUBMISSION_ID_LABEL)
-        if not wanted:
+        """The object already there under this name, or None when it cannot be read."""
+        if not _submission_id(manifest):
             return None
         try:
-            existing = self._api_get(rt, name, namespace)
+            return self._api_get(rt, name, namespace)
         except ApiFailure:
             return None
-        have = ((existing.get("metadata") or {}).get("labels") or {}).get(SUBMISSION_ID_LABEL)
-        return existing if have == wanted else None
 
     def cancel(self, kind: ResourceKind, namespace: str, name: str, dry_run: bool = False) -> MutationResult:
         if kind not in (ResourceKind.JOB, ResourceKind.RAY_JOB, ResourceKind.WORKLOAD):
@@ -518,3 +528,7 @@ class BaseBackend(ClusterBackend):
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _submission_id(obj: Mapping[str, Any]) -> str | None:
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(SUBMISSION_ID_LABEL)

@@ -63,7 +63,11 @@ class KubeconfigSource:
         self.explicit = kubeconfig
 
     def _config(self) -> dict | None:
-        merger = _merger(self.paths)
+        try:
+            merger = _merger(self.paths)
+        except Exception as exc:  # unreadable file, broken YAML: name the files, never a traceback
+            where = ENV_KUBECONFIG_PATH_SEPARATOR.join(p for p in self.paths if os.path.exists(p))
+            raise ClusterError(f"cannot read kubeconfig {where}: {exc}. Fix the file or point KUBECONFIG at a valid one") from None
         if merger is None:
             return None
         return _plain(merger.config)
@@ -120,4 +124,6 @@ class KubeconfigSource:
             loader.load_and_set(configuration)
             return k8s.ApiClient(configuration)
         except ConfigException as exc:
-            raise ClusterError(f"cannot use context {context!r}: {exc}") from None
+            known = ", ".join(c.name for c in self.contexts())
+            where = ENV_KUBECONFIG_PATH_SEPARATOR.join(p for p in self.paths if os.path.exists(p))
+            raise ClusterError(f"cannot use kubeconfig {where} context {context!r}: {exc}" + (f". Known contexts: {known}" if known else "")) from None

@@ -57,6 +57,8 @@ def resource_path(rt: ResourceType, namespace: str | None = None, name: str | No
     return base
 
 
+FIELD_MANAGER = "tau-tui"
+
 class _Http:
     """Thin raw-JSON layer over ApiClient (auth, TLS, exec plugins included)."""
 
@@ -468,7 +470,9 @@ class KubernetesBackend(BaseBackend):
         body = dict(body)
         if rt.namespaced:
             body["metadata"] = dict(body.get("metadata") or {}, namespace=namespace)
-        return self.http.request("POST", resource_path(rt, namespace), self._dry(dry_run), body=body)
+        # Strict: an unknown or misspelt field is an error, never silently pruned.
+        query = [*self._dry(dry_run), ("fieldValidation", "Strict"), ("fieldManager", FIELD_MANAGER)]
+        return self.http.request("POST", resource_path(rt, namespace), query, body=body)
 
     def _api_delete(self, rt: ResourceType, name: str, namespace: str | None, dry_run: bool) -> None:
         options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
