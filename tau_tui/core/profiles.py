@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cluster.api import Condition
+from .cluster.views import parse_conditions
 from .diagnostics import Diagnostic, DiagnosticError
 from .yamlsource import load_mapping_file
 
@@ -54,25 +56,6 @@ def compute_profile_set_hash(profiles: list[dict[str, Any]]) -> str:
     entries = sorted((_normalised_tree(p) for p in profiles), key=lambda p: str(p.get("name", "")))
     text = json.dumps(entries, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class Condition:
-    type: str
-    status: str
-    reason: str = ""
-    message: str = ""
-    observed_generation: int | None = None
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Condition:
-        return cls(
-            type=str(data.get("type", "")),
-            status=str(data.get("status", "Unknown")),
-            reason=str(data.get("reason", "")),
-            message=str(data.get("message", "")),
-            observed_generation=data.get("observedGeneration"),
-        )
 
 
 @dataclass(frozen=True)
@@ -134,7 +117,7 @@ class Profile:
             cluster_queues=tuple(data.get("clusterQueues") or ()),
             resource_flavors=tuple(data.get("resourceFlavors") or ()),
             topologies=tuple(data.get("topologies") or ()),
-            conditions=tuple(Condition.from_dict(c) for c in data.get("conditions") or ()),
+            conditions=parse_conditions(data.get("conditions")),
         )
 
     def condition(self, type_: str) -> Condition | None:
@@ -204,7 +187,7 @@ def profile_set_from_taucluster(obj: dict[str, Any]) -> ProfileSet:
     generation = (obj.get("metadata") or {}).get("generation")
     status = obj.get("status") or {}
     workload_profiles = status.get("workloadProfiles") or {}
-    conditions = [Condition.from_dict(c) for c in status.get("conditions") or ()]
+    conditions = list(parse_conditions(status.get("conditions")))
     profiles = [Profile.from_dict(p) for p in workload_profiles.get("profiles") or ()]
     return ProfileSet(
         source=f"TauCluster/{TAUCLUSTER_NAME} generation {generation}",

@@ -120,9 +120,13 @@ def strip_managed_fields(obj: dict) -> dict:
 
 
 def conditions_of(obj: Mapping[str, Any]) -> tuple[Condition, ...]:
-    raw = ((obj.get("status") or {}).get("conditions")) or ()
+    return parse_conditions((obj.get("status") or {}).get("conditions"))
+
+
+def parse_conditions(raw: Any) -> tuple[Condition, ...]:
+    """A ``conditions`` list as served; malformed entries are skipped."""
     out = []
-    for c in raw:
+    for c in raw or ():
         if not isinstance(c, Mapping):
             continue
         out.append(
