@@ -98,7 +98,8 @@ def fast_config(**overrides: Any) -> AgentConfig:
 
 
 class SimNode:
-    """One node: fake NVML, the real agent loop, a fake clock and a recording writer."""
+    """One node: fake NVML, the real agent loop, a fake clock and a writer (recording by default;
+    the harness tests pass the real KubernetesWriter)."""
 
     def __init__(
         self,
@@ -111,6 +112,7 @@ class SimNode:
         writer: RecordingWriter | None = None,
         seed: int = 7,
         clock: FakeClock | None = None,
+        node_name: str = "gpu-node-a",
     ):
         self.clock = clock or FakeClock()
         self.nvml = nvml or FakeNvml(gpus or [])
@@ -127,7 +129,7 @@ class SimNode:
             self.config,
             self.collector,
             self.writer,
-            node_name="gpu-node-a",
+            node_name=node_name,
             xids=self.watcher,
             clock=self.clock,
             rng=random.Random(seed),

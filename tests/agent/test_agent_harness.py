@@ -10,12 +10,8 @@
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
@@ -30,53 +26,22 @@ from tau_agent.nvml_reader import NvmlReader
 from tau_tui.core.gpu_health import API_GROUP, API_VERSION, HEALTH_PLURAL
 
 from .fake_nvml import FakeNvml, h100_node
+from .harness_support import (
+    EVENTS_NAMESPACE,
+    NAMESPACE,
+    SERVICE_ACCOUNT,
+    agent_client,
+    agent_manifests_applied,
+    conditions_of,
+    token_client,
+    wait_for,
+)
 from .sim import FakeClock, fast_config
 
 pytestmark = [pytest.mark.harness, pytest.mark.t2]
 
-REPO = Path(__file__).resolve().parents[2]
-NAMESPACE = "tau-system"
-EVENTS_NAMESPACE = "default"
-SERVICE_ACCOUNT = "tau-agent"
 NODE_A = "agent-test-gpu-a"
 NODE_B = "agent-test-gpu-b"
-TEST_TAINT = {"key": "tau-tui.io/agent-test", "value": "true", "effect": "NoSchedule"}
-
-
-def kubectl_binary() -> str:
-    """kubectl from $TAU_KUBECTL, the harness cache, or PATH; a clear failure otherwise."""
-    from tests.harness.binaries import cache_root, locate
-
-    candidates = [os.environ.get("TAU_KUBECTL", "")]
-    try:
-        candidates.append(str(cache_root() / f"kubernetes-{locate().k8s_version}" / "kubectl"))
-    except Exception:
-        pass
-    candidates.append(shutil.which("kubectl") or "")
-    for path in candidates:
-        if path and os.access(path, os.X_OK):
-            return path
-    raise AssertionError("kubectl not found: set TAU_KUBECTL, or build it with the harness (see report)")
-
-
-def wait_for(predicate, what: str, timeout: float = 60.0, interval: float = 0.25):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
-
-
-def kwok_gpu_node(name: str) -> dict:
-    from tests.harness.kwok import gpu_node_manifest
-
-    node = gpu_node_manifest(name)
-    # A taint keeps the shared tier's workloads off these test-only nodes.
-    node["spec"]["taints"] = [TEST_TAINT]
-    return node
 
 
 @pytest.fixture(scope="module")
@@ -94,74 +59,8 @@ def admin(plane):
 
 @pytest.fixture(scope="module")
 def applied(plane, admin):
-    result = subprocess.run(
-        [kubectl_binary(), "--kubeconfig", plane.kubeconfig, "apply", "-k", str(REPO / "manifests" / "agent")],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert result.returncode == 0, f"kubectl apply -k manifests/agent failed:\n{result.stdout}\n{result.stderr}"
-    ext = k8s.ApiextensionsV1Api(admin)
-
-    def established():
-        crd = ext.read_custom_resource_definition(f"{HEALTH_PLURAL}.{API_GROUP}")
-        return any(c.type == "Established" and c.status == "True" for c in (crd.status.conditions or []))
-
-    wait_for(established, "GPUNodeHealth CRD established")
-    core = k8s.CoreV1Api(admin)
-    for name in (NODE_A, NODE_B):
-        try:
-            core.create_node(kwok_gpu_node(name))
-        except ApiException as err:
-            if err.status != 409:
-                raise
-    yield result.stdout
-    # The DaemonSet's (fake) pods would otherwise sit on every KWOK GPU node of the shared tier.
-    k8s.AppsV1Api(admin).delete_namespaced_daemon_set("tau-agent", NAMESPACE)
-    for name in (NODE_A, NODE_B):
-        core.delete_node(name)
-
-
-def agent_client(plane, admin, node: str) -> k8s.ApiClient:
-    """A client authenticated as the tau-agent service account, token bound to a pod on `node`."""
-    core = k8s.CoreV1Api(admin)
-    pod_name = f"tau-agent-token-{node}"
-    try:
-        pod = core.create_namespaced_pod(NAMESPACE, {
-            "metadata": {"name": pod_name,
-                         "annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}},
-            "spec": {
-                "nodeName": node,
-                "serviceAccountName": SERVICE_ACCOUNT,
-                "tolerations": [{"operator": "Exists"}],
-                "containers": [{"name": "agent", "image": "registry.invalid/tau/agent:test"}],
-            },
-        })
-    except ApiException as err:
-        if err.status != 409:
-            raise
-        pod = core.read_namespaced_pod(pod_name, NAMESPACE)
-    token = core.create_namespaced_service_account_token(SERVICE_ACCOUNT, NAMESPACE, {
-        "spec": {
-            "audiences": [plane.server],
-            "expirationSeconds": 3600,
-            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod.metadata.uid},
-        }
-    }).status.token
-    return token_client(plane, admin, token)
-
-
-def token_client(plane, admin, token: str) -> k8s.ApiClient:
-    config = k8s.Configuration()
-    config.host = admin.configuration.host
-    config.ssl_ca_cert = admin.configuration.ssl_ca_cert
-    config.verify_ssl = True
-    config.api_key = {"authorization": token}
-    config.api_key_prefix = {"authorization": "Bearer"}
-    return k8s.ApiClient(config)
-
-
-def conditions_of(admin, node: str) -> dict:
-    status = k8s.CoreV1Api(admin).read_node_status(node).status
-    return {c.type: c for c in (status.conditions or [])}
+    with agent_manifests_applied(plane, admin, [NODE_A, NODE_B]) as output:
+        yield output
 
 
 def test_apply_k_manifests_agent_succeeds(applied):

@@ -25,6 +25,15 @@ def gaps(times: list[float]) -> list[float]:
 def test_one_hour_of_state_flips_stays_within_budget_and_delivers_the_last_state():
     config = fast_config(thresholds={"raise_after_polls": 1, "clear_after_s": 0}, budget={"startup_delay_max_s": 30})
     node = SimNode(h100_node(8), config=config, labels={"nvidia.com/gpu.count": "8"})
+    # Why each report was written ('initial', 'change' or 'heartbeat'), as the scheduler decided it.
+    report_kinds: list[tuple[float, str]] = []
+    scheduler_written = node.agent.scheduler.written
+
+    def record_kind(now: float, fingerprint: str, kind: str) -> None:
+        report_kinds.append((now, kind))
+        scheduler_written(now, fingerprint, kind)
+
+    node.agent.scheduler.written = record_kind
     rng = random.Random(42)
     flips = 0
     boot = 1
@@ -57,7 +66,17 @@ def test_one_hour_of_state_flips_stays_within_budget_and_delivers_the_last_state
     assert min(gaps(cond_times)) >= 30
     assert min(gaps(health_times)) >= 30
     assert cond_times == health_times
-    # At most 20 change writes an hour plus heartbeats (one per 5 min +-10%: at most 14).
+    # Every report the writer saw is one the scheduler decided (no write outside the budget).
+    assert [t for t, _ in report_kinds] == cond_times
+    change_times = [t for t, kind in report_kinds if kind in ("initial", "change")]
+    heartbeat_times = [t for t, kind in report_kinds if kind == "heartbeat"]
+    # At most 20 change-driven writes in any hour: the storm hits the cap exactly.
+    assert max_in_window(change_times) == 20
+    # Heartbeats only after 5 min +-10 % without any write (a change write resets the period).
+    for t in heartbeat_times:
+        previous = max(w for w in cond_times if w < t)
+        assert t - previous >= 270 - 5
+    # In total: 20 change writes plus heartbeats (at most one per 4.5 min: 14) in any hour.
     assert max_in_window(cond_times) <= 20 + 14
     assert 20 <= len(hour_conditions) <= 34
     # Events: at most 30 an hour, one per (GPU, reason) per 10 minutes.
@@ -77,7 +96,9 @@ def test_one_hour_of_state_flips_stays_within_budget_and_delivers_the_last_state
     assert node.writer.health_status["verdict"] == node.health.verdict.value
 
     print(
-        f"\nsimulated hour: {flips} flips, {len(hour_conditions)} condition writes, "
+        f"\nsimulated hour: {flips} flips, {len(hour_conditions)} condition writes "
+        f"({sum(1 for t in change_times if t < START + 3600)} change, "
+        f"{sum(1 for t in heartbeat_times if t < START + 3600)} heartbeat), "
         f"{len(health_times)} health-object writes total, {len(event_times)} events, "
         f"{node.agent.events.suppressed} event occurrences coalesced"
     )

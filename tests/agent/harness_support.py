@@ -1,0 +1,170 @@
+"""Shared set-up for the agent's tier-2 tests: kubectl, `kubectl apply -k manifests/agent`,
+test-only KWOK GPU nodes, and API clients that carry the agent's pod-bound token."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterator
+
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+from tau_tui.core.gpu_health import API_GROUP, HEALTH_PLURAL
+
+REPO = Path(__file__).resolve().parents[2]
+AGENT_MANIFESTS = REPO / "manifests" / "agent"
+NAMESPACE = "tau-system"
+EVENTS_NAMESPACE = "default"
+SERVICE_ACCOUNT = "tau-agent"
+DAEMONSET = "tau-agent"
+KUBECTL_ENV = "TAU_KUBECTL"
+# Keeps the shared tier's workloads off these test-only nodes (the agent tolerates every taint).
+TEST_TAINT = {"key": "tau-tui.io/agent-test", "value": "true", "effect": "NoSchedule"}
+
+
+def harness_kubectl_path() -> Path:
+    """Where harness/build.sh puts kubectl: beside kube-apiserver, same version."""
+    from tests.harness.binaries import cache_root, locate
+
+    return cache_root() / f"kubernetes-{locate().k8s_version}" / "kubectl"
+
+
+def kubectl_binary() -> str:
+    """kubectl from $TAU_KUBECTL, else the harness build (version-matched), else PATH."""
+    harness_built = harness_kubectl_path()
+    candidates = [
+        (f"${KUBECTL_ENV}", os.environ.get(KUBECTL_ENV, "")),
+        ("harness build", str(harness_built)),
+        ("PATH", shutil.which("kubectl") or ""),
+    ]
+    for _source, path in candidates:
+        if path and os.access(path, os.X_OK):
+            return path
+    raise AssertionError(
+        f"no kubectl found: not in ${KUBECTL_ENV}, not at {harness_built} (built by `bash harness/build.sh k8s` "
+        "next to kube-apiserver), not on PATH. Build the harness, or set "
+        f"{KUBECTL_ENV}=/path/to/kubectl (within one minor version of the harness's kube-apiserver)."
+    )
+
+
+def kubectl_version(kubectl: str) -> str:
+    result = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=30)
+    if result.returncode != 0:
+        return f"unknown ({result.stderr.strip()[:200]})"
+    return json.loads(result.stdout).get("clientVersion", {}).get("gitVersion", "unknown")
+
+
+def wait_for(predicate, what: str, timeout: float = 60.0, interval: float = 0.25):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def kwok_gpu_node(name: str) -> dict:
+    """A KWOK GPU node like the tier's own (8 × H100, nvidia.com/gpu.count=8), with the test taint."""
+    from tests.harness.kwok import gpu_node_manifest
+
+    node = gpu_node_manifest(name)
+    node["spec"]["taints"] = [TEST_TAINT]
+    return node
+
+
+@contextlib.contextmanager
+def agent_manifests_applied(plane, admin: k8s.ApiClient, nodes: list[str]) -> Iterator[str]:
+    """`kubectl apply -k manifests/agent`, wait for the CRD, create `nodes` as KWOK GPU nodes.
+
+    Yields kubectl's output. Afterwards deletes the DaemonSet (its fake pods would otherwise sit on
+    every KWOK GPU node of the shared tier) and the nodes; the CRD, RBAC and policy stay (shared).
+    """
+    kubectl = kubectl_binary()
+    result = subprocess.run(
+        [kubectl, "--kubeconfig", plane.kubeconfig, "apply", "-k", str(AGENT_MANIFESTS)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, (
+        f"{kubectl} ({kubectl_version(kubectl)}) apply -k manifests/agent failed:\n{result.stdout}\n{result.stderr}"
+    )
+    ext = k8s.ApiextensionsV1Api(admin)
+
+    def established():
+        crd = ext.read_custom_resource_definition(f"{HEALTH_PLURAL}.{API_GROUP}")
+        return any(c.type == "Established" and c.status == "True" for c in (crd.status.conditions or []))
+
+    wait_for(established, "GPUNodeHealth CRD established")
+    core = k8s.CoreV1Api(admin)
+    for name in nodes:
+        try:
+            core.create_node(kwok_gpu_node(name))
+        except ApiException as err:
+            if err.status != 409:
+                raise
+    try:
+        yield result.stdout
+    finally:
+        try:
+            k8s.AppsV1Api(admin).delete_namespaced_daemon_set(DAEMONSET, NAMESPACE)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+        for name in nodes:
+            try:
+                core.delete_node(name)
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+
+
+def token_client(plane, admin: k8s.ApiClient, token: str) -> k8s.ApiClient:
+    config = k8s.Configuration()
+    config.host = admin.configuration.host
+    config.ssl_ca_cert = admin.configuration.ssl_ca_cert
+    config.verify_ssl = True
+    config.api_key = {"authorization": token}
+    config.api_key_prefix = {"authorization": "Bearer"}
+    return k8s.ApiClient(config)
+
+
+def agent_client(plane, admin: k8s.ApiClient, node: str) -> k8s.ApiClient:
+    """A client authenticated as the tau-agent service account, its token bound to a pod on `node`
+    (so the token carries the node-name claim, as the DaemonSet's projected token does)."""
+    core = k8s.CoreV1Api(admin)
+    pod_name = f"tau-agent-token-{node}"
+    try:
+        pod = core.create_namespaced_pod(NAMESPACE, {
+            "metadata": {"name": pod_name,
+                         "annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}},
+            "spec": {
+                "nodeName": node,
+                "serviceAccountName": SERVICE_ACCOUNT,
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [{"name": "agent", "image": "registry.invalid/tau/agent:test"}],
+            },
+        })
+    except ApiException as err:
+        if err.status != 409:
+            raise
+        pod = core.read_namespaced_pod(pod_name, NAMESPACE)
+    token = core.create_namespaced_service_account_token(SERVICE_ACCOUNT, NAMESPACE, {
+        "spec": {
+            "audiences": [plane.server],
+            "expirationSeconds": 3600,
+            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod.metadata.uid},
+        }
+    }).status.token
+    return token_client(plane, admin, token)
+
+
+def conditions_of(admin: k8s.ApiClient, node: str) -> dict:
+    status = k8s.CoreV1Api(admin).read_node_status(node).status
+    return {c.type: c for c in (status.conditions or [])}
