@@ -54,6 +54,7 @@ def _cleanup(state_dir: Path) -> None:
 
 
 def _start(planes: list[ControlPlane]) -> None:
+    """Start all planes or none; on failure keep only the logs (the error names them)."""
     started: list[ControlPlane] = []
     try:
         for plane in planes:
@@ -62,6 +63,8 @@ def _start(planes: list[ControlPlane]) -> None:
     except BaseException:
         for plane in reversed(started):
             plane.stop()
+        for plane in planes:
+            shutil.rmtree(plane.state_dir / "etcd", ignore_errors=True)
         raise
 
 
@@ -110,6 +113,12 @@ def t3():
     _start(planes)
     try:
         wire(manager, workers)
+    except BaseException:
+        for plane in reversed(planes):
+            plane.stop()
+            shutil.rmtree(plane.state_dir / "etcd", ignore_errors=True)
+        raise
+    try:
         yield MultiKueueTier(manager=manager, workers=workers, planes=planes)
     finally:
         for plane in reversed(planes):
