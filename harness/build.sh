@@ -78,12 +78,15 @@ build_etcd() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# kubectl is built at the same version so `kubectl apply -k manifests/...` is tested with a matching client.
+K8S_BINARIES="kube-apiserver kube-controller-manager kube-scheduler kubectl"
+
 build_k8s() {
   local out="$CACHE_ROOT/kubernetes-$K8S_VERSION" src="$CACHE_ROOT/src/kubernetes-$K8S_VERSION"
   local b ok=1
-  for b in kube-apiserver kube-controller-manager kube-scheduler; do [[ -x "$out/$b" ]] || ok=0; done
+  for b in $K8S_BINARIES; do [[ -x "$out/$b" ]] || ok=0; done
   [[ $ok == 1 ]] && { log "kubernetes $K8S_VERSION cached"; return; }
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION"
+  log "building $K8S_BINARIES $K8S_VERSION"
   wrapper "$src" tau-harness/kubernetes
   k8s_replaces "$src" || return 1
   local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
@@ -96,9 +99,10 @@ build_k8s() {
           -tool=k8s.io/kubernetes/cmd/kube-apiserver \
           -tool=k8s.io/kubernetes/cmd/kube-controller-manager \
           -tool=k8s.io/kubernetes/cmd/kube-scheduler \
+          -tool=k8s.io/kubernetes/cmd/kubectl \
      && "$GO" mod tidy \
      && mkdir -p "$out.tmp" \
-     && for b in kube-apiserver kube-controller-manager kube-scheduler; do
+     && for b in $K8S_BINARIES; do
           log "  go build $b"
           $NICE "$GO" build -trimpath -ldflags "$ldf" -o "$out.tmp/$b" "k8s.io/kubernetes/cmd/$b" || exit 1
         done) || return 1
