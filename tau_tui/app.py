@@ -64,6 +64,9 @@ class Mutation:
     #: False when the server cannot dry-run it (the preview says so).
     server_dry_run: bool = True
     on_done: Callable[[bool, str], None] | None = None
+    #: A richer preview than ``run(True)`` (worker thread): (ok, text, allowed).
+    #: ``allowed=False`` refuses the change: the dialog shows why and offers no "yes".
+    preview: Callable[[], tuple[bool, str, bool]] | None = None
 
 
 def describe_result(result: Any) -> tuple[bool, str]:
@@ -76,6 +79,8 @@ def describe_result(result: Any) -> tuple[bool, str]:
         lines += [f"  skip  {ref} (DaemonSet, mirror or finished)" for ref in result.skipped]
         lines += [f"  FAILED {f.name}: {f.message}" for f in result.failed]
         return result.ok, "\n".join(lines)
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
+        return bool(result[0]), result[1]
     if isinstance(result, list):
         oks = [describe_result(r) for r in result]
         return all(ok for ok, _ in oks) and bool(oks), "\n".join(text for _, text in oks)
@@ -121,11 +126,12 @@ class TauApp(App):
             self.offer_demo = offer_demo
 
     class MutationPreviewed(Message):
-        def __init__(self, mutation: Mutation, ok: bool, text: str) -> None:
+        def __init__(self, mutation: Mutation, ok: bool, text: str, allowed: bool = True) -> None:
             super().__init__()
             self.mutation = mutation
             self.ok = ok
             self.text = text
+            self.allowed = allowed
 
     class MutationApplied(Message):
         def __init__(self, mutation: Mutation, ok: bool, text: str) -> None:
@@ -325,6 +331,8 @@ class TauApp(App):
                 self.connection_label = backend.connection_state().label
             except Exception as err:
                 self.connection_label = f"unknown ({type(err).__name__})"
+        if not self.screen_stack:  # shutting down: the timer can fire once more
+            return
         screen = self.screen
         if isinstance(screen, PaneScreen):
             screen.update_header()
@@ -542,6 +550,13 @@ class TauApp(App):
 
     @work(thread=True, exit_on_error=False, group="mutation")
     def _preview_mutation(self, mutation: Mutation) -> None:
+        if mutation.preview is not None:
+            try:
+                ok, text, allowed = mutation.preview()
+            except Exception as err:
+                ok, text, allowed = False, f"⚠ preview failed: {getattr(err, 'message', None) or err}", False
+            self.post_message(self.MutationPreviewed(mutation, ok, text, allowed))
+            return
         if mutation.server_dry_run:
             try:
                 ok, text = describe_result(mutation.run(True))
@@ -556,6 +571,10 @@ class TauApp(App):
     def _on_previewed(self, message: MutationPreviewed) -> None:
         mutation = message.mutation
         preview = Text(f"{mutation.verb} {mutation.target}\n\n{message.text}")
+        if not message.allowed:
+            self.push_screen(ConfirmDialog(f"{mutation.verb.capitalize()} {mutation.target}: refused", preview,
+                                           verb=mutation.verb.capitalize(), can_confirm=False))
+            return
 
         def answered(yes: bool | None) -> None:
             if yes:

@@ -59,18 +59,16 @@ def stop_policy_mutation(app: "TauApp", kind: ResourceKind, name: str, namespace
 
 
 def node_mutation(app: "TauApp", verb: str, node: str) -> "Mutation":
+    """Cordon or uncordon (drain has its own plan: :mod:`tau_tui.app_drain`)."""
     def run(dry_run: bool):
         assert app.backend is not None
         if verb == "cordon":
             return app.backend.cordon(node, dry_run=dry_run)
-        if verb == "uncordon":
-            return app.backend.uncordon(node, dry_run=dry_run)
-        return app.backend.drain(node, dry_run=dry_run)
+        return app.backend.uncordon(node, dry_run=dry_run)
 
     titles = {
         "cordon": f"Cordon node {node}? No new pods are scheduled on it; running pods stay.",
         "uncordon": f"Uncordon node {node}? It accepts new pods again.",
-        "drain": f"Drain node {node}? It is cordoned and its pods are evicted (PodDisruptionBudgets respected).",
     }
     return _mutation(verb=verb, target=f"Node {node}", title=titles[verb], run=run)
 

@@ -5,10 +5,10 @@ Read from ``$XDG_CONFIG_HOME/tau-tui/config.yaml`` (default ``~/.config``) or
 does not validate never stops the app: :func:`load_settings` returns the
 defaults plus a message naming the file, line and key to fix.
 
-Themes are YAML files holding :class:`textual.theme.Theme` fields.  They are
-looked up in ``<repo>/themes`` (next to the package: works for source
-checkouts and editable installs), then in ``$XDG_CONFIG_HOME/tau-tui/themes``
-(user themes; same name overrides).
+Themes are YAML files holding :class:`textual.theme.Theme` fields.  The
+bundled ones ship inside the package (``tau_tui/themes/``, package data, so a
+wheel install has them; the repo-root ``themes/`` is a link to it), then
+``$XDG_CONFIG_HOME/tau-tui/themes`` is read (user themes; same name overrides).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 APP_DIR = "tau-tui"
 CONFIG_ENV = "TAU_TUI_CONFIG"
 DEFAULT_THEME = "tau-dark"
-#: Repo-root themes/ as seen from the installed (editable) package.
-BUNDLED_THEMES_DIR = Path(__file__).resolve().parent.parent / "themes"
+#: Bundled themes: package data (repo-root themes/ links here).
+BUNDLED_THEMES_DIR = Path(__file__).resolve().parent / "themes"
 
 
 def config_dir() -> Path:

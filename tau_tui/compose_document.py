@@ -142,7 +142,19 @@ class ComposeDocument:
                 child = CommentedMap()
                 node[part] = child
             node = child
-        if node.get(path[-1]) != value:
+        existing = node.get(path[-1])
+        if isinstance(value, dict) and isinstance(existing, CommentedMap):
+            # edit the map in place: its comments and key order survive
+            changed = False
+            for key in [k for k in existing if k not in value]:
+                del existing[key]
+                changed = True
+            for key, item in value.items():
+                if existing.get(key) != item:
+                    existing[key] = item
+                    changed = True
+            self.dirty = self.dirty or changed
+        elif existing != value:
             node[path[-1]] = value
             self.dirty = True
 

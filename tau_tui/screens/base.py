@@ -11,7 +11,7 @@ the previous refresh still running is skipped and counted."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
@@ -24,8 +24,11 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tau_tui.core.cluster.api import ClusterBackend, ConnectionState, ConnectionStatus, ResourceKind, ViewState, ViewStatus
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import PANES, HeaderBar
+from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.status_text import style_of
 
 if TYPE_CHECKING:
     from tau_tui.app import TauApp
@@ -89,6 +92,81 @@ def parse_filter(text: str) -> RowFilter:
 
 
 # --------------------------------------------------------------------------
+# Freshness: fail closed on a dead connection or an unreadable view
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """The connection state and the view states a pane's data came from.
+
+    A pane never shows an empty table for data it could not read: a table over
+    a forbidden / not-installed / still-syncing view shows :meth:`notice`
+    instead, and while the connection is down the pane keeps its last data
+    under :meth:`banner` ("stale since T — showing last known data")."""
+
+    connection: ConnectionState | None = None
+    views: Mapping[ResourceKind, ViewState] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, backend: ClusterBackend | None, kinds: tuple[ResourceKind, ...]) -> "Freshness":
+        """Thread-safe cache reads (no network)."""
+        if backend is None:
+            return cls()
+        return cls(backend.connection_state(), {kind: backend.view_state(kind) for kind in kinds})
+
+    @property
+    def disconnected(self) -> bool:
+        return self.connection is not None and self.connection.status is not ConnectionStatus.CONNECTED
+
+    @property
+    def stale(self) -> bool:
+        """The data shown may be out of date (connection down or a view failing)."""
+        return self.disconnected or any(v.status is ViewStatus.ERROR for v in self.views.values())
+
+    def stale_since(self) -> str:
+        since = self.connection.stale_since if self.connection is not None else None
+        if since is None:
+            stamps = [v.synced_at for v in self.views.values() if v.status is ViewStatus.ERROR and v.synced_at]
+            since = min(stamps) if stamps else None
+        return since.strftime("%H:%M:%S") if since is not None else "?"
+
+    def notice(self, *kinds: ResourceKind) -> Text | None:
+        """Why a table over ``kinds`` has no data to show, or None when it can show it."""
+        for kind in kinds:
+            state = self.views.get(kind)
+            if state is None:
+                continue
+            if state.status in (ViewStatus.FORBIDDEN, ViewStatus.NOT_INSTALLED):
+                text = state.message or f"{state.status.value}: {kind.type.qualified}"
+                return Text(f"✗ {text}", style=style_of("failed"))
+            if state.status is ViewStatus.SYNCING:
+                return Text(f"◌ loading {kind.type.qualified} (first list not finished)", style=style_of("pending"))
+        return None
+
+    def banner(self) -> Text | None:
+        """The pane's own status line about data freshness and access, or None."""
+        lines: list[Text] = []
+        if self.disconnected:
+            assert self.connection is not None
+            word = "reconnecting" if self.connection.status is ConnectionStatus.RECONNECTING else "connection lost"
+            line = Text(f"⚠ stale since {self.stale_since()} — showing last known data ({word}", style=style_of("warning"))
+            line.append(f": {self.connection.message})" if self.connection.message else ")")
+            lines.append(line)
+        else:
+            failing = [v for v in self.views.values() if v.status is ViewStatus.ERROR]
+            if failing:
+                names = ", ".join(v.kind.type.qualified for v in failing)
+                lines.append(Text(f"⚠ stale since {self.stale_since()} — showing last known data for {names} "
+                                  f"({failing[0].message or 'watch failing'})", style=style_of("warning")))
+        for state in self.views.values():  # "not installed" is said by the table that needs it
+            if state.status is ViewStatus.FORBIDDEN:
+                lines.append(Text(f"✗ {state.message or 'no access: list ' + state.kind.type.qualified}",
+                                  style=style_of("failed")))
+        return Text("\n").join(lines) if lines else None
+
+
+# --------------------------------------------------------------------------
 # Palette scoped to the screen
 # --------------------------------------------------------------------------
 
@@ -145,18 +223,24 @@ class PaneScreen(Screen):
     HELP = ""
     #: Actions that change the cluster or files: hidden and refused in --readonly.
     MUTATING_ACTIONS: frozenset[str] = frozenset()
+    #: Cache views this pane's data comes from (their state drives the banner and table notices).
+    VIEW_KINDS: tuple[ResourceKind, ...] = ()
     COMMANDS = {PaneCommands}
 
     DEFAULT_CSS = """
     PaneScreen #pane-status { height: 1; padding: 0 1; color: $text-muted; }
     PaneScreen #pane-body { height: 1fr; }
+    PaneScreen #pane-banner { height: auto; max-height: 4; padding: 0 1; display: none; background: $panel; }
+    PaneScreen #pane-banner.-shown { display: block; }
+    PaneScreen KeyedTable.-stale { tint: $warning 8%; }
     """
 
     class Collected(Message):
-        def __init__(self, data: Any, generation: int) -> None:
+        def __init__(self, data: Any, generation: int, freshness: Freshness | None = None) -> None:
             super().__init__()
             self.data = data
             self.generation = generation
+            self.freshness = freshness or Freshness()
 
     class CollectFailed(Message):
         def __init__(self, error: str) -> None:
@@ -170,6 +254,7 @@ class PaneScreen(Screen):
         self.ticks_skipped = 0
         self.refreshes_applied = 0
         self._collect_generation = 0
+        self.freshness = Freshness()
 
     @property
     def tau(self) -> "TauApp":
@@ -179,6 +264,7 @@ class PaneScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
+        yield Static("", id="pane-banner")
         with Vertical(id="pane-body"):
             yield from self.compose_body()
         yield Static("", id="pane-status")
@@ -231,16 +317,36 @@ class PaneScreen(Screen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="pane-refresh")
     def _collect_worker(self, generation: int) -> None:
         try:
+            # read before the data: a change in between shows as stale, never as fresh
+            freshness = self.read_freshness()
             data = self.collect()
         except Exception as err:  # a bug or a backend failure must not kill the app
             self.post_message(self.CollectFailed(f"{type(err).__name__}: {err}"))
             return
-        self.post_message(self.Collected(data, generation))
+        self.post_message(self.Collected(data, generation, freshness))
+
+    def read_freshness(self) -> Freshness:
+        """Connection and view states for this pane (any thread; cache reads only)."""
+        return Freshness.read(self.tau.backend, self.VIEW_KINDS)
+
+    def show_freshness(self, freshness: Freshness) -> None:
+        """Banner line in the pane and stale marking of its tables (UI thread)."""
+        self.freshness = freshness
+        banner = freshness.banner()
+        try:
+            widget = self.query_one("#pane-banner", Static)
+        except Exception:
+            return
+        widget.update(banner or Text(""))
+        widget.set_class(banner is not None, "-shown")
+        for table in self.query(KeyedTable):
+            table.set_class(freshness.stale, "-stale")
 
     @on(Collected)
     def _on_collected(self, message: Collected) -> None:
         self.refresh_running = False
         with self.app.batch_update():
+            self.show_freshness(message.freshness)
             self.apply(message.data)
         self.refreshes_applied += 1
         self.update_header()

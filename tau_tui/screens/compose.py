@@ -21,6 +21,7 @@ from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Select, Static
 
 from tau_tui.compose_document import ComposeDocument, SaveRefused
+from tau_tui.core.cluster.api import ResourceKind
 from tau_tui.core.config import ALIASES, load_config_text
 from tau_tui.core.diagnostics import Diagnostic, DiagnosticError
 from tau_tui.core.profiles import Caller, ProfileSet, explain, load_snapshot, profile_set_from_taucluster
@@ -28,7 +29,7 @@ from tau_tui.core.render import to_yaml
 from tau_tui.core.resolve import RenderOptions
 from tau_tui.core.workload import render_run, snapshot_path
 from tau_tui.screens.base import PaneScreen
-from tau_tui.widgets.form_field import FormField
+from tau_tui.widgets.form_field import EntryError, FormField
 from tau_tui.widgets.input_dialog import InputDialog
 from tau_tui.widgets.status_text import style_of
 from tau_tui.widgets.yaml_preview import YamlPreview
@@ -36,23 +37,31 @@ from tau_tui.widgets.yaml_preview import YamlPreview
 DEBOUNCE_S = 0.3
 
 #: (section, [(canonical path, label, kind, placeholder)])
+#: kinds: text, int, list ("a, b"), map ("KEY=value, KEY2=value").
 FORM: tuple[tuple[str, tuple[tuple[str, str, str, str], ...]], ...] = (
     ("run", (
         ("run.name", "name", "text", "my-run"),
         ("run.engine", "engine", "text", "job | rayjob"),
         ("run.entrypoint", "entrypoint", "text", "train.py"),
+        ("run.ttl_seconds_after_finished", "ttl_after_finish", "int", "28800 (seconds)"),
     )),
     ("runtime", (
         ("runtime.image", "image", "text", "python:3.12-slim"),
         ("runtime.working_dir", "working_dir", "text", ""),
         ("runtime.pip", "pip", "list", "torch, numpy"),
+        ("runtime.env", "env", "map", "KEY=value, OTHER=value"),
+        ("runtime.env_secret", "env_secret", "map", "ENV=SECRET_NAME:KEY"),
+        ("runtime.security.mode", "security.mode", "text", "restricted | (empty)"),
     )),
     ("compute", (
         ("compute.workers", "workers", "int", "1"),
         ("compute.gpus_per_worker", "gpus_per_worker", "int", "0-8"),
         ("compute.gpu_resource_mode", "gpu_resource_mode", "text", "device-plugin | nvidia | dra | mig"),
+        ("compute.mig_profile", "mig_profile", "text", "1g.10gb (gpu_resource_mode mig)"),
         ("compute.cpu_request", "cpu_request", "text", "4"),
         ("compute.memory_request", "memory_request", "text", "16Gi"),
+        ("compute.cpu_limit", "cpu_limit", "text", ""),
+        ("compute.memory_limit", "memory_limit", "text", ""),
     )),
     ("policy", (
         ("policy.namespace", "namespace", "text", "taugrid-default"),
@@ -60,14 +69,21 @@ FORM: tuple[tuple[str, tuple[tuple[str, str, str, str], ...]], ...] = (
         ("policy.lane", "lane", "text", "eval | training | large-memory | elastic"),
         ("policy.queue", "queue", "text", "(from the profile)"),
         ("policy.priority_tier", "priority_tier", "text", "default | priority"),
+        ("policy.gpu_class", "gpu_class", "text", "h100-80gb, a100-80gb, ..."),
+        ("policy.mode", "mode", "text", "fixed | elastic"),
+        ("policy.node_selector", "node_selector", "map", "label=value"),
     )),
     ("storage", (
         ("storage.data_pvc", "data_pvc", "text", ""),
         ("storage.result_pvc", "result_pvc", "text", ""),
+        ("storage.output", "output", "text", ""),
         ("storage.checkpoint", "checkpoint", "text", ""),
+        ("storage.volumes", "volumes", "list", "pvc-name, ..."),
+        ("storage.mounts", "mounts", "list", "pvc:/mnt/path, ..."),
     )),
     ("resilience", (
         ("resilience.max_retries", "max_retries", "int", "0"),
+        ("resilience.retry_on", "retry_on", "list", "Preempted, Evicted, OOMKilled"),
         ("resilience.backoff_initial", "backoff_initial", "text", "30s"),
         ("resilience.backoff_max", "backoff_max", "text", "5m"),
         ("resilience.checkpoint_path", "checkpoint_path", "text", ""),
@@ -117,6 +133,7 @@ class ComposeScreen(PaneScreen):
         "(keeps comments and key order; refuses if it would lose anything), ctrl+o open, ctrl+n new."
     )
     MUTATING_ACTIONS = frozenset({"submit"})
+    VIEW_KINDS = (ResourceKind.TAU_CLUSTER,)
     BINDINGS = [
         Binding("ctrl+r", "client_dry_run", "Client dry-run", id="compose.client_dry_run"),
         Binding("ctrl+t", "server_dry_run", "Server dry-run", id="compose.server_dry_run"),
@@ -157,6 +174,8 @@ class ComposeScreen(PaneScreen):
         self._debounce: Timer | None = None
         self._generation = 0
         self._profile_options: list[tuple[str, str]] = []
+        #: fields whose text cannot be parsed (not written to the document): path → message
+        self._entry_errors: dict[str, str] = {}
 
     def needs_backend(self) -> bool:
         return False
@@ -225,6 +244,7 @@ class ComposeScreen(PaneScreen):
         self._show_document()
 
     def _show_document(self) -> None:
+        self._entry_errors.clear()
         for form_field in self.query(FormField):
             form_field.show_value(self.document.get(form_field.path))
         self._update_file_line()
@@ -244,7 +264,17 @@ class ComposeScreen(PaneScreen):
         form_field = next((a for a in event.input.ancestors if isinstance(a, FormField)), None)
         if form_field is None:
             return
-        self.document.set(form_field.path, form_field.parsed_value())
+        try:
+            value = form_field.parsed_value()
+        except EntryError as err:
+            # The file keeps its last good value (and its comments); the form says what is wrong.
+            self._entry_errors[form_field.path] = str(err)
+            form_field.set_messages([("error", str(err))])
+            self.validation = Validation(False)
+            self._schedule_validation()
+            return
+        self._entry_errors.pop(form_field.path, None)
+        self.document.set(form_field.path, value)
         self._update_file_line()
         self._schedule_validation()
 
@@ -322,8 +352,10 @@ class ComposeScreen(PaneScreen):
         if message.generation != self._generation:
             return  # an older edit's result
         result = message.result
+        if self._entry_errors:
+            result.ok = False  # a field's text is not in the file yet
         self.validation = result
-        by_field: dict[str, list[tuple[str, str]]] = {}
+        by_field: dict[str, list[tuple[str, str]]] = {path: [("error", text)] for path, text in self._entry_errors.items()}
         general: list[Diagnostic] = []
         for diagnostic in result.diagnostics:
             target = field_for(diagnostic.path)
@@ -346,7 +378,7 @@ class ComposeScreen(PaneScreen):
             for d in general:
                 messages.append(("✗ " if d.severity == "error" else "⚠ ") + str(d).replace("\n  fix:", " fix:") + "\n",
                                 style=style_of("failed" if d.severity == "error" else "warning"))
-        errors = sum(1 for d in result.diagnostics if d.severity == "error")
+        errors = sum(1 for d in result.diagnostics if d.severity == "error") + len(self._entry_errors)
         if result.ok:
             messages.append(f"✓ valid · {len(result.manifests)} manifest(s) · submission id {result.submission_id}",
                             style=style_of("done"))

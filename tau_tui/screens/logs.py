@@ -231,6 +231,8 @@ class LogsScreen(PaneScreen):
         flags = [name for name, on_ in (("wrap", view.wrap), ("ts", bool(request and request.timestamps)), ("json", view.json_pretty)) if on_]
         if flags:
             info.append(" · " + " ".join(flags))
+        if view.layout_pending:
+            info.append(f" (laying out {view.layout_pending} lines…)", style="italic")
         info.append(f" · {self.run_title}", style="bold")
         if request is not None:
             containers = "all containers" if request.all_containers else "default container"
@@ -301,12 +303,11 @@ class LogsScreen(PaneScreen):
             view.set_search(None, [])
             self._update_info()
             return
-        self._search_worker(text)
+        self._search_worker(view.spool, text)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="logs-search")
-    def _search_worker(self, text: str) -> None:
-        view = self.query_one(LogView)
-        spool = view.spool
+    def _search_worker(self, spool, text: str) -> None:
+        """Whole-spool search, off the UI thread (the spool is passed in: no widget access here)."""
         try:
             pattern = re.compile(text, re.IGNORECASE)
             regex, error = True, ""
@@ -349,17 +350,17 @@ class LogsScreen(PaneScreen):
             self.notify("no log open", severity="warning")
             return
 
+        spool = view.spool
+
         def chosen(path: str | None) -> None:
             if path:
-                self._save_worker(str(Path(path).expanduser()))
+                self._save_worker(spool, str(Path(path).expanduser()))
 
         self.app.push_screen(InputDialog("Save every line of this log to:", self.default_save_path()), chosen)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="logs-save")
-    def _save_worker(self, path: str) -> None:
-        view = self.query_one(LogView)
-        spool = view.spool
-        if spool is None:
+    def _save_worker(self, spool, path: str) -> None:
+        if spool is None or spool.closed:
             self.post_message(self.Saved(path, 0, "no log open"))
             return
         try:

@@ -47,6 +47,8 @@ class MultiKueueScreen(PaneScreen):
         "with the worker it was placed on."
     )
     BINDINGS: list = []
+    VIEW_KINDS = (ResourceKind.ADMISSION_CHECK, ResourceKind.MULTIKUEUE_CONFIG, ResourceKind.MULTIKUEUE_CLUSTER,
+                  ResourceKind.WORKLOAD)
 
     def compose_body(self) -> ComposeResult:
         yield Static(Text("evaluating…"), id="mk-verdict")
@@ -72,6 +74,8 @@ class MultiKueueScreen(PaneScreen):
         live = evaluate_multikueue_ready(checks, configs, clusters)
         comparison = compare_with_tau_cluster(live, backend.tau_cluster())
         verdict = Text()
+        if self.read_freshness().stale:
+            verdict.append("⚠ computed from stale data  ", style=style_of("warning"))
         verdict.append("MultiKueueReady  live: ", style="bold")
         verdict.append_text(status_text(live.status, f"{live.status} ({live.reason})"))
         verdict.append(f"  {live.message}\n")
@@ -125,7 +129,10 @@ class MultiKueueScreen(PaneScreen):
 
     def apply(self, data: MultiKueueData) -> None:
         self.query_one("#mk-verdict", Static).update(data.verdict)
-        self.query_one("#mk-checks", KeyedTable).apply_rows(data.check_rows)
-        self.query_one("#mk-clusters", KeyedTable).apply_rows(data.config_rows + data.cluster_rows)
-        self.query_one("#mk-workloads", KeyedTable).apply_rows(data.workload_rows)
+        fresh = self.freshness
+        self.query_one("#mk-checks", KeyedTable).apply_rows(data.check_rows, notice=fresh.notice(ResourceKind.ADMISSION_CHECK))
+        self.query_one("#mk-clusters", KeyedTable).apply_rows(
+            data.config_rows + data.cluster_rows,
+            notice=fresh.notice(ResourceKind.MULTIKUEUE_CONFIG, ResourceKind.MULTIKUEUE_CLUSTER))
+        self.query_one("#mk-workloads", KeyedTable).apply_rows(data.workload_rows, notice=fresh.notice(ResourceKind.WORKLOAD))
         self.set_status(data.status)

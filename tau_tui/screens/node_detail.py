@@ -11,10 +11,11 @@ from textual.binding import Binding
 from textual.widgets import Label
 
 from tau_tui.app_actions import describe_object, node_mutation
-from tau_tui.core.cluster.api import is_gpu_resource
+from tau_tui.app_drain import drain_mutation
+from tau_tui.core.cluster.api import ResourceKind, is_gpu_resource
 from tau_tui.formatting import one_line, since
 from tau_tui.screens.base import PaneScreen
-from tau_tui.screens.nodes import gpu_summary, node_health
+from tau_tui.screens.nodes import gpu_summary, node_health, verdict_cell_for
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.status_text import status_text
 
@@ -42,6 +43,7 @@ class NodeDetailScreen(PaneScreen):
         "esc goes back to the nodes list."
     )
     MUTATING_ACTIONS = frozenset({"cordon", "uncordon", "drain"})
+    VIEW_KINDS = (ResourceKind.NODE, ResourceKind.GPU_HEALTH, ResourceKind.POD, ResourceKind.EVENT)
     BINDINGS = [
         Binding("c", "cordon", "Cordon", id="node.cordon"),
         Binding("u", "uncordon", "Uncordon", id="node.uncordon"),
@@ -71,6 +73,7 @@ class NodeDetailScreen(PaneScreen):
         backend = self.tau.backend
         assert backend is not None
         now = self.tau.now()
+        stale = self.read_freshness().stale
         node = next((n for n in backend.nodes() if n.name == self.node_name), None)
         data = NodeDetailData()
         if node is None:
@@ -81,7 +84,8 @@ class NodeDetailScreen(PaneScreen):
         sched = "cordoned" if node.unschedulable else "schedulable"
         data.title = f"node {node.name} · {gpu_summary(node)} · {sched}"
         if health is not None:
-            data.title += f" · health {health.verdict.value}: {health.reason}"
+            shown = verdict_cell_for(health.verdict.value, stale).plain[2:]
+            data.title += f" · health {shown}: {health.reason}"
             detail = health.detail
             for gpu in detail.gpus if detail else []:
                 t = gpu.telemetry
@@ -91,12 +95,12 @@ class NodeDetailScreen(PaneScreen):
                     mem = f"{t.memory_used_bytes / t.memory_total_bytes * 100:.0f}%"
                 ecc = "—" if not t or (t.ecc_volatile_dbe is None and t.ecc_volatile_sbe is None) else f"{t.ecc_volatile_dbe or 0}/{t.ecc_volatile_sbe or 0}"
                 data.gpu_rows.append((str(gpu.index), [
-                    Text(f"gpu{gpu.index}"), Text(gpu.name or "—"), status_text(gpu.verdict.value), Text(one_line(reasons, 120)),
+                    Text(f"gpu{gpu.index}"), Text(gpu.name or "—"), verdict_cell_for(gpu.verdict.value, stale), Text(one_line(reasons, 120)),
                     Text(_pct(t.utilization_gpu if t else None)), Text(mem), Text(_pct(t.temperature_c if t else None, "°C")),
                     Text(ecc),
                 ]))
             if detail is None:
-                data.gpu_rows.append(("none", [Text("—"), Text("no per-GPU report"), status_text(health.verdict.value),
+                data.gpu_rows.append(("none", [Text("—"), Text("no per-GPU report"), verdict_cell_for(health.verdict.value, stale),
                                                Text(one_line(health.message, 120)), "", "", "", ""]))
         for pod in backend.pods():
             if pod.node_name != node.name:
@@ -120,9 +124,10 @@ class NodeDetailScreen(PaneScreen):
     def apply(self, data: NodeDetailData) -> None:
         self.data = data
         self.query_one("#node-title", Label).update(Text(data.title, style="bold"))
-        self.query_one("#gpus-table", KeyedTable).apply_rows(data.gpu_rows)
-        self.query_one("#pods-table", KeyedTable).apply_rows(data.pod_rows)
-        self.query_one("#events-table", KeyedTable).apply_rows(data.event_rows)
+        fresh = self.freshness
+        self.query_one("#gpus-table", KeyedTable).apply_rows(data.gpu_rows, notice=fresh.notice(ResourceKind.NODE))
+        self.query_one("#pods-table", KeyedTable).apply_rows(data.pod_rows, notice=fresh.notice(ResourceKind.POD))
+        self.query_one("#events-table", KeyedTable).apply_rows(data.event_rows, notice=fresh.notice(ResourceKind.EVENT))
         self.set_status(f"{len(data.gpu_rows)} GPUs · {len(data.pod_rows)} pods · {len(data.event_rows)} events")
 
     def _mutate(self, verb: str) -> None:
@@ -135,7 +140,7 @@ class NodeDetailScreen(PaneScreen):
         self._mutate("uncordon")
 
     def action_drain(self) -> None:
-        self._mutate("drain")
+        self.tau.request_mutation(drain_mutation(self.tau, self.node_name))
 
     async def action_logs(self) -> None:
         key = self.query_one("#pods-table", KeyedTable).selected_key

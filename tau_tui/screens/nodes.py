@@ -13,7 +13,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 
 from tau_tui.app_actions import describe_object, node_mutation
-from tau_tui.core.cluster.api import NodeView
+from tau_tui.app_drain import drain_mutation
+from tau_tui.core.cluster.api import NodeView, ResourceKind
 from tau_tui.core.gpu_health import NodeHealth, NodeHealthView, Verdict, view_from_node
 from tau_tui.formatting import age, one_line
 from tau_tui.screens.base import PaneScreen
@@ -60,6 +61,15 @@ def telemetry_summary(detail: NodeHealth | None) -> tuple[str, str, str, str]:
     return temp, util, ecc, ",".join(xids) or "none"
 
 
+def verdict_cell_for(word: str, stale: bool) -> Text:
+    """A verdict from data that may be out of date never reads healthy (fail closed)."""
+    if not stale:
+        return status_text(word)
+    if word == "healthy":
+        return status_text("unknown", "stale (last: healthy)")
+    return status_text(word, f"{word} (stale)")
+
+
 @dataclass
 class NodesData:
     rows: list = field(default_factory=list)
@@ -75,9 +85,13 @@ class NodesScreen(PaneScreen):
         "reason the node agent gave.  Unknown means no report or a stale heartbeat: it is never shown as "
         "healthy.  GPUs: allocated/capacity per resource name (gpu, gpu.shared, MIG).  Temp is the hottest "
         "GPU, Util the mean, ECC volatile double/single-bit errors, XIDs the recent ones, HB the age of the "
-        "agent's last heartbeat.  enter opens the node: per-GPU rows, the pods and runs on it, events."
+        "agent's last heartbeat.  enter opens the node: per-GPU rows, the pods and runs on it, events.  "
+        "D drains: the preview lists the pods that would be evicted and those that stay, PodDisruptionBudgets "
+        "and the cluster-wide drain budget that block it, and the server dry-run; a blocked drain cannot be "
+        "confirmed.  While the connection is down, verdicts read 'stale', never healthy."
     )
     MUTATING_ACTIONS = frozenset({"cordon", "uncordon", "drain"})
+    VIEW_KINDS = (ResourceKind.NODE, ResourceKind.GPU_HEALTH)
     BINDINGS = [
         Binding("enter", "open", "Open", id="nodes.open"),
         Binding("c", "cordon", "Cordon", id="nodes.cordon"),
@@ -102,6 +116,7 @@ class NodesScreen(PaneScreen):
         backend = self.tau.backend
         assert backend is not None
         now = self.tau.now()
+        stale = self.read_freshness().stale
         f = self.row_filter
         data = NodesData()
         counts: dict[str, int] = {}
@@ -120,8 +135,9 @@ class NodesScreen(PaneScreen):
                 verdict_cell, reason, hb = Text("– no GPUs"), "", "—"
                 temp = util = ecc = xids = "—"
             else:
-                counts[health.verdict.value] = counts.get(health.verdict.value, 0) + 1
-                verdict_cell = status_text(health.verdict.value)
+                word = "unknown" if stale and health.verdict is Verdict.HEALTHY else health.verdict.value
+                counts[word] = counts.get(word, 0) + 1
+                verdict_cell = verdict_cell_for(health.verdict.value, stale)
                 reason = one_line(f"{health.reason}: {health.message}" if health.message else health.reason, 80)
                 hb = age((now - health.last_heartbeat).total_seconds()) if health.last_heartbeat else "never"
                 temp, util, ecc, xids = telemetry_summary(health.detail)
@@ -133,7 +149,7 @@ class NodesScreen(PaneScreen):
 
     def apply(self, data: NodesData) -> None:
         self.data = data
-        self.query_one("#nodes-table", KeyedTable).apply_rows(data.rows)
+        self.query_one("#nodes-table", KeyedTable).apply_rows(data.rows, notice=self.freshness.notice(ResourceKind.NODE))
         self.set_status(data.status)
 
     def selected_node(self) -> str | None:
@@ -163,7 +179,11 @@ class NodesScreen(PaneScreen):
         self._mutate("uncordon")
 
     def action_drain(self) -> None:
-        self._mutate("drain")
+        name = self.selected_node()
+        if name is None:
+            self.notify("select a node", severity="warning")
+            return
+        self.tau.request_mutation(drain_mutation(self.tau, name))
 
     def action_describe(self) -> None:
         name = self.selected_node()

@@ -13,6 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from tau_tui.core.cluster.api import ResourceKind
 from tau_tui.core.profiles import Caller, ProfileExplanation, explain, profile_set_from_taucluster
 from tau_tui.formatting import one_line
 from tau_tui.screens.base import PaneScreen
@@ -85,6 +86,7 @@ class ProfilesScreen(PaneScreen):
         "Set your team in the app config (team:) or $TAU_TEAM."
     )
     BINDINGS: list = []
+    VIEW_KINDS = (ResourceKind.TAU_CLUSTER,)
 
     def __init__(self) -> None:
         super().__init__()
@@ -132,7 +134,7 @@ class ProfilesScreen(PaneScreen):
     def apply(self, data: ProfilesData) -> None:
         self.data = data
         self.query_one("#profiles-caller", Static).update(data.header)
-        self.query_one("#profiles-table", KeyedTable).apply_rows(data.rows)
+        self.query_one("#profiles-table", KeyedTable).apply_rows(data.rows, notice=self.freshness.notice(ResourceKind.TAU_CLUSTER))
         self.set_status(data.status)
         self._show_selected()
 

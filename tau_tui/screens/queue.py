@@ -18,6 +18,7 @@ from tau_tui.core.cluster.api import (
     LocalQueueView,
     PositionReport,
     ResourceKind,
+    ViewStatus,
     WorkloadView,
     is_gpu_resource,
 )
@@ -78,14 +79,16 @@ class QueueScreen(PaneScreen):
     PANE_TITLE = "Queue"
     HELP = (
         "ClusterQueues (CQ) and LocalQueues (LQ) with used/nominal quota per flavor and resource, "
-        "pending and admitted counts.  Below, every workload: state, its place in line (Pos, counted "
-        "from 0 like Kueue; 'est.' when the visibility API is unavailable and the order is estimated), "
+        "pending and admitted counts.  Below, every workload: state, its place in its LocalQueue (In line: "
+        "#1 is next to be admitted; Kueue's API counts from 0, shown here from 1; ~3 means estimated from "
+        "Kueue's ordering because the visibility API is unavailable), "
         "the change since it was first seen (Δ: ↑ moved forward), time in queue, priority and why it "
         "is pending (conditions, admission checks and the newest warning event).\n"
         "tab moves between the tables.  Cancel, hold and resume are confirmed after a server dry-run and "
         "written to the audit log; they are hidden in --readonly."
     )
     MUTATING_ACTIONS = frozenset({"cancel", "hold", "hold_and_drain", "resume"})
+    VIEW_KINDS = (ResourceKind.CLUSTER_QUEUE, ResourceKind.LOCAL_QUEUE, ResourceKind.WORKLOAD, ResourceKind.EVENT)
     BINDINGS = [
         Binding("l", "logs", "Logs", id="queue.logs"),
         Binding("d", "describe", "Describe", id="queue.describe"),
@@ -107,7 +110,7 @@ class QueueScreen(PaneScreen):
                          id="queues-table", classes="queues-table")
         yield Label(Text("Workloads"), classes="section-title", id="workloads-title")
         yield KeyedTable(
-            [("state", "State"), ("pos", "Pos"), ("delta", "Δ"), ("name", "Workload"), ("queue", "Queue"),
+            [("state", "State"), ("pos", "In line"), ("delta", "Δ"), ("name", "Workload"), ("queue", "Queue"),
              ("waiting", "Waiting"), ("prio", "Prio"), ("why", "Why pending")],
             id="workloads-table",
         )
@@ -189,7 +192,7 @@ class QueueScreen(PaneScreen):
             pos: Text | str = ""
             change = ""
             if entry is not None and entry.position_in_local_queue is not None:
-                pos = Text(f"{entry.position_in_local_queue}" + (" est." if report and report.estimated else ""))
+                pos = Text(display_position(entry.position_in_local_queue, bool(report and report.estimated)))
                 history = backend.position_history(wl.namespace or "", wl.name)
                 change = delta(history.change if history else None)
             waiting = ""
@@ -201,9 +204,13 @@ class QueueScreen(PaneScreen):
                 Text(prio), Text(why_pending(wl, events, held)),
             ]))
         counts = {word: sum(1 for w in workloads if w.status_word == word) for word in order}
-        summary = f"{len(cqs)} CQ · {len(lqs)} LQ · workloads: " + ", ".join(f"{n} {w}" for w, n in counts.items())
+        if backend.view_state(ResourceKind.WORKLOAD).status in (ViewStatus.FORBIDDEN, ViewStatus.NOT_INSTALLED):
+            workload_summary = "not readable"  # unknown, never "0 pending"
+        else:
+            workload_summary = ", ".join(f"{n} {w}" for w, n in counts.items())
+        summary = f"{len(cqs)} CQ · {len(lqs)} LQ · workloads: " + workload_summary
         if estimated:
-            summary += " · positions estimated (visibility API unavailable)"
+            summary += " · ~N: position estimated (visibility API unavailable)"
         if f.text:
             summary += f" · filter {f.text}"
         data.status = data.status or summary
@@ -222,8 +229,9 @@ class QueueScreen(PaneScreen):
             for key, label in queues._column_spec:
                 queues.add_column(label, key=key)
             self._resources = list(data.resources)
-        queues.apply_rows(data.queue_rows)
-        self.query_one("#workloads-table", KeyedTable).apply_rows(data.workload_rows)
+        queues.apply_rows(data.queue_rows, notice=self.freshness.notice(ResourceKind.CLUSTER_QUEUE, ResourceKind.LOCAL_QUEUE))
+        self.query_one("#workloads-table", KeyedTable).apply_rows(
+            data.workload_rows, notice=self.freshness.notice(ResourceKind.WORKLOAD))
         self.set_status(data.status)
 
     # -- selection helpers ----------------------------------------------------------
@@ -293,6 +301,11 @@ class QueueScreen(PaneScreen):
 
     def action_resume(self) -> None:
         self._stop("None")
+
+
+def display_position(position: int, estimated: bool) -> str:
+    """Kueue's 0-based position as people read it: ``#1`` is next; ``~1`` when estimated."""
+    return f"{'~' if estimated else '#'}{position + 1}"
 
 
 def _queue_state(active: bool | None, stop_policy: str) -> Text:

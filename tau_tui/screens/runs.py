@@ -75,6 +75,7 @@ class RunsScreen(PaneScreen):
         "active ◐, done ✓, warning ⚠ or skipped –, then diagnostics and what to do next."
     )
     MUTATING_ACTIONS = frozenset({"cancel"})
+    VIEW_KINDS = (ResourceKind.JOB, ResourceKind.RAY_JOB, ResourceKind.WORKLOAD, ResourceKind.POD, ResourceKind.EVENT)
     BINDINGS = [
         Binding("l", "logs", "Logs", id="runs.logs"),
         Binding("a", "logs_all", "Logs (all ctrs)", id="runs.logs_all"),
@@ -132,7 +133,11 @@ class RunsScreen(PaneScreen):
 
     def apply(self, data: RunsData) -> None:
         self.data = data
-        self.query_one("#runs-table", KeyedTable).apply_rows(data.rows)
+        notice = self.freshness.notice(ResourceKind.JOB)
+        ray_state = self.freshness.views.get(ResourceKind.RAY_JOB)
+        if notice is None and ray_state is not None and not ray_state.usable and not data.rows:
+            notice = self.freshness.notice(ResourceKind.RAY_JOB)
+        self.query_one("#runs-table", KeyedTable).apply_rows(data.rows, notice=notice)
         self.set_status(data.status)
         self._show_selected()
 

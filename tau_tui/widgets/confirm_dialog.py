@@ -28,8 +28,11 @@ class ConfirmDialog(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "No", id="confirm.no"),
     ]
 
-    def __init__(self, title: str, preview: str | Text, verb: str = "Confirm", danger: bool = True) -> None:
+    def __init__(self, title: str, preview: str | Text, verb: str = "Confirm", danger: bool = True,
+                 can_confirm: bool = True) -> None:
+        """``can_confirm=False``: the preview says why the change is refused; only "close" is offered."""
         super().__init__()
+        self.can_confirm = can_confirm
         self.title_text = title
         self.preview = preview if isinstance(preview, Text) else Text(preview)
         self.verb = verb
@@ -41,8 +44,9 @@ class ConfirmDialog(ModalScreen[bool]):
             with VerticalScroll():
                 yield Static(self.preview, id="confirm-preview")
             with Horizontal(id="confirm-buttons"):
-                yield Button(f"{self.verb} (y)", id="confirm-yes", variant="error" if self.danger else "primary")
-                yield Button("Cancel (n)", id="confirm-no")
+                if self.can_confirm:
+                    yield Button(f"{self.verb} (y)", id="confirm-yes", variant="error" if self.danger else "primary")
+                yield Button("Cancel (n)" if self.can_confirm else "Close (n)", id="confirm-no")
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()
@@ -51,4 +55,4 @@ class ConfirmDialog(ModalScreen[bool]):
         self.dismiss(event.button.id == "confirm-yes")
 
     def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
+        self.dismiss(yes and self.can_confirm)

@@ -10,6 +10,23 @@ from textual.widgets import Input, Label, Static
 from tau_tui.widgets.status_text import style_of
 
 
+class EntryError(ValueError):
+    """A field's text cannot become a value (shown under the field; the file is left alone)."""
+
+
+def parse_key_values(raw: str) -> dict[str, str]:
+    """``KEY=value, OTHER=value`` → dict; raises :class:`EntryError` naming a bad entry."""
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in raw.split(",")):
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise EntryError(f"{part!r} is not KEY=value; write entries as KEY=value, separated by commas")
+        out[key.strip()] = value.strip()
+    return out
+
+
 class FormField(Vertical):
     """``path`` is the canonical tau.yaml key (``compute.gpus_per_worker``)."""
 
@@ -27,7 +44,7 @@ class FormField(Vertical):
         super().__init__(id="field-" + path.replace(".", "-").replace("_", "-"))
         self.path = path
         self.label_text = label
-        self.kind = kind  # text | int | list
+        self.kind = kind  # text | int | list | map
         self.placeholder = placeholder
         self.HELP = help_text or f"tau.yaml key {path}"
 
@@ -46,6 +63,8 @@ class FormField(Vertical):
             text = ""
         elif isinstance(value, list):
             text = ", ".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            text = ", ".join(f"{k}={v}" for k, v in value.items())
         else:
             text = str(value)
         if self.input.value != text:
@@ -63,6 +82,8 @@ class FormField(Vertical):
                 return raw  # validation reports it next to the field
         if self.kind == "list":
             return [part.strip() for part in raw.split(",") if part.strip()]
+        if self.kind == "map":
+            return parse_key_values(raw)
         return raw
 
     def set_messages(self, messages: list[tuple[str, str]]) -> None:

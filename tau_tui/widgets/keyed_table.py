@@ -16,6 +16,9 @@ from textual.widgets.data_table import RowDoesNotExist
 
 Row = tuple[str, Sequence[Any]]
 
+#: Key of the single row that says why a table has no data (forbidden, not installed, loading).
+NOTICE_KEY = "__notice__"
+
 
 def as_cell(value: Any) -> Any:
     if value is None:
@@ -53,10 +56,15 @@ class KeyedTable(DataTable):
             row_key, _ = self.coordinate_to_cell_key((self.cursor_row, 0))
         except Exception:
             return None
-        return row_key.value
+        return None if row_key.value == NOTICE_KEY else row_key.value
 
-    def apply_rows(self, rows: Sequence[Row]) -> None:
-        """Diff ``rows`` into the table.  Call inside ``app.batch_update()``."""
+    def apply_rows(self, rows: Sequence[Row], notice: Text | str | None = None) -> None:
+        """Diff ``rows`` into the table.  Call inside ``app.batch_update()``.
+
+        ``notice``: why the data could not be read; shown as the table's only
+        row when there are no rows, so an unreadable view never looks empty."""
+        if notice is not None and not rows:
+            rows = [(NOTICE_KEY, [notice] + [""] * (len(self._column_spec) - 1))]
         wanted = [(key, tuple(as_cell(c) for c in cells)) for key, cells in rows]
         keys = [key for key, _ in wanted]
         selected = self.selected_key

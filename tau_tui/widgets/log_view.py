@@ -1,27 +1,34 @@
 """A log viewer over a :class:`tau_tui.core.logspool.LogSpool` (toolong-style).
 
-Only the visible rows are rendered (Line API); lines are read from the spool
-by byte offset and cached.  Text is always ``rich.text.Text`` built from the
-raw line: nothing in a log line is interpreted as markup.  Follow mode keeps
-the view at the end; when paused, new lines are counted ("paused (+N new)")
-instead of moving the view.  Wrap and JSON pretty-print expand one line into
-several rows through a row index."""
+The UI thread never reads the spool file.  Only the visible rows are rendered
+(Line API) from a bounded LRU cache of lines; a window worker fills the cache
+around the viewport when a row misses, and an index worker reads new lines
+(and, for wrap / JSON pretty-print, lays them out into rows) in the
+background, posting the results.  Until a line's layout is known it counts as
+one row, so the view is always scrollable.  Text is always ``rich.text.Text``
+built from the raw line: nothing in a log line is interpreted as markup.
+Follow mode keeps the view at the end; when paused, new lines are counted
+("paused (+N new)") instead of moving the view."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from array import array
+from collections import deque
 
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import work
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.worker import get_current_worker
 
 from tau_tui.core.logspool import LogSpool
 
@@ -56,6 +63,44 @@ def pretty_json(line: str) -> list[str] | None:
     return [prefix + rendered[0]] + ["  " + " " * len(prefix) + r for r in rendered[1:]]
 
 
+#: Lines kept in the render cache (bounded: a viewport plus margins, and the tail).
+CACHE_LINES = 4096
+#: Lines read around the viewport when a row misses the cache.
+WINDOW_MARGIN = 200
+#: Newest lines the index worker hands to the cache (what following shows).
+TAIL_LINES = 512
+_CHUNK = 2048
+
+
+def text_console(width: int = 200) -> Console:
+    return Console(width=width, no_color=True, markup=False, highlight=False, emoji=False)
+
+
+def style_line(line: str, search: re.Pattern[str] | None = None) -> Text:
+    text = Text(line, no_wrap=True, end="")
+    prefix, _ = split_prefix(line)
+    if prefix:
+        text.stylize("dim", 0, len(prefix))
+    if search is not None:
+        text.highlight_regex(search, style="reverse")
+    return text
+
+
+def expand_line(line: str, width: int, wrap: bool, json_pretty: bool, console: Console,
+                search: re.Pattern[str] | None = None) -> list[Text]:
+    """The rows one log line takes: JSON pretty-printed, then wrapped at ``width``.
+    Pure (any thread); the index worker and render_line use the same rule."""
+    pretty = pretty_json(line) if json_pretty else None
+    out: list[Text] = []
+    for part in pretty if pretty is not None else [line]:
+        rendered = style_line(part, search)
+        if wrap and rendered.cell_len > width:
+            out.extend(rendered.wrap(console, width, overflow="fold", no_wrap=False))
+        else:
+            out.append(rendered)
+    return out
+
+
 class LogView(ScrollView, can_focus=True):
     """See module docstring.  Call :meth:`poll` on a timer."""
 
@@ -69,6 +114,39 @@ class LogView(ScrollView, can_focus=True):
             super().__init__()
             self.following = following
 
+    class WindowLoaded(Message):
+        """Lines ``start..`` read by the window worker (committed lines only)."""
+
+        def __init__(self, generation: int, start: int, lines: list[str]) -> None:
+            super().__init__()
+            self.generation = generation
+            self.start = start
+            self.lines = lines
+
+    class Indexed(Message):
+        """The index worker read lines ``start..upto`` (and laid them out)."""
+
+        def __init__(self, layout: int, start: int, upto: int, row_starts: array, rows_end: int, max_width: int,
+                     tail_start: int, tail: list[str], partials: list[str]) -> None:
+            super().__init__()
+            self.layout = layout
+            self.start = start
+            self.upto = upto
+            self.row_starts = row_starts
+            self.rows_end = rows_end
+            self.max_width = max_width
+            self.tail_start = tail_start
+            self.tail = tail
+            self.partials = partials
+
+    class LayoutDone(Message):
+        """A whole-spool re-layout (wrap / JSON toggle, width change) finished."""
+
+        def __init__(self, lines: int, rows: int) -> None:
+            super().__init__()
+            self.lines = lines
+            self.rows = rows
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.spool: LogSpool | None = None
@@ -80,26 +158,35 @@ class LogView(ScrollView, can_focus=True):
         self.search_pattern: re.Pattern[str] | None = None
         self.hits: list[int] = []
         self.hit_index = -1
-        self._lines = LRUCache[int, str](4096)
-        self._row_starts = array("Q")  # row of each line when expanded
-        self._rows_total = 0
-        self._expanded_committed = 0
+        self.placeholder = "no log open"
+        self._lines = LRUCache[int, str](CACHE_LINES)
+        self._partials: dict[int, str] = {}
+        self._text_console = text_console()
+        self._spool_generation = 0
+        self._reset_layout()
+
+    def _reset_layout(self) -> None:
+        """Forget the row index (a new spool, or a different wrap/JSON/width)."""
+        self._layout_generation = getattr(self, "_layout_generation", 0) + 1
+        self._row_starts = array("Q")  # first row of each indexed line (expanded mode)
+        self._indexed_upto = 0  # lines the index worker has read
+        self._indexed_rows = 0  # rows those lines take
         self._max_width = 0
         self._layout_width = 0
-        self._text_console = Console(width=200, no_color=True, markup=False, highlight=False, emoji=False)
-        self.placeholder = "no log open"
+        self._index_running = False
+        self._relayout_from: int | None = None  # top line to keep in view once a re-layout lands
+        self._window_pending: tuple[int, int] | None = None
 
     # -- data ----------------------------------------------------------------------
 
     def set_spool(self, spool: LogSpool | None, placeholder: str = "") -> None:
         self.spool = spool
+        self._spool_generation += 1
         self._lines.clear()
-        self._row_starts = array("Q")
-        self._rows_total = 0
-        self._expanded_committed = 0
+        self._partials = {}
+        self._reset_layout()
         self.lines_seen = 0
         self.pending_new = 0
-        self._max_width = 0
         self.hits = []
         self.hit_index = -1
         if placeholder:
@@ -111,44 +198,30 @@ class LogView(ScrollView, can_focus=True):
     def expanded(self) -> bool:
         return self.wrap or self.json_pretty
 
-    def _line(self, index: int, committed: int) -> str:
-        if index < committed:
-            cached = self._lines.get(index)
-            if cached is not None:
-                return cached
-        assert self.spool is not None
-        try:
-            text = self.spool.line(index)
-        except IndexError:
-            return ""
-        if index < committed:
-            self._lines[index] = text
-        return text
+    @property
+    def layout_pending(self) -> int:
+        """Lines not laid out yet (0 when the row index is complete)."""
+        return max(0, self.lines_seen - self._indexed_upto) if self.expanded else 0
 
-    def _expand(self, text: str) -> list[Text]:
-        rows: list[str] | None = pretty_json(text) if self.json_pretty else None
-        lines = rows if rows is not None else [text]
-        out: list[Text] = []
-        width = max(10, self._layout_width or self.scrollable_content_region.width or 80)
-        for line in lines:
-            rendered = self._style_line(line)
-            if self.wrap and rendered.cell_len > width:
-                out.extend(rendered.wrap(self._text_console, width, overflow="fold", no_wrap=False))
-            else:
-                out.append(rendered)
-        return out
+    @property
+    def settled(self) -> bool:
+        """Every arrived line is indexed and no window read is outstanding (tests, snapshots)."""
+        spool = self.spool
+        if spool is None or spool.closed:
+            return True
+        return (not self._index_running and self._window_pending is None
+                and self._indexed_upto >= spool.committed_count and self.lines_seen == spool.line_count)
 
-    def _style_line(self, line: str) -> Text:
-        text = Text(line, no_wrap=True, end="")
-        prefix, _ = split_prefix(line)
-        if prefix:
-            text.stylize("dim", 0, len(prefix))
-        if self.search_pattern is not None:
-            text.highlight_regex(self.search_pattern, style="reverse")
-        return text
+    @property
+    def _rows_total(self) -> int:
+        # Lines the index has not reached yet count as one row each.
+        return self._indexed_rows + max(0, self.lines_seen - self._indexed_upto)
+
+    def _width(self) -> int:
+        return max(10, self.scrollable_content_region.width or self.size.width or 80)
 
     def poll(self) -> int:
-        """Take in new lines; returns how many arrived."""
+        """Take in new lines (counters only; no file I/O here); returns how many arrived."""
         spool = self.spool
         if spool is None or spool.closed:
             self.virtual_size = Size(self.size.width, 0)
@@ -156,60 +229,147 @@ class LogView(ScrollView, can_focus=True):
         count = spool.line_count
         committed = spool.committed_count
         arrived = max(0, count - self.lines_seen)
-        width = self.scrollable_content_region.width or self.size.width
-        if self.expanded:
-            if width != self._layout_width:
-                self._layout_width = width
-                self._row_starts = array("Q")
-                self._expanded_committed = 0
-            # committed lines are final; partial lines are re-laid out each poll
-            del self._row_starts[self._expanded_committed:]
-            row = self._row_starts_total_before(self._expanded_committed)
-            start = self._expanded_committed
-            for base in range(start, count, 2048):
-                chunk = spool.lines(base, min(count, base + 2048))
-                for offset, line in enumerate(chunk):
-                    index = base + offset
-                    self._row_starts.append(row)
-                    row += len(self._expand(line))
-                    if index < committed:
-                        self._lines[index] = line
-            self._expanded_committed = min(committed, count)
-            self._rows_total = row
-        else:
-            self._layout_width = width
-            self._rows_total = count
-            if arrived:
-                for line in spool.lines(max(self.lines_seen, count - 200), count):
-                    self._max_width = max(self._max_width, len(line))
+        if self.wrap and self._layout_width and self._width() != self._layout_width:
+            self.relayout()  # wrapped rows depend on the width
+            return 0
         if arrived and self.lines_seen and not self.following:
             self.pending_new += arrived
         self.lines_seen = count
-        self.virtual_size = Size(width if self.wrap else max(width, self._max_width + 1), self._rows_total)
-        if self.following and arrived:
+        if not self._index_running and (committed > self._indexed_upto or count > committed or self._partials):
+            self._start_index()
+        self._update_virtual_size()
+        # following: stay at the end, also when the size settled after the last line arrived
+        if self.following and (arrived or self.scroll_offset.y < self.max_scroll_y):
             self.scroll_end(animate=False, immediate=True)
-        if arrived or count and spool.line_count != committed:
+        if arrived:
             self.refresh()
         return arrived
 
-    def _row_starts_total_before(self, line_index: int) -> int:
-        if line_index == 0 or not self._row_starts:
-            return 0
-        last = min(line_index, len(self._row_starts)) - 1
+    def _update_virtual_size(self) -> None:
+        width = self._width()
+        self.virtual_size = Size(width if self.wrap else max(width, self._max_width + 1), self._rows_total)
+
+    def _start_index(self) -> None:
         assert self.spool is not None
-        return self._row_starts[last] + len(self._expand(self._line(last, self.spool.committed_count)))
+        self._index_running = True
+        self._layout_width = self._width()
+        self._index_worker(self.spool, self._layout_generation, self._indexed_upto, self._indexed_rows,
+                           self._layout_width, self.wrap, self.json_pretty)
+
+    @work(thread=True, exit_on_error=False, group="log-index")
+    def _index_worker(self, spool: LogSpool, layout: int, start: int, start_row: int, width: int,
+                      wrap: bool, json_pretty: bool) -> None:
+        """Read committed lines from ``start`` once: widest line, the tail for the
+        cache, and (wrap / JSON) each line's rows.  Whole-spool work, off the UI thread."""
+        worker = get_current_worker()
+        if spool.closed:
+            return
+        upto = spool.committed_count
+        expanded = wrap or json_pretty
+        console = text_console(width)
+        starts = array("Q")
+        row = start_row
+        widest = 0
+        tail: deque[str] = deque(maxlen=TAIL_LINES)
+        try:
+            for base in range(start, upto, _CHUNK):
+                if worker.is_cancelled:
+                    return
+                chunk = spool.lines(base, min(upto, base + _CHUNK))
+                for line in chunk:
+                    if expanded:
+                        starts.append(row)
+                        row += len(expand_line(line, width, wrap, json_pretty, console))
+                    else:
+                        row += 1
+                    widest = max(widest, len(line))
+                tail.extend(chunk)
+            partials = spool.lines(upto, spool.line_count) if not spool.closed else []
+        except (OSError, ValueError):  # the spool was closed under us
+            return
+        self.post_message(self.Indexed(layout, start, upto, starts, row, widest, upto - len(tail), list(tail), partials))
+
+    def on_log_view_indexed(self, message: Indexed) -> None:
+        message.stop()
+        if message.layout != self._layout_generation:
+            return  # laid out for an older wrap/JSON/width or another spool
+        self._index_running = False
+        if message.start != self._indexed_upto:
+            return
+        if self.expanded:
+            self._row_starts.extend(message.row_starts)
+        self._indexed_upto = message.upto
+        self._indexed_rows = message.rows_end
+        self._max_width = max(self._max_width, message.max_width)
+        for offset, line in enumerate(message.tail):
+            self._lines[message.tail_start + offset] = line
+        self._partials = {message.upto + i: text for i, text in enumerate(message.partials)}
+        self._update_virtual_size()
+        if self._relayout_from is not None and self._indexed_upto >= min(self.lines_seen, self.spool.committed_count if self.spool else 0):
+            top = self._relayout_from
+            self._relayout_from = None
+            if self.following:
+                self.scroll_end(animate=False, immediate=True)
+            else:
+                self.scroll_to(y=self.row_of_line(top), animate=False, immediate=True)
+            self.post_message(self.LayoutDone(self._indexed_upto, self._indexed_rows))
+        elif self.following:
+            self.scroll_end(animate=False, immediate=True)
+        self.refresh()
 
     def relayout(self) -> None:
-        self._row_starts = array("Q")
-        self._expanded_committed = 0
-        self._layout_width = 0
-        self.lines_seen_before = self.lines_seen
-        count = self.lines_seen
-        self.lines_seen = 0
+        """Wrap / JSON / width changed: rebuild the row index in the background."""
+        top_line = self.line_at_row(int(self.scroll_offset.y))[0] if self._rows_total else 0
+        self.workers.cancel_group(self, "log-index")
         pending = self.pending_new
-        self.poll()
+        self._reset_layout()
+        self._relayout_from = top_line
         self.pending_new = pending
-        self.lines_seen = max(self.lines_seen, count)
+        if self.spool is not None and not self.spool.closed:
+            self._start_index()
+        self._update_virtual_size()
+        self.refresh()
+
+    # -- the window cache ----------------------------------------------------------
+
+    def _cached_line(self, index: int) -> str | None:
+        text = self._lines.get(index)
+        if text is None:
+            text = self._partials.get(index)
+        return text
+
+    def _request_window(self, index: int) -> None:
+        """A visible line is not cached: read the lines around the viewport (worker)."""
+        spool = self.spool
+        if spool is None or spool.closed:
+            return
+        pending = self._window_pending
+        if pending is not None and pending[0] <= index < pending[1]:
+            return
+        top = self.line_at_row(int(self.scroll_offset.y))[0]
+        start = max(0, min(index, top) - WINDOW_MARGIN)
+        stop = max(index + 1, top + self.size.height) + WINDOW_MARGIN
+        self._window_pending = (start, stop)
+        self.call_later(self._window_worker, spool, self._spool_generation, start, stop)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="log-window")
+    def _window_worker(self, spool: LogSpool, generation: int, start: int, stop: int) -> None:
+        try:
+            if spool.closed:
+                return
+            stop = min(stop, spool.committed_count)
+            lines = spool.lines(start, stop) if start < stop else []
+        except (OSError, ValueError):
+            return
+        self.post_message(self.WindowLoaded(generation, start, lines))
+
+    def on_log_view_window_loaded(self, message: WindowLoaded) -> None:
+        message.stop()
+        self._window_pending = None
+        if message.generation != self._spool_generation:
+            return
+        for offset, line in enumerate(message.lines):
+            self._lines[message.start + offset] = line
         self.refresh()
 
     # -- navigation ----------------------------------------------------------------
@@ -219,16 +379,15 @@ class LogView(ScrollView, can_focus=True):
             return line
         if line < len(self._row_starts):
             return self._row_starts[line]
-        return self._rows_total
+        return self._indexed_rows + (line - self._indexed_upto)
 
     def line_at_row(self, row: int) -> tuple[int, int]:
         """(line index, sub-row) shown at virtual ``row``."""
         if not self.expanded:
             return row, 0
-        import bisect
-
-        index = bisect.bisect_right(self._row_starts, row) - 1
-        index = max(0, index)
+        if row >= self._indexed_rows:
+            return self._indexed_upto + (row - self._indexed_rows), 0
+        index = max(0, bisect.bisect_right(self._row_starts, row) - 1)
         return index, row - self._row_starts[index] if self._row_starts else 0
 
     def set_following(self, following: bool) -> None:
@@ -266,11 +425,10 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
 
     def set_search(self, pattern: re.Pattern[str] | None, hits: list[int]) -> None:
+        # Highlighting does not change how many rows a line takes: no re-layout.
         self.search_pattern = pattern
         self.hits = hits
         self.hit_index = -1
-        if self.expanded:
-            self.relayout()
         self.refresh()
 
     def next_hit(self, backwards: bool = False) -> int | None:
@@ -278,8 +436,6 @@ class LogView(ScrollView, can_focus=True):
             return None
         if self.hit_index < 0:
             top_line, _ = self.line_at_row(int(self.scroll_offset.y))
-            import bisect
-
             self.hit_index = bisect.bisect_left(self.hits, top_line)
             if backwards:
                 self.hit_index -= 1
@@ -303,10 +459,17 @@ class LogView(ScrollView, can_focus=True):
             return Strip.blank(width)
         if row >= self._rows_total:
             return Strip.blank(width, self.rich_style)
-        committed = spool.committed_count
         index, sub = self.line_at_row(row)
-        text = self._line(index, committed)
-        rows = self._expand(text) if self.expanded else [self._style_line(text)]
+        text = self._cached_line(index)
+        if text is None:  # not read yet: the window worker fetches it
+            self._request_window(index)
+            return Strip([Segment("…", Style(dim=True))]).extend_cell_length(width).apply_style(self.rich_style)
+        laid_out = self.expanded and index < self._indexed_upto
+        if laid_out:
+            rows = expand_line(text, self._layout_width or self._width(), self.wrap, self.json_pretty,
+                               self._text_console, self.search_pattern)
+        else:
+            rows = [style_line(text, self.search_pattern)]
         piece = rows[sub] if sub < len(rows) else Text("")
         segments = list(piece.render(self._text_console))
         strip = Strip(segments).crop(scroll_x, scroll_x + width).extend_cell_length(width)

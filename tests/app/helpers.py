@@ -63,6 +63,16 @@ async def settle(pilot, rounds: int = 3) -> None:
         await pilot.pause()
 
 
+async def settle_until(pilot, predicate, rounds: int = 40) -> None:
+    """Settle until ``predicate()`` holds (bounded; a slow machine may need a few ticks), then once more."""
+    for _ in range(rounds):
+        await settle(pilot)
+        if predicate():
+            break
+    await settle(pilot)
+    await pilot.pause(0.2)
+
+
 def async_test(fn):
     """Run an ``async def`` test without a pytest asyncio plugin."""
 

@@ -93,7 +93,8 @@ async def test_compose_fix_error_server_dry_run_submit_then_queue_position(tmp_p
         cells = queue.query_one("#workloads-table", KeyedTable).cells_of(key)
         assert cells is not None
         assert cells[0].plain.endswith("pending")
-        assert cells[1].plain.split()[0].isdigit(), f"no position: {cells[1].plain!r}"
+        position = cells[1].plain
+        assert position[:1] in "#~" and position[1:].isdigit() and int(position[1:]) >= 1, f"no position: {position!r}"
     audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [(e["verb"], e["ok"]) for e in audit] == [("submit", True)]
     assert "STEPS" not in (tmp_path / "audit.jsonl").read_text()

@@ -10,7 +10,7 @@ import time
 import pytest
 from textual.widgets import Input
 
-from tests.app.helpers import make_app, settle, wait_workers
+from tests.app.helpers import make_app, settle, settle_until, wait_workers
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 PANES = ["compose", "profiles", "queue", "runs", "logs", "nodes", "multikueue"]
@@ -36,7 +36,7 @@ async def wait_for_log(pilot, ref: str) -> None:
         count = view.lines_seen
         if count != last or count == 0:
             last, stable_since = count, time.monotonic()
-        elif time.monotonic() - stable_since > 0.6:
+        elif time.monotonic() - stable_since > 0.6 and view.settled:
             break
     await pilot.pause(0.3)
 
@@ -126,3 +126,59 @@ def test_readonly_header_and_footer(snap_compare, tmp_path):
 def test_high_contrast_theme(snap_compare, tmp_path):
     app = make_app(tmp_path, start_pane="nodes", theme="tau-high-contrast")
     assert snap_compare(app, terminal_size=(120, 30), run_before=lambda pilot: settle(pilot))
+
+
+def test_stale_connection_banner(snap_compare, tmp_path):
+    """An API outage: the pane keeps its last data under a "stale since" banner and
+    GPU verdicts from that data never read healthy."""
+    from tests.app.helpers import demo_backend
+
+    world, backend = demo_backend()
+    app = make_app(tmp_path, backend, start_pane="nodes")
+
+    async def run_before(pilot):
+        await settle(pilot)
+        world.api_outage("dial tcp 10.0.0.1:6443: i/o timeout")
+        await settle_until(pilot, lambda: pilot.app.screen.query_one("#pane-banner").has_class("-shown"))
+
+    assert snap_compare(app, terminal_size=(120, 30), run_before=run_before)
+
+
+def test_forbidden_view_notice(snap_compare, tmp_path):
+    """A view the user may not read shows the core's message, not an empty table."""
+    from tau_tui.core.cluster.api import ResourceKind
+    from tau_tui.core.cluster.sim.backend import SimulatedBackend
+    from tau_tui.core.cluster.sim.scenario import build_world
+    from tau_tui.core.cluster.sim.store import qualified
+
+    world = build_world("demo")
+    identity = "system:serviceaccount:team-nlp:viewer"
+    world.store.grant(identity, ("get", "list", "watch"),
+                      [qualified(k.type) for k in ResourceKind if k is not ResourceKind.WORKLOAD])
+    backend = SimulatedBackend(world, identity=identity, namespace="team-nlp", realtime=False)
+    backend.start()
+    app = make_app(tmp_path, backend, start_pane="queue")
+
+    async def run_before(pilot):
+        screen = pilot.app.screen
+        await settle_until(pilot, lambda: screen.query_one("#workloads-table").keys == ["__notice__"]
+                           and len(screen.query_one("#queues-table").keys) > 3
+                           and screen.query_one("#pane-banner").has_class("-shown"))
+
+    assert snap_compare(app, terminal_size=(120, 30), run_before=run_before)
+
+
+def test_drain_preview_dialog(snap_compare, tmp_path):
+    """Drain preview: budget, pods to evict, pods that stay, server dry-run."""
+    app = make_app(tmp_path, start_pane="nodes")
+
+    async def run_before(pilot):
+        await settle(pilot)
+        table = pilot.app.screen.query_one("#nodes-table")
+        table.focus()
+        table.move_cursor(row=table.get_row_index("h100-node-0"))
+        await pilot.press("D")
+        await settle(pilot)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)

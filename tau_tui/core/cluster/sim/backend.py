@@ -62,6 +62,8 @@ class SimulatedBackend(BaseBackend):
         self._node_pods_readable = False
         self._bind_lock = threading.RLock()
         self._started = False
+        #: True while the world's simulated API outage cuts this backend off.
+        self._offline = False
         super().__init__(ObjectCache(lambda: self.world.now()))
 
     # -- lifecycle ----------------------------------------------------------
@@ -86,22 +88,75 @@ class SimulatedBackend(BaseBackend):
         if self.realtime and isinstance(world.clock, ManualClock):
             world.clock = ContinuingClock(world.clock.now())
         with world.lock:
-            world.store.listeners.append(self._on_change)
-            world.tick_listeners.append(self._flush)
-            self._resync_all()
-        self.cache.set_connection(ConnectionState(ConnectionStatus.CONNECTED, self._context, None, "simulated cluster"))
-        self.cache.flush()
+            if self._on_connectivity not in world.connectivity_listeners:
+                world.connectivity_listeners.append(self._on_connectivity)
+            if world.api_down is None:
+                self._attach()
+        if world.api_down is not None:
+            self._go_offline(world.api_down, world.api_down_stale)
+        else:
+            self.cache.set_connection(ConnectionState(ConnectionStatus.CONNECTED, self._context, None, "simulated cluster"))
+            self.cache.flush()
         if self.realtime and not any(isinstance(t, RealtimeTicker) and t.is_alive() for t in threading.enumerate() if getattr(t, "world", None) is world):
             self._ticker = RealtimeTicker(world, self.tick_seconds)
             self._ticker.start()
 
-    def _unbind(self) -> None:
+    def _attach(self) -> None:
+        """Follow the store again from a fresh list (call with world.lock held)."""
+        world = self.world
+        self._offline = False
+        if self._on_change not in world.store.listeners:
+            world.store.listeners.append(self._on_change)
+        if self._flush not in world.tick_listeners:
+            world.tick_listeners.append(self._flush)
+        self._resync_all()
+
+    def _detach(self) -> None:
         world = self.world
         with world.lock:
             if self._on_change in world.store.listeners:
                 world.store.listeners.remove(self._on_change)
             if self._flush in world.tick_listeners:
                 world.tick_listeners.remove(self._flush)
+
+    def _on_connectivity(self) -> None:
+        """The world's simulated API outage began or ended."""
+        with self._bind_lock:
+            if not self._started:
+                return
+            down, stale = self.world.api_down, self.world.api_down_stale
+            if down is not None:
+                self._go_offline(down, stale)
+            elif self._offline:
+                with self.world.lock:
+                    self._attach()
+                self.cache.set_connection(ConnectionState(ConnectionStatus.CONNECTED, self._context, None, "simulated cluster"))
+                self.cache.flush()
+
+    def _go_offline(self, message: str, stale: bool) -> None:
+        """Like a failing watch on the real backend: keep the cached data, mark
+        every readable view ERROR (stale) and the connection reconnecting/stale."""
+        self._detach()
+        if not self._offline:
+            self._offline = True
+            self._offline_since = self.world.now()
+        for kind in sorted(self._readable, key=lambda k: k.name):
+            if self.cache.view_state(kind).status is ViewStatus.READY:
+                self.cache.set_state(kind, ViewStatus.ERROR, f"reconnecting: {message}")
+        status = ConnectionStatus.STALE if stale else ConnectionStatus.RECONNECTING
+        self.cache.set_connection(ConnectionState(status, self._context, self._offline_since, message))
+        self.cache.flush()
+
+    def _check_online(self) -> None:
+        if self._offline:
+            raise ApiFailure(0, "", f"the API server is unreachable: {self.world.api_down or 'connection lost'}")
+
+    def _unbind(self) -> None:
+        world = self.world
+        self._detach()
+        with world.lock:
+            if self._on_connectivity in world.connectivity_listeners:
+                world.connectivity_listeners.remove(self._on_connectivity)
         if self._ticker is not None:
             self._ticker.stop()
             self._ticker = None
@@ -196,36 +251,43 @@ class SimulatedBackend(BaseBackend):
         self.cache.flush()
 
     def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict:
+        self._check_online()
         return self.world.store.api_get(self.identity, rt, name, namespace)
 
     def _api_list(self, rt: ResourceType, namespace: str | None, label_selector: str | None = None, field_selector: str | None = None) -> list[dict]:
+        self._check_online()
         return self.world.store.api_list(self.identity, rt, namespace, label_selector, field_selector)
 
     def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict:
+        self._check_online()
         try:
             return self.world.store.api_create(self.identity, rt, namespace, body, dry_run)
         finally:
             self._after_write()
 
     def _api_delete(self, rt: ResourceType, name: str, namespace: str | None, dry_run: bool) -> None:
+        self._check_online()
         try:
             self.world.store.api_delete(self.identity, rt, name, namespace, dry_run)
         finally:
             self._after_write()
 
     def _api_patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict:
+        self._check_online()
         try:
             return self.world.store.api_patch(self.identity, rt, name, namespace, patch, dry_run)
         finally:
             self._after_write()
 
     def _api_evict(self, name: str, namespace: str, dry_run: bool, grace_period_seconds: int | None) -> None:
+        self._check_online()
         try:
             self.world.store.api_evict(self.identity, ResourceKind.POD.type, name, namespace, dry_run)
         finally:
             self._after_write()
 
     def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict:
+        self._check_online()
         world = self.world
         if not world.settings.visibility_api:
             raise ApiFailure(404, "NotFound", "the server could not find the requested resource")
@@ -267,5 +329,6 @@ class SimulatedBackend(BaseBackend):
                 for w in page]}
 
     def open_container_log(self, request: LogChunkRequest) -> SimLogReader:
+        self._check_online()
         self.world.store.authorize(self.identity, "get", ResourceKind.POD.type, request.namespace, sub="log")
         return self.world.open_container_log(request)

@@ -22,6 +22,7 @@ from tau_tui.core.cluster.common import resource_type_from_table
 from tau_tui.core.cluster.sim.taucluster import PRIORITY_CLASS, TOPOLOGY
 from tau_tui.core.cluster.sim.world import (
     DURATION_ANNOTATION,
+    LOG_STYLE_ANNOTATION,
     OUTCOME_ANNOTATION,
     PRIORITY_CLASS_LABEL,
     RESTARTS_ANNOTATION,
@@ -196,6 +197,8 @@ class ScenarioBuilder:
         annotations = {DURATION_ANNOTATION: str(job.get("durationSeconds", self.world.settings.default_duration_seconds))}
         if job.get("outcome"):
             annotations[OUTCOME_ANNOTATION] = job["outcome"]
+        if job.get("logStyle"):
+            annotations[LOG_STYLE_ANNOTATION] = str(job["logStyle"])
         if job.get("restarts"):
             annotations[RESTARTS_ANNOTATION] = str(job["restarts"])
         gpus = job.get("gpus", 8)
@@ -255,10 +258,16 @@ class ScenarioBuilder:
             return lambda: world.set_multikueue_cluster_active(d["cluster"], False, d.get("message", ""))
         if "multikueueReconnect" in entry:
             return lambda: world.set_multikueue_cluster_active(entry["multikueueReconnect"]["cluster"], True)
+        if "apiOutage" in entry:
+            outage = entry["apiOutage"] or {}
+            return lambda: world.api_outage(outage.get("message", "dial tcp 127.0.0.1:6443: connect: connection refused"),
+                                            bool(outage.get("stale", False)))
+        if "apiRestore" in entry:
+            return world.api_restore
         if "cordon" in entry:
             return lambda: world.store.update(R.NODE.type, entry["cordon"]["node"], None,
                                               lambda o: o.setdefault("spec", {}).__setitem__("unschedulable", True))
-        raise self._error(where, "unknown timeline action; use gpuFault, gpuRecover, multikueueDisconnect, multikueueReconnect or cordon")
+        raise self._error(where, "unknown timeline action; use gpuFault, gpuRecover, multikueueDisconnect, multikueueReconnect, apiOutage, apiRestore or cordon")
 
     def _log_action(self, entry: Mapping[str, Any]):
         world = self.world

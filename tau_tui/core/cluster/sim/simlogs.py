@@ -7,6 +7,7 @@ up to the simulated "now", so 20,000 idle pods cost nothing."""
 from __future__ import annotations
 
 import bisect
+import json
 import random
 import threading
 from dataclasses import dataclass, field
@@ -82,6 +83,12 @@ def generated_line(style: str, seed: int, index: int) -> str:
         return f"(raylet) task {index}: {rng.choice(['train_step', 'eval_batch', 'checkpoint'])} finished in {rng.uniform(0.5, 9):.2f}s"
     if style == "ray-worker":
         return f"(worker) step {index} tokens/s={rng.randint(9000, 14000)}"
+    if style == "json":  # structured logging, one JSON object per line
+        record = {"level": "warning" if index % 23 == 0 else "info", "logger": "nccl_check", "step": index,
+                  "msg": "allreduce slow" if index % 23 == 0 else "allreduce ok",
+                  "busbw_gbps": round(rng.uniform(310, 390), 1), "ranks": 8,
+                  "sizes": {"bytes": 1 << (20 + index % 8), "count": rng.randint(1, 4)}}
+        return json.dumps(record, separators=(",", ":"))
     loss = 2.8 * (0.995**index) + rng.uniform(-0.02, 0.02)
     if index % 50 == 0:
         return f"[rank 0] step {index} checkpoint saved to /mnt/checkpoints/step-{index:06d}"

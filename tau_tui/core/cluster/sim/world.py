@@ -28,11 +28,14 @@ from tau_tui.core.cluster.clock import Clock, ManualClock
 from tau_tui.core.cluster.common import ApiFailure
 from tau_tui.core.cluster.sim.simlogs import ContainerLog, SimLogReader, to_ns
 from tau_tui.core.cluster.sim.store import SimStore
+from tau_tui.core.gpu_health import GpuTelemetry
 from tau_tui.core.cluster.views import format_time, parse_quantity, parse_time, pod_requests, queue_order_timestamp
 
 R = ResourceKind
 SIM_PREFIX = "sim.tau-tui.io/"
 DURATION_ANNOTATION = SIM_PREFIX + "duration-seconds"
+#: Log style of a pod's main container (train, json, ...); a Job may set it for its pods.
+LOG_STYLE_ANNOTATION = SIM_PREFIX + "log-style"
 OUTCOME_ANNOTATION = SIM_PREFIX + "outcome"
 RESTARTS_ANNOTATION = SIM_PREFIX + "restarts"
 MK_MANAGED_BY = "kueue.x-k8s.io/multikueue"
@@ -110,6 +113,12 @@ class SimulatedCluster:
         self.ticks = 0
         #: Called after every tick, outside the lock (backends flush their caches).
         self.tick_listeners: list[Callable[[], None]] = []
+        #: API outage injection: while ``api_down`` holds a message, attached
+        #: backends stop receiving changes and report reconnecting/stale.
+        self.api_down: str | None = None
+        self.api_down_stale = False
+        #: Called (outside the lock) when the outage state changes.
+        self.connectivity_listeners: list[Callable[[], None]] = []
 
     # -- time ----------------------------------------------------------------
 
@@ -132,6 +141,26 @@ class SimulatedCluster:
         with self.lock:
             self._timeline.append((self.now() + timedelta(seconds=offset_seconds), action))
             self._timeline.sort(key=lambda item: item[0])
+
+    # -- API outage (fault injection) ----------------------------------------
+
+    def api_outage(self, message: str = "dial tcp 127.0.0.1:6443: connect: connection refused", stale: bool = False) -> None:
+        """The API server stops answering: backends keep their last data and
+        report reconnecting (or, with ``stale``, stale) since now."""
+        with self.lock:
+            self.api_down = message
+            self.api_down_stale = stale
+            listeners = list(self.connectivity_listeners)
+        for listener in listeners:
+            listener()
+
+    def api_restore(self) -> None:
+        with self.lock:
+            self.api_down = None
+            self.api_down_stale = False
+            listeners = list(self.connectivity_listeners)
+        for listener in listeners:
+            listener()
 
     # -- the tick ------------------------------------------------------------
 
@@ -694,7 +723,7 @@ class SimulatedCluster:
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": meta["namespace"], "labels": all_labels,
                          "annotations": {k: v for k, v in annotations.items() if k.startswith(SIM_PREFIX)}
-                         | {"sim.tau-tui.io/log-style": style},
+                         | {LOG_STYLE_ANNOTATION: annotations.get(LOG_STYLE_ANNOTATION, style) if style == "train" else style},
                          "ownerReferences": [{"apiVersion": owner.get("apiVersion"), "kind": owner.get("kind"), "name": meta["name"],
                                               "uid": meta["uid"], "controller": True}]},
             "spec": spec,
@@ -1050,8 +1079,11 @@ class SimulatedCluster:
                     if c.get("type") in ("GPUUnhealthy", "GPUDegraded"):
                         c["lastHeartbeatTime"] = stamp
             self.store.update(R.NODE.type, name, None, beat)
-            self.store.update(R.GPU_HEALTH.type, name, None,
-                              lambda o: o.setdefault("status", {}).__setitem__("observedAt", stamp))
+            def report(o: dict, name=name) -> None:
+                status = o.setdefault("status", {})
+                status["observedAt"] = stamp
+                self._refresh_telemetry(name, status)
+            self.store.update(R.GPU_HEALTH.type, name, None, report)
 
     def gpu_fault(self, node: str, verdict: str = "unhealthy", code: str = "Xid79", message: str = "GPU has fallen off the bus (Xid 79)",
                   gpu_index: int = 0, kill_pods: bool = True) -> None:
@@ -1096,20 +1128,78 @@ class SimulatedCluster:
             self.store.update(R.NODE.type, node, None, heal)
             self._put_health(node, "healthy", [], now)
 
+    def _gpu_telemetry(self, node: str, index: int, busy: bool, problem: tuple[str, str] | None) -> dict | None:
+        """What the agent's NVML reader reports for one GPU, in the agent's
+        shape (``GpuTelemetry`` dumped by alias, unset fields left out).
+        Deterministic per node and GPU; a GPU that fell off the bus reads nothing."""
+        code = problem[0] if problem else ""
+        if code in ("Xid79", "Xid74"):  # NVML cannot reach the device
+            return None
+        digest = hashlib.sha256(f"{node}/{index}".encode()).digest()
+        total = 80 * 1024**3
+        sbe = 214 if "Ecc" in code or "ECC" in code else digest[3] % 3
+        telemetry = GpuTelemetry(
+            utilization_gpu=85 + digest[0] % 15 if busy else 0,
+            memory_used_bytes=int(total * (0.72 + digest[1] % 20 / 100)) if busy else 512 * 1024**2,
+            memory_total_bytes=total,
+            temperature_c=float((64 if busy else 36) + digest[2] % 12 + (20 if code == "ThermalSlowdown" else 0)),
+            temperature_slowdown_c=87.0,
+            power_w=float((520 if busy else 70) + digest[4] % 90),
+            power_limit_w=700.0,
+            clock_events=["HwThermalSlowdown"] if code == "ThermalSlowdown" else [],
+            ecc_volatile_sbe=sbe,
+            ecc_volatile_dbe=1 if code == "Xid48" else 0,
+            ecc_aggregate_dbe=1 if code == "Xid48" else 0,
+            remap_pending=False,
+            remap_failure=False,
+            pcie_replay_count=digest[5] % 4,
+            persistence_mode=True,
+            mig_enabled=False,
+        )
+        return telemetry.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    def _busy_gpus(self, node: str) -> int:
+        """GPUs requested by running pods bound to ``node``."""
+        busy = 0.0
+        for pod in self.store.items(R.POD.type):
+            if (pod.get("spec") or {}).get("nodeName") == node and (pod.get("status") or {}).get("phase") == "Running":
+                busy += sum(v for k, v in pod_requests(pod.get("spec") or {}).items() if k in GPU_RESOURCE_NAMES[:1])
+        return int(busy)
+
+    def _refresh_telemetry(self, node: str, status: dict) -> None:
+        """The agent's periodic report: utilisation and memory follow the pods on the node."""
+        busy = self._busy_gpus(node)
+        for gpu in status.get("gpus") or ():
+            index = int(gpu.get("index", 0))
+            reasons = gpu.get("reasons") or []
+            problem = (reasons[0].get("code", ""), reasons[0].get("message", "")) if reasons else None
+            telemetry = self._gpu_telemetry(node, index, index < busy, problem)
+            if telemetry is None:
+                gpu.pop("telemetry", None)
+            else:
+                gpu["telemetry"] = telemetry
+
     def _put_health(self, node: str, verdict: str, problems: list[tuple[int, str, str]], now: datetime) -> None:
         node_obj = self.store.read(R.NODE.type, node) or {}
         alloc = (node_obj.get("status") or {}).get("capacity") or {}
         count = int(sum(parse_quantity(v) for k, v in alloc.items() if k in GPU_RESOURCE_NAMES[:1])) or 8
+        product = ((node_obj.get("metadata") or {}).get("labels") or {}).get("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3")
+        model = product.replace("-", " ")
         bad = {i: (code, msg) for i, code, msg in problems}
+        busy = self._busy_gpus(node)
         gpus = []
         for i in range(count):
             if i in bad:
                 code, msg = bad[i]
-                gpus.append({"index": i, "uuid": f"GPU-{node}-{i:02d}", "name": "NVIDIA H100 80GB HBM3", "verdict": verdict,
-                             "reasons": [{"code": code, "severity": verdict, "action": "RESET_GPU" if verdict == "unhealthy" else "NONE",
-                                          "message": msg, "since": format_time(now)}]})
+                gpu = {"index": i, "uuid": f"GPU-{node}-{i:02d}", "name": model, "verdict": verdict,
+                       "reasons": [{"code": code, "severity": verdict, "action": "RESET_GPU" if verdict == "unhealthy" else "NONE",
+                                    "message": msg, "since": format_time(now)}]}
             else:
-                gpus.append({"index": i, "uuid": f"GPU-{node}-{i:02d}", "name": "NVIDIA H100 80GB HBM3", "verdict": "healthy", "reasons": []})
+                gpu = {"index": i, "uuid": f"GPU-{node}-{i:02d}", "name": model, "verdict": "healthy", "reasons": []}
+            telemetry = self._gpu_telemetry(node, i, i < busy, bad.get(i))
+            if telemetry is not None:
+                gpu["telemetry"] = telemetry
+            gpus.append(gpu)
         obj = {"apiVersion": R.GPU_HEALTH.type.api_version, "kind": R.GPU_HEALTH.type.kind,
                "metadata": {"name": node, "labels": {"tau-tui.io/gpu-health-managed": "true"}},
                "status": {"nodeName": node, "verdict": verdict, "reasons": [], "gpus": gpus, "observedAt": format_time(now),
