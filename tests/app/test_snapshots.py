@@ -44,7 +44,8 @@ async def wait_for_log(pilot, ref: str) -> None:
 def prepare(pane: str):
     async def run_before(pilot) -> None:
         app = pilot.app
-        await settle(pilot)
+        # at least two applied refreshes: the second one sees what the first one's workers produced
+        await settle_until(pilot, lambda: getattr(app.screen, "refreshes_applied", 2) >= 2)
         if pane == "logs":
             await wait_for_log(pilot, "taugrid-default/nccl-allreduce-check")
         if pane == "compose":

@@ -113,6 +113,9 @@ def test_positions_follow_kueue_order(env, use_api):
     backend.use_visibility_api = use_api
     assert env.settle(lambda: len([w for w in backend.workloads(ns) if w.status_word == "pending"]) == 5, timeout=90)
     expected = _expected_order(backend, ns)
+    # Kueue's queue manager sees new Workloads a moment after they exist: wait until it holds all five.
+    assert env.settle(lambda: len(backend.pending_positions_local_queue(ns, lq).entries) == 5
+                      and len(backend.pending_positions_cluster_queue(cq).entries) == 5, timeout=60)
 
     lq_report = backend.pending_positions_local_queue(ns, lq)
     cq_report = backend.pending_positions_cluster_queue(cq)
