@@ -12,14 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from tau_tui.core.cluster.api import ClusterBackend, DrainResult, ResourceKind, ResourceType
+from tau_tui.core.cluster.api import ClusterBackend, ClusterError, DrainResult
 from tau_tui.core.drain import ANNOTATION_DRAIN_STARTED, DrainPlan, plan_drain
 
 if TYPE_CHECKING:
     from tau_tui.app import Mutation, TauApp
-
-PDB_TYPE = ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
-
 
 @dataclass
 class DrainInputs:
@@ -37,22 +34,10 @@ def read_drain_inputs(backend: ClusterBackend, node: str) -> DrainInputs:
     """Pods on the node and the PDBs of their namespaces straight from the API
     (the cache may be namespace-scoped), all nodes from the cache."""
     inputs = DrainInputs(nodes=[dict(n.raw) for n in backend.nodes()])
-    list_api = getattr(backend, "_api_list", None)  # BaseBackend's list primitive (both backends)
-    if list_api is None:
-        inputs.pods = [dict(p.raw) for p in backend.pods() if p.node_name == node]
-        inputs.problems.append("pods read from the cache (namespace scope may hide some)")
-        return inputs
     try:
-        inputs.pods = list_api(ResourceKind.POD.type, None, field_selector=f"spec.nodeName={node}")
-    except Exception as err:
-        inputs.problems.append(f"cannot list the pods on {node}: {_api_error(err)}")
-        return inputs
-    for namespace in sorted({(p.get("metadata") or {}).get("namespace", "") for p in inputs.pods}):
-        try:
-            inputs.pdbs += list_api(PDB_TYPE, namespace)
-        except Exception as err:
-            inputs.problems.append(f"PodDisruptionBudgets in {namespace} not readable ({_api_error(err)}); "
-                                   "the Eviction API still enforces them")
+        inputs.pods, inputs.pdbs, inputs.problems = backend.drain_inputs(node)
+    except ClusterError as err:
+        inputs.problems.append(f"cannot list the pods on {node}: {err.message}")
     return inputs
 
 
@@ -114,14 +99,10 @@ def apply_drain(backend: ClusterBackend, node: str, now: datetime) -> tuple[bool
     preview = preview_drain(backend, node, now)
     if preview.plan is None or not preview.plan.allowed:
         return False, "drain refused at apply time:\n" + preview.text
-    patch = getattr(backend, "_api_patch", None)
     note = ""
-    if patch is not None:
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        try:
-            patch(ResourceKind.NODE.type, node, None, {"metadata": {"annotations": {ANNOTATION_DRAIN_STARTED: stamp}}}, False)
-        except Exception as err:  # the drain itself can still proceed; say the budget will not see it
-            note = f"\n⚠ could not annotate {node} as drain-started ({_api_error(err)}); the budget's rate limit will not count it"
+    marked = backend.annotate_node(node, {ANNOTATION_DRAIN_STARTED: now.strftime("%Y-%m-%dT%H:%M:%SZ")})
+    if not marked.ok:  # the drain itself can still proceed; say the budget will not see it
+        note = f"\n⚠ could not annotate {node} as drain-started ({marked.message}); the budget's rate limit will not count it"
     result = backend.drain(node)
     lines = [f"node {node}: " + ("cordoned" if result.cordoned else "NOT cordoned")]
     lines += [f"  evicted {ref}" for ref in result.evicted] or ["  no pods to evict"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from tau_tui.app import TauApp
-from tau_tui.app_drain import PDB_TYPE
 from tau_tui.core.cluster.api import ResourceKind
+from tau_tui.core.cluster.common import PDB_TYPE
 from tau_tui.core.drain import ANNOTATION_DRAIN_STARTED
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
 from tau_tui.widgets.keyed_table import KeyedTable

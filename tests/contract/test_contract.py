@@ -14,6 +14,7 @@ from tau_tui.core.cluster.api import (
     ResourceKind,
     ViewStatus,
 )
+from tau_tui.core.cluster.common import PDB_TYPE
 from tests.contract import helpers as h
 
 R = ResourceKind
@@ -255,6 +256,28 @@ def test_cordon_uncordon_drain(env):
                       or (p.get("metadata") or {}).get("deletionTimestamp"))
     missing = backend.cordon(f"no-such-{ns}")
     assert not missing.ok and missing.code == 404 and "not found" in missing.message
+
+
+def test_drain_inputs_and_node_annotation(env):
+    ns = env.unique_namespace("dinp")
+    node_name = f"node-{ns}"
+    env.create(R.NODE.type, h.node(node_name))
+    env.create(R.POD.type, h.pod_on_node(ns, "on-node", node_name))
+    env.create(PDB_TYPE, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                          "metadata": {"name": "keep-one", "namespace": ns},
+                          "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}})
+    backend = env.backend()
+    assert env.settle(lambda: backend.get(R.NODE, node_name) is not None)
+    pods, pdbs, problems = backend.drain_inputs(node_name)
+    assert [p["metadata"]["name"] for p in pods] == ["on-node"]
+    assert [b["metadata"]["name"] for b in pdbs] == ["keep-one"] and problems == []
+
+    dry = backend.annotate_node(node_name, {"tau-tui.io/test": "dry"}, dry_run=True)
+    assert dry.ok and "tau-tui.io/test" not in ((env.read(R.NODE.type, node_name, None) or {}).get("metadata") or {}).get("annotations", {})
+    assert backend.annotate_node(node_name, {"tau-tui.io/test": "set"}).ok
+    assert env.settle(lambda: backend.get(R.NODE, node_name).annotations.get("tau-tui.io/test") == "set")
+    missing = backend.annotate_node(f"no-such-{ns}", {"a": "b"})
+    assert not missing.ok and missing.code == 404
 
 
 def test_multikueue_objects_create_and_delete(env):

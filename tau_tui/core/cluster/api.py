@@ -1000,6 +1000,15 @@ class ClusterBackend(abc.ABC):
         return self.set_stop_policy(kind, name, "None", namespace, dry_run)
 
     @abc.abstractmethod
+    def drain_inputs(self, node: str) -> tuple[list[dict], list[dict], list[str]]:
+        """Pods on ``node``, the PodDisruptionBudgets of their namespaces, and a message per
+        namespace whose PDBs could not be read, all from the API (not the cache, whose
+        namespace scope may hide some). Raises ClusterError when the pods cannot be listed."""
+
+    @abc.abstractmethod
+    def annotate_node(self, node: str, annotations: Mapping[str, str], dry_run: bool = False) -> MutationResult: ...
+
+    @abc.abstractmethod
     def cordon(self, node: str, dry_run: bool = False) -> MutationResult: ...
 
     @abc.abstractmethod

@@ -80,6 +80,7 @@ EXTRA_TYPES: dict[tuple[str, str], ResourceType] = {
         "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
     ),
 }
+PDB_TYPE = EXTRA_TYPES[("policy", "PodDisruptionBudget")]
 
 
 def resource_type_from_table(api_version: str, kind: str) -> ResourceType | None:
@@ -454,6 +455,30 @@ class BaseBackend(ClusterBackend):
         word = "cordoned" if unschedulable else "uncordoned"
         return MutationResult(True, "patch", "Node", node, None, f"node {node} {word}" + (" (server dry-run)" if dry_run else ""),
                               dry_run, object=obj)
+
+    def drain_inputs(self, node: str) -> tuple[list[dict], list[dict], list[str]]:
+        try:
+            pods = self._api_list(ResourceKind.POD.type, None, field_selector=f"spec.nodeName={node}")
+        except ApiFailure as exc:
+            raise ClusterError(failure_result(exc, "list", ResourceKind.POD.type, "", None, False).message, code=exc.code) from None
+        pdbs: list[dict] = []
+        problems: list[str] = []
+        for namespace in sorted({(p.get("metadata") or {}).get("namespace", "") for p in pods}):
+            try:
+                pdbs += self._api_list(PDB_TYPE, namespace)
+            except ApiFailure as exc:
+                problems.append(f"PodDisruptionBudgets in {namespace} not readable "
+                                f"({failure_result(exc, 'list', PDB_TYPE, '', namespace, False).message}); "
+                                "the Eviction API still enforces them")
+        return pods, pdbs, problems
+
+    def annotate_node(self, node: str, annotations: Mapping[str, str], dry_run: bool = False) -> MutationResult:
+        rt = ResourceKind.NODE.type
+        try:
+            self._api_patch(rt, node, None, {"metadata": {"annotations": dict(annotations)}}, dry_run)
+        except ApiFailure as exc:
+            return failure_result(exc, "patch", rt, node, None, dry_run)
+        return MutationResult(True, "patch", rt.kind, node, None, f"node {node} annotated", dry_run)
 
     def cordon(self, node: str, dry_run: bool = False) -> MutationResult:
         return self._patch_node(node, True, dry_run)
