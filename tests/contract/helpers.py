@@ -37,7 +37,7 @@ def local_queue(namespace: str, name: str, cq: str) -> dict:
 
 
 def job(namespace: str, name: str, queue: str, gpus: int = 1, workers: int = 1, priority_class: str | None = None,
-        submission_id: str | None = None, keep_running: bool = True) -> dict:
+        submission_id: str | None = None, keep_running: bool = True, restarted: bool = False) -> dict:
     labels = {"kueue.x-k8s.io/queue-name": queue, "tau.azure.com/managed-by": "tau", "tau.azure.com/job": name}
     if priority_class:
         labels["kueue.x-k8s.io/priority-class"] = priority_class
@@ -45,6 +45,8 @@ def job(namespace: str, name: str, queue: str, gpus: int = 1, workers: int = 1, 
         labels["tau.azure.com/submission-id"] = submission_id
     resources = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)}
     annotations = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"} if keep_running else {}
+    if restarted:  # the simulator gives such pods a terminated previous container; KWOK serves one for every pod
+        annotations["sim.tau-tui.io/restarts"] = "1"
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},

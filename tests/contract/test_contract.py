@@ -317,11 +317,11 @@ def test_multikueue_objects_create_and_delete(env):
 # -- logs -------------------------------------------------------------------------------
 
 
-def _running_job(env, workers=2):
+def _running_job(env, workers=2, restarted=False):
     ns = env.unique_namespace("logs")
     _, lq = _setup_queue(env, ns, 16)
     backend = env.backend()
-    assert backend.submit([h.job(ns, "talker", lq, gpus=1, workers=workers)])[0].ok
+    assert backend.submit([h.job(ns, "talker", lq, gpus=1, workers=workers, restarted=restarted)])[0].ok
     assert env.settle(lambda: len([p for p in backend.pods(ns) if p.phase == "Running"]) == workers, timeout=120)
     return ns, backend
 
@@ -345,6 +345,22 @@ def test_logs_follow_merges_pods_by_timestamp(pod_env, tmp_path):
         assert hits and all(pods[0] in stream.spool.line(i) for i in hits)
     finally:
         stream.close()
+
+
+def test_logs_previous_container_is_not_the_current_one(pod_env, tmp_path):
+    ns, backend = _running_job(pod_env, workers=1, restarted=True)
+    previous = backend.open_logs(LogRequest(namespace=ns, job="talker", previous=True), spool_dir=str(tmp_path))
+    current = backend.open_logs(LogRequest(namespace=ns, job="talker"), spool_dir=str(tmp_path))
+    try:
+        assert previous.wait_done(60) and current.wait_done(60)
+        assert not previous.errors and not current.errors, (previous.errors, current.errors)
+        old, new = previous.spool.lines(), current.spool.lines()
+        assert old and new
+        assert old != new[: len(old)]  # the terminated container's log, not the running one's
+        assert len(old) == len(set(old))
+    finally:
+        previous.close()
+        current.close()
 
 
 def test_logs_of_missing_job_is_a_plain_error(env):

@@ -3,7 +3,8 @@
 Stages come from the kwok module directory: node "fast" initialize, heartbeat-with-lease, and the
 "general" pod stages. A Job pod becomes Running about 1-6 s after binding and Succeeded 1-6 s
 later, unless the pod template sets the annotation `pod-complete.stage.kwok.x-k8s.io/delay` (e.g. "1h") to keep it Running.
-Logs: every container of every pod serves the lines of `FAKE_LOG_LINES`, followed live.
+Logs: every container of every pod serves the lines of `FAKE_LOG_LINES`, followed live, and
+`FAKE_PREVIOUS_LOG_LINES` as its previous (terminated) container.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ GPUS_PER_NODE = 8
 GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 GPU_CLASS = "h100-80gb"
 FAKE_LOG_LINES = [f"tau-harness fake log line {n}" for n in range(1, 6)]
+FAKE_PREVIOUS_LOG_LINES = [f"tau-harness previous container line {n}" for n in range(1, 4)]
 POD_CIDR = "10.244.0.0/16"
 
 
@@ -56,11 +58,11 @@ def gpu_node_manifest(name: str) -> dict:
     }
 
 
-def _cri_log_file(path: Path) -> None:
+def _cri_log_file(path: Path, texts: list[str] = FAKE_LOG_LINES) -> None:
     # KWOK replays the file in the CRI log format that kubelet writes.
     stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
     lines = []
-    for n, text in enumerate(FAKE_LOG_LINES):
+    for n, text in enumerate(texts):
         ts = (stamp + datetime.timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
         lines.append(f"{ts} stdout F {text}\n")
     path.write_text("".join(lines))
@@ -78,12 +80,14 @@ def _kwok_config(plane: "ControlPlane", directory: Path) -> Path:
         raise HarnessStartError(f"KWOK stage files missing: {missing or stages}; rerun `bash harness/build.sh`")
     logs_file = directory / "container.log"
     _cri_log_file(logs_file)
+    previous_file = directory / "previous.log"
+    _cri_log_file(previous_file, FAKE_PREVIOUS_LOG_LINES)
     docs = [yaml.safe_load(p.read_text()) for p in stage_files]
     docs.append({
         "apiVersion": "kwok.x-k8s.io/v1alpha1",
         "kind": "ClusterLogs",
         "metadata": {"name": "tau-harness-logs"},
-        "spec": {"logs": [{"logsFile": str(logs_file), "follow": True}]},
+        "spec": {"logs": [{"logsFile": str(logs_file), "previousLogsFile": str(previous_file), "follow": True}]},
     })
     path = directory / "kwok.yaml"
     path.write_text(yaml.safe_dump_all(docs))

@@ -719,10 +719,14 @@ class SimulatedCluster:
         all_labels.update(labels)
         all_labels["sim.tau-tui.io/owner-uid"] = meta["uid"]
         annotations = dict(meta.get("annotations") or {})
+        # Like the Job controller, pods carry the template's annotations; scenarios may also set
+        # simulator knobs on the owner object.
+        pod_annotations = dict((template.get("metadata") or {}).get("annotations") or {})
+        pod_annotations.update({k: v for k, v in annotations.items() if k.startswith(SIM_PREFIX)})
         return {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": meta["namespace"], "labels": all_labels,
-                         "annotations": {k: v for k, v in annotations.items() if k.startswith(SIM_PREFIX)}
+                         "annotations": pod_annotations
                          | {LOG_STYLE_ANNOTATION: annotations.get(LOG_STYLE_ANNOTATION, style) if style == "train" else style},
                          "ownerReferences": [{"apiVersion": owner.get("apiVersion"), "kind": owner.get("kind"), "name": meta["name"],
                                               "uid": meta["uid"], "controller": True}]},
