@@ -15,7 +15,6 @@ import os
 import signal
 import sys
 import threading
-import time
 
 from tau_tui.core.gpu_health import CatalogError, Verdict, node_conditions
 

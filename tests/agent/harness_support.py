@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -16,6 +15,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from tau_tui.core.gpu_health import API_GROUP, HEALTH_PLURAL
+from tests.harness.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_MANIFESTS = REPO / "manifests" / "agent"
@@ -60,15 +60,6 @@ def kubectl_version(kubectl: str) -> str:
     return json.loads(result.stdout).get("clientVersion", {}).get("gitVersion", "unknown")
 
 
-def wait_for(predicate, what: str, timeout: float = 60.0, interval: float = 0.25):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
 def kwok_gpu_node(name: str) -> dict:

@@ -12,6 +12,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from tests.harness.manifests import create_from_file
+from tests.harness.waiting import wait_for
 
 pytestmark = [pytest.mark.harness, pytest.mark.t1]
 
@@ -22,15 +23,6 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
-def wait_for(predicate, what: str, timeout: float = 60.0, interval: float = 0.25):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
 def job_manifest(name: str, queue: str, *, gpus: int = 1, priority: str | None = None,

@@ -17,6 +17,7 @@ from kubernetes.client.rest import ApiException
 
 from tests.harness.kwok import FAKE_LOG_LINES, GPUS_PER_NODE
 from tests.harness.manifests import create_from_file
+from tests.harness.waiting import wait_for as poll
 
 pytestmark = [pytest.mark.harness, pytest.mark.t2]
 
@@ -26,15 +27,9 @@ NAMESPACE = "taugrid-default"
 KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
 
 
-def wait_for(predicate, what: str, timeout: float = 90.0, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+def wait_for(predicate, what: str, timeout: float = 90.0):
+    return poll(predicate, what, timeout, interval=0.5)
 
 
 @pytest.fixture(scope="module")

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
+from tests.harness.waiting import wait_for as poll
 
 pytestmark = [pytest.mark.harness, pytest.mark.t3]
 
 
-def wait_for(predicate, what: str, timeout: float = 90.0, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+def wait_for(predicate, what: str, timeout: float = 90.0):
+    return poll(predicate, what, timeout, interval=0.5)
 
 
 def job_exists(batch: k8s.BatchV1Api, name: str, namespace: str) -> bool:

@@ -18,6 +18,7 @@ from tau_tui.core.cluster.real import KubernetesBackend
 from tests.data.cases import CASES_DIR
 from tests.data.regen import build_catalog
 from tests.harness.manifests import create_from_file
+from tests.harness.waiting import wait_for
 
 pytestmark = [pytest.mark.harness, pytest.mark.t1]
 
@@ -26,16 +27,6 @@ NAMESPACE = "taugrid-default"
 SUBMISSION = "tau.azure.com/submission-id"
 
 
-def wait_for(predicate, what: str, timeout: float = 60.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

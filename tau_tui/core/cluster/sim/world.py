@@ -498,7 +498,7 @@ class SimulatedCluster:
                         st["admissionChecks"] = [{"name": c, "state": "Pending", "message": "", "lastTransitionTime": format_time(now)} for c in checks]
                         set_condition(obj, cond("Admitted", "False", "UnsatisfiedChecks", "The workload has not all admission checks", now))
                     else:
-                        set_condition(obj, cond("Admitted", "True", "Admitted", f"The workload is admitted", now))
+                        set_condition(obj, cond("Admitted", "True", "Admitted", "The workload is admitted", now))
                 new = self.store.update(R.WORKLOAD.type, meta["name"], meta["namespace"], reserve)
                 if new is not None:
                     self._event(new, "Normal", "QuotaReserved", f"Quota reserved in ClusterQueue {cq_name}")
@@ -747,7 +747,6 @@ class SimulatedCluster:
             self.store.put(R.POD.type, self._pod(job, name, (job.get("spec") or {}).get("template") or {}, labels, flavors, "train"))
 
     def _create_ray_pods(self, rayjob: dict, wl: dict) -> None:
-        meta = rayjob["metadata"]
         cluster = rayjob["status"]["rayClusterName"]
         rcs = (rayjob.get("spec") or {}).get("rayClusterSpec") or {}
         psa = {p.get("name"): p.get("flavors") or {} for p in wl["status"]["admission"].get("podSetAssignments") or ()}

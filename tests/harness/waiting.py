@@ -1,0 +1,20 @@
+"""Polling for conditions on a live control plane: bounded in time, and says what it waited for."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def wait_for(predicate: Callable[[], T], what: str, timeout: float = 60.0, interval: float = 0.25) -> T:
+    """Return the first truthy value of `predicate`, or fail naming `what` and the last value."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
