@@ -69,18 +69,15 @@ def _payload(loaded: LoadedConfig) -> Payload | None:
     c = loaded.config
     if c.run.source is not None or not c.run.entrypoint:
         return None
-    if c.run.working_dir is not None:
+    is_archive = c.run.working_dir is not None
+    if is_archive:
         raw = _project_archive(loaded.base_dir / c.run.working_dir, c.run.working_dir_excludes)
-        is_archive = True
-        entry = c.run.entrypoint
     else:
         raw = (loaded.base_dir / c.run.entrypoint).read_bytes()
-        is_archive = False
-        entry = c.run.entrypoint
     if len(raw) > MAX_PAYLOAD_BYTES:
-        what = ("run.working_dir", "the project archive") if is_archive else ("run.entrypoint", "the script")
-        raise DiagnosticError([loaded.diagnostic(("run", what[0].split(".")[1]), f"{what[1]} is {len(raw)} bytes; the limit is {MAX_PAYLOAD_BYTES} (45 KiB)", "put large code in the image or on storage")])
-    return Payload(base64.b64encode(raw).decode(), "sha256:" + hashlib.sha256(raw).hexdigest(), is_archive, entry)
+        key, what = ("working_dir", "the project archive") if is_archive else ("entrypoint", "the script")
+        raise DiagnosticError([loaded.diagnostic(("run", key), f"{what} is {len(raw)} bytes; the limit is {MAX_PAYLOAD_BYTES} (45 KiB)", "put large code in the image or on storage")])
+    return Payload(base64.b64encode(raw).decode(), "sha256:" + hashlib.sha256(raw).hexdigest(), is_archive, c.run.entrypoint)
 
 
 def _project_archive(root: Path, excludes: list[str]) -> bytes:
