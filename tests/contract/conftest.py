@@ -22,11 +22,7 @@ def _real_env(request, tier: str):
     ]
 )
 def env(request):
-    environment = SimEnv() if request.param == "sim" else _real_env(request, request.param)
-    try:
-        yield environment
-    finally:
-        environment.close()
+    yield from _environment(request)
 
 
 @pytest.fixture(
@@ -37,6 +33,10 @@ def env(request):
 )
 def pod_env(request):
     """Environments that run pods and serve their logs."""
+    yield from _environment(request)
+
+
+def _environment(request):
     environment = SimEnv() if request.param == "sim" else _real_env(request, request.param)
     try:
         yield environment

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from typing import Any
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -75,3 +77,19 @@ def pod_on_node(namespace: str, name: str, node_name: str) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
             "spec": {"nodeName": node_name, "containers": [{"name": "main", "image": "registry.local/tau/idle:1"}],
                      "tolerations": [{"operator": "Exists"}]}}
+
+
+class Recorder:
+    """A subscribe() callback that keeps every change event, thread-safely."""
+
+    def __init__(self):
+        self.events = []
+        self.lock = threading.Lock()
+
+    def __call__(self, batch):
+        with self.lock:
+            self.events.extend(batch.events)
+
+    def of(self, name):
+        with self.lock:
+            return [e for e in self.events if e.obj.name == name]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 
 import pytest
 
@@ -20,20 +19,6 @@ from tests.contract import helpers as h
 R = ResourceKind
 
 
-class Recorder:
-    def __init__(self):
-        self.events = []
-        self.lock = threading.Lock()
-
-    def __call__(self, batch):
-        with self.lock:
-            self.events.extend(batch.events)
-
-    def of(self, name):
-        with self.lock:
-            return [e for e in self.events if e.obj.name == name]
-
-
 def _setup_queue(env, ns, gpus, strategy="BestEffortFIFO"):
     suffix = ns
     env.create(R.RESOURCE_FLAVOR.type, h.flavor(f"rf-{suffix}"))
@@ -47,7 +32,7 @@ def _setup_queue(env, ns, gpus, strategy="BestEffortFIFO"):
 
 def test_watch_sees_create_update_delete_in_order_without_duplicates(env):
     backend = env.backend()
-    rec = Recorder()
+    rec = h.Recorder()
     backend.subscribe(rec, kinds=[R.WORKLOAD_PRIORITY_CLASS])
     name = f"wpc-{env.unique_namespace('w')}"
     gen0 = backend.generation(R.WORKLOAD_PRIORITY_CLASS)

@@ -20,16 +20,6 @@ R = ResourceKind
 WPC = R.WORKLOAD_PRIORITY_CLASS
 
 
-class Recorder:
-    def __init__(self):
-        self.events = []
-        self.lock = threading.Lock()
-
-    def __call__(self, batch):
-        with self.lock:
-            self.events.extend(batch.events)
-
-
 def _server_names(env, prefix):
     body = env.admin.request("GET", resource_path(WPC.type))
     return {i["metadata"]["name"]: i["metadata"]["resourceVersion"] for i in body["items"] if i["metadata"]["name"].startswith(prefix)}
@@ -48,7 +38,7 @@ def test_apiserver_killed_during_watch_cache_converges(t1):
         for i in range(5):
             env.create(WPC.type, h.priority_class(f"{prefix}{i}", i))
         backend = env.backend()
-        rec = Recorder()
+        rec = h.Recorder()
         backend.subscribe(rec, kinds=[WPC])
         states = []
         backend.subscribe(lambda b: None, kinds=[], on_state=states.append)

@@ -68,32 +68,30 @@ def _start(planes: list[ControlPlane]) -> None:
         raise
 
 
-@pytest.fixture(scope="session")
-def t1():
+def _single_plane(tier: str, required: tuple[str, ...], **options):
     binaries = locate()
-    binaries.require("etcd", "kube_apiserver", "kueue")
-    state = _state_dir("t1")
-    plane = ControlPlane("t1", state, binaries)
+    binaries.require(*required)
+    state = _state_dir(tier)
+    plane = ControlPlane(tier, state, binaries, **options)
     _start([plane])
     try:
         yield plane
     finally:
         plane.stop()
         _cleanup(state)
+
+
+@pytest.fixture(scope="session")
+def t1():
+    yield from _single_plane("t1", ("etcd", "kube_apiserver", "kueue"))
 
 
 @pytest.fixture(scope="session")
 def t2():
-    binaries = locate()
-    binaries.require("etcd", "kube_apiserver", "kueue", "kube_controller_manager", "kube_scheduler", "kwok")
-    state = _state_dir("t2")
-    plane = ControlPlane("t2", state, binaries, workloads_controllers=True)
-    _start([plane])
-    try:
-        yield plane
-    finally:
-        plane.stop()
-        _cleanup(state)
+    yield from _single_plane(
+        "t2", ("etcd", "kube_apiserver", "kueue", "kube_controller_manager", "kube_scheduler", "kwok"),
+        workloads_controllers=True,
+    )
 
 
 @pytest.fixture(scope="session")

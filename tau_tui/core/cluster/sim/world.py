@@ -147,19 +147,17 @@ class SimulatedCluster:
     def api_outage(self, message: str = "dial tcp 127.0.0.1:6443: connect: connection refused", stale: bool = False) -> None:
         """The API server stops answering: backends keep their last data and
         report reconnecting (or, with ``stale``, stale) since now."""
+        self._set_api_down(message, stale)
+
+    def api_restore(self) -> None:
+        self._set_api_down(None, False)
+
+    def _set_api_down(self, message: str | None, stale: bool) -> None:
         with self.lock:
             self.api_down = message
             self.api_down_stale = stale
             listeners = list(self.connectivity_listeners)
-        for listener in listeners:
-            listener()
-
-    def api_restore(self) -> None:
-        with self.lock:
-            self.api_down = None
-            self.api_down_stale = False
-            listeners = list(self.connectivity_listeners)
-        for listener in listeners:
+        for listener in listeners:  # outside the lock: listeners read the world back
             listener()
 
     # -- the tick ------------------------------------------------------------
