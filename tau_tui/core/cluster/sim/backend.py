@@ -299,7 +299,7 @@ class SimulatedBackend(BaseBackend):
                 world.store.authorize(self.identity, "get", _VIS_CQ_TYPE, None, sub="pendingworkloads")
                 if world.store.read(ResourceKind.CLUSTER_QUEUE.type, cq) is None:
                     raise ApiFailure(404, "NotFound", f'clusterqueues.kueue.x-k8s.io "{cq}" not found')
-                items = world.pending_by_cluster_queue().get(cq, [])
+                items = world.kueue.pending_by_cluster_queue().get(cq, [])
                 selected = items
             elif m_lq:
                 ns, lq = m_lq.group(2), m_lq.group(3)
@@ -307,7 +307,7 @@ class SimulatedBackend(BaseBackend):
                 lq_obj = world.store.read(ResourceKind.LOCAL_QUEUE.type, lq, ns)
                 if lq_obj is None:
                     raise ApiFailure(404, "NotFound", f'localqueues.kueue.x-k8s.io "{lq}" not found')
-                items = world.pending_by_cluster_queue().get((lq_obj.get("spec") or {}).get("clusterQueue", ""), [])
+                items = world.kueue.pending_by_cluster_queue().get((lq_obj.get("spec") or {}).get("clusterQueue", ""), [])
                 selected = [w for w in items if w["metadata"]["namespace"] == ns and w["spec"]["queueName"] == lq]
             else:
                 raise ApiFailure(404, "NotFound", "the server could not find the requested resource")

@@ -19,16 +19,10 @@ import yaml
 from tau_tui.core.cluster.api import QUEUE_NAME_LABEL, ClusterError, ResourceKind, ResourceType
 from tau_tui.core.cluster.clock import ManualClock
 from tau_tui.core.cluster.common import resource_type_from_table
-from tau_tui.core.cluster.sim.taucluster import PRIORITY_CLASS, TOPOLOGY
-from tau_tui.core.cluster.sim.world import (
-    DURATION_ANNOTATION,
-    LOG_STYLE_ANNOTATION,
-    OUTCOME_ANNOTATION,
-    PRIORITY_CLASS_LABEL,
-    RESTARTS_ANNOTATION,
-    SimSettings,
-    SimulatedCluster,
-)
+from tau_tui.core.cluster.sim.annotations import DURATION_ANNOTATION, LOG_STYLE_ANNOTATION, OUTCOME_ANNOTATION, RESTARTS_ANNOTATION
+from tau_tui.core.cluster.sim.controllers.kueue import PRIORITY_CLASS_LABEL
+from tau_tui.core.cluster.sim.controllers.tau import PRIORITY_CLASS, TOPOLOGY
+from tau_tui.core.cluster.sim.world import SimSettings, SimulatedCluster
 from tau_tui.core.cluster.views import format_time, parse_time
 
 R = ResourceKind
@@ -155,9 +149,9 @@ class ScenarioBuilder:
                            "nodeInfo": {"kubeletVersion": "v1.35.4"}},
             }, notify=False)
             if agent:
-                self.world.agent_nodes.add(name)
+                self.world.gpu_agent.nodes.add(name)
                 if group.get("healthObjects", True):
-                    self.world._put_health(name, "healthy", [], self.world.now())
+                    self.world.gpu_agent.put_health(name, "healthy", [], self.world.now())
 
     def _object(self, obj: Mapping[str, Any], where: str) -> None:
         if not isinstance(obj, Mapping) or not obj.get("kind") or not obj.get("apiVersion"):
@@ -177,7 +171,7 @@ class ScenarioBuilder:
         self.world.store.put(rt, body)
 
     def _tau_cluster(self, spec: Mapping[str, Any]) -> None:
-        self.world.tau_profiles = list((spec.get("spec") or {}).get("workloadProfiles") or ())
+        self.world.tau.profiles = list((spec.get("spec") or {}).get("workloadProfiles") or ())
         body = {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",
                 "metadata": {"name": "cluster", "generation": 1}, "spec": copy.deepcopy(dict(spec.get("spec") or {}))}
         self.world.store.put(R.TAU_CLUSTER.type, body)
@@ -242,7 +236,7 @@ class ScenarioBuilder:
         try:
             store.api_create(None, rt, body["metadata"]["namespace"], body, dry_run=False)
         except Exception as exc:  # a scenario typo must not stop the demo
-            self.world._event(body, "Warning", "SubmitFailed", str(exc))
+            self.world.event(body, "Warning", "SubmitFailed", str(exc))
 
     def _timeline_action(self, entry: Mapping[str, Any], where: str):
         world = self.world

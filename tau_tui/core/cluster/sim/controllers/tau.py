@@ -9,6 +9,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Mapping
 
 from tau_tui.core.cluster.api import MULTIKUEUE_CONTROLLER_NAME, ResourceKind, ResourceType
+from tau_tui.core.cluster.sim.controllers.base import Controller
+from tau_tui.core.cluster.sim.controllers.kueue import check_names
 from tau_tui.core.cluster.views import format_time
 
 if TYPE_CHECKING:
@@ -106,9 +108,9 @@ def _resolve_profile(world: "SimulatedCluster", tc: Mapping[str, Any], declared:
     prio_bad = [w for w in wpcs if store.read(R.WORKLOAD_PRIORITY_CLASS.type, w) is None] + \
                [p for p in ppcs if store.read(PRIORITY_CLASS, p) is None]
     if declared.get("executionTarget") == "multiKueue":
-        only_mk = all(cq is not None and (world._check_names(cq) and all(
+        only_mk = all(cq is not None and (check_names(cq) and all(
             (store.read(R.ADMISSION_CHECK.type, c) or {}).get("spec", {}).get("controllerName") == MULTIKUEUE_CONTROLLER_NAME
-            for c in world._check_names(cq))) for cq in cqs.values()) and bool(cqs)
+            for c in check_names(cq))) for cq in cqs.values()) and bool(cqs)
         if not only_mk:
             execution = _cond("ExecutionReady", False, "Ready", "MultiKueueWiringNotReady",
                               "every ClusterQueue must reference only MultiKueue AdmissionChecks", now, generation)
@@ -184,3 +186,19 @@ def resolved_tau_cluster_status(world: "SimulatedCluster", tc: Mapping[str, Any]
         },
         "conditions": conditions,
     }
+
+
+class TauController(Controller):
+    def __init__(self, world: "SimulatedCluster"):
+        super().__init__(world)
+        #: The TauCluster's declared workload profiles; None = no Tau controller in this scenario.
+        self.profiles: list[dict] | None = None
+
+    def update_status(self) -> None:
+        if self.profiles is None:
+            return
+        tc = self.store.read(R.TAU_CLUSTER.type, "cluster")
+        if tc is None:
+            return
+        status = resolved_tau_cluster_status(self.world, tc, self.now())
+        self.store.update(R.TAU_CLUSTER.type, "cluster", None, lambda o: o.__setitem__("status", status))

@@ -1,0 +1,135 @@
+"""MultiKueue in the simulation: AdmissionCheck Active from its
+MultiKueueConfig's clusters, worker connection faults, and dispatching
+admitted workloads to a worker (or evicting them when the worker is lost)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from tau_tui.core.cluster.api import MULTIKUEUE_CONTROLLER_NAME, ResourceKind
+from tau_tui.core.cluster.sim.conditions import cond, get_condition, is_true, set_condition
+from tau_tui.core.cluster.sim.controllers.base import Controller
+from tau_tui.core.cluster.sim.store import SimStore
+from tau_tui.core.cluster.views import format_time
+
+if TYPE_CHECKING:
+    from tau_tui.core.cluster.sim.world import SimulatedCluster
+
+R = ResourceKind
+
+
+def multikueue_check_of(store: SimStore, cq: Mapping[str, Any]) -> dict | None:
+    for ref in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or ():
+        ac = store.read(R.ADMISSION_CHECK.type, ref.get("name", ""))
+        if ac is not None and (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER_NAME:
+            return ac
+    return None
+
+
+class MultiKueueController(Controller):
+    def __init__(self, world: SimulatedCluster):
+        super().__init__(world)
+        #: When each disconnected worker was lost (workloads placed there are evicted after a timeout).
+        self.worker_lost_at: dict[str, datetime] = {}
+
+    def update_admission_checks(self) -> None:
+        """AdmissionCheck Active from its config's clusters (kueue.md A1.7)."""
+        now = self.now()
+        for ac in sorted(self.store.items(R.ADMISSION_CHECK.type), key=lambda o: o["metadata"]["name"]):
+            if (ac.get("spec") or {}).get("controllerName") != MULTIKUEUE_CONTROLLER_NAME:
+                if get_condition(ac, "Active") is None:
+                    self.store.update(R.ADMISSION_CHECK.type, ac["metadata"]["name"], None,
+                                      lambda o: set_condition(o, cond("Active", "True", "Active", "The admission check is active", now)))
+                continue
+            params = (ac.get("spec") or {}).get("parameters") or {}
+            config = self.store.read(R.MULTIKUEUE_CONFIG.type, params.get("name", "")) if params.get("kind") == "MultiKueueConfig" else None
+            if config is None:
+                new = cond("Active", "False", "BadConfig", f"Cannot load the AdmissionChecks parameters: MultiKueueConfig {params.get('name')!r} not found", now)
+            else:
+                names = list((config.get("spec") or {}).get("clusters") or ())
+                missing = [n for n in names if self.store.read(R.MULTIKUEUE_CLUSTER.type, n) is None]
+                inactive = [n for n in names if n not in missing and not is_true(self.store.read(R.MULTIKUEUE_CLUSTER.type, n) or {}, "Active")]
+                active = [n for n in names if n not in missing and n not in inactive]
+                if not active:
+                    new = cond("Active", "False", "NoUsableClusters", "No usable clusters: " + ", ".join(names), now)
+                elif missing or inactive:
+                    msg = "; ".join(p for p in (f"Missing clusters: {missing}" if missing else "", f"Inactive clusters: {inactive}" if inactive else "") if p)
+                    new = cond("Active", "True", "SomeActiveClusters", msg, now)
+                else:
+                    new = cond("Active", "True", "Active", "The admission check is active", now)
+            self.store.update(R.ADMISSION_CHECK.type, ac["metadata"]["name"], None, lambda o, new=new: set_condition(o, new))
+
+    def set_cluster_active(self, name: str, active: bool, message: str = "") -> None:
+        """Fault injection: a worker stalls (or comes back)."""
+        now = self.now()
+        with self.lock:
+            if active:
+                new = cond("Active", "True", "Active", "Connected", now)
+                self.worker_lost_at.pop(name, None)
+            else:
+                new = cond("Active", "False", "ClientConnectionFailed", message or "Get \"https://worker:6443/api\": dial tcp: i/o timeout", now)
+                self.worker_lost_at.setdefault(name, now)
+            obj = self.store.update(R.MULTIKUEUE_CLUSTER.type, name, None, lambda o: set_condition(o, new))
+            if obj is not None:
+                self.event(obj, "Normal" if active else "Warning", "Connected" if active else "ClientConnectionFailed", new["message"])
+
+    def dispatch(self) -> None:
+        now = self.now()
+        for wl in sorted(self.store.items(R.WORKLOAD.type), key=lambda w: (w["metadata"]["namespace"], w["metadata"]["name"])):
+            st = wl.get("status") or {}
+            if not st.get("admission") or is_true(wl, "Finished"):
+                continue
+            cq = self.store.read(R.CLUSTER_QUEUE.type, st["admission"].get("clusterQueue", ""))
+            ac = multikueue_check_of(self.store, cq or {})
+            checks = {c.get("name"): c for c in st.get("admissionChecks") or ()}
+            if ac is None:
+                # non-MultiKueue checks in the simulation pass at once
+                if checks and any(c.get("state") != "Ready" for c in checks.values()):
+                    self.store.update(R.WORKLOAD.type, wl["metadata"]["name"], wl["metadata"]["namespace"], self._all_checks_ready(now))
+                continue
+            name = ac["metadata"]["name"]
+            config = self.store.read(R.MULTIKUEUE_CONFIG.type, ((ac.get("spec") or {}).get("parameters") or {}).get("name", "")) or {}
+            workers = sorted(n for n in (config.get("spec") or {}).get("clusters") or ()
+                             if is_true(self.store.read(R.MULTIKUEUE_CLUSTER.type, n) or {}, "Active"))
+            state = (checks.get(name) or {}).get("state", "Pending")
+            cluster_name = st.get("clusterName")
+            if cluster_name:
+                lost_at = self.worker_lost_at.get(cluster_name)
+                if lost_at is not None and (now - lost_at).total_seconds() >= self.settings.worker_lost_timeout_seconds:
+                    self.world.kueue.evict(wl, "AdmissionCheck", f"Reserving remote lost: worker {cluster_name}")
+                continue
+            if state != "Pending":
+                continue
+            if not workers:
+                def waiting(obj: dict) -> None:
+                    for c in obj["status"].get("admissionChecks") or ():
+                        if c.get("name") == name:
+                            c["message"] = "No usable clusters: every MultiKueueCluster is inactive"
+                self.store.update(R.WORKLOAD.type, wl["metadata"]["name"], wl["metadata"]["namespace"], waiting)
+                continue
+            if not st.get("nominatedClusterNames"):
+                self.store.update(R.WORKLOAD.type, wl["metadata"]["name"], wl["metadata"]["namespace"],
+                                  lambda o, w=workers: o["status"].__setitem__("nominatedClusterNames", list(w)))
+                continue
+            winner = workers[0]
+
+            def place(obj: dict, winner=winner, name=name) -> None:
+                obj["status"]["clusterName"] = winner
+                obj["status"].pop("nominatedClusterNames", None)
+                for c in obj["status"].get("admissionChecks") or ():
+                    if c.get("name") == name:
+                        c.update(state="Ready", message=f'The workload got reservation on "{winner}"', lastTransitionTime=format_time(now))
+                if all(c.get("state") == "Ready" for c in obj["status"].get("admissionChecks") or ()):
+                    set_condition(obj, cond("Admitted", "True", "Admitted", "The workload is admitted", now))
+            new = self.store.update(R.WORKLOAD.type, wl["metadata"]["name"], wl["metadata"]["namespace"], place)
+            if new is not None:
+                self.event(new, "Normal", "Admitted", f"Admitted; dispatched to worker {winner}")
+
+    @staticmethod
+    def _all_checks_ready(now: datetime) -> Callable[[dict], None]:
+        def ready(obj: dict) -> None:
+            for c in obj["status"].get("admissionChecks") or ():
+                c.update(state="Ready", lastTransitionTime=format_time(now))
+            set_condition(obj, cond("Admitted", "True", "Admitted", "The workload is admitted", now))
+        return ready
