@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv (Python >= 3.11) and installs tau-tui with its test extras. Idempotent.
+# Creates .venv (Python >= 3.11) and installs tau-tui with its test extras and the agent's
+# dependencies (the agent's tests need them). Idempotent.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON="${PYTHON:-python3}"
@@ -9,4 +10,4 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
 fi
 [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]'
+.venv/bin/python -m pip install --quiet -e '.[test,agent]'

@@ -1,17 +1,16 @@
 """The Textual app: panes, navigation, themes, settings, the refresh tick and mutations.
 
-``tau-tui`` with no sub-command (or with app flags) lands in :func:`main`.
-Every cluster call runs in a thread worker that only posts messages; the
-backend itself keeps its cache current on its own core threads.
+``tau-tui`` with no sub-command (or with app flags) is launched by
+:func:`tau_tui.cli.run_app`.  Every cluster call runs in a thread worker that
+only posts messages; the backend itself keeps its cache current on its own
+core threads.  Screens reach the app through :class:`tau_tui.screens.host.PaneHost`
+only; the app imports them, never the other way round.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from typing import Iterable
 
 from rich.text import Text
 from textual import on, work
@@ -21,9 +20,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
 
-from tau_tui.app_config import DEFAULT_THEME, AppSettings, LoadedSettings, load_settings, load_theme_files
 from tau_tui.core.audit import AuditLog
-from tau_tui.core.cluster.api import ClusterBackend, ClusterError, DrainResult, MutationResult
+from tau_tui.core.cluster.api import ClusterBackend
+from tau_tui.mutations.mutation import Mutation, describe_result
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.compose import ComposeScreen
 from tau_tui.screens.logs import LogsScreen
@@ -33,6 +32,9 @@ from tau_tui.screens.nodes import NodesScreen
 from tau_tui.screens.profiles import ProfilesScreen
 from tau_tui.screens.queue import QueueScreen
 from tau_tui.screens.runs import RunsScreen
+from tau_tui.settings.settings_file import DEFAULT_THEME, AppSettings, LoadedSettings, load_settings
+from tau_tui.settings.theme_files import load_theme_files
+from tau_tui.startup.backends import BackendUnavailable, connect_kubeconfig_backend, start_demo_backend
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
 from tau_tui.widgets.header_bar import PANES, HeaderState
@@ -50,41 +52,6 @@ PANE_ALIASES = {
     "nodes": "nodes", "node": "nodes", "no": "nodes", "gpu": "nodes", "gpus": "nodes",
     "multikueue": "multikueue", "mk": "multikueue", "mkc": "multikueue", "admissionchecks": "multikueue", "ac": "multikueue",
 }
-
-
-@dataclass
-class Mutation:
-    """One cluster change: ``run(dry_run)`` performs it (server dry-run first)."""
-
-    verb: str
-    target: str
-    title: str
-    run: Callable[[bool], Any]
-    namespace: str | None = None
-    #: False when the server cannot dry-run it (the preview says so).
-    server_dry_run: bool = True
-    on_done: Callable[[bool, str], None] | None = None
-    #: A richer preview than ``run(True)`` (worker thread): (ok, text, allowed).
-    #: ``allowed=False`` refuses the change: the dialog shows why and offers no "yes".
-    preview: Callable[[], tuple[bool, str, bool]] | None = None
-
-
-def describe_result(result: Any) -> tuple[bool, str]:
-    """(ok, plain text) for a MutationResult, a list of them, or a DrainResult."""
-    if isinstance(result, MutationResult):
-        return result.ok, result.message
-    if isinstance(result, DrainResult):
-        lines = [f"node {result.node}: " + ("cordoned" if result.cordoned else "NOT cordoned")]
-        lines += [f"  evict {ref}" for ref in result.evicted] or ["  no pods to evict"]
-        lines += [f"  skip  {ref} (DaemonSet, mirror or finished)" for ref in result.skipped]
-        lines += [f"  FAILED {f.name}: {f.message}" for f in result.failed]
-        return result.ok, "\n".join(lines)
-    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
-        return bool(result[0]), result[1]
-    if isinstance(result, list):
-        oks = [describe_result(r) for r in result]
-        return all(ok for ok, _ in oks) and bool(oks), "\n".join(text for _, text in oks)
-    return False, str(result)
 
 
 class TauApp(App):
@@ -236,46 +203,18 @@ class TauApp(App):
     @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
     def _load_demo(self, scenario: str) -> None:
         try:
-            from tau_tui.core.cluster.sim.backend import SimulatedBackend
-            from tau_tui.core.cluster.sim.scenario import build_world
-
-            world = build_world(scenario)
-            backend = SimulatedBackend(world, namespace=self.namespace_name, realtime=self.demo_realtime)
-            backend.start()
-            backend.wait_synced(10)
-        except ClusterError as err:
-            self.post_message(self.BackendFailed(err.message, offer_demo=scenario != "demo"))
-            return
-        except Exception as err:
-            self.post_message(self.BackendFailed(f"the demo cluster failed to start: {type(err).__name__}: {err}", False))
+            backend = start_demo_backend(scenario, self.namespace_name, self.demo_realtime)
+        except BackendUnavailable as err:
+            self.post_message(self.BackendFailed(err.message, offer_demo=err.offer_demo))
             return
         self.post_message(self.BackendReady(backend, f"demo scenario {scenario!r} (simulated cluster)"))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
     def _connect(self, context: str | None, namespace: str | None) -> None:
-        from tau_tui.core.cluster.kubeconfig import KubeconfigSource
-
         try:
-            contexts = KubeconfigSource().contexts()
-        except ClusterError as err:
-            self.post_message(self.BackendFailed(err.message, True))
-            return
-        if not contexts:
-            self.post_message(self.BackendFailed(
-                "no kubeconfig found (set KUBECONFIG or create ~/.kube/config).", True))
-            return
-        try:
-            from tau_tui.core.cluster.real import KubernetesBackend  # type: ignore[import-not-found]
-        except ImportError:
-            self.post_message(self.BackendFailed(
-                "this build has no Kubernetes backend yet (tau_tui.core.cluster.real is missing).", True))
-            return
-        try:
-            backend = KubernetesBackend(context=context, namespace=namespace, all_namespaces=namespace is None)
-            backend.start()
-        except Exception as err:
-            message = getattr(err, "message", None) or str(err)
-            self.post_message(self.BackendFailed(f"cannot connect: {message}", True))
+            backend = connect_kubeconfig_backend(context, namespace)
+        except BackendUnavailable as err:
+            self.post_message(self.BackendFailed(err.message, err.offer_demo))
             return
         self.post_message(self.BackendReady(backend))
 
@@ -607,50 +546,3 @@ class TauApp(App):
         if message.mutation.on_done is not None:
             message.mutation.on_done(message.ok, message.text)
         self._tick()
-
-
-# --------------------------------------------------------------------------
-# Command line entry
-# --------------------------------------------------------------------------
-
-
-def build_app_parser() -> argparse.ArgumentParser:
-    from tau_tui.cli import DESCRIPTION
-
-    parser = argparse.ArgumentParser(
-        prog="tau-tui",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="app keys: : command mode, / filter, ? help, esc back, 1-7 panes, ctrl+p palette, ctrl+q quit",
-    )
-    parser.add_argument("--context", help="kubeconfig context (default: current)")
-    parser.add_argument("-n", "--namespace", help="namespace scope (default: all namespaces)")
-    parser.add_argument("--readonly", action="store_true", help="hide and refuse every mutating action")
-    parser.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO",
-                        help="use the embedded simulated cluster (scenario: demo, faults, large)")
-    parser.add_argument("--theme", help="tau-dark, tau-light or tau-high-contrast (or a theme file's name)")
-    parser.add_argument("--pane", choices=[m for _, m, _ in PANES], help="pane to open first (default: queue)")
-    parser.add_argument("--file", help="tau.yaml to open in the compose pane")
-    return parser
-
-
-def main(argv: list[str]) -> int:
-    args = build_app_parser().parse_args(argv)
-    if not sys.stdin.isatty() or not sys.stdout.isatty():
-        print("tau-tui: the app needs a terminal; use a sub-command (tau-tui --help) for scripts", file=sys.stderr)
-        return 2
-    app = TauApp(
-        demo=args.demo,
-        context=args.context,
-        namespace=args.namespace,
-        readonly=args.readonly,
-        theme=args.theme,
-        start_pane=args.pane,
-        compose_file=args.file,
-    )
-    app.run()
-    return 0 if app.return_code in (None, 0) else int(app.return_code)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main(sys.argv[1:]))

@@ -184,13 +184,57 @@ def run_command(argv: list[str]) -> int:
         return EXIT_FAILED
 
 
+# --------------------------------------------------------------------------
+# The interactive app
+# --------------------------------------------------------------------------
+
+
+def build_app_parser() -> argparse.ArgumentParser:
+    # Imported here: the headless commands never load Textual.
+    from .widgets.header_bar import PANES
+
+    parser = argparse.ArgumentParser(
+        prog="tau-tui",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="app keys: : command mode, / filter, ? help, esc back, 1-7 panes, ctrl+p palette, ctrl+q quit",
+    )
+    parser.add_argument("--context", help="kubeconfig context (default: current)")
+    parser.add_argument("-n", "--namespace", help="namespace scope (default: all namespaces)")
+    parser.add_argument("--readonly", action="store_true", help="hide and refuse every mutating action")
+    parser.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO",
+                        help="use the embedded simulated cluster (scenario: demo, faults, large)")
+    parser.add_argument("--theme", help="tau-dark, tau-light or tau-high-contrast (or a theme file's name)")
+    parser.add_argument("--pane", choices=[m for _, m, _ in PANES], help="pane to open first (default: queue)")
+    parser.add_argument("--file", help="tau.yaml to open in the compose pane")
+    return parser
+
+
+def run_app(argv: list[str]) -> int:
+    args = build_app_parser().parse_args(argv)
+    if not sys.stdin.isatty() or not sys.stdout.isatty():
+        print("tau-tui: the app needs a terminal; use a sub-command (tau-tui --help) for scripts", file=sys.stderr)
+        return 2
+    from .app import TauApp
+
+    app = TauApp(
+        demo=args.demo,
+        context=args.context,
+        namespace=args.namespace,
+        readonly=args.readonly,
+        theme=args.theme,
+        start_pane=args.pane,
+        compose_file=args.file,
+    )
+    app.run()
+    return 0 if app.return_code in (None, 0) else int(app.return_code)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
         # No sub-command (or only app flags such as --demo): the interactive app.
-        from .app import main as app_main
-
-        return app_main(argv)
+        return run_app(argv)
     return run_command(argv)
 
 

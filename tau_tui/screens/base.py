@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping, cast
 
 from rich.text import Text
 from textual import on, work
@@ -25,13 +25,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tau_tui.core.cluster.api import ClusterBackend, ConnectionState, ConnectionStatus, ResourceKind, ViewState, ViewStatus
+from tau_tui.screens.host import PaneHost
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import PANES, HeaderBar
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.status_text import style_of
-
-if TYPE_CHECKING:
-    from tau_tui.app import TauApp
 
 
 # --------------------------------------------------------------------------
@@ -257,8 +255,9 @@ class PaneScreen(Screen):
         self.freshness = Freshness()
 
     @property
-    def tau(self) -> "TauApp":
-        return self.app  # type: ignore[return-value]
+    def tau(self) -> PaneHost:
+        """The hosting app, seen through what a pane may use of it."""
+        return cast(PaneHost, self.app)
 
     # -- layout --------------------------------------------------------------
 

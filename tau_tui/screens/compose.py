@@ -28,6 +28,7 @@ from tau_tui.core.profiles import Caller, ProfileSet, explain, load_snapshot, pr
 from tau_tui.core.render import to_yaml
 from tau_tui.core.resolve import RenderOptions
 from tau_tui.core.workload import render_run, snapshot_path
+from tau_tui.mutations.mutation import Mutation, describe_result
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.form_field import EntryError, FormField
 from tau_tui.widgets.input_dialog import InputDialog
@@ -446,8 +447,6 @@ class ComposeScreen(PaneScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="compose-server-dry-run")
     def _server_dry_run_worker(self, manifests: list[dict]) -> None:
-        from tau_tui.app import describe_result
-
         backend = self.tau.backend
         try:
             ok, text = describe_result(backend.submit(manifests, dry_run=True)) if backend else (False, "no cluster")
@@ -460,8 +459,6 @@ class ComposeScreen(PaneScreen):
         self._result_line(("✓ server dry-run passed:\n" if message.ok else "✗ server dry-run failed:\n") + message.text, message.ok)
 
     def action_submit(self) -> None:
-        from tau_tui.app import Mutation
-
         if self.tau.readonly:
             self.tau.block_mutation("submit", self.document.label)
             return

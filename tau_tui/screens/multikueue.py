@@ -13,8 +13,8 @@ from textual.widgets import Label, Static
 
 from tau_tui.core.cluster.api import Condition, ResourceKind, ViewStatus
 from tau_tui.core.multikueue import compare_with_tau_cluster, evaluate_multikueue_ready
-from tau_tui.formatting import one_line
 from tau_tui.screens.base import PaneScreen
+from tau_tui.widgets.cell_text import one_line
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
 

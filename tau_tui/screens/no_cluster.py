@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Center, Vertical
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Static
+
+from tau_tui.screens.host import PaneHost
 
 
 class NoClusterScreen(Screen):
@@ -42,7 +46,7 @@ class NoClusterScreen(Screen):
         self.action_demo()
 
     def action_demo(self) -> None:
-        self.app.action_open_demo()  # type: ignore[attr-defined]
+        cast(PaneHost, self.app).action_open_demo()
 
     def set_loading(self) -> None:
         self.query_one("#no-cluster-message", Static).update(Text("loading the demo cluster…"))

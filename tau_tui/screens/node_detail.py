@@ -10,13 +10,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Label
 
-from tau_tui.app_actions import describe_object, node_mutation
-from tau_tui.app_drain import drain_mutation
 from tau_tui.core.cluster.api import ResourceKind, is_gpu_resource
-from tau_tui.formatting import one_line, since
+from tau_tui.mutations.cluster_changes import node_mutation
+from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
-from tau_tui.screens.nodes import gpu_summary, node_health, verdict_cell_for
+from tau_tui.screens.describe import describe_object
+from tau_tui.widgets.cell_text import one_line, since
 from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.node_cells import gpu_summary, node_health, verdict_cell_for
 from tau_tui.widgets.status_text import status_text
 
 

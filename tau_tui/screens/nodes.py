@@ -6,68 +6,22 @@ cordon, uncordon and drain are previewed, confirmed and audited."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 
-from tau_tui.app_actions import describe_object, node_mutation
-from tau_tui.app_drain import drain_mutation
 from tau_tui.core.cluster.api import NodeView, ResourceKind
-from tau_tui.core.gpu_health import NodeHealth, NodeHealthView, Verdict, view_from_node
-from tau_tui.formatting import age, one_line
+from tau_tui.core.gpu_health import Verdict
+from tau_tui.mutations.cluster_changes import node_mutation
+from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.describe import describe_object
+from tau_tui.screens.node_detail import NodeDetailScreen
+from tau_tui.widgets.cell_text import age, one_line
 from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.node_cells import gpu_summary, node_health, telemetry_summary, verdict_cell_for
 from tau_tui.widgets.status_text import status_text
-
-DEFAULT_HEARTBEAT_S = 300.0
-
-
-def node_health(node: NodeView, now: datetime) -> NodeHealthView | None:
-    """None for nodes without GPUs (no verdict to give)."""
-    if not node.gpu:
-        return None
-    health_object = {"status": dict(node.gpu_health.status)} if node.gpu_health is not None else None
-    period = DEFAULT_HEARTBEAT_S
-    if node.gpu_health is not None:
-        period = float(node.gpu_health.status.get("heartbeatPeriodS") or DEFAULT_HEARTBEAT_S)
-    return view_from_node(dict(node.raw), health_object, now, heartbeat_period_s=period)
-
-
-def gpu_summary(node: NodeView) -> str:
-    parts = []
-    for name, usage in sorted(node.gpu.items()):
-        allocated = "?" if usage.allocated is None else f"{usage.allocated:g}"
-        parts.append(f"{allocated}/{usage.capacity:g} {name.replace('nvidia.com/', '')}")
-    return " ".join(parts) or "—"
-
-
-def telemetry_summary(detail: NodeHealth | None) -> tuple[str, str, str, str]:
-    """(max temperature, mean utilisation, ECC volatile dbe/sbe, recent XIDs); ``—`` when unknown."""
-    if detail is None:
-        return "—", "—", "—", "—"
-    temps = [g.telemetry.temperature_c for g in detail.gpus if g.telemetry and g.telemetry.temperature_c is not None]
-    utils = [g.telemetry.utilization_gpu for g in detail.gpus if g.telemetry and g.telemetry.utilization_gpu is not None]
-    dbe = [g.telemetry.ecc_volatile_dbe for g in detail.gpus if g.telemetry and g.telemetry.ecc_volatile_dbe is not None]
-    sbe = [g.telemetry.ecc_volatile_sbe for g in detail.gpus if g.telemetry and g.telemetry.ecc_volatile_sbe is not None]
-    xids = sorted({r.code[3:] for _, r in detail.all_reasons() if r.code.lower().startswith("xid")})
-    temp = f"{max(temps):.0f}°C" if temps else "—"
-    util = f"{sum(utils) / len(utils):.0f}%" if utils else "—"
-    ecc = f"{sum(dbe)}/{sum(sbe)}" if dbe or sbe else "—"
-    ecc_reasons = [r for _, r in detail.all_reasons() if "ecc" in r.code.lower()]
-    if ecc == "—" and ecc_reasons:
-        ecc = "⚠ " + ecc_reasons[0].code
-    return temp, util, ecc, ",".join(xids) or "none"
-
-
-def verdict_cell_for(word: str, stale: bool) -> Text:
-    """A verdict from data that may be out of date never reads healthy (fail closed)."""
-    if not stale:
-        return status_text(word)
-    if word == "healthy":
-        return status_text("unknown", "stale (last: healthy)")
-    return status_text(word, f"{word} (stale)")
 
 
 @dataclass
@@ -159,8 +113,6 @@ class NodesScreen(PaneScreen):
         self.action_open()
 
     def action_open(self) -> None:
-        from tau_tui.screens.node_detail import NodeDetailScreen
-
         name = self.selected_node()
         if name:
             self.app.push_screen(NodeDetailScreen(name))

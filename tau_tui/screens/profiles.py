@@ -15,19 +15,20 @@ from textual.widgets import Static
 
 from tau_tui.core.cluster.api import ResourceKind
 from tau_tui.core.profiles import Caller, ProfileExplanation, explain, profile_set_from_taucluster
-from tau_tui.formatting import one_line
 from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.host import PaneHost
+from tau_tui.widgets.cell_text import one_line
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
 
 
-def caller_for(app) -> Caller:
+def caller_for(app: PaneHost) -> Caller:
     backend = app.backend
     namespace = app.namespace_name or (backend.namespace if backend is not None else None)
     return Caller(namespace, app.settings.team or os.environ.get("TAU_TEAM"), app.settings.lane)
 
 
-def read_profiles(app):
+def read_profiles(app: PaneHost):
     """(profile set or None, explanations, problem) from the backend's TauCluster."""
     backend = app.backend
     tau_cluster = backend.tau_cluster() if backend is not None else None

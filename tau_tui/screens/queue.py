@@ -11,7 +11,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Label
 
-from tau_tui.app_actions import cancel_mutation, describe_object, stop_policy_mutation
 from tau_tui.core.cluster.api import (
     ClusterQueueView,
     EventView,
@@ -22,8 +21,10 @@ from tau_tui.core.cluster.api import (
     WorkloadView,
     is_gpu_resource,
 )
-from tau_tui.formatting import age, delta, one_line
+from tau_tui.mutations.cluster_changes import cancel_mutation, stop_policy_mutation
 from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.describe import describe_object
+from tau_tui.widgets.cell_text import age, delta, one_line
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.quota_bar import quota_bar
 from tau_tui.widgets.status_text import status_text

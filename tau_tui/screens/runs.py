@@ -14,11 +14,12 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tau_tui.app_actions import cancel_mutation, describe_object
 from tau_tui.core.cluster.api import JobView, RayJobView, ResourceKind
 from tau_tui.core.runstatus import RunStatus, compute_run_status, objects_for_run
-from tau_tui.formatting import since
+from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.describe import describe_object
+from tau_tui.widgets.cell_text import since
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
 

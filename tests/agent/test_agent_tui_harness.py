@@ -18,7 +18,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from tau_agent.kube import KubernetesWriter
-from tau_tui.app_config import AppSettings, LoadedSettings
+from tau_tui.settings.settings_file import AppSettings, LoadedSettings
 from tau_tui.core.audit import AuditLog
 from tau_tui.core.cluster.api import ResourceKind
 from tau_tui.core.cluster.real import KubernetesBackend

@@ -285,7 +285,7 @@ async def test_refresh_tick_is_skipped_while_one_runs(tmp_path):
 
 @async_test
 async def test_bad_config_file_gives_message_and_defaults(tmp_path, monkeypatch):
-    from tau_tui.app_config import load_settings
+    from tau_tui.settings.settings_file import load_settings
 
     config = tmp_path / "config.yaml"
     config.write_text("theme: tau-light\nrefresh_tick: 0\nkeymap:\n  queue.cancel: ctrl+x\nbogus: 1\n")

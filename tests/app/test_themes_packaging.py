@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import tau_tui
-from tau_tui.app_config import BUNDLED_THEMES_DIR, load_theme_files
+from tau_tui.settings.theme_files import BUNDLED_THEMES_DIR, load_theme_files
 
 
 def test_bundled_themes_ship_inside_the_package():

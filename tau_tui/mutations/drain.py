@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tau_tui.core.cluster.api import ClusterBackend, ClusterError, DrainResult
 from tau_tui.core.drain import ANNOTATION_DRAIN_STARTED, DrainPlan, plan_drain
+from tau_tui.mutations.mutation import ClusterHost, Mutation
 
-if TYPE_CHECKING:
-    from tau_tui.app import Mutation, TauApp
 
 @dataclass
 class DrainInputs:
@@ -111,9 +110,7 @@ def apply_drain(backend: ClusterBackend, node: str, now: datetime) -> tuple[bool
     return result.ok, "\n".join(lines) + note
 
 
-def drain_mutation(app: "TauApp", node: str) -> "Mutation":
-    from tau_tui.app import Mutation
-
+def drain_mutation(app: ClusterHost, node: str) -> Mutation:
     def preview() -> tuple[bool, str, bool]:
         assert app.backend is not None
         result = preview_drain(app.backend, node, app.now())

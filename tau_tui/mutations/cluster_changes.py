@@ -1,0 +1,63 @@
+"""Cancel, stop-policy (hold / hold-and-drain / resume) and cordon/uncordon as
+:class:`~tau_tui.mutations.mutation.Mutation` objects.
+
+Each mutation is a closure over the backend call; ``run(True)`` is the server
+dry-run preview, ``run(False)`` the real change.  The app confirms, runs and
+audits them (:meth:`tau_tui.app.TauApp.request_mutation`)."""
+
+from __future__ import annotations
+
+from tau_tui.core.cluster.api import ResourceKind
+from tau_tui.mutations.mutation import ClusterHost, Mutation
+
+
+def cancel_mutation(app: ClusterHost, kind: ResourceKind, namespace: str, name: str) -> Mutation:
+    def run(dry_run: bool):
+        assert app.backend is not None
+        return app.backend.cancel(kind, namespace, name, dry_run=dry_run)
+
+    return Mutation(
+        verb="cancel",
+        target=f"{kind.type.kind} {namespace}/{name}",
+        title=f"Cancel {kind.type.kind} {namespace}/{name}? Its pods stop and Kueue releases the quota.",
+        run=run,
+        namespace=namespace,
+    )
+
+
+STOP_VERBS = {"Hold": "hold", "HoldAndDrain": "hold-and-drain", "None": "resume"}
+
+
+def stop_policy_mutation(app: ClusterHost, kind: ResourceKind, name: str, namespace: str | None, policy: str) -> Mutation:
+    def run(dry_run: bool):
+        assert app.backend is not None
+        return app.backend.set_stop_policy(kind, name, policy, namespace, dry_run=dry_run)  # type: ignore[arg-type]
+
+    where = f"{namespace}/{name}" if namespace else name
+    what = {
+        "Hold": "stops admitting new workloads; admitted ones keep running",
+        "HoldAndDrain": "stops admitting AND evicts admitted workloads",
+        "None": "admits workloads again",
+    }[policy]
+    return Mutation(
+        verb=STOP_VERBS[policy],
+        target=f"{kind.type.kind} {where}",
+        title=f"{STOP_VERBS[policy].capitalize()} {kind.type.kind} {where}: {what}.",
+        run=run,
+        namespace=namespace,
+    )
+
+
+def node_mutation(app: ClusterHost, verb: str, node: str) -> Mutation:
+    """Cordon or uncordon (drain has its own plan: :mod:`tau_tui.mutations.drain`)."""
+    def run(dry_run: bool):
+        assert app.backend is not None
+        if verb == "cordon":
+            return app.backend.cordon(node, dry_run=dry_run)
+        return app.backend.uncordon(node, dry_run=dry_run)
+
+    titles = {
+        "cordon": f"Cordon node {node}? No new pods are scheduled on it; running pods stay.",
+        "uncordon": f"Uncordon node {node}? It accepts new pods again.",
+    }
+    return Mutation(verb=verb, target=f"Node {node}", title=titles[verb], run=run)

@@ -1,0 +1,52 @@
+"""What a pane needs from the app that hosts it (:class:`PaneHost`).
+
+Screens talk to the app only through this protocol (``PaneScreen.tau``), so a
+screen never imports :class:`tau_tui.app.TauApp`: the app imports the screens,
+never the other way round.  Textual's own ``App`` API (``push_screen``,
+``batch_update``, ``current_theme``…) is used through ``Screen.app`` as usual."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol
+
+from tau_tui.core.cluster.api import ClusterBackend
+from tau_tui.mutations.mutation import ClusterHost, Mutation
+from tau_tui.settings.settings_file import AppSettings
+from tau_tui.widgets.header_bar import HeaderState
+
+
+class PaneHost(ClusterHost, Protocol):
+    #: None until a cluster (or the demo) is connected.
+    backend: ClusterBackend | None
+    #: ``--readonly``: mutating actions are hidden and refused.
+    readonly: bool
+    settings: AppSettings
+    #: ``-n`` from the command line (None: all namespaces).
+    namespace_name: str | None
+    #: ``--file`` for the compose pane.
+    compose_file: str | None
+    #: ``(run ref, all containers)`` the logs pane opens when it mounts, then clears.
+    pending_logs: tuple | None
+
+    def now(self) -> datetime:
+        """Cluster time (the backend's clock when it has one)."""
+        ...
+
+    def request_mutation(self, mutation: Mutation) -> None:
+        """Preview → confirm → apply → audit; refused in --readonly."""
+        ...
+
+    def block_mutation(self, verb: str, target: str) -> None:
+        """Say that --readonly refused ``verb target``."""
+        ...
+
+    async def open_logs_for_run(self, ref: str, container_all: bool = False) -> None: ...
+
+    def header_state(self, pane: str, crumbs: str, filter_text: str) -> HeaderState: ...
+
+    def action_open_demo(self) -> None:
+        """Switch to the embedded demo cluster (offered when no cluster is reachable)."""
+        ...
+
+    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any: ...

@@ -1,0 +1,55 @@
+"""Start the app's backend: the simulated demo cluster of a scenario, or the
+cluster of a kubeconfig context.  Both run in the app's ``backend`` thread
+worker (they do network and disk I/O) and either return a started backend or
+raise :class:`BackendUnavailable` with the message the no-cluster screen shows."""
+
+from __future__ import annotations
+
+from tau_tui.core.cluster.api import ClusterBackend, ClusterError
+
+
+class BackendUnavailable(Exception):
+    def __init__(self, message: str, offer_demo: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        #: Whether the no-cluster screen offers the demo cluster instead.
+        self.offer_demo = offer_demo
+
+
+def start_demo_backend(scenario: str, namespace: str | None, realtime: bool) -> ClusterBackend:
+    try:
+        from tau_tui.core.cluster.sim.backend import SimulatedBackend
+        from tau_tui.core.cluster.sim.scenario import build_world
+
+        world = build_world(scenario)
+        backend = SimulatedBackend(world, namespace=namespace, realtime=realtime)
+        backend.start()
+        backend.wait_synced(10)
+    except ClusterError as err:
+        raise BackendUnavailable(err.message, offer_demo=scenario != "demo") from err
+    except Exception as err:
+        raise BackendUnavailable(f"the demo cluster failed to start: {type(err).__name__}: {err}", False) from err
+    return backend
+
+
+def connect_kubeconfig_backend(context: str | None, namespace: str | None) -> ClusterBackend:
+    from tau_tui.core.cluster.kubeconfig import KubeconfigSource
+
+    try:
+        contexts = KubeconfigSource().contexts()
+    except ClusterError as err:
+        raise BackendUnavailable(err.message, True) from err
+    if not contexts:
+        raise BackendUnavailable("no kubeconfig found (set KUBECONFIG or create ~/.kube/config).", True)
+    try:
+        from tau_tui.core.cluster.real import KubernetesBackend  # type: ignore[import-not-found]
+    except ImportError as err:
+        raise BackendUnavailable(
+            "this build has no Kubernetes backend yet (tau_tui.core.cluster.real is missing).", True) from err
+    try:
+        backend = KubernetesBackend(context=context, namespace=namespace, all_namespaces=namespace is None)
+        backend.start()
+    except Exception as err:
+        message = getattr(err, "message", None) or str(err)
+        raise BackendUnavailable(f"cannot connect: {message}", True) from err
+    return backend
