@@ -22,8 +22,10 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from tau_tui.app_config import DEFAULT_THEME, AppSettings, LoadedSettings, load_settings, load_theme_files
-from tau_tui.core.audit import AuditLog
-from tau_tui.core.cluster.api import ClusterBackend, ClusterError, DrainResult, MutationResult
+from tau_tui.core.operations.audit import AuditLog
+from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.mutations import DrainResult, MutationResult
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.compose import ComposeScreen
 from tau_tui.screens.logs import LogsScreen

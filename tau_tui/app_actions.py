@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tau_tui.core.cluster.api import ObjectView, ResourceKind
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.view_types import ObjectView
 from tau_tui.widgets.object_dialog import ObjectDialog, to_yaml_text
 
 if TYPE_CHECKING:

@@ -12,7 +12,8 @@ from textual.widgets import Label
 
 from tau_tui.app_actions import describe_object, node_mutation
 from tau_tui.app_drain import drain_mutation
-from tau_tui.core.cluster.api import ResourceKind, is_gpu_resource
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.formatting import one_line, since
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.nodes import gpu_summary, node_health, verdict_cell_for

@@ -14,8 +14,11 @@ from textual.binding import Binding
 
 from tau_tui.app_actions import describe_object, node_mutation
 from tau_tui.app_drain import drain_mutation
-from tau_tui.core.cluster.api import NodeView, ResourceKind
-from tau_tui.core.gpu_health import NodeHealth, NodeHealthView, Verdict, view_from_node
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.view_types import NodeView
+from tau_tui.core.gpuhealth.nodeview import NodeHealthView, view_from_node
+from tau_tui.core.gpuhealth.report import NodeHealth
+from tau_tui.core.gpuhealth.verdicts import Verdict
 from tau_tui.formatting import age, one_line
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.keyed_table import KeyedTable

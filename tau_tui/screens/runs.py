@@ -1,5 +1,5 @@
 """Runs pane: every Tau-managed Job and RayJob, and for the selected one its
-phases in order (computed by :mod:`tau_tui.core.runstatus`), diagnostics and
+phases in order (computed by :mod:`tau_tui.core.operations.runstatus`), diagnostics and
 the next actions."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from tau_tui.app_actions import cancel_mutation, describe_object
-from tau_tui.core.cluster.api import JobView, RayJobView, ResourceKind
-from tau_tui.core.runstatus import RunStatus, compute_run_status, objects_for_run
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.view_types import JobView, RayJobView
+from tau_tui.core.operations.runstatus import RunStatus, compute_run_status, objects_for_run
 from tau_tui.formatting import since
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.keyed_table import KeyedTable

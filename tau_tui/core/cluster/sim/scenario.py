@@ -16,7 +16,9 @@ from typing import Any, Mapping
 
 import yaml
 
-from tau_tui.core.cluster.api import QUEUE_NAME_LABEL, ClusterError, ResourceKind, ResourceType
+from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
+from tau_tui.core.cluster.names import QUEUE_NAME_LABEL
 from tau_tui.core.cluster.clock import ManualClock
 from tau_tui.core.cluster.common import resource_type_from_table
 from tau_tui.core.cluster.sim.taucluster import PRIORITY_CLASS, TOPOLOGY
@@ -29,7 +31,8 @@ from tau_tui.core.cluster.sim.world import (
     SimSettings,
     SimulatedCluster,
 )
-from tau_tui.core.cluster.views import format_time, parse_time
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.convert import format_time
 
 R = ResourceKind
 SCENARIO_PACKAGE = "tau_tui.scenarios"

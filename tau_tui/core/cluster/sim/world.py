@@ -15,21 +15,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable, Mapping
 
-from tau_tui.core.cluster.api import (
-    GPU_RESOURCE_NAMES,
-    MULTIKUEUE_CONTROLLER_NAME,
-    QUEUE_NAME_LABEL,
-    LogChunkRequest,
-    ResourceKind,
-    ResourceType,
-    is_gpu_resource,
-)
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
+from tau_tui.core.cluster.logspool import LogChunkRequest
+from tau_tui.core.cluster.names import GPU_RESOURCE_NAMES, MULTIKUEUE_CONTROLLER_NAME, QUEUE_NAME_LABEL, is_gpu_resource
 from tau_tui.core.cluster.clock import Clock, ManualClock
 from tau_tui.core.cluster.common import ApiFailure
 from tau_tui.core.cluster.sim.simlogs import ContainerLog, SimLogReader, to_ns
 from tau_tui.core.cluster.sim.store import SimStore
-from tau_tui.core.gpu_health import GpuTelemetry
-from tau_tui.core.cluster.views import format_time, parse_quantity, parse_time, pod_requests, queue_order_timestamp
+from tau_tui.core.gpuhealth.report import GpuTelemetry
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests, queue_order_timestamp
 
 R = ResourceKind
 SIM_PREFIX = "sim.tau-tui.io/"
