@@ -19,7 +19,8 @@ Directories are walked for ``*.py`` files (``.venv``, ``.git`` and ``__pycache__
 * dotted references anywhere else in the file (``import tau_tui.core.drain``, strings such as
   ``"tau_tui.core.positions.time"`` for ``monkeypatch``) are rewritten too.
 
-Statements that import nothing that moved are left byte for byte.  Running the script twice
+Statements that import nothing that moved are left byte for byte; a file containing the line
+``# rewrite_imports: skip file`` is not touched.  Running the script twice
 changes nothing the second time.  Anything it cannot rewrite safely (``import`` of a module
 that was split, a name missing from the tables) is printed as ``FILE:LINE: ...`` and makes
 the exit status 2; fix those few by hand.
@@ -143,6 +144,9 @@ SYMBOL_MOVES: dict[str, dict[str, str]] = {
     # Conditions and API times are read by both the run config (TauCluster status) and the views.
     "tau_tui.core.cluster.views": _names("tau_tui.core.apifields", "parse_time _parse_time_text parse_conditions"),
 }
+
+#: A file containing this line is left alone (the rewriter's own tests spell old names on purpose).
+SKIP_MARKER = "# rewrite_imports: skip file"
 
 #: Packages whose submodules may be imported by name (``from tau_tui.core.cluster import real``).
 _KEPT_PACKAGES = {"tau_tui", "tau_tui.core", _CLUSTER, f"{_CLUSTER}.sim"}
@@ -347,8 +351,10 @@ def _files(paths: list[str]) -> list[Path]:
             out += sorted(p for p in path.rglob("*.py") if not skip & set(p.parts))
         elif path.suffix == ".py":
             out.append(path)
-    # Never rewrite the tables themselves.
-    return [p for p in out if p.resolve() != Path(__file__).resolve()]
+    # Never rewrite the tables themselves, nor files that hold old names on purpose.
+    return [
+        p for p in out if p.resolve() != Path(__file__).resolve() and SKIP_MARKER not in p.read_text("utf-8")
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
