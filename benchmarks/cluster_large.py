@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tau_tui.core.cluster.api import ResourceKind  # noqa: E402
+from tau_tui.core.cluster.kinds import ResourceKind  # noqa: E402
 from tau_tui.core.cluster.sim.backend import SimulatedBackend  # noqa: E402
 from tau_tui.core.cluster.sim.scenario import build_world  # noqa: E402
 

@@ -20,8 +20,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
 
-from tau_tui.core.audit import AuditLog
-from tau_tui.core.cluster.api import ClusterBackend
+from tau_tui.core.operations.audit import AuditLog
+from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.mutations.mutation import Mutation, describe_result
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.compose import ComposeScreen

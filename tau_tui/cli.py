@@ -10,13 +10,13 @@ import functools
 import sys
 from pathlib import Path
 
-from .core.config import load_config
-from .core.diagnostics import DiagnosticError
-from .core.cluster.api import ClusterError
+from .core.runconfig.loader import load_config
+from .core.runconfig.diagnostics import DiagnosticError
+from .core.cluster.errors import ClusterError
 from .core.cluster.kubeconfig import KubeconfigSource
-from .core.profiles import Caller, ProfileReadError, explain
-from .core.render import to_yaml
-from .core.resolve import RenderOptions
+from .core.runconfig.profiles import Caller, ProfileReadError, explain
+from .core.runconfig.manifests import to_yaml
+from .core.runconfig.resolve import RenderOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 COMMANDS = ("validate", "render", "submit", "profiles", "init")
@@ -98,7 +98,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from .core.workload import load_profiles, render_run
+    from .core.runconfig.pipeline import load_profiles, render_run
 
     loaded = load_config(args.file)
     profile_set = load_profiles(loaded, args.profiles, _client_factory(args.context), client_dry_run=True)
@@ -109,7 +109,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from .core.cluster.real import KubernetesBackend
-    from .core.workload import load_profiles, render_run
+    from .core.runconfig.pipeline import load_profiles, render_run
 
     loaded = load_config(args.file)
     # The backend is used for its mutations only: no watches are started for a one-shot submit.
@@ -127,7 +127,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    from .core.profiles import load_snapshot, read_profile_set
+    from .core.runconfig.profiles import load_snapshot, read_profile_set
 
     profile_set = load_snapshot(args.profiles) if args.profiles else read_profile_set(api_client(args.context))
     print(f"profiles from {profile_set.source}")

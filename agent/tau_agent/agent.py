@@ -12,21 +12,13 @@ import threading
 import time
 from typing import Any, Callable, Protocol
 
-from tau_tui.core.gpu_health import (
-    CONDITION_DEGRADED,
-    CONDITION_UNHEALTHY,
-    LABEL_EXPECTED_GPU_COUNT,
-    HealthModel,
-    LatchRecord,
-    NodeHealth,
-    NodeSample,
-    Verdict,
-    XidObservation,
-    XidSeverity,
-    load_xid_catalog,
-    node_conditions,
-    transitions,
-)
+from tau_tui.core.gpuhealth.conditions import node_conditions, transitions
+from tau_tui.core.gpuhealth.model import HealthModel
+from tau_tui.core.gpuhealth.names import CONDITION_DEGRADED, CONDITION_UNHEALTHY, LABEL_EXPECTED_GPU_COUNT
+from tau_tui.core.gpuhealth.report import LatchRecord, NodeHealth
+from tau_tui.core.gpuhealth.samples import NodeSample, XidObservation
+from tau_tui.core.gpuhealth.verdicts import Verdict
+from tau_tui.core.gpuhealth.xid import XidSeverity, load_xid_catalog
 
 from . import __version__
 from .actions import ActionPlanner

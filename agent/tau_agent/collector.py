@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from tau_tui.core.gpu_health import GpuSample, NodeSample
+from tau_tui.core.gpuhealth.samples import GpuSample, NodeSample
 
 from .call_guard import CallGuard, CallHung
 from .nvml_reader import Inventory, NvmlReader, NvmlUnavailable

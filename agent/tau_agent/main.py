@@ -16,7 +16,9 @@ import signal
 import sys
 import threading
 
-from tau_tui.core.gpu_health import CatalogError, Verdict, node_conditions
+from tau_tui.core.gpuhealth.conditions import node_conditions
+from tau_tui.core.gpuhealth.verdicts import Verdict
+from tau_tui.core.gpuhealth.xid import CatalogError
 
 from .call_guard import CallGuard
 from .collector import Collector, read_boot_id

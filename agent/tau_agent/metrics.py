@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from tau_tui.core.gpu_health import NodeHealth, Verdict
+from tau_tui.core.gpuhealth.report import NodeHealth
+from tau_tui.core.gpuhealth.verdicts import Verdict
 
 
 class AgentMetrics:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tau_tui.core.gpu_health import GpuSample
+from tau_tui.core.gpuhealth.samples import GpuSample
 
 from .call_guard import Caller
 

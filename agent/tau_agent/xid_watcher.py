@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from tau_tui.core.gpu_health import XidObservation
+from tau_tui.core.gpuhealth.samples import XidObservation
 
 from .nvml_reader import ERR_GPU_IS_LOST, ERR_TIMEOUT, NvmlReader, describe, error_code
 

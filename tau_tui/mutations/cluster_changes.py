@@ -7,7 +7,7 @@ audits them (:meth:`tau_tui.app.TauApp.request_mutation`)."""
 
 from __future__ import annotations
 
-from tau_tui.core.cluster.api import ResourceKind
+from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.mutations.mutation import ClusterHost, Mutation
 
 

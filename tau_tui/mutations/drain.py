@@ -1,4 +1,4 @@
-"""Node drain for the Nodes pane: plan with :mod:`tau_tui.core.drain` (which pods
+"""Node drain for the Nodes pane: plan with :mod:`tau_tui.core.operations.drain` (which pods
 would be evicted, which are skipped, PodDisruptionBudgets that block, the
 cluster-wide drain budget), server dry-run of the evictions, then — only if
 nothing blocks and the user confirms — the backend's Eviction-API drain, with
@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from tau_tui.core.cluster.api import ClusterBackend, ClusterError, DrainResult
-from tau_tui.core.drain import ANNOTATION_DRAIN_STARTED, DrainPlan, plan_drain
+from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.mutations import DrainResult
+from tau_tui.core.operations.drain import ANNOTATION_DRAIN_STARTED, DrainPlan, plan_drain
 from tau_tui.mutations.mutation import ClusterHost, Mutation
 
 

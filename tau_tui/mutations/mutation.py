@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Protocol
 
-from tau_tui.core.cluster.api import ClusterBackend, DrainResult, MutationResult
+from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.mutations import DrainResult, MutationResult
 
 
 class ClusterHost(Protocol):

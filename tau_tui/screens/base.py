@@ -24,7 +24,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tau_tui.core.cluster.api import ClusterBackend, ConnectionState, ConnectionStatus, ResourceKind, ViewState, ViewStatus
+from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewState, ViewStatus
+from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.screens.host import PaneHost
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import PANES, HeaderBar

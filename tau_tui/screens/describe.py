@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tau_tui.core.cluster.api import ObjectView
+from tau_tui.core.cluster.view_types import ObjectView
 from tau_tui.screens.host import PaneHost
 from tau_tui.widgets.object_dialog import ObjectDialog, to_yaml_text
 

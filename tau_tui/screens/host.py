@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
-from tau_tui.core.cluster.api import ClusterBackend
+from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.mutations.mutation import ClusterHost, Mutation
 from tau_tui.settings.settings_file import AppSettings
 from tau_tui.widgets.header_bar import HeaderState

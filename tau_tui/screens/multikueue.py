@@ -11,8 +11,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Label, Static
 
-from tau_tui.core.cluster.api import Condition, ResourceKind, ViewStatus
-from tau_tui.core.multikueue import compare_with_tau_cluster, evaluate_multikueue_ready
+from tau_tui.core.apifields import Condition
+from tau_tui.core.cluster.changes import ViewStatus
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.operations.multikueue import compare_with_tau_cluster, evaluate_multikueue_ready
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.cell_text import one_line
 from tau_tui.widgets.keyed_table import KeyedTable

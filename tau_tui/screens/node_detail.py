@@ -10,7 +10,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Label
 
-from tau_tui.core.cluster.api import ResourceKind, is_gpu_resource
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen

@@ -11,8 +11,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 
-from tau_tui.core.cluster.api import NodeView, ResourceKind
-from tau_tui.core.gpu_health import Verdict
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.view_types import NodeView
+from tau_tui.core.gpuhealth.verdicts import Verdict
 from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen

@@ -13,8 +13,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tau_tui.core.cluster.api import ResourceKind
-from tau_tui.core.profiles import Caller, ProfileExplanation, explain, profile_set_from_taucluster
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.runconfig.profiles import Caller, ProfileExplanation, explain, profile_set_from_taucluster
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.host import PaneHost
 from tau_tui.widgets.cell_text import one_line

@@ -11,16 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Label
 
-from tau_tui.core.cluster.api import (
-    ClusterQueueView,
-    EventView,
-    LocalQueueView,
-    PositionReport,
-    ResourceKind,
-    ViewStatus,
-    WorkloadView,
-    is_gpu_resource,
-)
+from tau_tui.core.cluster.changes import ViewStatus
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.names import is_gpu_resource
+from tau_tui.core.cluster.positions import PositionReport
+from tau_tui.core.cluster.view_types import ClusterQueueView, EventView, LocalQueueView, WorkloadView
 from tau_tui.mutations.cluster_changes import cancel_mutation, stop_policy_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object

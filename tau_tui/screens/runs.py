@@ -1,5 +1,5 @@
 """Runs pane: every Tau-managed Job and RayJob, and for the selected one its
-phases in order (computed by :mod:`tau_tui.core.runstatus`), diagnostics and
+phases in order (computed by :mod:`tau_tui.core.operations.runstatus`), diagnostics and
 the next actions."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tau_tui.core.cluster.api import JobView, RayJobView, ResourceKind
-from tau_tui.core.runstatus import RunStatus, compute_run_status, objects_for_run
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.view_types import JobView, RayJobView
+from tau_tui.core.operations.runstatus import RunStatus, compute_run_status, objects_for_run
 from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object

@@ -5,7 +5,8 @@ raise :class:`BackendUnavailable` with the message the no-cluster screen shows."
 
 from __future__ import annotations
 
-from tau_tui.core.cluster.api import ClusterBackend, ClusterError
+from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.interfaces import ClusterBackend
 
 
 class BackendUnavailable(Exception):

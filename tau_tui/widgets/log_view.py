@@ -1,4 +1,4 @@
-"""A log viewer over a :class:`tau_tui.core.logspool.LogSpool` (toolong-style).
+"""A log viewer over a :class:`tau_tui.core.cluster.logspool.LogSpool` (toolong-style).
 
 The UI thread never reads the spool file.  Only the visible rows are rendered
 (Line API) from a bounded LRU cache of lines; a window worker fills the cache
@@ -30,7 +30,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
-from tau_tui.core.logspool import LogSpool
+from tau_tui.core.cluster.logspool import LogSpool
 
 _PREFIX = re.compile(r"^(\[[^\]\s]+\] )")
 _TIMESTAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z )")

@@ -7,8 +7,9 @@ from datetime import datetime
 
 from rich.text import Text
 
-from tau_tui.core.cluster.api import NodeView
-from tau_tui.core.gpu_health import NodeHealth, NodeHealthView, view_from_node
+from tau_tui.core.cluster.view_types import NodeView
+from tau_tui.core.gpuhealth.nodeview import NodeHealthView, view_from_node
+from tau_tui.core.gpuhealth.report import NodeHealth
 from tau_tui.widgets.status_text import status_text
 
 DEFAULT_HEARTBEAT_S = 300.0

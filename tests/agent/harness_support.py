@@ -14,7 +14,7 @@ from typing import Iterator
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from tau_tui.core.gpu_health import API_GROUP, HEALTH_PLURAL
+from tau_tui.core.gpuhealth.names import API_GROUP, HEALTH_PLURAL
 from tests.harness.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,9 +15,11 @@ from tau_agent.call_guard import CallGuard, CallHung
 from tau_agent.config import ConfigError, load_config
 from tau_agent.nvml_reader import NvmlReader
 from tau_agent.server import make_server, serve_in_background
-from tau_tui.core import gpu_health
-from tau_tui.core.drain import DrainBudgetPolicy, check_drain_budget, plan_drain, selector_matches
-from tau_tui.core.gpu_health import CatalogError, Verdict, load_xid_catalog, view_from_node
+from tau_tui.core import gpuhealth
+from tau_tui.core.operations.drain import DrainBudgetPolicy, check_drain_budget, plan_drain, selector_matches
+from tau_tui.core.gpuhealth.nodeview import view_from_node
+from tau_tui.core.gpuhealth.verdicts import Verdict
+from tau_tui.core.gpuhealth.xid import CatalogError, load_xid_catalog
 
 from .fake_nvml import FakeGpu, FakeNvml, h100_node
 from .sim import SimNode
@@ -62,7 +64,14 @@ def test_core_module_imports_no_kubernetes_textual_or_nvml():
     import ast
     import inspect
 
-    for module in (gpu_health, __import__("tau_tui.core.drain", fromlist=["x"])):
+    import importlib
+    import pkgutil
+
+    health_modules = [
+        importlib.import_module(info.name) for info in pkgutil.iter_modules(gpuhealth.__path__, "tau_tui.core.gpuhealth.")
+    ]
+    assert len(health_modules) >= 9
+    for module in (*health_modules, __import__("tau_tui.core.operations.drain", fromlist=["x"])):
         tree = ast.parse(inspect.getsource(module))
         names = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
         names |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}

@@ -1,4 +1,4 @@
-"""Drain from the Nodes pane: plan (core.drain) → preview of evictions, PDB and
+"""Drain from the Nodes pane: plan (core.operations.drain) → preview of evictions, PDB and
 budget blockers → server dry-run → confirm → Eviction-API drain → audit."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from tau_tui.app import TauApp
-from tau_tui.core.cluster.api import ResourceKind
+from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.common import PDB_TYPE
-from tau_tui.core.drain import ANNOTATION_DRAIN_STARTED
+from tau_tui.core.operations.drain import ANNOTATION_DRAIN_STARTED
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
 from tau_tui.widgets.keyed_table import KeyedTable
 from tests.app.helpers import async_test, demo_backend, make_app, settle

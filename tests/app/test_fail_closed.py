@@ -4,7 +4,7 @@ and a view the user may not read shows the core's message in its table."""
 
 from __future__ import annotations
 
-from tau_tui.core.cluster.api import ResourceKind
+from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.cluster.sim.scenario import build_world
 from tau_tui.core.cluster.sim.store import qualified

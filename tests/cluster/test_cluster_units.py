@@ -4,12 +4,14 @@ from datetime import datetime, timedelta, timezone
 
 import yaml
 
-from tau_tui.core.cluster.api import ChangeType, PositionReport, PositionSource, ResourceKind, ViewStatus
+from tau_tui.core.cluster.changes import ChangeType, ViewStatus
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.positions import PositionReport, PositionSource
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.errors import describe_api_error, no_access_message
 from tau_tui.core.cluster.kubeconfig import KubeconfigSource
-from tau_tui.core.cluster.views import local_queue_view, workload_view
-from tau_tui.core.positions import PositionTracker, estimate_cluster_queue_order
+from tau_tui.core.cluster.convert import local_queue_view, workload_view
+from tau_tui.core.cluster.positions import PositionTracker, estimate_cluster_queue_order
 
 R = ResourceKind
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -49,7 +51,7 @@ def test_estimated_order_is_priority_then_queue_time_then_uid():
 def test_position_history_keeps_changes():
     tracker = PositionTracker(maxlen=4)
     for minute, pos in enumerate([5, 5, 5, 3, 3, 1]):
-        from tau_tui.core.cluster.api import PendingPosition
+        from tau_tui.core.cluster.positions import PendingPosition
 
         entry = PendingPosition("a", "w", "u", "lq", "cq", 0, pos, pos)
         tracker.record(PositionReport("LocalQueue", "lq", "a", (entry,), PositionSource.ESTIMATED, "",

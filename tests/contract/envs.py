@@ -12,7 +12,8 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
-from tau_tui.core.cluster.api import ClusterBackend, ResourceKind, ResourceType
+from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.clock import ManualClock
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.cluster.sim.store import qualified

@@ -6,7 +6,9 @@ from __future__ import annotations
 import yaml
 import pytest
 
-from tau_tui.core.cluster.api import ClusterError, ResourceKind, ViewStatus
+from tau_tui.core.cluster.changes import ViewStatus
+from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.real import KubernetesBackend
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.cluster.sim.scenario import build_world

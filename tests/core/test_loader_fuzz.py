@@ -8,9 +8,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tau_tui.core.config import load_config_text
-from tau_tui.core.diagnostics import DiagnosticError
-from tau_tui.core.schema import TauConfig
+from tau_tui.core.runconfig.loader import load_config_text
+from tau_tui.core.runconfig.diagnostics import DiagnosticError
+from tau_tui.core.runconfig.schema import TauConfig
 
 SECTIONS = list(TauConfig.model_fields)
 KEYS = sorted({k for s in SECTIONS for k in TauConfig.model_fields[s].annotation.model_fields} | {"name", "image", "engine", "script", "entrypoint", "priority"})

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from tau_tui.core.profiles import (
+from tau_tui.core.runconfig.profiles import (
     Caller,
     SelectionError,
     compute_profile_set_hash,

@@ -14,7 +14,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parents[1]))
 
-from tau_tui.core.profiles import snapshot_document  # noqa: E402
+from tau_tui.core.runconfig.profiles import snapshot_document  # noqa: E402
 from tests.data.cases import CASES_DIR, case_argv, run_cli  # noqa: E402
 
 GENERATION = 7

@@ -1,5 +1,18 @@
-"""Cluster access layer: the :class:`ClusterBackend` contract and its
-implementations (real Kubernetes, simulated).  No Textual imports here."""
+"""Cluster access layer: the :class:`~tau_tui.core.cluster.interfaces.ClusterBackend` contract,
+its implementations (real Kubernetes in ``real``, simulated in ``sim``) and the read models
+built on it (views, queue positions, log spools).  No Textual imports here.
 
-from tau_tui.core.cluster.api import *  # noqa: F401,F403
-from tau_tui.core.cluster.api import ClusterBackend, ResourceKind  # noqa: F401
+Modules, by the way data flows:
+
+* ``names``, ``kinds``: API groups, label keys, the resource kinds the cache holds;
+* ``convert``: raw objects as served -> the frozen views of ``view_types``;
+* ``cache``: one store per kind, diffing lists and coalescing watch events into the change
+  batches of ``changes``;
+* ``positions``, ``logspool``: the read models for queue positions and container logs;
+* ``mutations``, ``errors``: mutation outcomes and plain error messages;
+* ``interfaces``: the small role interfaces (lister, getter, watcher, mutator, ...) and
+  ``ClusterBackend`` composed from them; ``common.BaseBackend`` implements them once over
+  a few primitives for both backends.
+
+Nothing is re-exported here: import from the module that defines a name.
+"""

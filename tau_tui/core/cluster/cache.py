@@ -13,23 +13,22 @@ import threading
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping
 
-from tau_tui.core.cluster.api import (
+from tau_tui.core.cluster.changes import (
     ChangeBatch,
     ChangeCallback,
     ChangeEvent,
     ChangeType,
     ConnectionState,
     ConnectionStatus,
-    GpuHealthView,
-    ObjectView,
-    ResourceKind,
     StateCallback,
     Subscription,
     ViewState,
     ViewStatus,
-    is_gpu_resource,
 )
-from tau_tui.core.cluster.views import SIMPLE_VIEW_BUILDERS, node_view, pod_requests, strip_managed_fields
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.names import is_gpu_resource
+from tau_tui.core.cluster.view_types import GpuHealthView, ObjectView
+from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view, pod_requests, strip_managed_fields
 
 Key = tuple[str, str]
 

@@ -11,32 +11,19 @@ import abc
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
-from tau_tui.core.cluster.api import (
-    MULTIKUEUE_KINDS,
-    SUBMISSION_ID_LABEL,
-    ChangeCallback,
-    ClusterBackend,
-    ClusterError,
-    ConnectionState,
-    DrainResult,
-    LogChunkRequest,
-    LogRequest,
-    MutationResult,
-    ObjectView,
-    PositionHistory,
-    PositionReport,
-    PositionSource,
-    ResourceKind,
-    ResourceType,
-    StateCallback,
-    StopPolicy,
-    Subscription,
-    ViewState,
-)
+from tau_tui.core.cluster.changes import ChangeCallback, ConnectionState, StateCallback, Subscription, ViewState
+from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.kinds import MULTIKUEUE_KINDS, ResourceKind, ResourceType
+from tau_tui.core.cluster.logspool import LogChunkRequest, LogRequest
+from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
+from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
+from tau_tui.core.cluster.positions import PositionHistory, PositionReport, PositionSource
+from tau_tui.core.cluster.view_types import ObjectView
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.errors import describe_api_error
-from tau_tui.core.logspool import ClosableIterator, LogStream
-from tau_tui.core.positions import (
+from tau_tui.core.cluster.logspool import ClosableIterator, LogStream
+from tau_tui.core.cluster.positions import (
     PositionTracker,
     estimated_cluster_queue_report,
     estimated_local_queue_report,

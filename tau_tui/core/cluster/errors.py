@@ -1,12 +1,22 @@
 """Turn API server failures into plain, actionable messages.
 
 One function, :func:`describe_api_error`, used by the backends, the CLI and
-the UI alike, so a 403 reads the same everywhere."""
+the UI alike, so a 403 reads the same everywhere; :class:`ClusterError`
+carries such a message to the caller."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, Mapping
+
+
+class ClusterError(Exception):
+    """A failure already turned into a plain message (no traceback for users)."""
+
+    def __init__(self, message: str, *, code: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.code = code
 
 
 def _status_body(body: Any) -> Mapping[str, Any]:

@@ -13,7 +13,7 @@ from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigMerger
 
-from tau_tui.core.cluster.api import ClusterError
+from tau_tui.core.cluster.errors import ClusterError
 
 IN_CLUSTER_CONTEXT = "in-cluster"
 #: One long-lived watch per resource kind plus log streams and requests.

@@ -19,19 +19,14 @@ from urllib.parse import quote
 
 from kubernetes import client as k8s
 
-from tau_tui.core.cluster.api import (
-    ConnectionState,
-    ConnectionStatus,
-    LogChunkRequest,
-    ResourceKind,
-    ResourceType,
-    ViewStatus,
-)
+from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
+from tau_tui.core.cluster.logspool import LogChunkRequest
 from tau_tui.core.cluster.cache import Dispatcher, ObjectCache
 from tau_tui.core.cluster.common import ApiFailure, BaseBackend
 from tau_tui.core.cluster.errors import no_access_message
 from tau_tui.core.cluster.kubeconfig import KubeconfigSource
-from tau_tui.core.cluster.views import format_time
+from tau_tui.core.cluster.convert import format_time
 
 log = logging.getLogger(__name__)
 

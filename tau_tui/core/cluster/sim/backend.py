@@ -8,15 +8,10 @@ import threading
 from datetime import datetime
 from typing import Any, Iterable, Mapping
 
-from tau_tui.core.cluster.api import (
-    ClusterError,
-    ConnectionState,
-    ConnectionStatus,
-    LogChunkRequest,
-    ResourceKind,
-    ResourceType,
-    ViewStatus,
-)
+from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
+from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
+from tau_tui.core.cluster.logspool import LogChunkRequest
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.clock import ContinuingClock, ManualClock
 from tau_tui.core.cluster.common import ApiFailure, BaseBackend

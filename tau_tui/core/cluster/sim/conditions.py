@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Mapping
 
-from tau_tui.core.cluster.views import format_time
+from tau_tui.core.cluster.convert import format_time
 
 
 def cond(type_: str, status: str, reason: str, message: str, now: datetime, generation: int | None = None) -> dict:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Mapping
 
-from tau_tui.core.cluster.api import QUEUE_NAME_LABEL, ResourceKind
-from tau_tui.core.cluster.views import format_time
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.names import QUEUE_NAME_LABEL
+from tau_tui.core.cluster.convert import format_time
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.scenario import ScenarioBuilder

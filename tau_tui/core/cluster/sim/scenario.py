@@ -16,14 +16,17 @@ from typing import Any, Mapping
 
 import yaml
 
-from tau_tui.core.cluster.api import QUEUE_NAME_LABEL, ClusterError, ResourceKind, ResourceType
+from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
+from tau_tui.core.cluster.names import QUEUE_NAME_LABEL
 from tau_tui.core.cluster.clock import ManualClock
 from tau_tui.core.cluster.common import resource_type_from_table
 from tau_tui.core.cluster.sim.annotations import DURATION_ANNOTATION, LOG_STYLE_ANNOTATION, OUTCOME_ANNOTATION, RESTARTS_ANNOTATION
 from tau_tui.core.cluster.sim.controllers.kueue import PRIORITY_CLASS_LABEL
 from tau_tui.core.cluster.sim.controllers.tau import PRIORITY_CLASS, TOPOLOGY
 from tau_tui.core.cluster.sim.world import SimSettings, SimulatedCluster
-from tau_tui.core.cluster.views import format_time, parse_time
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.convert import format_time
 
 R = ResourceKind
 SCENARIO_PACKAGE = "tau_tui.scenarios"

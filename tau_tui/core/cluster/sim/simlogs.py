@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Iterator
 
-from tau_tui.core.cluster.api import LogChunkRequest
-from tau_tui.core.logspool import format_timestamp_ns
+from tau_tui.core.cluster.logspool import LogChunkRequest
+from tau_tui.core.cluster.logspool import format_timestamp_ns
 
 
 def to_ns(t: datetime) -> int:

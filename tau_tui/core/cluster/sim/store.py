@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping
 
-from tau_tui.core.cluster.api import ResourceType
+from tau_tui.core.cluster.kinds import ResourceType
 from tau_tui.core.cluster.common import ApiFailure
-from tau_tui.core.cluster.views import format_time
+from tau_tui.core.cluster.convert import format_time
 
 Key = tuple[str, str]
 TypeKey = tuple[str, str]  # (group, plural)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable, Mapping
 
-from tau_tui.core.cluster.api import ResourceKind
+from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.clock import Clock, ManualClock
 from tau_tui.core.cluster.sim.controllers.gc import GarbageCollector
 from tau_tui.core.cluster.sim.controllers.gpu_agent import GpuAgent
@@ -25,7 +25,7 @@ from tau_tui.core.cluster.sim.controllers.multikueue import MultiKueueController
 from tau_tui.core.cluster.sim.controllers.tau import TauController
 from tau_tui.core.cluster.sim.simlogs import ContainerLog
 from tau_tui.core.cluster.sim.store import SimStore
-from tau_tui.core.cluster.views import format_time
+from tau_tui.core.cluster.convert import format_time
 
 R = ResourceKind
 MAX_EVENTS = 1500

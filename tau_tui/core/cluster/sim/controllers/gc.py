@@ -3,7 +3,7 @@ Workload deletes the Workloads and pods it owns."""
 
 from __future__ import annotations
 
-from tau_tui.core.cluster.api import ResourceKind, ResourceType
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.sim.controllers.base import Controller
 
 R = ResourceKind

@@ -8,12 +8,13 @@ import copy
 from datetime import datetime, timedelta
 from typing import Any, Mapping
 
-from tau_tui.core.cluster.api import ResourceKind, ResourceType
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.sim.annotations import DURATION_ANNOTATION, LOG_STYLE_ANNOTATION, OUTCOME_ANNOTATION, SIM_PREFIX
 from tau_tui.core.cluster.sim.conditions import cond, is_true, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.store import SimStore
-from tau_tui.core.cluster.views import format_time, parse_time
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.convert import format_time
 
 R = ResourceKind
 

@@ -1,17 +1,18 @@
 """The simulated Tau controller: resolves ``TauCluster/cluster``
 ``spec.workloadProfiles`` into ``status.workloadProfiles`` the way the real
 observer does (taugrid.md §3.3, §4.1), so the profile gate in
-:mod:`tau_tui.core.profiles` accepts it."""
+:mod:`tau_tui.core.runconfig.profiles` accepts it."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Mapping
 
-from tau_tui.core.cluster.api import MULTIKUEUE_CONTROLLER_NAME, ResourceKind, ResourceType
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
+from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.controllers.kueue import check_names
-from tau_tui.core.cluster.views import format_time
+from tau_tui.core.cluster.convert import format_time
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
@@ -23,8 +24,8 @@ TOPOLOGY = ResourceType("kueue.x-k8s.io", "v1beta2", "topologies", "Topology", F
 
 def profile_set_hash(profiles: list[dict[str, Any]]) -> str:
     """The hook that computes ``status.workloadProfiles.profileSetHash``: the
-    same function the client gate recomputes (tau_tui.core.profiles)."""
-    from tau_tui.core.profiles import compute_profile_set_hash
+    same function the client gate recomputes (tau_tui.core.runconfig.profiles)."""
+    from tau_tui.core.runconfig.profiles import compute_profile_set_hash
 
     return compute_profile_set_hash(profiles)
 

@@ -21,7 +21,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
-from tau_tui.core.config import ALIASES
+from tau_tui.core.runconfig.config import ALIASES
 
 NEW_TEMPLATE = """\
 # tau.yaml: a direct run config (see `tau-tui validate`).

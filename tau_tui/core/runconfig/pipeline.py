@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import LoadedConfig
-from .diagnostics import Diagnostic, DiagnosticError
-from .profiles import ProfileSet, load_snapshot, read_profile_set
-from .render import render, submission_id_for
-from .resolve import RenderOptions, Resolution, resolve
+from tau_tui.core.runconfig.config import LoadedConfig
+from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
+from tau_tui.core.runconfig.profiles import ProfileSet, load_snapshot, read_profile_set
+from tau_tui.core.runconfig.manifests import render, submission_id_for
+from tau_tui.core.runconfig.resolve import RenderOptions, Resolution, resolve
 
 
 @dataclass

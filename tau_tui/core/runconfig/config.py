@@ -1,14 +1,13 @@
-"""Load `tau.yaml`: parse with positions, fold aliases, validate shape and rules, hash.
+"""Canonicalise `tau.yaml`: fold aliases, refuse reserved and workflow-only keys, remember where
+each canonical key was written, and phrase pydantic's errors as diagnostics.
 
-The one entry point is `load_config` / `load_config_text`. Everything it rejects comes back as
-a `DiagnosticError` holding one `Diagnostic` per problem; nothing here raises a traceback at
-the user.
+`LoadedConfig` (a valid config with what is needed to explain it) is defined here, below the
+rules that read it; `tau_tui.core.runconfig.loader` runs the whole load.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .diagnostics import Diagnostic, DiagnosticError
-from .schema import DEPRECATED_GPU_CLASSES, ENGINE_ALIASES, TauConfig
-from .yamlsource import KeyPath, SourceMap, format_path, load_mapping_file, load_mapping_text
+from tau_tui.core.runconfig.diagnostics import Diagnostic
+from tau_tui.core.runconfig.schema import DEPRECATED_GPU_CLASSES, ENGINE_ALIASES, TauConfig
+from tau_tui.core.runconfig.yamlsource import KeyPath, SourceMap, format_path
 
 # Keys that exist in the TauGrid schema but are not valid in a direct run config (taugrid.md §1.1/§1.2).
 FIELD_STATUS: dict[KeyPath, tuple[str, str]] = {
@@ -224,40 +223,3 @@ def pydantic_diagnostics(err: ValidationError, file: str, smap: SourceMap, origi
         else:
             out.append(make_diagnostic(file, smap, origins, loc, f"{item['msg']} (got {given!r})", "correct the value"))
     return out
-
-
-def config_hash(config: TauConfig, engine: str) -> str:
-    """SHA-256 of the validated config, defaults included, keys sorted: stable across formatting."""
-    document = {"engine": engine, "config": config.model_dump(mode="json")}
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def load_config_text(text: str, file: str = "tau.yaml", base_dir: Path | None = None) -> LoadedConfig:
-    raw, smap = load_mapping_text(text, file)
-    return _validate(raw, smap, file, base_dir or Path.cwd())
-
-
-def load_config(path: Path | str, label: str | None = None) -> LoadedConfig:
-    path = Path(path)
-    name = label or str(path)
-    raw, smap = load_mapping_file(path, name)
-    return _validate(raw, smap, name, path.resolve().parent)
-
-
-def _validate(raw: dict[str, Any], smap: SourceMap, file: str, base_dir: Path) -> LoadedConfig:
-    from .rules import check_rules, infer_engine
-
-    data, origins, problems = canonicalise(raw, file, smap)
-    try:
-        config = TauConfig.model_validate(data)
-    except ValidationError as err:
-        raise DiagnosticError(problems + pydantic_diagnostics(err, file, smap, origins)) from None
-    engine = infer_engine(config)
-    loaded = LoadedConfig(config, engine, file, base_dir, smap, config_hash(config, engine), origins)
-    problems += check_rules(loaded)
-    errors = [p for p in problems if p.severity == "error"]
-    if errors:
-        raise DiagnosticError(errors)
-    loaded.warnings = [p for p in problems if p.severity != "error"]
-    return loaded

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .diagnostics import Diagnostic, DiagnosticError, Position
+from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError, Position
 
 MAX_FILE_BYTES = 1024 * 1024
 # Far above any real tau.yaml, far below what would take seconds or hundreds of MB to build.

@@ -9,21 +9,95 @@ admissions cannot be seen from outside."""
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections import deque
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
-from tau_tui.core.cluster.api import (
-    LocalQueueView,
-    PendingPosition,
-    PositionHistory,
-    PositionReport,
-    PositionSample,
-    PositionSource,
-    WorkloadView,
-)
-from tau_tui.core.cluster.views import parse_time
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.view_types import LocalQueueView, WorkloadView
+
+
+class PositionSource(str, enum.Enum):
+    VISIBILITY_API = "visibility-api"
+    #: Computed from Kueue's documented order (priority, queue-order time,
+    #: UID).  Must be displayed as estimated.
+    ESTIMATED = "estimated"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPosition:
+    """A pending workload's place in line, counted from 0 like Kueue."""
+
+    namespace: str
+    name: str
+    uid: str
+    local_queue: str | None
+    cluster_queue: str | None
+    priority: int
+    position_in_cluster_queue: int | None
+    position_in_local_queue: int | None
+    creation_timestamp: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PositionReport:
+    """Positions for one queue.  ``estimated`` is True unless every entry came
+    from the visibility API.  ``message`` says why it is estimated (API
+    absent, forbidden, ...), plain text."""
+
+    queue_kind: Literal["ClusterQueue", "LocalQueue"]
+    queue: str
+    namespace: str | None
+    entries: tuple[PendingPosition, ...]
+    source: PositionSource
+    message: str = ""
+    at: datetime | None = None
+
+    @property
+    def estimated(self) -> bool:
+        return self.source is not PositionSource.VISIBILITY_API
+
+    def position_of(self, namespace: str, name: str) -> PendingPosition | None:
+        for entry in self.entries:
+            if entry.namespace == namespace and entry.name == name:
+                return entry
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PositionSample:
+    at: datetime
+    position_in_local_queue: int | None
+    position_in_cluster_queue: int | None
+    source: PositionSource
+
+
+@dataclass(frozen=True, slots=True)
+class PositionHistory:
+    """Short history of one workload's place in line."""
+
+    namespace: str
+    name: str
+    samples: tuple[PositionSample, ...]
+    pending_since: datetime | None  # queue-order timestamp
+
+    def time_in_queue(self, now: datetime) -> float | None:
+        if self.pending_since is None:
+            return None
+        return max(0.0, (now - self.pending_since).total_seconds())
+
+    @property
+    def change(self) -> int | None:
+        """Change in local-queue position from the oldest kept sample to the
+        newest (negative = moved forward)."""
+        positions = [s.position_in_local_queue for s in self.samples if s.position_in_local_queue is not None]
+        if len(positions) < 2:
+            return None
+        return positions[-1] - positions[0]
+
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cluster.api import Condition
-from .cluster.views import parse_conditions
-from .diagnostics import Diagnostic, DiagnosticError
-from .yamlsource import load_mapping_file
+from tau_tui.core.apifields import Condition, parse_conditions
+from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
+from tau_tui.core.runconfig.yamlsource import load_mapping_file
 
 GROUP = "tau.azure.com"
 VERSION = "v1alpha1"

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import TYPE_CHECKING
 
-from .diagnostics import Diagnostic
-from .schema import GO_DURATION, GPU_CLASSES, LEGACY_PLACEMENTS, PLACEMENTS, TauConfig
-
-if TYPE_CHECKING:
-    from .config import LoadedConfig
+from tau_tui.core.runconfig.config import LoadedConfig
+from tau_tui.core.runconfig.diagnostics import Diagnostic
+from tau_tui.core.runconfig.schema import GO_DURATION, GPU_CLASSES, LEGACY_PLACEMENTS, PLACEMENTS, TauConfig
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")

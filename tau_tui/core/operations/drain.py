@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .gpu_health import API_GROUP, ANNOTATION_CORDON_TIMESTAMP
+from tau_tui.core.gpuhealth.names import API_GROUP, ANNOTATION_CORDON_TIMESTAMP
 
 GPU_RESOURCE = "nvidia.com/gpu"
 ANNOTATION_DRAIN_STARTED = f"{API_GROUP}/drain-started"

@@ -10,10 +10,10 @@ import os
 import re
 from dataclasses import dataclass
 
-from .config import LoadedConfig
-from .diagnostics import Diagnostic, DiagnosticError
-from .profiles import Caller, Profile, ProfileSet, SelectionError, normalise, select
-from .schema import LEGACY_PLACEMENTS
+from tau_tui.core.runconfig.config import LoadedConfig
+from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
+from tau_tui.core.runconfig.profiles import Caller, Profile, ProfileSet, SelectionError, normalise, select
+from tau_tui.core.runconfig.schema import LEGACY_PLACEMENTS
 
 PRIORITY_TIERS = {"default": "taugrid-default", "priority": "taugrid-priority"}
 SHAPE = re.compile(r"^(?P<count>[0-9]+)x(?P<gpu_class>[a-z0-9-]+)$")

@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
-from .config import LoadedConfig
-from .diagnostics import DiagnosticError
-from .resolve import Resolution
-from .rules import PVC_MOUNT_SPEC
+from tau_tui.core.runconfig.config import LoadedConfig
+from tau_tui.core.runconfig.diagnostics import DiagnosticError
+from tau_tui.core.runconfig.resolve import Resolution
+from tau_tui.core.runconfig.rules import PVC_MOUNT_SPEC
 
 MANAGED_BY_MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

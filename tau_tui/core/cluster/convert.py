@@ -9,14 +9,14 @@ import functools
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
-from tau_tui.core.cluster.api import (
-    GPU_NODE_CONDITIONS,
-    TAU_LABEL_PREFIX,
+from tau_tui.core.apifields import Condition, parse_conditions, parse_time
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.names import GPU_NODE_CONDITIONS, TAU_LABEL_PREFIX, is_gpu_resource
+from tau_tui.core.cluster.view_types import (
     AdmissionCheckState,
     AdmissionCheckView,
     ClusterQueueView,
     CohortView,
-    Condition,
     ContainerStatusView,
     EventView,
     FlavorQuota,
@@ -35,13 +35,11 @@ from tau_tui.core.cluster.api import (
     PodView,
     RayJobView,
     ResourceFlavorView,
-    ResourceKind,
     ResourceQuantity,
     TauClusterView,
     TauWorkspaceView,
     WorkloadPriorityClassView,
     WorkloadView,
-    is_gpu_resource,
 )
 
 PRIORITY_BOOST_ANNOTATION = "kueue.x-k8s.io/priority-boost"
@@ -80,33 +78,6 @@ def _num(text: str) -> float:
         return 0.0
 
 
-def parse_time(value: Any) -> datetime | None:
-    """RFC 3339 (seconds or nanoseconds, trailing Z) to an aware datetime."""
-    if not value:
-        return None
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    return _parse_time_text(str(value))
-
-
-@functools.lru_cache(maxsize=65536)
-def _parse_time_text(text: str) -> datetime | None:
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    if "." in text:  # trim nanoseconds to microseconds for fromisoformat
-        head, rest = text.split(".", 1)
-        digits = ""
-        i = 0
-        while i < len(rest) and rest[i].isdigit():
-            digits += rest[i]
-            i += 1
-        text = f"{head}.{(digits + '000000')[:6]}{rest[i:]}"
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None
-
-
 def format_time(value: datetime) -> str:
     """RFC 3339 with seconds precision, as the API server writes metadata times."""
     return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -121,25 +92,6 @@ def strip_managed_fields(obj: dict) -> dict:
 
 def conditions_of(obj: Mapping[str, Any]) -> tuple[Condition, ...]:
     return parse_conditions((obj.get("status") or {}).get("conditions"))
-
-
-def parse_conditions(raw: Any) -> tuple[Condition, ...]:
-    """A ``conditions`` list as served; malformed entries are skipped."""
-    out = []
-    for c in raw or ():
-        if not isinstance(c, Mapping):
-            continue
-        out.append(
-            Condition(
-                type=str(c.get("type", "")),
-                status=str(c.get("status", "Unknown")),
-                reason=str(c.get("reason") or ""),
-                message=str(c.get("message") or ""),
-                last_transition_time=parse_time(c.get("lastTransitionTime") or c.get("lastProbeTime")),
-                observed_generation=c.get("observedGeneration"),
-            )
-        )
-    return tuple(out)
 
 
 def _base(kind: ResourceKind, obj: Mapping[str, Any]) -> dict[str, Any]:

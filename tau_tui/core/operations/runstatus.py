@@ -1,7 +1,7 @@
 """Run status phase engine (taugrid.md §8.1-§8.3): from the cluster objects of one
 run to its phases in order, its lifecycle state, diagnostics and next actions.
 
-Pure functions over the typed views of :mod:`tau_tui.core.cluster.api`; no I/O and
+Pure functions over the typed views of :mod:`tau_tui.core.cluster.view_types`; no I/O and
 no Textual.  The runs pane renders what :func:`compute_run_status` returns and
 never decides a phase itself.  Fail closed: missing data leaves a phase
 ``pending`` (or the run ``not_found``), never ``done``.
@@ -13,14 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Sequence
 
-from tau_tui.core.cluster.api import (
-    MULTIKUEUE_CONTROLLER_NAME,
-    EventView,
-    JobView,
-    PodView,
-    RayJobView,
-    WorkloadView,
-)
+from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
+from tau_tui.core.cluster.view_types import EventView, JobView, PodView, RayJobView, WorkloadView
 
 PhaseStatus = Literal["pending", "active", "done", "warning", "skipped"]
 LifecycleState = Literal["not_found", "queued", "starting", "running", "succeeded", "failed"]

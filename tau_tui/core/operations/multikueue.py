@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from tau_tui.core.cluster.api import (
-    MULTIKUEUE_CONTROLLER_NAME,
+from tau_tui.core.apifields import Condition
+from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
+from tau_tui.core.cluster.view_types import (
     AdmissionCheckView,
-    Condition,
     MultiKueueClusterView,
     MultiKueueConfigView,
     TauClusterView,

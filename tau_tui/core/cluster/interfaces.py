@@ -1,0 +1,337 @@
+"""The cluster access contract: small role interfaces and the backend composed from them.
+
+Every pane reads live cluster state through :class:`ClusterBackend`.  Two
+implementations exist and are held to the same contract test suite
+(``tests/contract/``):
+
+* ``tau_tui.core.cluster.real.KubernetesBackend``: the official kubernetes
+  client, list+watch per resource into a local cache (core threads only);
+* ``tau_tui.core.cluster.sim.backend.SimulatedBackend``: an in-process, seeded,
+  clock-injectable simulated cluster driven by ``tau_tui/scenarios/*.yaml``
+  (``tau-tui --demo`` and deterministic UI tests).
+
+Tick model (how the UI consumes this):
+    The backend keeps a cache per :class:`ResourceKind`.  Every applied change
+    bumps that kind's :meth:`Watcher.generation`.  A UI timer (for
+    example every 250 ms) compares generations and, when one moved, re-reads a
+    snapshot with :meth:`Lister.list`.  Callers that prefer push can
+    :meth:`Watcher.subscribe`; callbacks run on a core thread with a
+    coalesced :class:`ChangeBatch` and must hand work to the UI thread
+    themselves (Textual: ``app.call_from_thread``).  Nothing here imports
+    Textual.
+
+Like k9s's ``internal/dao``, the contract is cut into roles (:class:`Lister`,
+:class:`Getter`, :class:`Watcher`, :class:`Mutator`, :class:`NodeOps`,
+:class:`LogSource`, ...); :class:`ClusterBackend` is all of them at once.
+Kueue objects are read and written as ``kueue.x-k8s.io/v1beta2``.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Iterable, Mapping, Sequence
+
+from tau_tui.core.cluster.changes import (
+    ChangeCallback,
+    ConnectionState,
+    StateCallback,
+    Subscription,
+    ViewState,
+)
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.logspool import LogRequest, LogStream
+from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
+from tau_tui.core.cluster.positions import PositionHistory, PositionReport
+from tau_tui.core.cluster.view_types import (
+    AdmissionCheckView,
+    ClusterQueueView,
+    CohortView,
+    EventView,
+    GpuHealthView,
+    JobView,
+    LocalQueueView,
+    MultiKueueClusterView,
+    MultiKueueConfigView,
+    NodeView,
+    ObjectView,
+    PodView,
+    RayJobView,
+    ResourceFlavorView,
+    TauClusterView,
+    TauWorkspaceView,
+    WorkloadPriorityClassView,
+    WorkloadView,
+)
+
+
+class Lifecycle(abc.ABC):
+    """Starting and stopping the backend's caches and threads."""
+
+    @abc.abstractmethod
+    def start(self) -> None:
+        """Begin syncing caches (returns at once)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop threads and watches; release log streams."""
+
+    @abc.abstractmethod
+    def wait_synced(self, timeout: float = 30.0, kinds: Iterable[ResourceKind] | None = None) -> bool:
+        """Block until every (given) view left SYNCING; True if it did in time."""
+
+
+class ContextScope(abc.ABC):
+    """Which cluster (kubeconfig context) and which namespaces the views cover."""
+
+    @abc.abstractmethod
+    def contexts(self) -> list[str]:
+        """Context names from the kubeconfig (simulated: the scenario's)."""
+
+    @property
+    @abc.abstractmethod
+    def current_context(self) -> str | None: ...
+
+    @abc.abstractmethod
+    def use_context(self, name: str) -> None:
+        """Switch context without restart: caches are dropped and rebuilt."""
+
+    @property
+    @abc.abstractmethod
+    def namespace(self) -> str | None:
+        """Namespace scope of namespaced views; ``None`` = all namespaces."""
+
+    @abc.abstractmethod
+    def use_namespace(self, namespace: str | None) -> None:
+        """Change the namespace scope (``None`` = all); namespaced caches resync."""
+
+    @abc.abstractmethod
+    def namespaces(self) -> list[str]:
+        """Known namespace names (from the cache; the kubeconfig namespace if
+        listing namespaces is forbidden)."""
+
+
+class Lister(abc.ABC):
+    """Cached snapshots of one kind, with typed conveniences (all derive from :meth:`list`).
+
+    Reads are lock-protected snapshots and never block on the network."""
+
+    @abc.abstractmethod
+    def list(self, kind: ResourceKind, namespace: str | None = None) -> list[ObjectView]:
+        """Snapshot of one kind, sorted by (namespace, name).  ``namespace``
+        filters within the current scope."""
+
+    def workloads(self, namespace: str | None = None) -> list[WorkloadView]:
+        return self.list(ResourceKind.WORKLOAD, namespace)  # type: ignore[return-value]
+
+    def cluster_queues(self) -> list[ClusterQueueView]:
+        return self.list(ResourceKind.CLUSTER_QUEUE)  # type: ignore[return-value]
+
+    def local_queues(self, namespace: str | None = None) -> list[LocalQueueView]:
+        return self.list(ResourceKind.LOCAL_QUEUE, namespace)  # type: ignore[return-value]
+
+    def resource_flavors(self) -> list[ResourceFlavorView]:
+        return self.list(ResourceKind.RESOURCE_FLAVOR)  # type: ignore[return-value]
+
+    def cohorts(self) -> list[CohortView]:
+        return self.list(ResourceKind.COHORT)  # type: ignore[return-value]
+
+    def workload_priority_classes(self) -> list[WorkloadPriorityClassView]:
+        return self.list(ResourceKind.WORKLOAD_PRIORITY_CLASS)  # type: ignore[return-value]
+
+    def admission_checks(self) -> list[AdmissionCheckView]:
+        return self.list(ResourceKind.ADMISSION_CHECK)  # type: ignore[return-value]
+
+    def multikueue_configs(self) -> list[MultiKueueConfigView]:
+        return self.list(ResourceKind.MULTIKUEUE_CONFIG)  # type: ignore[return-value]
+
+    def multikueue_clusters(self) -> list[MultiKueueClusterView]:
+        return self.list(ResourceKind.MULTIKUEUE_CLUSTER)  # type: ignore[return-value]
+
+    def jobs(self, namespace: str | None = None, tau_managed_only: bool = True) -> list[JobView]:
+        """Jobs; by default only Tau-managed ones and never KubeRay submitters."""
+        items: list[JobView] = self.list(ResourceKind.JOB, namespace)  # type: ignore[assignment]
+        if tau_managed_only:
+            items = [j for j in items if j.tau_managed and not j.owned_by_rayjob]
+        return items
+
+    def ray_jobs(self, namespace: str | None = None, tau_managed_only: bool = True) -> list[RayJobView]:
+        items: list[RayJobView] = self.list(ResourceKind.RAY_JOB, namespace)  # type: ignore[assignment]
+        return [j for j in items if j.tau_managed] if tau_managed_only else items
+
+    def pods(self, namespace: str | None = None) -> list[PodView]:
+        return self.list(ResourceKind.POD, namespace)  # type: ignore[return-value]
+
+    def events(self, namespace: str | None = None) -> list[EventView]:
+        return self.list(ResourceKind.EVENT, namespace)  # type: ignore[return-value]
+
+    def nodes(self) -> list[NodeView]:
+        """Nodes with GPU capacity/allocation and agent health attached."""
+        return self.list(ResourceKind.NODE)  # type: ignore[return-value]
+
+    def gpu_health(self) -> list[GpuHealthView]:
+        return self.list(ResourceKind.GPU_HEALTH)  # type: ignore[return-value]
+
+    def tau_workspaces(self, namespace: str | None = None) -> list[TauWorkspaceView]:
+        return self.list(ResourceKind.TAU_WORKSPACE, namespace)  # type: ignore[return-value]
+
+    def workload_for_owner(self, namespace: str, owner_uid: str) -> WorkloadView | None:
+        """The Workload Kueue created for a Job/RayJob (label job-uid, then ownerReferences)."""
+        for wl in self.workloads(namespace):
+            if wl.labels.get("kueue.x-k8s.io/job-uid") == owner_uid:
+                return wl
+        for wl in self.workloads(namespace):
+            ref = wl.controller_owner
+            if ref is not None and ref.get("uid") == owner_uid:
+                return wl
+        return None
+
+
+class Getter(abc.ABC):
+    """One cached object by name."""
+
+    @abc.abstractmethod
+    def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> ObjectView | None:
+        """One object from the cache, or None."""
+
+    def tau_cluster(self) -> TauClusterView | None:
+        """The singleton ``TauCluster/cluster``."""
+        return self.get(ResourceKind.TAU_CLUSTER, "cluster")  # type: ignore[return-value]
+
+
+class Watcher(abc.ABC):
+    """What changed and how fresh the data is: the tick model's generations, per-kind and
+    connection state, and push subscriptions."""
+
+    @abc.abstractmethod
+    def generation(self, kind: ResourceKind) -> int:
+        """Counter bumped on every applied change of ``kind`` (tick model)."""
+
+    @abc.abstractmethod
+    def view_state(self, kind: ResourceKind) -> ViewState: ...
+
+    @abc.abstractmethod
+    def connection_state(self) -> ConnectionState: ...
+
+    @abc.abstractmethod
+    def subscribe(
+        self,
+        callback: ChangeCallback,
+        kinds: Iterable[ResourceKind] | None = None,
+        on_state: StateCallback | None = None,
+    ) -> Subscription:
+        """Push change batches (coalesced) and connection-state changes.
+        Callbacks run on a core thread and must be quick."""
+
+
+class QueuePositions(abc.ABC):
+    """Pending workloads' places in line (visibility API, else estimated) and their history."""
+
+    @abc.abstractmethod
+    def pending_positions_local_queue(self, namespace: str, name: str) -> PositionReport:
+        """Researcher view: visibility API LocalQueue endpoint, else estimated.
+        Performs network I/O on the real backend: call from a worker."""
+
+    @abc.abstractmethod
+    def pending_positions_cluster_queue(self, name: str) -> PositionReport:
+        """Platform view: visibility API ClusterQueue endpoint, else estimated."""
+
+    @abc.abstractmethod
+    def position_history(self, namespace: str, name: str) -> PositionHistory | None:
+        """Recorded samples for one workload (filled by the position calls)."""
+
+
+class LogSource(abc.ABC):
+    """Container logs streamed into spool files."""
+
+    @abc.abstractmethod
+    def open_logs(self, request: LogRequest, spool_dir: str | None = None) -> "LogStream":
+        """Start streaming into an append-only spool file; returns at once.
+        ``stream.spool`` has the line index, search and save; ``stream.close()``
+        stops it.  Raises :class:`ClusterError` when no pod matches."""
+
+
+class Mutator(abc.ABC):
+    """Changes to workloads and queues (synchronous: call from a worker)."""
+
+    @abc.abstractmethod
+    def submit(self, manifests: Sequence[Mapping[str, Any]], dry_run: bool = False) -> list[MutationResult]:
+        """Create rendered manifests in order.  ``dry_run`` uses server-side
+        dry-run.  Idempotent on the ``tau.azure.com/submission-id`` label: an
+        object that already exists with the same submission id is reported as
+        ``existing=True, ok=True`` and nothing new is created."""
+
+    @abc.abstractmethod
+    def cancel(self, kind: ResourceKind, namespace: str, name: str, dry_run: bool = False) -> MutationResult:
+        """Delete a Job (propagation Background) or RayJob; Kueue then
+        removes the Workload.  Workloads may be cancelled directly too."""
+
+    @abc.abstractmethod
+    def set_stop_policy(
+        self, kind: ResourceKind, name: str, policy: StopPolicy, namespace: str | None = None, dry_run: bool = False
+    ) -> MutationResult:
+        """Hold / HoldAndDrain / resume (None) a ClusterQueue or LocalQueue."""
+
+    def hold(self, kind: ResourceKind, name: str, namespace: str | None = None, dry_run: bool = False) -> MutationResult:
+        return self.set_stop_policy(kind, name, "Hold", namespace, dry_run)
+
+    def hold_and_drain(
+        self, kind: ResourceKind, name: str, namespace: str | None = None, dry_run: bool = False
+    ) -> MutationResult:
+        return self.set_stop_policy(kind, name, "HoldAndDrain", namespace, dry_run)
+
+    def resume(self, kind: ResourceKind, name: str, namespace: str | None = None, dry_run: bool = False) -> MutationResult:
+        return self.set_stop_policy(kind, name, "None", namespace, dry_run)
+
+
+class NodeOps(abc.ABC):
+    """Node maintenance: read what a drain needs, annotate, cordon, drain (call from a worker)."""
+
+    @abc.abstractmethod
+    def drain_inputs(self, node: str) -> tuple[list[dict], list[dict], list[str]]:
+        """Pods on ``node``, the PodDisruptionBudgets of their namespaces, and a message per
+        namespace whose PDBs could not be read, all from the API (not the cache, whose
+        namespace scope may hide some). Raises ClusterError when the pods cannot be listed."""
+
+    @abc.abstractmethod
+    def annotate_node(self, node: str, annotations: Mapping[str, str], dry_run: bool = False) -> MutationResult: ...
+
+    @abc.abstractmethod
+    def cordon(self, node: str, dry_run: bool = False) -> MutationResult: ...
+
+    @abc.abstractmethod
+    def uncordon(self, node: str, dry_run: bool = False) -> MutationResult: ...
+
+    @abc.abstractmethod
+    def drain(self, node: str, dry_run: bool = False, grace_period_seconds: int | None = None) -> DrainResult:
+        """Cordon, then evict every non-DaemonSet, non-mirror, non-finished pod
+        on the node through the Eviction API (PDBs respected: a 429 is
+        reported in ``failed``, not retried forever)."""
+
+
+class MultiKueueAdmin(abc.ABC):
+    """MultiKueue setup objects: MultiKueueCluster, MultiKueueConfig, AdmissionCheck."""
+
+    @abc.abstractmethod
+    def create_multikueue_object(self, manifest: Mapping[str, Any], dry_run: bool = False) -> MutationResult:
+        """Create a MultiKueueCluster, MultiKueueConfig or AdmissionCheck."""
+
+    @abc.abstractmethod
+    def delete_multikueue_object(self, kind: ResourceKind, name: str, dry_run: bool = False) -> MutationResult: ...
+
+    @abc.abstractmethod
+    def set_multikueue_config_clusters(
+        self, name: str, clusters: Sequence[str], dry_run: bool = False
+    ) -> MutationResult:
+        """Replace ``spec.clusters`` of a MultiKueueConfig (drain wizard step)."""
+
+
+class ClusterBackend(
+    Lifecycle, ContextScope, Lister, Getter, Watcher, QueuePositions, LogSource, Mutator, NodeOps, MultiKueueAdmin
+):
+    """Live cluster state, queue positions, logs and mutations: every role at once.
+
+    Thread-safety: every method may be called from any thread; reads are
+    lock-protected snapshots and never block on the network.  Network work
+    happens on the backend's own core threads (or, for mutations, on the
+    caller's thread: run them in a worker).  Code that needs one role can
+    take that role's interface instead (as k9s's ``internal/dao`` does)."""

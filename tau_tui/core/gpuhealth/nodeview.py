@@ -1,0 +1,104 @@
+"""Reading what the agent published, for the TUI: a Node's conditions and its GPUNodeHealth
+object combined into one verdict that fails closed (no report or a stale heartbeat is unknown)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tau_tui.core.gpuhealth.names import (
+    CONDITION_DEGRADED,
+    CONDITION_UNHEALTHY,
+    STALE_AFTER_PERIODS,
+)
+from tau_tui.core.gpuhealth.report import NodeHealth
+from tau_tui.core.gpuhealth.verdicts import Verdict
+
+
+class NodeHealthView(BaseModel):
+    """What the TUI shows for one node: the verdict, why, and whether the data is stale."""
+
+    node_name: str
+    verdict: Verdict
+    reason: str
+    message: str
+    stale: bool
+    last_heartbeat: datetime | None = None
+    detail: NodeHealth | None = None
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, str) and value:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return None
+
+
+def view_from_node(
+    node: dict[str, Any],
+    health_object: dict[str, Any] | None,
+    now: datetime,
+    heartbeat_period_s: float = 300,
+) -> NodeHealthView:
+    """Combine a Node (as JSON) and its GPUNodeHealth object into one truthful verdict.
+
+    Fails closed: no conditions, a stale heartbeat or an unreadable object gives unknown.
+    """
+    name = (node.get("metadata") or {}).get("name", "")
+    conditions = {c.get("type"): c for c in ((node.get("status") or {}).get("conditions") or [])}
+    unhealthy = conditions.get(CONDITION_UNHEALTHY)
+    degraded = conditions.get(CONDITION_DEGRADED)
+    detail: NodeHealth | None = None
+    if health_object is not None:
+        try:
+            detail = NodeHealth.model_validate(health_object.get("status") or {})
+        except ValidationError:
+            detail = None
+    if unhealthy is None:
+        return NodeHealthView(
+            node_name=name,
+            verdict=Verdict.UNKNOWN,
+            reason="NoAgentReport",
+            message="the GPU health agent has not reported on this node",
+            stale=True,
+            detail=detail,
+        )
+    heartbeat = _parse_time(unhealthy.get("lastHeartbeatTime"))
+    stale = heartbeat is None or (now - heartbeat).total_seconds() > STALE_AFTER_PERIODS * heartbeat_period_s
+    if stale:
+        return NodeHealthView(
+            node_name=name,
+            verdict=Verdict.UNKNOWN,
+            reason="AgentHeartbeatStale",
+            message=f"last agent heartbeat {heartbeat.isoformat() if heartbeat else 'never'}; "
+            "the agent may not be running",
+            stale=True,
+            last_heartbeat=heartbeat,
+            detail=detail,
+        )
+    if unhealthy.get("status") == "True":
+        verdict, source = Verdict.UNHEALTHY, unhealthy
+    elif unhealthy.get("status") == "Unknown":
+        verdict, source = Verdict.UNKNOWN, unhealthy
+    elif degraded is not None and degraded.get("status") == "True":
+        verdict, source = Verdict.DEGRADED, degraded
+    elif degraded is not None and degraded.get("status") == "Unknown":
+        verdict, source = Verdict.UNKNOWN, degraded
+    else:
+        verdict, source = Verdict.HEALTHY, unhealthy
+    return NodeHealthView(
+        node_name=name,
+        verdict=verdict,
+        reason=str(source.get("reason", "")),
+        message=str(source.get("message", "")),
+        stale=False,
+        last_heartbeat=heartbeat,
+        detail=detail,
+    )
