@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
 import yaml
 
-from tau_tui.core.cluster.api import ChangeType, PositionReport, PositionSource, ResourceKind, ViewStatus
+from tau_tui.core.cluster.api import ChangeType, ClusterError, PositionReport, PositionSource, ResourceKind, ViewStatus
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.errors import describe_api_error, no_access_message
 from tau_tui.core.cluster.kubeconfig import KubeconfigSource
@@ -142,5 +143,6 @@ def test_kubeconfig_merges_several_files_like_kubectl(tmp_path, monkeypatch):
     assert source.namespace_of("prod") == "team-a"
     client = source.api_client("prod")
     assert client.configuration.host == "https://prod-cluster.example:6443"
-    dev = source.api_client("aks-dev")  # exec plugins are wired, not run, until a request needs a token
-    assert dev.configuration.host == "https://dev-cluster.example:6443"
+    # The client runs the exec plugin while loading; one that cannot run is named, not a later 401.
+    with pytest.raises(ClusterError, match="exec plugin kubelogin could not start"):
+        source.api_client("aks-dev")
