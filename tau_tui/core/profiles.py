@@ -346,6 +346,10 @@ def _group_served(api_client: Any) -> bool | None:
 
 def _explain_read_error(err: Any, api_client: Any = None) -> str:
     server = getattr(getattr(api_client, "configuration", None), "host", None) or "the API server"
+    if not err.status:  # the client turns TLS failures into status 0
+        reason = " ".join(str(err.reason or "").split())
+        return (f"cannot read TauCluster/{TAUCLUSTER_NAME}: TLS failed with {server}: {reason}. Check the kubeconfig's "
+                "certificate-authority and server address")
     if err.status == 401:
         from tau_tui.core.cluster.credentials import take_exec_failure
 

@@ -45,7 +45,7 @@ _lock = threading.Lock()
 _material: dict[str, str] = {}  # sha256 of content -> path
 _memfds: list[int] = []
 _private_dir: Path | None = None
-_exec_timeout = DEFAULT_EXEC_TIMEOUT
+_exec_timeout: float | None = DEFAULT_EXEC_TIMEOUT
 _exec_failure: str | None = None
 _installed = False
 
@@ -178,10 +178,11 @@ class BoundedExecProvider(k8s_exec_provider.ExecProvider):
 
 
 def harden_kubernetes_client(exec_timeout: float | None = None) -> None:
-    """Install the two replacements in the kubernetes client (idempotent)."""
+    """Install the two replacements in the kubernetes client (idempotent).
+    ``exec_timeout``: seconds per plugin run, 0 for no limit, None to keep the current one."""
     global _installed, _exec_timeout
     if exec_timeout is not None:
-        _exec_timeout = float(exec_timeout)
+        _exec_timeout = float(exec_timeout) or None
     if _installed:
         return
     k8s_kube_config._create_temp_file_with_content = private_material_path

@@ -131,10 +131,10 @@ def describe_transport_error(exc: BaseException, server: str | None, timeouts: A
         return f"connect timeout: could not connect to {where} within {connect:g} s. {hint}" if connect else \
             f"connect timeout: could not connect to {where}. {hint}"
     if isinstance(exc, u3.ReadTimeoutError):
-        # urllib3 reports a TLS handshake that stalls as a read timeout with the connect limit.
+        # urllib3 reports a TLS handshake that stalls as a read timeout (with the connect limit).
         limit = re.search(r"timeout=([0-9.]+)", str(exc))
         seconds = float(limit.group(1)) if limit else read
-        if connect and seconds == connect and connect != read:
+        if _during_tls_handshake(exc):
             return f"TLS handshake timeout: {where} accepted the connection but did not complete TLS within {connect:g} s. {hint}"
         return (f"read timeout: {where} did not answer within {seconds:g} s" if seconds else
                 f"read timeout: {where} did not answer") + f". {hint}"
@@ -145,6 +145,17 @@ def describe_transport_error(exc: BaseException, server: str | None, timeouts: A
     if isinstance(exc, (u3.NewConnectionError, ConnectionError, u3.ProtocolError)):
         return f"cannot connect to {where}: {exc}. {hint}"
     return f"cannot talk to {where}: {type(exc).__name__}: {exc}. {hint}"
+
+
+def _during_tls_handshake(exc: BaseException) -> bool:
+    """Did the underlying socket error happen inside the TLS handshake?"""
+    cause = exc.__cause__ or exc.__context__
+    tb = getattr(cause, "__traceback__", None)
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name in ("do_handshake", "wrap_socket", "ssl_wrap_socket"):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def not_authenticated_message(verb: str, resource: str, namespace: str | None, exec_failure: str | None = None) -> str:

@@ -39,13 +39,15 @@ class RequestTimeouts:
         return (self.connect or None, chosen or None)
 
     @classmethod
-    def from_read(cls, read: float, connect: float | None = None) -> "RequestTimeouts":
+    def from_read(cls, read: float, connect: float | None = None, exec_plugin: float | None = None) -> "RequestTimeouts":
         """A ``--request-timeout`` value: the read limit; connect is capped by it."""
         base = cls()
         connect = base.connect if connect is None else connect
         if read and connect:
             connect = min(connect, read)
-        return cls(connect=connect, read=read, exec_plugin=max(base.exec_plugin, read) if read else 0.0)
+        if exec_plugin is None:
+            exec_plugin = max(base.exec_plugin, read) if read else 0.0
+        return cls(connect=connect, read=read, exec_plugin=exec_plugin)
 
 
 DEFAULT_TIMEOUTS = RequestTimeouts()
@@ -168,7 +170,7 @@ class KubeconfigSource:
         request is bounded by ``timeouts``; key material never touches a shared
         temporary directory (:mod:`tau_tui.core.cluster.credentials`)."""
         timeouts = timeouts or DEFAULT_TIMEOUTS
-        harden_kubernetes_client(timeouts.exec_plugin or None)
+        harden_kubernetes_client(timeouts.exec_plugin)
         try:
             if context == IN_CLUSTER_CONTEXT and self._config() is None:
                 configuration = k8s.Configuration()
