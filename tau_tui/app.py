@@ -686,6 +686,13 @@ def main(argv: list[str]) -> int:
             timeouts = RequestTimeouts.from_read(parse_duration(args.request_timeout))
         except ValueError as err:
             parser.error(f"--request-timeout: {err}")
+    try:  # spools of earlier runs that were killed before they could remove them
+        from tau_tui.core.audit import state_dir
+        from tau_tui.core.logspool import clean_stale_spools
+
+        clean_stale_spools(state_dir() / "spool")
+    except OSError:
+        pass
     if not sys.stdin.isatty() or not sys.stdout.isatty():
         print("tau-tui: the app needs a terminal; use a sub-command (tau-tui --help) for scripts", file=sys.stderr)
         return 2
