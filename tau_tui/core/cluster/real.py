@@ -453,7 +453,8 @@ class KubernetesBackend(BaseBackend):
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
         try:
             answer = self.http.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=body)
-        except ApiFailure:
+        except ApiFailure:  # an older server (< 1.28) or no permission: unknown, and not asked again
+            self._identity = (self._context, None)
             return None
         info = (answer.get("status") or {}).get("userInfo") or {}
         identity = {k: info[k] for k in ("username", "uid", "groups") if info.get(k)} or None
