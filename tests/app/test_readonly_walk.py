@@ -2,8 +2,8 @@
 
 The bindings are enumerated from each screen's BINDINGS and the app's, never
 listed by hand, so a new binding is walked without touching this test.  Each
-action is tried twice: through Textual (``run_action``, which honours
-``check_action``) and by calling the ``action_*`` method directly (as a
+binding runs through Textual (``run_action``, which honours ``check_action``),
+and every ``action_*`` method of each pane is also called directly (as a
 keymap or command palette bug would).  Any dialog that opens is answered with
 its most dangerous choice ("y" on a confirmation, enter on an input).
 
@@ -102,17 +102,26 @@ async def answer_dialogs(pilot) -> None:
         await pilot.pause()
 
 
+def own_actions(screen) -> list[str]:
+    """Every ``action_*`` method the pane's classes define (bound or not), PaneScreen's included."""
+    names = []
+    for cls in type(screen).__mro__:
+        if cls.__module__.startswith("tau_tui."):
+            names += [n[len("action_"):] for n in cls.__dict__ if n.startswith("action_") and n[7:] not in names]
+    return names
+
+
 async def walk_screen(pilot, screen, walked: list[str]) -> None:
-    """Every binding of ``screen`` and the app, through Textual and directly."""
+    """Every binding of ``screen`` through Textual (the app's too, on the first pane walked),
+    then every action method of the pane called directly."""
     app = pilot.app
     first = not walked
-    for key, action in bindings_of(screen) + bindings_of(app):
-        name = action.split("(")[0]
-        if name in NOT_WALKED or (name == "switch_pane" and not first):  # pane switches: walked once
+    bindings = [(screen, key, action) for key, action in bindings_of(screen)]
+    if first:
+        bindings += [(app, key, action) for key, action in bindings_of(app)]
+    for target, key, action in bindings:
+        if action.split("(")[0] in NOT_WALKED or app.screen is not screen:
             continue
-        target = app if (key, action) in bindings_of(app) and (key, action) not in bindings_of(screen) else screen
-        if app.screen is not screen:
-            return
         walked.append(f"{type(screen).__name__}:{key}:{action}")
         await target.run_action(action)
         await answer_dialogs(pilot)
@@ -121,13 +130,16 @@ async def walk_screen(pilot, screen, walked: list[str]) -> None:
             if isinstance(pushed, PaneScreen) and type(pushed).__name__ not in {w.split(":")[0] for w in walked}:
                 await walk_screen(pilot, pushed, walked)
             await restore(pilot, screen)
-        method = getattr(target, f"action_{name}", None)
-        if "(" not in action and method is not None:
-            result = method()
-            if hasattr(result, "__await__"):
-                await result
-            await answer_dialogs(pilot)
-            await restore(pilot, screen)
+    for name in own_actions(screen):
+        method = getattr(screen, f"action_{name}")
+        if name in NOT_WALKED or method.__code__.co_argcount > 1 or app.screen is not screen:
+            continue  # actions with parameters are reached through their bindings above
+        walked.append(f"{type(screen).__name__}:direct:{name}")
+        result = method()
+        if hasattr(result, "__await__"):
+            await result
+        await answer_dialogs(pilot)
+        await restore(pilot, screen)
 
 
 async def restore(pilot, screen) -> None:
