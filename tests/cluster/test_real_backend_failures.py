@@ -4,12 +4,10 @@ Bounded by counts of waits, never asserting how long anything took."""
 
 from __future__ import annotations
 
-import json
-
 from tau_tui.core.cluster.api import ConnectionStatus, ResourceKind, ViewStatus
 from tau_tui.core.cluster.kubeconfig import RequestTimeouts
 from tau_tui.core.cluster.real import KubernetesBackend
-from tests.core.test_cli_runtime_hardening import StallServer, _answering_server, kubeconfig
+from tests.core.test_cli_runtime_hardening import StallServer, _answering_server, _status, kubeconfig
 
 BOUND = 60  # seconds a wait may take before the test fails: far above the 1 s limits below
 
@@ -30,9 +28,7 @@ def test_an_informer_on_a_stalled_server_reports_the_read_timeout_naming_the_ser
 
 
 def test_an_informer_answered_401_says_log_in_again_not_no_access(tmp_path):
-    status = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Unauthorized",
-                         "message": "Unauthorized", "code": 401})
-    server = _answering_server(lambda _path: (401, "application/json", status))
+    server = _answering_server(lambda _path: (401, "application/json", _status(401, "Unauthorized", "Unauthorized")))
     path = kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{server.server_port}", {"token": "expired"})
     backend = KubernetesBackend(path, kinds=[ResourceKind.CLUSTER_QUEUE], timeouts=RequestTimeouts(1, 1, 1))
     try:

@@ -216,27 +216,27 @@ def _status(code: int, reason: str, message: str) -> str:
                        "message": message, "code": code})
 
 
-def test_401_reads_log_in_again_not_no_access(tmp_path, env):
-    server = _answering_server(lambda path: (401, "application/json", _status(401, "Unauthorized", "Unauthorized")))
-    try:
-        env["KUBECONFIG"] = kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{server.server_port}", {"token": "expired"})
-        result = cli(env, "profiles", "--request-timeout", "5s")
-    finally:
-        server.shutdown()
-    assert_one_clean_failure(result)
-    assert "log in again" in result.stderr and "no access" not in result.stderr and "forbidden" not in result.stderr
-
-
-def test_a_proxy_404_is_not_reported_as_a_missing_crd(tmp_path, env):
-    server = _answering_server(lambda path: (404, "text/html", "<html><body>404 page not found (gateway)</body></html>"))
+def profiles_against(tmp_path: Path, env: dict, routes) -> tuple[subprocess.CompletedProcess, int]:
+    """``tau-tui profiles`` against a server answering ``routes``; (result, the server's port)."""
+    server = _answering_server(routes)
     try:
         env["KUBECONFIG"] = kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{server.server_port}", {"token": "t0ken"})
         result = cli(env, "profiles", "--request-timeout", "5s")
     finally:
         server.shutdown()
     assert_one_clean_failure(result)
+    return result, server.server_port
+
+
+def test_401_reads_log_in_again_not_no_access(tmp_path, env):
+    result, _ = profiles_against(tmp_path, env, lambda path: (401, "application/json", _status(401, "Unauthorized", "Unauthorized")))
+    assert "log in again" in result.stderr and "no access" not in result.stderr and "forbidden" not in result.stderr
+
+
+def test_a_proxy_404_is_not_reported_as_a_missing_crd(tmp_path, env):
+    result, port = profiles_against(tmp_path, env, lambda path: (404, "text/html", "<html><body>404 page not found</body></html>"))
     assert "not installed" not in result.stderr, result.stderr
-    assert "proxy" in result.stderr and f"127.0.0.1:{server.server_port}" in result.stderr, result.stderr
+    assert "proxy" in result.stderr and f"127.0.0.1:{port}" in result.stderr, result.stderr
 
 
 def test_a_404_with_discovery_lacking_the_group_says_the_crd_is_missing(tmp_path, env):
@@ -248,13 +248,7 @@ def test_a_404_with_discovery_lacking_the_group_says_the_crd_is_missing(tmp_path
             return 200, "application/json", json.dumps(groups)
         return 404, "application/json", _status(404, "NotFound", "the server could not find the requested resource")
 
-    server = _answering_server(routes)
-    try:
-        env["KUBECONFIG"] = kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{server.server_port}", {"token": "t0ken"})
-        result = cli(env, "profiles", "--request-timeout", "5s")
-    finally:
-        server.shutdown()
-    assert_one_clean_failure(result)
+    result, _ = profiles_against(tmp_path, env, routes)
     assert "the TauCluster CRD (clusters.tau.azure.com) is not installed" in result.stderr, result.stderr
 
 

@@ -153,9 +153,11 @@ class BoundedExecProvider(k8s_exec_provider.ExecProvider):
             return self._fail(f"exec plugin {name} could not start: {err.strerror or err}")
         try:
             stdout, stderr = process.communicate(timeout=_exec_timeout)
-        except subprocess.TimeoutExpired:
+        except BaseException as err:  # a timeout, Ctrl-C, SIGTERM: never leave the plugin running
             process.kill()
             process.communicate()
+            if not isinstance(err, subprocess.TimeoutExpired):
+                raise
             return self._fail(f"exec plugin {name} did not finish within {_exec_timeout:g} s (timed out); "
                               "run it by hand to see what it waits for")
         if process.returncode != 0:
