@@ -116,6 +116,10 @@ async def walk_screen(pilot, screen, walked: list[str]) -> None:
     then every action method of the pane called directly."""
     app = pilot.app
     first = not walked
+    table = next(iter(screen.query("KeyedTable")), None)
+    if table is not None:  # a selected row, so that row actions have a target
+        table.focus()
+        await quiet(pilot)
     bindings = [(screen, key, action) for key, action in bindings_of(screen)]
     if first:
         bindings += [(app, key, action) for key, action in bindings_of(app)]
@@ -175,10 +179,8 @@ async def test_readonly_walks_every_binding_of_every_pane_and_nothing_mutates(tm
             app.switch_mode(mode)
             await settle(pilot)
             screen = app.screen
-            table = next(iter(screen.query("KeyedTable")), None)
-            if table is not None:
-                table.focus()
-                await settle(pilot, rounds=1)
+            if type(screen).__name__ in {w.split(":")[0] for w in walked}:
+                continue  # already walked when a pane-switch binding opened it
             await walk_screen(pilot, screen, walked)
         # The logs pane's save, aimed outside the app's state directory, is refused.
         app.switch_mode("logs")
