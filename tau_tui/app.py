@@ -127,6 +127,7 @@ class TauApp(App):
         start_pane: str | None = None,
         compose_file: str | None = None,
         demo_realtime: bool = True,
+        request_timeouts=None,
     ) -> None:
         super().__init__()
         self.backend = backend
@@ -146,6 +147,8 @@ class TauApp(App):
         self.connection_label = "connecting" if backend is None else "connected"
         self.problems: list[str] = list(self.loaded_settings.problems)
         self.pending_logs: tuple | None = None
+        #: ``--request-timeout`` (else the settings' request_timeout/connect_timeout).
+        self.request_timeouts = request_timeouts
 
     # -- start-up --------------------------------------------------------------
 
@@ -212,7 +215,9 @@ class TauApp(App):
     @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
     def _connect(self, context: str | None, namespace: str | None) -> None:
         try:
-            backend = connect_kubeconfig_backend(context, namespace)
+            backend = connect_kubeconfig_backend(
+                context, namespace, self.request_timeouts or self.settings.timeouts()
+            )
         except BackendUnavailable as err:
             self.post_message(self.BackendFailed(err.message, err.offer_demo))
             return
@@ -486,6 +491,32 @@ class TauApp(App):
     def block_mutation(self, verb: str, target: str) -> None:
         self.notify(f"read-only mode: {verb} {target} is disabled", severity="warning")
         self.post_message(self.MutationBlocked(verb, target))
+        self._audit_worker("refused", verb, target, ok=False, message="refused: read-only mode", readonly_blocked=True)
+
+    def write_audit(self, phase: str, verb: str, target: str, *, ok: bool | None, message: str,
+                    namespace: str | None = None, dry_run: bool = False, readonly_blocked: bool = False) -> str | None:
+        """One audit entry with the Kubernetes identity (worker threads only: it may ask
+        the server).  Returns why it could not be written, or None."""
+        backend = self.backend
+        try:
+            identity = backend.who_am_i() if backend is not None else None
+        except Exception:  # the identity is a detail; the entry is what matters
+            identity = None
+        try:
+            self.audit.append(verb, target, ok=ok, message=message, dry_run=dry_run, phase=phase,
+                              context=backend.current_context if backend else None, namespace=namespace,
+                              readonly_blocked=readonly_blocked, identity=identity)
+        except OSError as err:
+            return f"audit log not written: {err}"
+        return None
+
+    @work(thread=True, exit_on_error=False, group="audit")
+    def _audit_worker(self, phase: str, verb: str, target: str, *, ok: bool | None, message: str,
+                      namespace: str | None = None, readonly_blocked: bool = False) -> None:
+        problem = self.write_audit(phase, verb, target, ok=ok, message=message, namespace=namespace,
+                                   readonly_blocked=readonly_blocked)
+        if problem:
+            self.call_from_thread(self.notify, problem, severity="error")
 
     @work(thread=True, exit_on_error=False, group="mutation")
     def _preview_mutation(self, mutation: Mutation) -> None:
@@ -494,6 +525,8 @@ class TauApp(App):
                 ok, text, allowed = mutation.preview()
             except Exception as err:
                 ok, text, allowed = False, f"⚠ preview failed: {getattr(err, 'message', None) or err}", False
+            self.write_audit("preview", mutation.verb, mutation.target, ok=ok, message=text,
+                             namespace=mutation.namespace, dry_run=True)
             self.post_message(self.MutationPreviewed(mutation, ok, text, allowed))
             return
         if mutation.server_dry_run:
@@ -504,6 +537,8 @@ class TauApp(App):
                 ok, text = False, f"⚠ server dry-run failed: {getattr(err, 'message', None) or err}"
         else:
             ok, text = True, "this change cannot be previewed by the server; it applies directly"
+        self.write_audit("preview", mutation.verb, mutation.target, ok=ok, message=text,
+                         namespace=mutation.namespace, dry_run=True)
         self.post_message(self.MutationPreviewed(mutation, ok, text))
 
     @on(MutationPreviewed)
@@ -520,23 +555,27 @@ class TauApp(App):
                 self._apply_mutation(mutation)
             else:
                 self.notify(f"{mutation.verb} {mutation.target}: not done")
+                self._audit_worker("declined", mutation.verb, mutation.target, ok=False,
+                                   message="declined at the confirmation", namespace=mutation.namespace)
 
         self.push_screen(ConfirmDialog(mutation.title, preview, verb=mutation.verb.capitalize()), answered)
 
     @work(thread=True, exit_on_error=False, group="mutation")
     def _apply_mutation(self, mutation: Mutation) -> None:
+        # The intent is on disk before the call: a crash mid-call still leaves a trace.
+        problem = self.write_audit("intent", mutation.verb, mutation.target, ok=None, message="confirmed; applying",
+                                   namespace=mutation.namespace)
+        if problem:  # no trace, no change
+            self.post_message(self.MutationApplied(mutation, False, f"{mutation.verb} not done: {problem}"))
+            return
         try:
             ok, text = describe_result(mutation.run(False))
         except Exception as err:
             ok, text = False, f"{mutation.verb} failed: {getattr(err, 'message', None) or err}"
-        backend = self.backend
-        try:
-            self.audit.append(
-                mutation.verb, mutation.target, ok=ok, message=text, dry_run=False,
-                context=backend.current_context if backend else None, namespace=mutation.namespace,
-            )
-        except OSError as err:
-            text += f"\n(audit log not written: {err})"
+        problem = self.write_audit("outcome", mutation.verb, mutation.target, ok=ok, message=text,
+                                   namespace=mutation.namespace)
+        if problem:
+            text += f"\n({problem})"
         self.post_message(self.MutationApplied(mutation, ok, text))
 
     @on(MutationApplied)

@@ -134,7 +134,7 @@ class ComposeScreen(PaneScreen):
         "nothing is created), ctrl+g submit (server dry-run preview, confirmation, audit log), ctrl+s save "
         "(keeps comments and key order; refuses if it would lose anything), ctrl+o open, ctrl+n new."
     )
-    MUTATING_ACTIONS = frozenset({"submit"})
+    MUTATING_ACTIONS = frozenset({"submit", "save"})  # save writes a file: read-only refuses it too
     VIEW_KINDS = (ResourceKind.TAU_CLUSTER,)
     BINDINGS = [
         Binding("ctrl+r", "client_dry_run", "Client dry-run", id="compose.client_dry_run"),
@@ -216,6 +216,7 @@ class ComposeScreen(PaneScreen):
         super().on_mount()
         if self.tau.readonly:
             self.query_one("#btn-submit", Button).display = False
+            self.query_one("#btn-save", Button).display = False
         if self.tau.compose_file:
             self.open_file(self.tau.compose_file)
         else:
@@ -487,6 +488,9 @@ class ComposeScreen(PaneScreen):
         ))
 
     def action_save(self) -> None:
+        if self.tau.readonly:
+            self.tau.block_mutation("save", str(self.document.path or "a new tau.yaml"))
+            return
         if self.document.path is None:
             self.app.push_screen(InputDialog("Save the new tau.yaml as:", str(Path.cwd() / "tau.yaml")),
                                  lambda path: self._save_worker(path) if path else None)

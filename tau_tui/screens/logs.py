@@ -20,7 +20,7 @@ from textual.widgets import Static
 from tau_tui.core.operations.audit import state_dir
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.logspool import LogRequest
-from tau_tui.core.cluster.logspool import LogStream, save_spool
+from tau_tui.core.cluster.logspool import LogStream, process_spool_dir, save_narrowed, save_spool
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.input_dialog import InputDialog
 from tau_tui.widgets.log_view import LogView
@@ -73,11 +73,12 @@ class LogsScreen(PaneScreen):
             self.error = error
 
     class Saved(Message):
-        def __init__(self, path: str, lines: int, error: str = "") -> None:
+        def __init__(self, path: str, lines: int, error: str = "", note: str = "") -> None:
             super().__init__()
             self.path = path
             self.lines = lines
             self.error = error
+            self.note = note
 
     def __init__(self) -> None:
         super().__init__()
@@ -156,10 +157,10 @@ class LogsScreen(PaneScreen):
         if backend is None:
             self.post_message(self.StreamFailed("no cluster connected"))
             return
-        spool_dir = state_dir() / "spool"
         try:
-            spool_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            stream = backend.open_logs(request, spool_dir=str(spool_dir))
+            # One directory per process: removed at exit, and by the next start if this one is killed.
+            spool_dir = process_spool_dir(state_dir() / "spool")
+            stream = backend.open_logs(request, spool_dir=spool_dir)
         except ClusterError as err:
             self.post_message(self.StreamFailed(err.message))
             return
@@ -364,12 +365,16 @@ class LogsScreen(PaneScreen):
         if spool is None or spool.closed:
             self.post_message(self.Saved(path, 0, "no log open"))
             return
+        if self.tau.readonly and not _inside(Path(path), state_dir()):
+            # Read-only writes no file but the app's own state.
+            self.app.call_from_thread(self.tau.block_mutation, "save", path)
+            return
         try:
             lines = save_spool(spool, path)
         except OSError as err:
             self.post_message(self.Saved(path, 0, str(err)))
             return
-        self.post_message(self.Saved(path, lines))
+        self.post_message(self.Saved(path, lines, note=save_narrowed(path) or ""))
 
     @on(Saved)
     def _saved(self, message: Saved) -> None:
@@ -377,4 +382,12 @@ class LogsScreen(PaneScreen):
             self.notify(f"could not save to {message.path}: {message.error}", severity="error")
             return
         self.last_saved = message.path
-        self.notify(f"saved {message.lines} lines to {message.path}")
+        self.notify(f"saved {message.lines} lines to {message.path}" + (f" ({message.note})" if message.note else ""))
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        path.resolve().relative_to(directory.resolve())
+    except ValueError:
+        return False
+    return True

@@ -41,6 +41,15 @@ class AppSettings(BaseModel):
     refresh_tick: float = Field(1.0, ge=0.1, le=60.0, description="seconds between table refreshes")
     team: str | None = Field(None, description="team used for profile applicability (else $TAU_TEAM)")
     lane: str | None = None
+    request_timeout: float = Field(30.0, ge=0, le=3600, description="seconds an API request may wait for an answer (0: no limit)")
+    connect_timeout: float = Field(5.0, ge=0, le=600, description="seconds to connect to the API server, TLS included (0: no limit)")
+    exec_timeout: float = Field(60.0, ge=0, le=3600, description="seconds an exec credential plugin may run (0: no limit)")
+
+    def timeouts(self):
+        """The :class:`~tau_tui.core.cluster.kubeconfig.RequestTimeouts` these settings ask for."""
+        from tau_tui.core.cluster.kubeconfig import RequestTimeouts
+
+        return RequestTimeouts.from_read(self.request_timeout, self.connect_timeout, self.exec_timeout)
 
     @field_validator("keymap")
     @classmethod

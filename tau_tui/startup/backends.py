@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.kubeconfig import RequestTimeouts
 
 
 class BackendUnavailable(Exception):
@@ -33,7 +34,9 @@ def start_demo_backend(scenario: str, namespace: str | None, realtime: bool) -> 
     return backend
 
 
-def connect_kubeconfig_backend(context: str | None, namespace: str | None) -> ClusterBackend:
+def connect_kubeconfig_backend(
+    context: str | None, namespace: str | None, timeouts: RequestTimeouts | None = None
+) -> ClusterBackend:
     from tau_tui.core.cluster.kubeconfig import KubeconfigSource
 
     try:
@@ -48,7 +51,9 @@ def connect_kubeconfig_backend(context: str | None, namespace: str | None) -> Cl
         raise BackendUnavailable(
             "this build has no Kubernetes backend yet (tau_tui.core.cluster.real is missing).", True) from err
     try:
-        backend = KubernetesBackend(context=context, namespace=namespace, all_namespaces=namespace is None)
+        backend = KubernetesBackend(
+            context=context, namespace=namespace, all_namespaces=namespace is None, timeouts=timeouts
+        )
         backend.start()
     except Exception as err:
         message = getattr(err, "message", None) or str(err)

@@ -85,6 +85,8 @@ async def test_drain_preview_confirm_evict_audit_then_budget_and_pdb_block(tmp_p
         assert not backend.get(ResourceKind.NODE, other).unschedulable
         assert running_pods(backend, other)
         await pilot.press("n")
-    entries = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    all_entries = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    entries = [e for e in all_entries if e["phase"] == "outcome"]
     assert [(e["verb"], e["target"], e["ok"]) for e in entries] == [("drain", f"Node {node}", True)]
+    assert {e["phase"] for e in all_entries} >= {"preview", "intent", "outcome"}
     assert all(f"evicted {ref}" in entries[0]["message"] for ref in victims)

@@ -8,6 +8,7 @@ import json
 import time
 
 from tau_tui.app import TauApp
+from tau_tui.core.operations.audit import verify
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.screens.compose import ComposeScreen
 from tau_tui.screens.logs import LogsScreen
@@ -96,7 +97,12 @@ async def test_compose_fix_error_server_dry_run_submit_then_queue_position(tmp_p
         position = cells[1].plain
         assert position[:1] in "#~" and position[1:].isdigit() and int(position[1:]) >= 1, f"no position: {position!r}"
     audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
-    assert [(e["verb"], e["ok"]) for e in audit] == [("submit", True)]
+    # the preview, the intent before the call, the outcome after it
+    assert [(e["phase"], e["verb"], e["ok"]) for e in audit] == [
+        ("preview", "submit", True), ("intent", "submit", None), ("outcome", "submit", True)]
+    assert all(e["identity"] == {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+               for e in audit)
+    assert verify(tmp_path / "audit.jsonl").ok
     assert "STEPS" not in (tmp_path / "audit.jsonl").read_text()
 
 
@@ -195,8 +201,8 @@ async def test_node_drill_down_cordon_confirm_audit(tmp_path):
         cells = app.screen.query_one("#nodes-table", KeyedTable).cells_of("h100-node-5")
         assert "cordoned" in cells[8].plain
     entries = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
-    assert len(entries) == 1
-    entry = entries[0]
+    assert [e["phase"] for e in entries] == ["preview", "intent", "outcome"]
+    entry = entries[-1]
     assert entry["verb"] == "cordon" and entry["target"] == "Node h100-node-5" and entry["ok"] is True
     assert entry["dry_run"] is False and entry["context"] == "sim-demo"
 
@@ -230,7 +236,9 @@ async def test_readonly_blocks_cancel(tmp_path):
         assert not of_type(messages, TauApp.MutationPreviewed)
         assert backend.get(ResourceKind.JOB, wl.owner_name, wl.namespace) is not None
         assert "READ-ONLY" in str(screen.query_one("#header").render())
-    assert not (tmp_path / "audit.jsonl").exists()
+    # the refusal itself is audited (and nothing else is)
+    entries = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(e["phase"], e["verb"], e["readonly_blocked"]) for e in entries] == [("refused", "cancel", True)]
 
 
 @async_test

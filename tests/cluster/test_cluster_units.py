@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
 import yaml
 
 from tau_tui.core.cluster.changes import ChangeType, ViewStatus
+from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.positions import PositionReport, PositionSource
 from tau_tui.core.cluster.cache import ObjectCache
@@ -144,5 +146,6 @@ def test_kubeconfig_merges_several_files_like_kubectl(tmp_path, monkeypatch):
     assert source.namespace_of("prod") == "team-a"
     client = source.api_client("prod")
     assert client.configuration.host == "https://prod-cluster.example:6443"
-    dev = source.api_client("aks-dev")  # exec plugins are wired, not run, until a request needs a token
-    assert dev.configuration.host == "https://dev-cluster.example:6443"
+    # The client runs the exec plugin while loading; one that cannot run is named, not a later 401.
+    with pytest.raises(ClusterError, match="exec plugin kubelogin could not start"):
+        source.api_client("aks-dev")

@@ -105,6 +105,11 @@ class BaseBackend(ClusterBackend):
         self.cache = cache
         self.tracker = PositionTracker()
 
+    def who_am_i(self) -> dict | None:
+        """The Kubernetes identity the server sees (SelfSubjectReview ``status.userInfo``:
+        ``username``, ``uid``, ``groups``), or None when it cannot be asked."""
+        return None
+
     # -- primitives (implemented per backend) -----------------------------
 
     @abc.abstractmethod

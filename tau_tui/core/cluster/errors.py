@@ -7,6 +7,7 @@ carries such a message to the caller."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Mapping
 
 
@@ -116,3 +117,59 @@ def describe_api_error(
 def no_access_message(verb: str, resource: str, namespace: str | None) -> str:
     """The short form a degraded view shows: ``no access: list workloads.kueue.x-k8s.io in ns X``."""
     return f"no access: {verb} {resource}" + (f" in ns {namespace}" if namespace else "")
+
+
+def describe_transport_error(exc: BaseException, server: str | None, timeouts: Any = None) -> str:
+    """What went wrong below HTTP, naming the server and the limit that ran out.
+
+    ``timeouts`` is a :class:`tau_tui.core.cluster.kubeconfig.RequestTimeouts`
+    (duck-typed: ``connect`` and ``read``)."""
+    import socket
+    import ssl
+
+    from urllib3 import exceptions as u3
+
+    where = server or "the API server"
+    connect = getattr(timeouts, "connect", None)
+    read = getattr(timeouts, "read", None)
+    cause = getattr(exc, "reason", None) if isinstance(exc, u3.MaxRetryError) else None
+    exc = cause if isinstance(cause, BaseException) else exc
+    hint = "Check the network/VPN and the kubeconfig server address, or raise --request-timeout."
+    if isinstance(exc, u3.NewConnectionError):  # a subclass of ConnectTimeoutError, but a refusal
+        return f"cannot connect to {where}: {getattr(exc, 'message', None) or exc}. {hint}"
+    if isinstance(exc, u3.ConnectTimeoutError):
+        return f"connect timeout: could not connect to {where} within {connect:g} s. {hint}" if connect else \
+            f"connect timeout: could not connect to {where}. {hint}"
+    if isinstance(exc, u3.ReadTimeoutError):
+        # urllib3 reports a TLS handshake that stalls as a read timeout (with the connect limit).
+        limit = re.search(r"timeout=([0-9.]+)", str(exc))
+        seconds = float(limit.group(1)) if limit else read
+        if _during_tls_handshake(exc):
+            return f"TLS handshake timeout: {where} accepted the connection but did not complete TLS within {connect:g} s. {hint}"
+        return (f"read timeout: {where} did not answer within {seconds:g} s" if seconds else
+                f"read timeout: {where} did not answer") + f". {hint}"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return f"timeout talking to {where}. {hint}"
+    if isinstance(exc, (u3.SSLError, ssl.SSLError)):
+        return f"TLS failed with {where}: {exc}. Check the kubeconfig's certificate-authority and server name."
+    if isinstance(exc, (u3.NewConnectionError, ConnectionError, u3.ProtocolError)):
+        return f"cannot connect to {where}: {exc}. {hint}"
+    return f"cannot talk to {where}: {type(exc).__name__}: {exc}. {hint}"
+
+
+def _during_tls_handshake(exc: BaseException) -> bool:
+    """Did the underlying socket error happen inside the TLS handshake?"""
+    cause = exc.__cause__ or exc.__context__
+    tb = getattr(cause, "__traceback__", None)
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name in ("do_handshake", "wrap_socket", "ssl_wrap_socket"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def not_authenticated_message(verb: str, resource: str, namespace: str | None, exec_failure: str | None = None) -> str:
+    """A 401: the credentials are missing or expired (never "no access", which is 403)."""
+    text = f"not authenticated: {verb} {resource}" + (f" in ns {namespace}" if namespace else "") + \
+        ": credentials missing or expired; log in again"
+    return text + (f" ({exec_failure})" if exec_failure else "")

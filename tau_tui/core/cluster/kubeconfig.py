@@ -6,6 +6,7 @@ kubeconfig at all."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from kubernetes import client as k8s
@@ -14,11 +15,73 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigMerger
 
 from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.credentials import harden_kubernetes_client, take_exec_failure
 
 IN_CLUSTER_CONTEXT = "in-cluster"
 #: One long-lived watch per resource kind plus log streams and requests.
 POOL_SIZE = 64
 IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+@dataclass(frozen=True)
+class RequestTimeouts:
+    """Seconds each API request may take to connect (TLS handshake included) and
+    between bytes of the answer; exec credential plugins get ``exec_plugin``.
+    ``0`` means no limit (as kubectl's ``--request-timeout=0``)."""
+
+    connect: float = 5.0
+    read: float = 30.0
+    exec_plugin: float = 60.0
+
+    def pair(self, read: float | None = None) -> tuple[float | None, float | None]:
+        """The ``(connect, read)`` pair urllib3 takes (``None``: unbounded)."""
+        chosen = self.read if read is None else read
+        return (self.connect or None, chosen or None)
+
+    @classmethod
+    def from_read(cls, read: float, connect: float | None = None, exec_plugin: float | None = None) -> "RequestTimeouts":
+        """A ``--request-timeout`` value: the read limit; connect is capped by it."""
+        base = cls()
+        connect = base.connect if connect is None else connect
+        if read and connect:
+            connect = min(connect, read)
+        if exec_plugin is None:
+            exec_plugin = max(base.exec_plugin, read) if read else 0.0
+        return cls(connect=connect, read=read, exec_plugin=exec_plugin)
+
+
+DEFAULT_TIMEOUTS = RequestTimeouts()
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$")
+
+
+def parse_duration(text: str) -> float:
+    """kubectl's ``--request-timeout`` spelling: ``0``, ``30``, ``30s``, ``1m30s``, ``500ms``, ``2h``."""
+    value = str(text).strip()
+    try:
+        number = float(value)
+    except ValueError:
+        match = _DURATION.match(value)
+        if not value or not match or not any(match.groups()):
+            raise ValueError(f"{text!r} is not a duration; write e.g. 30s, 1m, 500ms or 0 (no limit)") from None
+        hours, minutes, seconds, millis = (float(g) if g else 0.0 for g in match.groups())
+        number = hours * 3600 + minutes * 60 + seconds + millis / 1000
+    if number < 0:
+        raise ValueError(f"{text!r} is negative; write a duration such as 30s, or 0 for no limit")
+    return number
+
+
+def bound_requests(api_client: k8s.ApiClient, timeouts: RequestTimeouts) -> k8s.ApiClient:
+    """Every request of ``api_client`` without its own timeout gets ``timeouts``."""
+    rest = api_client.rest_client
+    unbounded = rest.request
+
+    def request(method, url, headers=None, body=None, post_params=None, _request_timeout=None):
+        return unbounded(method, url, headers=headers, body=body, post_params=post_params,
+                         _request_timeout=_request_timeout or timeouts.pair())
+
+    rest.request = request
+    api_client.tau_timeouts = timeouts
+    return api_client
 
 
 @dataclass(frozen=True)
@@ -102,14 +165,19 @@ class KubeconfigSource:
                 return info.namespace
         return None
 
-    def api_client(self, context: str | None) -> k8s.ApiClient:
-        """A client for ``context`` (exec plugins refresh their tokens)."""
+    def api_client(self, context: str | None, timeouts: RequestTimeouts | None = None) -> k8s.ApiClient:
+        """A client for ``context`` (exec plugins refresh their tokens) whose every
+        request is bounded by ``timeouts``; key material never touches a shared
+        temporary directory (:mod:`tau_tui.core.cluster.credentials`)."""
+        timeouts = timeouts or DEFAULT_TIMEOUTS
+        harden_kubernetes_client(timeouts.exec_plugin)
         try:
             if context == IN_CLUSTER_CONTEXT and self._config() is None:
                 configuration = k8s.Configuration()
                 configuration.connection_pool_maxsize = POOL_SIZE
+                configuration.retries = False  # no silent re-sends: one timeout is one failure
                 k8s_config.load_incluster_config(client_configuration=configuration)
-                return k8s.ApiClient(configuration)
+                return bound_requests(k8s.ApiClient(configuration), timeouts)
             if self._config() is None:
                 raise ClusterError(
                     f"no kubeconfig found (looked at {', '.join(self.paths) or '~/.kube/config'}) and not running in a cluster; "
@@ -117,12 +185,17 @@ class KubeconfigSource:
                 )
             configuration = k8s.Configuration()
             configuration.connection_pool_maxsize = POOL_SIZE
+            configuration.retries = False  # no silent re-sends: one timeout is one failure
             loader = k8s_config.kube_config._get_kube_config_loader(
                 filename=ENV_KUBECONFIG_PATH_SEPARATOR.join(p for p in self.paths if os.path.exists(p)),
                 active_context=context,
             )
+            take_exec_failure()
             loader.load_and_set(configuration)
-            return k8s.ApiClient(configuration)
+            failure = take_exec_failure()  # the client only logs a failing plugin; say it
+            if failure:
+                raise ClusterError(f"{failure}. Fix or re-run the credential plugin of context {context or '(current)'} (log in again)")
+            return bound_requests(k8s.ApiClient(configuration), timeouts)
         except ConfigException as exc:
             known = ", ".join(c.name for c in self.contexts())
             where = ENV_KUBECONFIG_PATH_SEPARATOR.join(p for p in self.paths if os.path.exists(p))

@@ -16,9 +16,11 @@ file.  A :class:`LogStream` fills a spool from one or more container streams:
 
 from __future__ import annotations
 
+import atexit
 import heapq
 import os
 import re
+import shutil
 import tempfile
 import threading
 import time
@@ -113,6 +115,94 @@ def ns_to_datetime(ns: int) -> datetime:
 # --------------------------------------------------------------------------
 
 
+#: Spool files and saved logs are created with at most this mode (the umask may narrow it).
+SPOOL_MODE = 0o600
+
+_process_dirs: dict[str, str] = {}  # spool base -> this process's directory in it
+_process_dirs_lock = threading.Lock()
+
+
+def _process_tag(pid: int) -> str | None:
+    """``pid-starttime``: a PID reused by a later process does not look alive to us.
+    None when the process does not exist (or /proc is missing: then only the PID)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return f"{pid}-{int(fields[19])}"  # field 22 of stat: start time in clock ticks
+    except FileNotFoundError:
+        return None if os.path.isdir("/proc/self") else _pid_alive_tag(pid)
+    except (OSError, IndexError, ValueError):
+        return _pid_alive_tag(pid)
+
+
+def _pid_alive_tag(pid: int) -> str | None:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return str(pid)
+
+
+def clean_stale_spools(base: str | os.PathLike) -> list[str]:
+    """Remove the spool directories of processes that are gone (or whose PID was reused),
+    and loose spool files of the old one-directory layout.  Returns what was removed."""
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(base))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        path = entry.path
+        if entry.is_dir(follow_symlinks=False):
+            pid_text = entry.name.split("-", 1)[0]
+            if not pid_text.isdigit():
+                continue
+            tag = _process_tag(int(pid_text))
+            if tag is not None and (tag == entry.name or "-" not in entry.name or "-" not in tag):
+                continue  # its owner is alive
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        elif entry.name.startswith("tau-log-") and entry.name.endswith(".log"):
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                pass
+    return removed
+
+
+def process_spool_dir(base: str | os.PathLike) -> str:
+    """This process's spool directory under ``base`` (0700, named ``pid-starttime``):
+    created on first use after removing stale ones, and removed when the process exits
+    (atexit; SIGTERM/SIGHUP reach it through :func:`tau_tui.core.cluster.credentials.install_exit_on_signals`).
+    Whatever escapes (SIGKILL, a crash) is removed by the next start's :func:`clean_stale_spools`."""
+    key = os.path.abspath(base)
+    with _process_dirs_lock:
+        existing = _process_dirs.get(key)
+        if existing is not None and os.path.isdir(existing):
+            return existing
+        os.makedirs(key, mode=0o700, exist_ok=True)
+        clean_stale_spools(key)
+        directory = os.path.join(key, _process_tag(os.getpid()) or str(os.getpid()))
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        os.chmod(directory, 0o700)
+        if not _process_dirs:
+            atexit.register(remove_process_spool_dirs)
+        _process_dirs[key] = directory
+        return directory
+
+
+def remove_process_spool_dirs() -> None:
+    """Remove every spool directory this process made (its spools with them)."""
+    with _process_dirs_lock:
+        directories = list(_process_dirs.values())
+        _process_dirs.clear()
+    for directory in directories:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 class LogSpool:
     """Append-only file of lines with a byte-offset index."""
 
@@ -122,8 +212,8 @@ class LogSpool:
             os.close(fd)
         self.path = path
         # 0600: logs can hold workload data; only this user reads the spool.
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-        os.chmod(path, 0o600)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, SPOOL_MODE)
+        os.chmod(path, SPOOL_MODE)
         self._lock = threading.Lock()
         self._offsets = array("Q", [0])  # start of each line, plus end of file
         self._partials: dict[object, str] = {}
@@ -208,17 +298,27 @@ class LogSpool:
             committed = len(self._offsets) - 1
             partials = list(self._partials.values())
         tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "wb") as out:
-            written = 0
-            while written < size:
-                block = os.pread(self._fd, min(1 << 20, size - written), written)
-                if not block:
-                    break
-                out.write(block)
-                written += len(block)
-            for text in partials:
-                out.write(text.encode("utf-8", "replace") + b"\n")
-        os.replace(tmp, path)
+        # Created with the spool's mode, so the user's umask still applies but the copy
+        # is never readable by more people than the spool was.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SPOOL_MODE)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                written = 0
+                while written < size:
+                    block = os.pread(self._fd, min(1 << 20, size - written), written)
+                    if not block:
+                        break
+                    out.write(block)
+                    written += len(block)
+                for text in partials:
+                    out.write(text.encode("utf-8", "replace") + b"\n")
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
         return committed + len(partials)
 
     def wait_for_lines(self, count: int, timeout: float) -> bool:
@@ -561,4 +661,33 @@ def save_spool(spool: LogSpool, path: str) -> int:
     return spool.save(path)
 
 
-__all__ = ["LogSpool", "LogStream", "LogSource", "split_timestamp", "format_timestamp_ns", "save_spool"]
+def _current_umask() -> int | None:
+    """Read without os.umask(), which would change it for every thread meanwhile."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def save_narrowed(path: str) -> str | None:
+    """If the user's umask alone would have let more people read a saved file than
+    its mode now does, say so (``"mode 0600 (umask 022 allows 0644)"``); else None."""
+    umask = _current_umask()
+    if umask is None:
+        return None
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        return None
+    wanted = 0o666 & ~umask
+    if wanted & ~mode:
+        return f"mode {mode:04o}, as private as the log spool (your umask {umask:03o} allows {wanted:04o})"
+    return None
+
+
+__all__ = ["LogSpool", "LogStream", "LogSource", "split_timestamp", "format_timestamp_ns", "save_spool",
+           "SPOOL_MODE", "clean_stale_spools", "process_spool_dir", "remove_process_spool_dirs", "save_narrowed"]

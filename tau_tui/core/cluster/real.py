@@ -24,15 +24,16 @@ from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.logspool import LogChunkRequest
 from tau_tui.core.cluster.cache import Dispatcher, ObjectCache
 from tau_tui.core.cluster.common import ApiFailure, BaseBackend
-from tau_tui.core.cluster.errors import no_access_message
-from tau_tui.core.cluster.kubeconfig import KubeconfigSource
+from tau_tui.core.cluster.credentials import take_exec_failure
+from tau_tui.core.cluster.errors import describe_transport_error, no_access_message, not_authenticated_message
+from tau_tui.core.cluster.kubeconfig import DEFAULT_TIMEOUTS, KubeconfigSource, RequestTimeouts
 from tau_tui.core.cluster.convert import format_time
 
 log = logging.getLogger(__name__)
 
 LIST_PAGE = 500
 WATCH_TIMEOUT_SECONDS = 240
-READ_TIMEOUT_SECONDS = 90  # > bookmark interval: a silent connection is dead
+WATCH_READ_TIMEOUT_SECONDS = 90  # > bookmark interval: a silent watch connection is dead
 BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
 FORBIDDEN_RETRY = 60.0
@@ -57,11 +58,15 @@ FIELD_MANAGER = "tau-tui"
 class _Http:
     """Thin raw-JSON layer over ApiClient (auth, TLS, exec plugins included)."""
 
-    def __init__(self, api_client: k8s.ApiClient):
+    def __init__(self, api_client: k8s.ApiClient, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS):
         self.api_client = api_client
+        self.timeouts = timeouts
+        self.server = getattr(api_client.configuration, "host", None)
 
     def request(self, method: str, path: str, query: Iterable[tuple[str, Any]] = (), body: Any = None,
-                content_type: str | None = None, stream: bool = False, timeout: Any = (10, 60)):
+                content_type: str | None = None, stream: bool = False, timeout: Any = None):
+        """``timeout``: ``(connect, read)``; default the configured request timeouts."""
+        timeout = timeout or self.timeouts.pair()
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
@@ -77,8 +82,8 @@ class _Http:
             raise
         except k8s.ApiException as exc:
             raise _failure(exc.status or 0, exc.reason or "", exc.body) from None
-        except Exception as exc:  # connection refused/reset, TLS, timeouts
-            raise ApiFailure(0, type(exc).__name__, str(exc)) from None
+        except Exception as exc:  # connection refused/reset, TLS, timeouts: name the server and the limit
+            raise ApiFailure(0, type(exc).__name__, describe_transport_error(exc, self.server, self.timeouts)) from None
         if resp.status >= 400:
             data = resp.read()
             raise _failure(resp.status, resp.reason or "", data)
@@ -185,8 +190,12 @@ class _Informer(threading.Thread):
                 if exc.code in (401, 403):
                     self._healthy()
                     self.resource_version = None
-                    self._set_state(ViewStatus.FORBIDDEN, no_access_message("list", rt.qualified, self.namespace)
-                                    + ("" if self.namespace or not rt.namespaced else " (all namespaces)"))
+                    scope = "" if self.namespace or not rt.namespaced else " (all namespaces)"
+                    if exc.code == 401:  # expired or missing credentials: log in again, not "no access"
+                        text = not_authenticated_message("list", rt.qualified, self.namespace, take_exec_failure())
+                    else:
+                        text = no_access_message("list", rt.qualified, self.namespace) + scope
+                    self._set_state(ViewStatus.FORBIDDEN, text)
                     self.synced.set()
                     if self.stop_event.wait(FORBIDDEN_RETRY):
                         return
@@ -243,7 +252,7 @@ class _Informer(threading.Thread):
         resp = http.request("GET", path, [
             ("watch", "true"), ("resourceVersion", self.resource_version), ("allowWatchBookmarks", "true"),
             ("timeoutSeconds", WATCH_TIMEOUT_SECONDS), ("fieldSelector", selector)],
-            stream=True, timeout=(10, READ_TIMEOUT_SECONDS))
+            stream=True, timeout=http.timeouts.pair(max(WATCH_READ_TIMEOUT_SECONDS, http.timeouts.read or 0)))
         self._resp = resp
         self._healthy()
         if self.kind is not ResourceKind.NODE and not self.node_pods and \
@@ -312,13 +321,15 @@ class KubernetesBackend(BaseBackend):
     (default: the environment, then in-cluster)."""
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None,
-                 *, all_namespaces: bool = False, kinds: Iterable[ResourceKind] | None = None, coalesce_window: float = 0.1):
+                 *, all_namespaces: bool = False, kinds: Iterable[ResourceKind] | None = None, coalesce_window: float = 0.1,
+                 timeouts: RequestTimeouts | None = None):
         super().__init__(ObjectCache())
+        self.timeouts = timeouts or DEFAULT_TIMEOUTS
         self.source = KubeconfigSource(kubeconfig)
         self._context = context or self.source.current_context()
         self._namespace = None if all_namespaces else (namespace or self.source.namespace_of(self._context) or "default")
         self.kinds = list(kinds) if kinds is not None else list(ResourceKind)
-        self.http = _Http(self.source.api_client(self._context))
+        self.http = _Http(self.source.api_client(self._context, self.timeouts), self.timeouts)
         self._informers: list[_Informer] = []
         self._dispatcher = Dispatcher(self.cache, coalesce_window)
         self._lock = threading.RLock()
@@ -395,11 +406,11 @@ class KubernetesBackend(BaseBackend):
         return self._context
 
     def use_context(self, name: str) -> None:
-        client = self.source.api_client(name)  # fails before anything is torn down
+        client = self.source.api_client(name, self.timeouts)  # fails before anything is torn down
         with self._lock:
             self._stop_informers()
             self._context = name
-            self.http = _Http(client)
+            self.http = _Http(client, self.timeouts)
             if self._namespace is not None:  # "all namespaces" survives a context switch
                 self._namespace = self.source.namespace_of(name) or self._namespace
             for kind in ResourceKind:
@@ -428,6 +439,22 @@ class KubernetesBackend(BaseBackend):
                         informer = _Informer(self, kind, namespace)
                         self._informers.append(informer)
                         informer.start()
+
+    def who_am_i(self) -> dict | None:
+        """SelfSubjectReview (authentication.k8s.io/v1): who the server says we are; cached per context."""
+        cached = getattr(self, "_identity", None)
+        if cached is not None and cached[0] == self._context:
+            return cached[1]
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        try:
+            answer = self.http.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=body)
+        except ApiFailure:  # an older server (< 1.28) or no permission: unknown, and not asked again
+            self._identity = (self._context, None)
+            return None
+        info = (answer.get("status") or {}).get("userInfo") or {}
+        identity = {k: info[k] for k in ("username", "uid", "groups") if info.get(k)} or None
+        self._identity = (self._context, identity)
+        return identity
 
     # -- primitives --------------------------------------------------------------------------
 
@@ -499,14 +526,14 @@ class KubernetesBackend(BaseBackend):
                  ("sinceSeconds", request.since_seconds if request.since_time is None else None),
                  ("tailLines", request.tail_lines)]
         resp = self.http.request("GET", resource_path(ResourceKind.POD.type, request.namespace, request.pod, "log"), query,
-                                 stream=True, timeout=(10, None if request.follow else 120))
+                                 stream=True, timeout=self.http.timeouts.pair(0 if request.follow else max(120, self.http.timeouts.read)))
         return _LogResponse(resp)
 
 
 def open_backend(kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None,
-                 all_namespaces: bool = False) -> KubernetesBackend:
+                 all_namespaces: bool = False, timeouts: RequestTimeouts | None = None) -> KubernetesBackend:
     """Construct and start the real backend (the CLI/app entry point)."""
-    backend = KubernetesBackend(kubeconfig, context, namespace, all_namespaces=all_namespaces)
+    backend = KubernetesBackend(kubeconfig, context, namespace, all_namespaces=all_namespaces, timeouts=timeouts)
     backend.start()
     return backend
 

@@ -212,6 +212,12 @@ class SimulatedBackend(BaseBackend):
     def current_context(self) -> str | None:
         return self._context
 
+    def who_am_i(self) -> dict | None:
+        """A fixed identity, like a SelfSubjectReview of the simulated user."""
+        if self.identity is None:
+            return {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+        return {"username": self.identity, "groups": ["system:authenticated"]}
+
     def use_context(self, name: str) -> None:
         if name not in self.worlds:
             raise ClusterError(f"context {name!r} not found; available: {', '.join(self.contexts())}")
