@@ -10,12 +10,12 @@ import functools
 import sys
 from pathlib import Path
 
-from .core.runconfig.loader import load_config
-from .core.runconfig.diagnostics import DiagnosticError
 from .core.cluster.errors import ClusterError
 from .core.cluster.kubeconfig import KubeconfigSource
-from .core.runconfig.profiles import Caller, ProfileReadError, explain
+from .core.runconfig.diagnostics import DiagnosticError
+from .core.runconfig.loader import load_config
 from .core.runconfig.manifests import to_yaml
+from .core.runconfig.profiles import Caller, ProfileReadError, explain
 from .core.runconfig.resolve import RenderOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2

@@ -12,7 +12,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -27,9 +28,9 @@ class CallHung(Exception):
 
 
 class _Worker:
-    def __init__(self, guard: "CallGuard"):
+    def __init__(self, guard: CallGuard):
         self.guard = guard
-        self.jobs: "queue.SimpleQueue[tuple[str, Callable[[Caller], Any], threading.Event, list]]" = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[tuple[str, Callable[[Caller], Any], threading.Event, list]] = queue.SimpleQueue()
         self.current: tuple[str, float] | None = None
         self.current_key: str | None = None
         self.abandoned = False

@@ -60,7 +60,8 @@ def run_check(config: AgentConfig, node_name: str) -> int:
 
 
 def _kube_api_client(kubeconfig: str | None):
-    from kubernetes import client, config as kube_config
+    from kubernetes import client
+    from kubernetes import config as kube_config
 
     if kubeconfig:
         return kube_config.new_client_from_config(config_file=kubeconfig)

@@ -17,10 +17,9 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Static
 
-from tau_tui.core.operations.audit import state_dir
 from tau_tui.core.cluster.errors import ClusterError
-from tau_tui.core.cluster.logspool import LogRequest
-from tau_tui.core.cluster.logspool import LogStream, save_spool
+from tau_tui.core.cluster.logspool import LogRequest, LogStream, save_spool
+from tau_tui.core.operations.audit import state_dir
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.input_dialog import InputDialog
 from tau_tui.widgets.log_view import LogView

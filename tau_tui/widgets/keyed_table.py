@@ -8,7 +8,8 @@ so cluster data is never parsed as markup."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.text import Text
 from textual.widgets import DataTable

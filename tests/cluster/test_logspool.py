@@ -2,8 +2,14 @@ from __future__ import annotations
 
 import threading
 
-from tau_tui.core.cluster.logspool import LogChunkRequest, LogRequest
-from tau_tui.core.cluster.logspool import LogSpool, LogStream, format_timestamp_ns, split_timestamp
+from tau_tui.core.cluster.logspool import (
+    LogChunkRequest,
+    LogRequest,
+    LogSpool,
+    LogStream,
+    format_timestamp_ns,
+    split_timestamp,
+)
 
 
 def test_spool_index_reads_any_line_and_has_no_cap(tmp_path):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
+
 from tests.harness.waiting import wait_for as poll
 
 pytestmark = [pytest.mark.harness, pytest.mark.t3]

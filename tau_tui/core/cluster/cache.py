@@ -10,8 +10,9 @@ of pods bound to each node, and the agent's GPU health objects."""
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from tau_tui.core.cluster.changes import (
     ChangeBatch,
@@ -25,10 +26,10 @@ from tau_tui.core.cluster.changes import (
     ViewState,
     ViewStatus,
 )
+from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view, pod_requests, strip_managed_fields
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.cluster.view_types import GpuHealthView, ObjectView
-from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view, pod_requests, strip_managed_fields
 
 Key = tuple[str, str]
 
@@ -43,7 +44,7 @@ def _rv(obj: Mapping[str, Any]) -> str:
 
 
 class _Subscription(Subscription):
-    def __init__(self, cache: "ObjectCache", callback, kinds, on_state):
+    def __init__(self, cache: ObjectCache, callback, kinds, on_state):
         self.cache = cache
         self.callback = callback
         self.kinds = None if kinds is None else frozenset(kinds)
@@ -57,7 +58,7 @@ class _Subscription(Subscription):
 
 class ObjectCache:
     def __init__(self, now: Callable[[], datetime] | None = None):
-        self._now = now or (lambda: datetime.now(timezone.utc))
+        self._now = now or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
         self._raw: dict[ResourceKind, dict[Key, dict]] = {k: {} for k in ResourceKind}
         self._views: dict[ResourceKind, dict[Key, ObjectView]] = {k: {} for k in ResourceKind}

@@ -8,27 +8,28 @@ so the two cannot drift apart."""
 from __future__ import annotations
 
 import abc
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
+from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ChangeCallback, ConnectionState, StateCallback, Subscription, ViewState
-from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.errors import ClusterError, describe_api_error
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import MULTIKUEUE_KINDS, ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool import LogChunkRequest, LogRequest
+from tau_tui.core.cluster.logspool import ClosableIterator, LogChunkRequest, LogRequest, LogStream
 from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
-from tau_tui.core.cluster.positions import PositionHistory, PositionReport, PositionSource
-from tau_tui.core.cluster.view_types import ObjectView
-from tau_tui.core.cluster.cache import ObjectCache
-from tau_tui.core.cluster.errors import describe_api_error
-from tau_tui.core.cluster.logspool import ClosableIterator, LogStream
 from tau_tui.core.cluster.positions import (
+    PositionHistory,
+    PositionReport,
+    PositionSource,
     PositionTracker,
     estimated_cluster_queue_report,
     estimated_local_queue_report,
     parse_pending_workloads_summary,
 )
+from tau_tui.core.cluster.view_types import ObjectView
 
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
@@ -539,7 +540,7 @@ class BaseBackend(ClusterBackend):
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _submission_id(obj: Mapping[str, Any]) -> str | None:

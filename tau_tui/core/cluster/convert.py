@@ -6,8 +6,9 @@ present exactly the same views."""
 from __future__ import annotations
 
 import functools
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from tau_tui.core.apifields import Condition, parse_conditions, parse_time
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -80,7 +81,7 @@ def _num(text: str) -> float:
 
 def format_time(value: datetime) -> str:
     """RFC 3339 with seconds precision, as the API server writes metadata times."""
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def strip_managed_fields(obj: dict) -> dict:

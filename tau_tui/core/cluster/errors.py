@@ -7,7 +7,8 @@ carries such a message to the caller."""
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 class ClusterError(Exception):

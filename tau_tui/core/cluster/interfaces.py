@@ -29,7 +29,8 @@ Kueue objects are read and written as ``kueue.x-k8s.io/v1beta2``.
 from __future__ import annotations
 
 import abc
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from tau_tui.core.cluster.changes import (
     ChangeCallback,
@@ -244,7 +245,7 @@ class LogSource(abc.ABC):
     """Container logs streamed into spool files."""
 
     @abc.abstractmethod
-    def open_logs(self, request: LogRequest, spool_dir: str | None = None) -> "LogStream":
+    def open_logs(self, request: LogRequest, spool_dir: str | None = None) -> LogStream:
         """Start streaming into an append-only spool file; returns at once.
         ``stream.spool`` has the line index, search and save; ``stream.close()``
         stops it.  Raises :class:`ClusterError` when no pod matches."""

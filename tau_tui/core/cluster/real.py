@@ -13,20 +13,21 @@ import logging
 import random
 import threading
 import time
-from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import quote
 
 from kubernetes import client as k8s
 
-from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
-from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool import LogChunkRequest
 from tau_tui.core.cluster.cache import Dispatcher, ObjectCache
+from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
 from tau_tui.core.cluster.common import ApiFailure, BaseBackend
-from tau_tui.core.cluster.errors import no_access_message
-from tau_tui.core.cluster.kubeconfig import KubeconfigSource
 from tau_tui.core.cluster.convert import format_time
+from tau_tui.core.cluster.errors import no_access_message
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
+from tau_tui.core.cluster.kubeconfig import KubeconfigSource
+from tau_tui.core.cluster.logspool import LogChunkRequest
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ def _lines(resp) -> Iterator[bytes]:
 class _Informer(threading.Thread):
     """list+watch of one kind (or the node-allocation pod view) into the cache."""
 
-    def __init__(self, backend: "KubernetesBackend", kind: ResourceKind, namespace: str | None, node_pods: bool = False):
+    def __init__(self, backend: KubernetesBackend, kind: ResourceKind, namespace: str | None, node_pods: bool = False):
         super().__init__(name=f"tau-informer-{kind.type.plural}{'-nodes' if node_pods else ''}", daemon=True)
         self.backend = backend
         self.kind = kind
@@ -212,7 +213,7 @@ class _Informer(threading.Thread):
 
     def _unhealthy(self, exc: ApiFailure) -> None:
         if self.failing_since is None:
-            self.failing_since = datetime.now(timezone.utc)
+            self.failing_since = datetime.now(UTC)
         if not self.node_pods and self.backend.cache.view_state(self.kind).status is ViewStatus.READY:
             self.backend.cache.set_state(self.kind, ViewStatus.ERROR, f"reconnecting: {exc.message or exc.reason}")
         self.backend._update_connection(str(exc.message or exc.reason))
@@ -375,7 +376,7 @@ class KubernetesBackend(BaseBackend):
             state = ConnectionState(ConnectionStatus.CONNECTED, self._context, None, "")
         else:
             since = min(failing)
-            age = (datetime.now(timezone.utc) - since).total_seconds()
+            age = (datetime.now(UTC) - since).total_seconds()
             status = ConnectionStatus.STALE if age > STALE_AFTER_SECONDS else ConnectionStatus.RECONNECTING
             state = ConnectionState(status, self._context, since, message or self.cache.connection_state().message)
         self.cache.set_connection(state)
@@ -432,7 +433,7 @@ class KubernetesBackend(BaseBackend):
     # -- primitives --------------------------------------------------------------------------
 
     def _now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     def resource_type_for(self, api_version: str, kind: str) -> ResourceType | None:
         found = super().resource_type_for(api_version, kind)

@@ -15,10 +15,10 @@ import json
 import os
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 APP_DIR = "tau-tui"
 AUDIT_FILE = "audit.jsonl"
@@ -59,7 +59,7 @@ class AuditLog:
     def __init__(self, path: Path | str | None = None, clock=None):
         self.path = Path(path) if path is not None else default_audit_path()
         self._lock = threading.Lock()
-        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._clock = clock or (lambda: datetime.now(UTC))
 
     def append(
         self,

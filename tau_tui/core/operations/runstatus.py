@@ -9,9 +9,10 @@ never decides a phase itself.  Fail closed: missing data leaves a phase
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Sequence
+from typing import Literal
 
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.view_types import EventView, JobView, PodView, RayJobView, WorkloadView

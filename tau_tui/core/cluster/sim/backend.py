@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
-from tau_tui.core.cluster.errors import ClusterError
-from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool import LogChunkRequest
 from tau_tui.core.cluster.cache import ObjectCache
+from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
 from tau_tui.core.cluster.clock import ContinuingClock, ManualClock
 from tau_tui.core.cluster.common import ApiFailure, BaseBackend
-from tau_tui.core.cluster.errors import no_access_message
+from tau_tui.core.cluster.errors import ClusterError, no_access_message
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
+from tau_tui.core.cluster.logspool import LogChunkRequest
 from tau_tui.core.cluster.sim.simlogs import SimLogReader
 from tau_tui.core.cluster.sim.store import qualified
 from tau_tui.core.cluster.sim.world import RealtimeTicker, SimulatedCluster

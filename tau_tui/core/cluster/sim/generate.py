@@ -4,12 +4,13 @@ week so Kueue ordering is meaningful."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
+from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import QUEUE_NAME_LABEL
-from tau_tui.core.cluster.convert import format_time
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.scenario import ScenarioBuilder
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 R = ResourceKind
 
 
-def generate_large(builder: "ScenarioBuilder", spec: Mapping[str, Any]) -> None:
+def generate_large(builder: ScenarioBuilder, spec: Mapping[str, Any]) -> None:
     world = builder.world
     store = world.store
     rng = builder.rng

@@ -9,24 +9,30 @@ from __future__ import annotations
 
 import copy
 import random
-from datetime import datetime, timedelta, timezone
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.clock import ManualClock
+from tau_tui.core.cluster.common import resource_type_from_table
+from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.names import QUEUE_NAME_LABEL
-from tau_tui.core.cluster.clock import ManualClock
-from tau_tui.core.cluster.common import resource_type_from_table
-from tau_tui.core.cluster.sim.annotations import DURATION_ANNOTATION, LOG_STYLE_ANNOTATION, OUTCOME_ANNOTATION, RESTARTS_ANNOTATION
+from tau_tui.core.cluster.sim.annotations import (
+    DURATION_ANNOTATION,
+    LOG_STYLE_ANNOTATION,
+    OUTCOME_ANNOTATION,
+    RESTARTS_ANNOTATION,
+)
 from tau_tui.core.cluster.sim.controllers.kueue import PRIORITY_CLASS_LABEL
 from tau_tui.core.cluster.sim.controllers.tau import PRIORITY_CLASS, TOPOLOGY
 from tau_tui.core.cluster.sim.world import SimSettings, SimulatedCluster
-from tau_tui.core.apifields import parse_time
-from tau_tui.core.cluster.convert import format_time
 
 R = ResourceKind
 SCENARIO_PACKAGE = "tau_tui.scenarios"
@@ -66,7 +72,7 @@ class ScenarioBuilder:
         self.source = source
         self.seed = int(seed if seed is not None else spec.get("seed", 1))
         self.rng = random.Random(self.seed)
-        start = parse_time(spec.get("start")) or datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
+        start = parse_time(spec.get("start")) or datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
         self.start = start
         self.warmup = float(spec.get("warmupSeconds", 0))
         settings = spec.get("settings") or {}

@@ -11,13 +11,14 @@ import random
 import re
 import threading
 import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
-from tau_tui.core.cluster.kinds import ResourceType
 from tau_tui.core.cluster.common import ApiFailure
 from tau_tui.core.cluster.convert import format_time
+from tau_tui.core.cluster.kinds import ResourceType
 
 Key = tuple[str, str]
 TypeKey = tuple[str, str]  # (group, plural)

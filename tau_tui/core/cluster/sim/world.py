@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.clock import Clock, ManualClock
+from tau_tui.core.cluster.convert import format_time
+from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.sim.controllers.gc import GarbageCollector
 from tau_tui.core.cluster.sim.controllers.gpu_agent import GpuAgent
 from tau_tui.core.cluster.sim.controllers.jobs import JobController
@@ -25,7 +27,6 @@ from tau_tui.core.cluster.sim.controllers.multikueue import MultiKueueController
 from tau_tui.core.cluster.sim.controllers.tau import TauController
 from tau_tui.core.cluster.sim.simlogs import ContainerLog
 from tau_tui.core.cluster.sim.store import SimStore
-from tau_tui.core.cluster.convert import format_time
 
 R = ResourceKind
 MAX_EVENTS = 1500

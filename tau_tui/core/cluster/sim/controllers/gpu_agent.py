@@ -8,12 +8,12 @@ import hashlib
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import GPU_RESOURCE_NAMES
 from tau_tui.core.cluster.sim.conditions import cond, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.gpuhealth.report import GpuTelemetry
-from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster

@@ -5,16 +5,22 @@ complete them when their pods (or, under MultiKueue, the worker) finish."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from typing import Any
 
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.sim.annotations import DURATION_ANNOTATION, LOG_STYLE_ANNOTATION, OUTCOME_ANNOTATION, SIM_PREFIX
+from tau_tui.core.cluster.sim.annotations import (
+    DURATION_ANNOTATION,
+    LOG_STYLE_ANNOTATION,
+    OUTCOME_ANNOTATION,
+    SIM_PREFIX,
+)
 from tau_tui.core.cluster.sim.conditions import cond, is_true, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.store import SimStore
-from tau_tui.core.apifields import parse_time
-from tau_tui.core.cluster.convert import format_time
 
 R = ResourceKind
 

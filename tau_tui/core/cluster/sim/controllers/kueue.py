@@ -6,17 +6,18 @@ ClusterQueue/LocalQueue status counters."""
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.common import ApiFailure
+from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests, queue_order_timestamp
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.names import QUEUE_NAME_LABEL
-from tau_tui.core.cluster.common import ApiFailure
 from tau_tui.core.cluster.sim.conditions import cond, get_condition, is_true, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.controllers.jobs import owner_of
 from tau_tui.core.cluster.sim.controllers.multikueue import multikueue_check_of
-from tau_tui.core.apifields import parse_time
-from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests, queue_order_timestamp
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster

@@ -5,14 +5,15 @@ observer does (taugrid.md §3.3, §4.1), so the profile gate in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
+from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.controllers.kueue import check_names
-from tau_tui.core.cluster.convert import format_time
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
@@ -42,7 +43,7 @@ def _is_true(obj: Mapping[str, Any] | None, type_: str) -> bool:
     return False
 
 
-def multikueue_ready(world: "SimulatedCluster", generation: int, now: str) -> dict:
+def multikueue_ready(world: SimulatedCluster, generation: int, now: str) -> dict:
     """TauCluster MultiKueueReady (taugrid.md §4.1)."""
     store = world.store
     checks = sorted((ac for ac in store.items(R.ADMISSION_CHECK.type)
@@ -74,7 +75,7 @@ def multikueue_ready(world: "SimulatedCluster", generation: int, now: str) -> di
     return _cond("MultiKueueReady", False, "Ready", "PrerequisitesNotReady", "; ".join(sorted(issues)), now, generation)
 
 
-def _resolve_profile(world: "SimulatedCluster", tc: Mapping[str, Any], declared: Mapping[str, Any], mk_ready: bool,
+def _resolve_profile(world: SimulatedCluster, tc: Mapping[str, Any], declared: Mapping[str, Any], mk_ready: bool,
                      now: str, generation: int) -> dict:
     store = world.store
     spec = tc.get("spec") or {}
@@ -142,7 +143,7 @@ def _resolve_profile(world: "SimulatedCluster", tc: Mapping[str, Any], declared:
     return profile
 
 
-def resolved_tau_cluster_status(world: "SimulatedCluster", tc: Mapping[str, Any], now_dt: datetime) -> dict:
+def resolved_tau_cluster_status(world: SimulatedCluster, tc: Mapping[str, Any], now_dt: datetime) -> dict:
     now = format_time(now_dt)
     generation = int((tc.get("metadata") or {}).get("generation") or 1)
     old = tc.get("status") or {}
@@ -190,7 +191,7 @@ def resolved_tau_cluster_status(world: "SimulatedCluster", tc: Mapping[str, Any]
 
 
 class TauController(Controller):
-    def __init__(self, world: "SimulatedCluster"):
+    def __init__(self, world: SimulatedCluster):
         super().__init__(world)
         #: The TauCluster's declared workload profiles; None = no Tau controller in this scenario.
         self.profiles: list[dict] | None = None

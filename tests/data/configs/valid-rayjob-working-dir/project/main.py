@@ -1,2 +1,3 @@
 from lib import go
+
 go()
