@@ -98,7 +98,7 @@ class KeyedTable(DataTable):
                     self.add_row(*cells, key=key)
                     self.stats["added"] += 1
                 elif old != cells:
-                    for index, (before, after) in enumerate(zip(old, cells)):
+                    for index, (before, after) in enumerate(zip(old, cells, strict=False)):
                         if before != after:
                             self.update_cell(key, column_keys[index], after, update_width=True)
                             self.stats["updated"] += 1

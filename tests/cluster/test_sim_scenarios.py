@@ -135,5 +135,8 @@ def test_large_scenario_shape():
 def test_deterministic_for_a_seed():
     a = build_world("faults")
     b = build_world("faults")
-    names = lambda w: sorted((o["metadata"]["namespace"], o["metadata"]["name"], o["metadata"]["uid"]) for o in w.store.items(R.POD.type))
+
+    def names(w):
+        return sorted((o["metadata"]["namespace"], o["metadata"]["name"], o["metadata"]["uid"]) for o in w.store.items(R.POD.type))
+
     assert names(a) == names(b)

@@ -199,7 +199,7 @@ def test_hold_hold_and_drain_resume(env, kind):
     for verb, expected in ((backend.hold, "Hold"), (backend.hold_and_drain, "HoldAndDrain"), (backend.resume, "None")):
         result = verb(kind, name, namespace)
         assert result.ok, result.message
-        assert env.settle(lambda: backend.get(kind, name, namespace).stop_policy == expected)
+        assert env.settle(lambda expected=expected: backend.get(kind, name, namespace).stop_policy == expected)
         raw = env.read(kind.type, name, namespace)
         assert ((raw.get("spec") or {}).get("stopPolicy") or "None") == expected
     dry = backend.hold(kind, name, namespace, dry_run=True)

@@ -30,7 +30,7 @@ def job_exists(batch: k8s.BatchV1Api, name: str, namespace: str) -> bool:
 def test_job_dispatched_to_worker_and_deleted_there(t3):
     manager = k8s_config.new_client_from_config(config_file=t3.manager.kubeconfig)
     workers = {name: k8s_config.new_client_from_config(config_file=plane.kubeconfig)
-               for name, plane in zip(t3.worker_names, t3.workers)}
+               for name, plane in zip(t3.worker_names, t3.workers, strict=True)}
     try:
         batch = k8s.BatchV1Api(manager)
         custom = k8s.CustomObjectsApi(manager)

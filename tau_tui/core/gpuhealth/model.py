@@ -540,7 +540,7 @@ class HealthModel:
                 reasons.append(active)
 
         now_dt = _to_datetime(now)
-        reasons = [self._latch_reason(l) for (k, _), l in self._latches.items() if k == key] + reasons
+        reasons = [self._latch_reason(latch) for (k, _), latch in self._latches.items() if k == key] + reasons
         reasons += [r.model_copy(update={"since": r.since or now_dt}) for r in instant]
         reasons += self._xid_window_reasons(key, now)
         verdict = worst(r.severity for r in reasons) if reasons else Verdict.HEALTHY

@@ -115,7 +115,7 @@ class ScenarioBuilder:
                 world.at(offset, lambda m=manifest: self._submit(m))
             for i, entry in enumerate(self.spec.get("timeline") or ()):
                 world.at(float(entry.get("at", 0)) + self.warmup, self._timeline_action(entry, f"timeline[{i}]"))
-            for i, entry in enumerate(self.spec.get("logs") or ()):
+            for entry in self.spec.get("logs") or ():
                 world.at(float(entry.get("at", 0)) + self.warmup, self._log_action(entry))
         if warm_up:
             step = float(self.spec.get("warmupStepSeconds", 10))

@@ -81,7 +81,7 @@ class JobController(Controller):
             else:
                 cluster = f"{meta['name']}-raycluster-{self.store.rand5()}"
 
-                def unsuspend_ray(o: dict, cluster=cluster) -> None:
+                def unsuspend_ray(o: dict, cluster=cluster, meta=meta) -> None:
                     o["spec"]["suspend"] = False
                     st = o.setdefault("status", {})
                     st["rayClusterName"] = st.get("rayClusterName") or cluster

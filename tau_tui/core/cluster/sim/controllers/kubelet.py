@@ -180,7 +180,7 @@ class Kubelet(Controller):
                                         "state": {"terminated": {"exitCode": 1 if failed else 0,
                                                                  "reason": "Error" if failed else "Completed",
                                                                  "finishedAt": format_time(at)}}}
-                                       for c, cs in zip(o["spec"].get("containers") or (), st.get("containerStatuses") or [{}] * 99)]
+                                       for c, cs in zip(o["spec"].get("containers") or (), st.get("containerStatuses") or [{}] * 99, strict=False)]
             set_condition(o, cond("Ready", "False", "PodCompleted", "", at))
         self.store.update(R.POD.type, name, namespace, end)
 

@@ -104,7 +104,7 @@ class MultiKueueController(Controller):
             if state != "Pending":
                 continue
             if not workers:
-                def waiting(obj: dict) -> None:
+                def waiting(obj: dict, name=name) -> None:
                     for c in obj["status"].get("admissionChecks") or ():
                         if c.get("name") == name:
                             c["message"] = "No usable clusters: every MultiKueueCluster is inactive"
