@@ -30,7 +30,7 @@ class CallHung(Exception):
 class _Worker:
     def __init__(self, guard: CallGuard):
         self.guard = guard
-        self.jobs: queue.SimpleQueue[tuple[str, Callable[[Caller], Any], threading.Event, list]] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[tuple[str, Callable[[Caller], Any], threading.Event, list[Any]]] = queue.SimpleQueue()
         self.current: tuple[str, float] | None = None
         self.current_key: str | None = None
         self.abandoned = False
@@ -83,7 +83,7 @@ class CallGuard:
                 self._worker = _Worker(self)
             worker = self._worker
         done = threading.Event()
-        box: list = []
+        box: list[Any] = []
         worker.jobs.put((key, job, done, box))
         step = max(self.timeout_s / 4, 0.001)
         while not done.wait(step):

@@ -60,7 +60,7 @@ class ObjectCache:
     def __init__(self, now: Callable[[], datetime] | None = None):
         self._now = now or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
-        self._raw: dict[ResourceKind, dict[Key, dict]] = {k: {} for k in ResourceKind}
+        self._raw: dict[ResourceKind, dict[Key, dict[str, Any]]] = {k: {} for k in ResourceKind}
         self._views: dict[ResourceKind, dict[Key, ObjectView]] = {k: {} for k in ResourceKind}
         self._sorted: dict[ResourceKind, tuple[int, list[ObjectView]]] = {}
         self._gen: dict[ResourceKind, int] = {k: 0 for k in ResourceKind}
@@ -96,7 +96,7 @@ class ObjectCache:
         with self._lock:
             return self._views[kind].get(((namespace or "") if kind.type.namespaced else "", name))
 
-    def raw(self, kind: ResourceKind, name: str, namespace: str | None = None) -> dict | None:
+    def raw(self, kind: ResourceKind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         with self._lock:
             return self._raw[kind].get(((namespace or "") if kind.type.namespaced else "", name))
 
@@ -148,7 +148,7 @@ class ObjectCache:
             if not sub.closed:
                 sub.on_state(state)
 
-    def replace(self, kind: ResourceKind, items: Iterable[dict]) -> None:
+    def replace(self, kind: ResourceKind, items: Iterable[dict[str, Any]]) -> None:
         """A fresh full list: diff against the cache, emit the difference."""
         incoming = {}
         for obj in items:
@@ -168,7 +168,7 @@ class ObjectCache:
             self._gen[kind] += 1
             self._changed.notify_all()
 
-    def apply(self, kind: ResourceKind, event_type: str, obj: dict) -> bool:
+    def apply(self, kind: ResourceKind, event_type: str, obj: dict[str, Any]) -> bool:
         """One watch event.  Returns False when it was a duplicate."""
         strip_managed_fields(obj)
         key = key_of(kind, obj)
@@ -196,7 +196,7 @@ class ObjectCache:
 
     # node-pod allocation (pods bound to nodes, cluster-wide)
 
-    def replace_node_pods(self, items: Iterable[dict]) -> None:
+    def replace_node_pods(self, items: Iterable[dict[str, Any]]) -> None:
         with self._lock:
             self._pod_alloc.clear()
             for obj in items:
@@ -205,7 +205,7 @@ class ObjectCache:
             self._node_pods_known = True
             self._rebuild_all_nodes()
 
-    def apply_node_pod(self, event_type: str, obj: dict) -> None:
+    def apply_node_pod(self, event_type: str, obj: dict[str, Any]) -> None:
         with self._lock:
             key = key_of(ResourceKind.POD, obj)
             before = self._pod_alloc.get(key)
@@ -229,7 +229,7 @@ class ObjectCache:
             self._node_alloc.clear()
             self._rebuild_all_nodes()
 
-    def _track_pod(self, obj: dict, rebuild: bool) -> None:
+    def _track_pod(self, obj: dict[str, Any], rebuild: bool) -> None:
         key = key_of(ResourceKind.POD, obj)
         spec = obj.get("spec") or {}
         node = spec.get("nodeName")
@@ -260,14 +260,14 @@ class ObjectCache:
 
     # -- internals ---------------------------------------------------------
 
-    def _build(self, kind: ResourceKind, obj: dict) -> ObjectView:
+    def _build(self, kind: ResourceKind, obj: dict[str, Any]) -> ObjectView:
         if kind is ResourceKind.NODE:
             name = (obj.get("metadata") or {}).get("name", "")
             alloc = self._node_alloc.get(name, {}) if self._node_pods_known else None
             return node_view(obj, alloc, self._health_by_node.get(name))
         return SIMPLE_VIEW_BUILDERS[kind](obj)
 
-    def _store(self, kind: ResourceKind, key: Key, obj: dict, change: ChangeType) -> None:
+    def _store(self, kind: ResourceKind, key: Key, obj: dict[str, Any], change: ChangeType) -> None:
         self._raw[kind][key] = obj
         view = self._build(kind, obj)
         self._views[kind][key] = view
@@ -277,7 +277,7 @@ class ObjectCache:
             self._health_by_node[view.node_name] = view  # type: ignore[attr-defined]
             self._rebuild_node(view.node_name)  # type: ignore[attr-defined]
 
-    def _remove(self, kind: ResourceKind, key: Key, last: dict | None = None) -> None:
+    def _remove(self, kind: ResourceKind, key: Key, last: dict[str, Any] | None = None) -> None:
         self._raw[kind].pop(key, None)
         view = self._views[kind].pop(key, None)
         if view is None:

@@ -84,7 +84,7 @@ def format_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def strip_managed_fields(obj: dict) -> dict:
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
         meta.pop("managedFields", None)

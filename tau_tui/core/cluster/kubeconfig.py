@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -62,7 +63,7 @@ class KubeconfigSource:
         self.paths = kubeconfig_paths(kubeconfig)
         self.explicit = kubeconfig
 
-    def _config(self) -> dict | None:
+    def _config(self) -> dict[str, Any] | None:
         try:
             merger = _merger(self.paths)
         except Exception as exc:  # unreadable file, broken YAML: name the files, never a traceback

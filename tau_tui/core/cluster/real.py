@@ -143,14 +143,14 @@ class _Informer(threading.Thread):
 
     # cache hooks
 
-    def _replace(self, items: list[dict]) -> None:
+    def _replace(self, items: list[dict[str, Any]]) -> None:
         if self.node_pods:
             self.backend.cache.replace_node_pods(items)
         else:
             self.backend.cache.replace(self.kind, items)
             self.backend.cache.set_state(self.kind, ViewStatus.READY)
 
-    def _apply(self, event_type: str, obj: dict) -> None:
+    def _apply(self, event_type: str, obj: dict[str, Any]) -> None:
         if self.node_pods:
             self.backend.cache.apply_node_pod(event_type, obj)
         else:
@@ -219,7 +219,7 @@ class _Informer(threading.Thread):
         self.backend._update_connection(str(exc.message or exc.reason))
 
     def _list(self, http: _Http, path: str, selector: str | None) -> None:
-        items: list[dict] = []
+        items: list[dict[str, Any]] = []
         token = None
         rv = None
         for _ in range(100_000 // LIST_PAGE + 1):
@@ -450,11 +450,11 @@ class KubernetesBackend(BaseBackend):
                 return ResourceType(group, version, res["name"], kind, bool(res.get("namespaced")))
         return None
 
-    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict:
+    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict[str, Any]:
         return self.http.request("GET", resource_path(rt, namespace, name))
 
     def _api_list(self, rt: ResourceType, namespace: str | None, label_selector: str | None = None,
-                  field_selector: str | None = None) -> list[dict]:
+                  field_selector: str | None = None) -> list[dict[str, Any]]:
         body = self.http.request("GET", resource_path(rt, namespace), [("labelSelector", label_selector), ("fieldSelector", field_selector)])
         return list(body.get("items") or ())
 
@@ -462,7 +462,7 @@ class KubernetesBackend(BaseBackend):
     def _dry(dry_run: bool) -> list[tuple[str, Any]]:
         return [("dryRun", "All")] if dry_run else []
 
-    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict:
+    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
         body = dict(body)
         if rt.namespaced:
             body["metadata"] = dict(body.get("metadata") or {}, namespace=namespace)
@@ -476,7 +476,7 @@ class KubernetesBackend(BaseBackend):
             options["dryRun"] = ["All"]
         self.http.request("DELETE", resource_path(rt, namespace, name), self._dry(dry_run), body=options)
 
-    def _api_patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict:
+    def _api_patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
         return self.http.request("PATCH", resource_path(rt, namespace, name), self._dry(dry_run), body=dict(patch),
                                  content_type="application/merge-patch+json")
 
@@ -490,7 +490,7 @@ class KubernetesBackend(BaseBackend):
                 "deleteOptions": options}
         self.http.request("POST", resource_path(ResourceKind.POD.type, namespace, name, "eviction"), body=body)
 
-    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict:
+    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict[str, Any]:
         return self.http.request("GET", path, list(query.items()))
 
     def open_container_log(self, request: LogChunkRequest) -> _LogResponse:

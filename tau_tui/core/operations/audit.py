@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 APP_DIR = "tau-tui"
 AUDIT_FILE = "audit.jsonl"
@@ -96,7 +97,7 @@ class AuditLog:
                 os.close(fd)
         return entry
 
-    def entries(self) -> Iterator[dict]:
+    def entries(self) -> Iterator[dict[str, Any]]:
         """Read back every entry (skipping lines that are not valid JSON)."""
         try:
             with open(self.path, encoding="utf-8") as handle:

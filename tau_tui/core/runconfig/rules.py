@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from typing import Any
 
 from tau_tui.core.runconfig.config import LoadedConfig
 from tau_tui.core.runconfig.diagnostics import Diagnostic
@@ -63,7 +64,7 @@ def check_rules(loaded: LoadedConfig) -> list[Diagnostic]:
     c = loaded.config
     engine = loaded.engine
 
-    def err(path: tuple, message: str, hint: str) -> None:
+    def err(path: tuple[Any, ...], message: str, hint: str) -> None:
         out.append(loaded.diagnostic(path, message, hint))
 
     explicit = [

@@ -190,7 +190,7 @@ class SimulatedBackend(BaseBackend):
             self._node_pods_readable = False
             self.cache.set_node_pods_unknown()
 
-    def _on_change(self, rt: ResourceType, event_type: str, obj: dict) -> None:
+    def _on_change(self, rt: ResourceType, event_type: str, obj: dict[str, Any]) -> None:
         kind = _BY_TYPE.get((rt.group, rt.plural))
         if kind is None:
             return
@@ -245,15 +245,15 @@ class SimulatedBackend(BaseBackend):
     def _after_write(self) -> None:
         self.cache.flush()
 
-    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict:
+    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict[str, Any]:
         self._check_online()
         return self.world.store.api_get(self.identity, rt, name, namespace)
 
-    def _api_list(self, rt: ResourceType, namespace: str | None, label_selector: str | None = None, field_selector: str | None = None) -> list[dict]:
+    def _api_list(self, rt: ResourceType, namespace: str | None, label_selector: str | None = None, field_selector: str | None = None) -> list[dict[str, Any]]:
         self._check_online()
         return self.world.store.api_list(self.identity, rt, namespace, label_selector, field_selector)
 
-    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict:
+    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
         self._check_online()
         try:
             return self.world.store.api_create(self.identity, rt, namespace, body, dry_run)
@@ -267,7 +267,7 @@ class SimulatedBackend(BaseBackend):
         finally:
             self._after_write()
 
-    def _api_patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict:
+    def _api_patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
         self._check_online()
         try:
             return self.world.store.api_patch(self.identity, rt, name, namespace, patch, dry_run)
@@ -281,7 +281,7 @@ class SimulatedBackend(BaseBackend):
         finally:
             self._after_write()
 
-    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict:
+    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict[str, Any]:
         self._check_online()
         world = self.world
         if not world.settings.visibility_api:

@@ -9,14 +9,14 @@ from typing import Any
 from tau_tui.core.cluster.convert import format_time
 
 
-def cond(type_: str, status: str, reason: str, message: str, now: datetime, generation: int | None = None) -> dict:
+def cond(type_: str, status: str, reason: str, message: str, now: datetime, generation: int | None = None) -> dict[str, Any]:
     out = {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": format_time(now)}
     if generation is not None:
         out["observedGeneration"] = generation
     return out
 
 
-def set_condition(obj: dict, new: dict) -> None:
+def set_condition(obj: dict[str, Any], new: dict[str, Any]) -> None:
     """Upsert a condition; keeps lastTransitionTime when the status is unchanged."""
     conds = obj.setdefault("status", {}).setdefault("conditions", [])
     for i, c in enumerate(conds):

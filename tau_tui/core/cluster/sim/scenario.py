@@ -185,7 +185,7 @@ class ScenarioBuilder:
                 "metadata": {"name": "cluster", "generation": 1}, "spec": copy.deepcopy(dict(spec.get("spec") or {}))}
         self.world.store.put(R.TAU_CLUSTER.type, body)
 
-    def job_manifest(self, job: Mapping[str, Any], where: str) -> tuple[ResourceType, dict]:
+    def job_manifest(self, job: Mapping[str, Any], where: str) -> tuple[ResourceType, dict[str, Any]]:
         kind = job.get("kind", "Job")
         name, namespace, queue = job.get("name"), job.get("namespace"), job.get("queue")
         if not name or not namespace or not queue:
@@ -239,7 +239,7 @@ class ScenarioBuilder:
                                                                                       "template": {"spec": worker}}]}}}
         raise self._error(where, f"kind must be Job or RayJob, not {kind!r}")
 
-    def _submit(self, manifest: tuple[ResourceType, dict]) -> None:
+    def _submit(self, manifest: tuple[ResourceType, dict[str, Any]]) -> None:
         rt, body = manifest
         store = self.world.store
         try:

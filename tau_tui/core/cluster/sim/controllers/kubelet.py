@@ -5,7 +5,7 @@ their deadline, and serve their container logs, previous logs included."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tau_tui.core.apifields import parse_time
 from tau_tui.core.cluster.common import ApiFailure
@@ -45,7 +45,7 @@ class Kubelet(Controller):
                     free[node][res] = free[node].get(res, 0.0) - value
         return free
 
-    def _schedulable_nodes(self) -> list[dict]:
+    def _schedulable_nodes(self) -> list[dict[str, Any]]:
         out = []
         for node in sorted(self.store.items(R.NODE.type), key=lambda n: n["metadata"]["name"]):
             if (node.get("spec") or {}).get("unschedulable"):
@@ -63,7 +63,7 @@ class Kubelet(Controller):
             return
         free = None
         nodes = None
-        by_selector: dict[tuple, list[str]] = {}
+        by_selector: dict[tuple[Any, ...], list[str]] = {}
         for pod in sorted(pending, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])):
             meta = pod["metadata"]
             spec = pod.get("spec") or {}
@@ -95,14 +95,14 @@ class Kubelet(Controller):
                     if target in lst:
                         lst.remove(target)
 
-            def bind(o: dict, target=target) -> None:
+            def bind(o: dict[str, Any], target=target) -> None:
                 o["spec"]["nodeName"] = target
                 set_condition(o, cond("PodScheduled", "True", "Scheduled", f"assigned to {target}", now))
             new = self.store.update(R.POD.type, meta["name"], meta["namespace"], bind)
             if new is not None:
                 self.event(new, "Normal", "Scheduled", f"Successfully assigned {meta['namespace']}/{meta['name']} to {target}")
 
-    def _run_pod(self, pod: dict, now: datetime) -> None:
+    def _run_pod(self, pod: dict[str, Any], now: datetime) -> None:
         meta = pod["metadata"]
         spec = pod.get("spec") or {}
         ann = meta.get("annotations") or {}
@@ -127,7 +127,7 @@ class Kubelet(Controller):
             init.stop(start_ns - 1, ("init done",))
             self.logs[key] = init
 
-        def run(o: dict) -> None:
+        def run(o: dict[str, Any]) -> None:
             st = o["status"]
             st["phase"] = "Running"
             st["startTime"] = format_time(now)
@@ -140,7 +140,7 @@ class Kubelet(Controller):
         self.store.update(R.POD.type, meta["name"], meta["namespace"], run)
         self.event(pod, "Normal", "Started", f"Started container {((spec.get('containers') or [{}])[0]).get('name')}")
 
-    def _pod_deadline(self, pod: dict) -> datetime | None:
+    def _pod_deadline(self, pod: dict[str, Any]) -> datetime | None:
         st = pod.get("status") or {}
         start = parse_time(st.get("startTime"))
         if start is None:
@@ -173,7 +173,7 @@ class Kubelet(Controller):
             if log is not None and not log.finished:
                 log.stop(to_ns(at), last)
 
-        def end(o: dict) -> None:
+        def end(o: dict[str, Any]) -> None:
             st = o["status"]
             st["phase"] = "Failed" if failed else "Succeeded"
             st["containerStatuses"] = [{"name": c["name"], "ready": False, "restartCount": cs.get("restartCount", 0),

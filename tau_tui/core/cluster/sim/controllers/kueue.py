@@ -43,11 +43,11 @@ def check_names(cq: Mapping[str, Any]) -> list[str]:
 class KueueController(Controller):
     def __init__(self, world: SimulatedCluster):
         super().__init__(world)
-        self._order_cache: dict[tuple[str, str], tuple] = {}
+        self._order_cache: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     # -- webhooks (create) ---------------------------------------------------
 
-    def webhook(self, rt: ResourceType, obj: dict) -> None:
+    def webhook(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         meta = obj.setdefault("metadata", {})
         if rt is R.POD.type:
             obj.setdefault("status", {}).setdefault("phase", "Pending")
@@ -68,7 +68,7 @@ class KueueController(Controller):
                 raise ApiFailure(422, "Invalid", "Workload is invalid: spec.podSets: at most 8 items")
 
     @staticmethod
-    def validate(rt: ResourceType, obj: dict) -> None:
+    def validate(rt: ResourceType, obj: dict[str, Any]) -> None:
         """The CRD schema rules the simulation enforces (kueue.md A1)."""
         name = (obj.get("metadata") or {}).get("name")
         if rt is R.MULTIKUEUE_CONFIG.type:
@@ -86,7 +86,7 @@ class KueueController(Controller):
 
     # -- lookups ---------------------------------------------------------------
 
-    def _cq_for_queue(self, namespace: str, lq_name: str) -> dict | None:
+    def _cq_for_queue(self, namespace: str, lq_name: str) -> dict[str, Any] | None:
         lq = self.store.read(R.LOCAL_QUEUE.type, lq_name, namespace)
         if lq is None:
             return None
@@ -107,7 +107,7 @@ class KueueController(Controller):
                 self.store.put(R.WORKLOAD.type, self._workload_for(owner, kind, group, queue))
                 existing.add(meta["uid"])
 
-    def _workload_for(self, owner: dict, kind: str, group: str, queue: str) -> dict:
+    def _workload_for(self, owner: dict[str, Any], kind: str, group: str, queue: str) -> dict[str, Any]:
         meta = owner["metadata"]
         spec = owner.get("spec") or {}
         if kind == "Job":
@@ -143,7 +143,7 @@ class KueueController(Controller):
 
     # -- Kueue: admission --------------------------------------------------------
 
-    def _order_key(self, wl: dict) -> tuple:
+    def _order_key(self, wl: dict[str, Any]) -> tuple[Any, ...]:
         meta = wl["metadata"]
         cache_key = (meta["uid"], meta["resourceVersion"])
         hit = self._order_cache.get(cache_key)
@@ -162,12 +162,12 @@ class KueueController(Controller):
         spec = wl.get("spec") or {}
         return bool(spec.get("queueName")) and spec.get("active", True) is not False and not is_true(wl, "QuotaReserved") and not is_true(wl, "Finished")
 
-    def pending_by_cluster_queue(self) -> dict[str, list[dict]]:
+    def pending_by_cluster_queue(self) -> dict[str, list[dict[str, Any]]]:
         """Pending workloads per ClusterQueue in Kueue order (used by the
         scheduler and by the simulated visibility API)."""
         lq_cq = {(lq["metadata"]["namespace"], lq["metadata"]["name"]): (lq.get("spec") or {}).get("clusterQueue")
                  for lq in self.store.items(R.LOCAL_QUEUE.type)}
-        out: dict[str, list[dict]] = {}
+        out: dict[str, list[dict[str, Any]]] = {}
         for wl in self.store.items(R.WORKLOAD.type):
             if not self._pending(wl):
                 continue
@@ -209,7 +209,7 @@ class KueueController(Controller):
             out.append((ps.get("name", ""), count, {k: v * count for k, v in per_pod.items() if v}))
         return out
 
-    def _assign_flavors(self, cq: Mapping[str, Any], wl: Mapping[str, Any], used: dict[tuple[str, str], float]) -> tuple[list[dict] | None, str]:
+    def _assign_flavors(self, cq: Mapping[str, Any], wl: Mapping[str, Any], used: dict[tuple[str, str], float]) -> tuple[list[dict[str, Any]] | None, str]:
         groups = (cq.get("spec") or {}).get("resourceGroups") or ()
         assignments = []
         extra: dict[tuple[str, str], float] = {}
@@ -284,7 +284,7 @@ class KueueController(Controller):
                 if assignments is None:
                     current = get_condition(wl, "QuotaReserved") or {}
                     if (current.get("status"), current.get("reason"), current.get("message")) != ("False", "Pending", problem):
-                        def pending(obj: dict, problem: str = problem) -> None:
+                        def pending(obj: dict[str, Any], problem: str = problem) -> None:
                             set_condition(obj, cond("QuotaReserved", "False", "Pending", problem, now))
                         self.store.update(R.WORKLOAD.type, meta["name"], meta["namespace"], pending)
                     if strict:
@@ -292,7 +292,7 @@ class KueueController(Controller):
                     continue
                 checks = check_names(cq)
 
-                def reserve(obj: dict, assignments=assignments, checks=checks, cq_name=cq_name) -> None:
+                def reserve(obj: dict[str, Any], assignments=assignments, checks=checks, cq_name=cq_name) -> None:
                     st = obj.setdefault("status", {})
                     st["admission"] = {"clusterQueue": cq_name, "podSetAssignments": assignments}
                     st.pop("requeueState", None)
@@ -310,11 +310,11 @@ class KueueController(Controller):
                     if not checks:
                         self.event(new, "Normal", "Admitted", f"Admitted by ClusterQueue {cq_name}")
 
-    def evict(self, wl: dict, reason: str, message: str, requeue: bool = True) -> None:
+    def evict(self, wl: dict[str, Any], reason: str, message: str, requeue: bool = True) -> None:
         now = self.now()
         meta = wl["metadata"]
 
-        def evict(obj: dict) -> None:
+        def evict(obj: dict[str, Any]) -> None:
             st = obj.setdefault("status", {})
             st.pop("admission", None)
             st.pop("admissionChecks", None)
@@ -388,7 +388,7 @@ class KueueController(Controller):
                 slot_cq[0] += 1
                 slot_lq[0] += 1
 
-        def flavor_list(cq_obj: Mapping[str, Any], amounts: Mapping[tuple[str, str], float]) -> list[dict]:
+        def flavor_list(cq_obj: Mapping[str, Any], amounts: Mapping[tuple[str, str], float]) -> list[dict[str, Any]]:
             out = []
             for group in (cq_obj.get("spec") or {}).get("resourceGroups") or ():
                 for flavor in group.get("flavors") or ():
@@ -414,7 +414,7 @@ class KueueController(Controller):
             else:
                 active = cond("Active", "True", "Ready", "Can admit new workloads", now, cq["metadata"].get("generation"))
 
-            def cq_status(o: dict, active=active, pend=pend, reserving=reserving, admitted=admitted, name=name) -> None:
+            def cq_status(o: dict[str, Any], active=active, pend=pend, reserving=reserving, admitted=admitted, name=name) -> None:
                 st = o.setdefault("status", {})
                 st.update(pendingWorkloads=pend, reservingWorkloads=reserving, admittedWorkloads=admitted,
                           flavorsReservation=flavor_list(o, usage.get(name, {})),
@@ -436,7 +436,7 @@ class KueueController(Controller):
             else:
                 active = cond("Active", "True", "Ready", "Can submit new workloads to localQueue", now)
 
-            def lq_status(o: dict, active=active, pend=pend, reserving=reserving, admitted=admitted, key=key, cq=cq) -> None:
+            def lq_status(o: dict[str, Any], active=active, pend=pend, reserving=reserving, admitted=admitted, key=key, cq=cq) -> None:
                 st = o.setdefault("status", {})
                 st.update(pendingWorkloads=pend, reservingWorkloads=reserving, admittedWorkloads=admitted,
                           flavorsUsage=flavor_list(cq or {}, lq_usage.get(key, {})))

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 R = ResourceKind
 
 
-def multikueue_check_of(store: SimStore, cq: Mapping[str, Any]) -> dict | None:
+def multikueue_check_of(store: SimStore, cq: Mapping[str, Any]) -> dict[str, Any] | None:
     for ref in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or ():
         ac = store.read(R.ADMISSION_CHECK.type, ref.get("name", ""))
         if ac is not None and (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER_NAME:
@@ -104,7 +104,7 @@ class MultiKueueController(Controller):
             if state != "Pending":
                 continue
             if not workers:
-                def waiting(obj: dict, name=name) -> None:
+                def waiting(obj: dict[str, Any], name=name) -> None:
                     for c in obj["status"].get("admissionChecks") or ():
                         if c.get("name") == name:
                             c["message"] = "No usable clusters: every MultiKueueCluster is inactive"
@@ -116,7 +116,7 @@ class MultiKueueController(Controller):
                 continue
             winner = workers[0]
 
-            def place(obj: dict, winner=winner, name=name) -> None:
+            def place(obj: dict[str, Any], winner=winner, name=name) -> None:
                 obj["status"]["clusterName"] = winner
                 obj["status"].pop("nominatedClusterNames", None)
                 for c in obj["status"].get("admissionChecks") or ():
@@ -129,8 +129,8 @@ class MultiKueueController(Controller):
                 self.event(new, "Normal", "Admitted", f"Admitted; dispatched to worker {winner}")
 
     @staticmethod
-    def _all_checks_ready(now: datetime) -> Callable[[dict], None]:
-        def ready(obj: dict) -> None:
+    def _all_checks_ready(now: datetime) -> Callable[[dict[str, Any]], None]:
+        def ready(obj: dict[str, Any]) -> None:
             for c in obj["status"].get("admissionChecks") or ():
                 c.update(state="Ready", lastTransitionTime=format_time(now))
             set_condition(obj, cond("Admitted", "True", "Admitted", "The workload is admitted", now))

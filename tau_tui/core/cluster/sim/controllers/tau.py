@@ -31,7 +31,7 @@ def profile_set_hash(profiles: list[dict[str, Any]]) -> str:
     return compute_profile_set_hash(profiles)
 
 
-def _cond(type_: str, ok: bool, reason_ok: str, reason_bad: str, message: str, now: str, generation: int) -> dict:
+def _cond(type_: str, ok: bool, reason_ok: str, reason_bad: str, message: str, now: str, generation: int) -> dict[str, Any]:
     return {"type": type_, "status": "True" if ok else "False", "reason": reason_ok if ok else reason_bad,
             "message": message, "lastTransitionTime": now, "observedGeneration": generation}
 
@@ -43,7 +43,7 @@ def _is_true(obj: Mapping[str, Any] | None, type_: str) -> bool:
     return False
 
 
-def multikueue_ready(world: SimulatedCluster, generation: int, now: str) -> dict:
+def multikueue_ready(world: SimulatedCluster, generation: int, now: str) -> dict[str, Any]:
     """TauCluster MultiKueueReady (taugrid.md §4.1)."""
     store = world.store
     checks = sorted((ac for ac in store.items(R.ADMISSION_CHECK.type)
@@ -76,7 +76,7 @@ def multikueue_ready(world: SimulatedCluster, generation: int, now: str) -> dict
 
 
 def _resolve_profile(world: SimulatedCluster, tc: Mapping[str, Any], declared: Mapping[str, Any], mk_ready: bool,
-                     now: str, generation: int) -> dict:
+                     now: str, generation: int) -> dict[str, Any]:
     store = world.store
     spec = tc.get("spec") or {}
     profile = {k: v for k, v in declared.items()}
@@ -143,7 +143,7 @@ def _resolve_profile(world: SimulatedCluster, tc: Mapping[str, Any], declared: M
     return profile
 
 
-def resolved_tau_cluster_status(world: SimulatedCluster, tc: Mapping[str, Any], now_dt: datetime) -> dict:
+def resolved_tau_cluster_status(world: SimulatedCluster, tc: Mapping[str, Any], now_dt: datetime) -> dict[str, Any]:
     now = format_time(now_dt)
     generation = int((tc.get("metadata") or {}).get("generation") or 1)
     old = tc.get("status") or {}
@@ -194,7 +194,7 @@ class TauController(Controller):
     def __init__(self, world: SimulatedCluster):
         super().__init__(world)
         #: The TauCluster's declared workload profiles; None = no Tau controller in this scenario.
-        self.profiles: list[dict] | None = None
+        self.profiles: list[dict[str, Any]] | None = None
 
     def update_status(self) -> None:
         if self.profiles is None:
