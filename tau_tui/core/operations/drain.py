@@ -89,7 +89,8 @@ def is_gpu_node(node: dict[str, Any]) -> bool:
 
 
 def _is_ready(node: dict[str, Any]) -> bool:
-    for cond in (node.get("status") or {}).get("conditions") or []:
+    conditions: list[dict[str, Any]] = (node.get("status") or {}).get("conditions") or []
+    for cond in conditions:
         if cond.get("type") == "Ready":
             return cond.get("status") == "True"
     return False

@@ -10,7 +10,7 @@ from tau_tui.core.cluster.convert import format_time
 
 
 def cond(type_: str, status: str, reason: str, message: str, now: datetime, generation: int | None = None) -> dict[str, Any]:
-    out = {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": format_time(now)}
+    out: dict[str, Any] = {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": format_time(now)}
     if generation is not None:
         out["observedGeneration"] = generation
     return out
@@ -29,7 +29,8 @@ def set_condition(obj: dict[str, Any], new: dict[str, Any]) -> None:
 
 
 def get_condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    for c in (obj.get("status") or {}).get("conditions") or ():
+    conditions: list[Mapping[str, Any]] = (obj.get("status") or {}).get("conditions") or []
+    for c in conditions:
         if c.get("type") == type_:
             return c
     return None

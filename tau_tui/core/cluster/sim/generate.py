@@ -4,6 +4,7 @@ week so Kueue ordering is meaningful."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -83,6 +84,5 @@ def generate_large(builder: ScenarioBuilder, spec: Mapping[str, Any]) -> None:
         }, notify=False)
     for index in range(faulty):
         node = f"h100-{(index * 37) % max(1, n_nodes // 2)}"
-        world.at(0, lambda node=node, index=index: world.gpu_fault(node, "unhealthy" if index % 3 else "degraded", "Xid79",
-                                                                   "GPU has fallen off the bus (Xid 79)", index % gpus_per_node,
-                                                                   kill_pods=False))
+        world.at(0, functools.partial(world.gpu_fault, node, "unhealthy" if index % 3 else "degraded", "Xid79",
+                                      "GPU has fallen off the bus (Xid 79)", index % gpus_per_node, kill_pods=False))

@@ -8,8 +8,9 @@ through a warm-up), a timeline of faults, and for big clusters a
 from __future__ import annotations
 
 import copy
+import functools
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -112,7 +113,7 @@ class ScenarioBuilder:
             for i, job in enumerate(self.spec.get("jobs") or ()):
                 offset = float(job.get("at", 0)) + self.warmup
                 manifest = self.job_manifest(job, f"jobs[{i}]")
-                world.at(offset, lambda m=manifest: self._submit(m))
+                world.at(offset, functools.partial(self._submit, manifest))
             for i, entry in enumerate(self.spec.get("timeline") or ()):
                 world.at(float(entry.get("at", 0)) + self.warmup, self._timeline_action(entry, f"timeline[{i}]"))
             for entry in self.spec.get("logs") or ():
@@ -247,7 +248,7 @@ class ScenarioBuilder:
         except Exception as exc:  # a scenario typo must not stop the demo
             self.world.event(body, "Warning", "SubmitFailed", str(exc))
 
-    def _timeline_action(self, entry: Mapping[str, Any], where: str):
+    def _timeline_action(self, entry: Mapping[str, Any], where: str) -> Callable[[], object]:
         world = self.world
         if "gpuFault" in entry:
             f = entry["gpuFault"]
@@ -272,7 +273,7 @@ class ScenarioBuilder:
                                               lambda o: o.setdefault("spec", {}).__setitem__("unschedulable", True))
         raise self._error(where, "unknown timeline action; use gpuFault, gpuRecover, multikueueDisconnect, multikueueReconnect, apiOutage, apiRestore or cordon")
 
-    def _log_action(self, entry: Mapping[str, Any]):
+    def _log_action(self, entry: Mapping[str, Any]) -> Callable[[], None]:
         world = self.world
 
         def write() -> None:

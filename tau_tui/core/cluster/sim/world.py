@@ -49,7 +49,7 @@ class SimulatedCluster:
         self.settings = settings or SimSettings()
         self.store = SimStore(seed, lambda: self.clock.now())
         self.lock = self.store.lock
-        self._timeline: list[tuple[datetime, Callable[[], None]]] = []
+        self._timeline: list[tuple[datetime, Callable[[], object]]] = []
         self.kueue = KueueController(self)
         self.multikueue = MultiKueueController(self)
         self.jobs = JobController(self)
@@ -97,7 +97,7 @@ class SimulatedCluster:
             left -= delta
             self.tick()
 
-    def at(self, offset_seconds: float, action: Callable[[], None]) -> None:
+    def at(self, offset_seconds: float, action: Callable[[], object]) -> None:
         """Schedule a timeline action ``offset_seconds`` from now."""
         with self.lock:
             self._timeline.append((self.now() + timedelta(seconds=offset_seconds), action))

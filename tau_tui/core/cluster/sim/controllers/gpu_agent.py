@@ -39,7 +39,7 @@ class GpuAgent(Controller):
                     if c.get("type") in ("GPUUnhealthy", "GPUDegraded"):
                         c["lastHeartbeatTime"] = stamp
             self.store.update(R.NODE.type, name, None, beat)
-            def report(o: dict[str, Any], name=name) -> None:
+            def report(o: dict[str, Any], name: str = name) -> None:
                 status = o.setdefault("status", {})
                 status["observedAt"] = stamp
                 self._refresh_telemetry(name, status)

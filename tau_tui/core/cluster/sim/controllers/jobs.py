@@ -69,7 +69,7 @@ class JobController(Controller):
             remote = (wl.get("status") or {}).get("clusterName")
             meta = obj["metadata"]
             if rt is R.JOB.type:
-                def unsuspend(o: dict[str, Any], remote=remote) -> None:
+                def unsuspend(o: dict[str, Any], remote: str | None = remote) -> None:
                     o["spec"]["suspend"] = False
                     st = o.setdefault("status", {})
                     st.setdefault("startTime", format_time(now))
@@ -81,7 +81,7 @@ class JobController(Controller):
             else:
                 cluster = f"{meta['name']}-raycluster-{self.store.rand5()}"
 
-                def unsuspend_ray(o: dict[str, Any], cluster=cluster, meta=meta) -> None:
+                def unsuspend_ray(o: dict[str, Any], cluster: str = cluster, meta: dict[str, Any] = meta) -> None:
                     o["spec"]["suspend"] = False
                     st = o.setdefault("status", {})
                     st["rayClusterName"] = st.get("rayClusterName") or cluster
@@ -125,7 +125,7 @@ class JobController(Controller):
 
     def _create_job_pods(self, job: dict[str, Any], wl: dict[str, Any]) -> None:
         meta = job["metadata"]
-        flavors = {}
+        flavors: dict[str, str] = {}
         for psa in (wl["status"]["admission"].get("podSetAssignments") or ()):
             flavors.update(psa.get("flavors") or {})
         count = int((job.get("spec") or {}).get("parallelism") or 1)
@@ -178,8 +178,9 @@ class JobController(Controller):
                 phases = [(p.get("status") or {}).get("phase") for p in pods]
                 running = sum(1 for p in phases if p == "Running")
                 if rt is R.JOB.type and (obj.get("status") or {}).get("active") != running:
-                    self.store.update(rt, obj["metadata"]["name"], obj["metadata"]["namespace"],
-                                      lambda o, n=running: o.setdefault("status", {}).__setitem__("active", n))
+                    def set_active(o: dict[str, Any], running: int = running) -> None:
+                        o.setdefault("status", {})["active"] = running
+                    self.store.update(rt, obj["metadata"]["name"], obj["metadata"]["namespace"], set_active)
                 if not pods or any(p not in ("Succeeded", "Failed") for p in phases):
                     continue
                 outcome = "Failed" if "Failed" in phases else "Succeeded"

@@ -37,12 +37,12 @@ class Kubelet(Controller):
             alloc = (node.get("status") or {}).get("allocatable") or {}
             free[node["metadata"]["name"]] = {k: parse_quantity(v) for k, v in alloc.items() if is_gpu_resource(k)}
         for pod in self.store.items(R.POD.type):
-            node = (pod.get("spec") or {}).get("nodeName")
-            if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or node not in free:
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            if not node_name or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or node_name not in free:
                 continue
             for res, value in pod_requests(pod.get("spec") or {}).items():
                 if is_gpu_resource(res):
-                    free[node][res] = free[node].get(res, 0.0) - value
+                    free[node_name][res] = free[node_name].get(res, 0.0) - value
         return free
 
     def _schedulable_nodes(self) -> list[dict[str, Any]]:
@@ -95,7 +95,7 @@ class Kubelet(Controller):
                     if target in lst:
                         lst.remove(target)
 
-            def bind(o: dict[str, Any], target=target) -> None:
+            def bind(o: dict[str, Any], target: str = target) -> None:
                 o["spec"]["nodeName"] = target
                 set_condition(o, cond("PodScheduled", "True", "Scheduled", f"assigned to {target}", now))
             new = self.store.update(R.POD.type, meta["name"], meta["namespace"], bind)

@@ -43,7 +43,8 @@ def check_names(cq: Mapping[str, Any]) -> list[str]:
 class KueueController(Controller):
     def __init__(self, world: SimulatedCluster):
         super().__init__(world)
-        self._order_cache: dict[tuple[str, str], tuple[Any, ...]] = {}
+        # Keyed (uid, resourceVersion) → order key, and ("req", uid, generation) → pod set requests.
+        self._order_cache: dict[tuple[Any, ...], Any] = {}
 
     # -- webhooks (create) ---------------------------------------------------
 
@@ -146,7 +147,7 @@ class KueueController(Controller):
     def _order_key(self, wl: dict[str, Any]) -> tuple[Any, ...]:
         meta = wl["metadata"]
         cache_key = (meta["uid"], meta["resourceVersion"])
-        hit = self._order_cache.get(cache_key)
+        hit: tuple[Any, ...] | None = self._order_cache.get(cache_key)
         if hit is None:
             spec = wl.get("spec") or {}
             boost = int((meta.get("annotations") or {}).get("kueue.x-k8s.io/priority-boost") or 0)
@@ -195,7 +196,7 @@ class KueueController(Controller):
     def _wl_requests(self, wl: Mapping[str, Any]) -> list[tuple[str, int, dict[str, float]]]:
         meta = wl["metadata"]
         key = ("req", meta["uid"], meta.get("generation"))
-        hit = self._order_cache.get(key)
+        hit: list[tuple[str, int, dict[str, float]]] | None = self._order_cache.get(key)
         if hit is None:
             hit = self._order_cache[key] = self._compute_requests(wl)
         return hit
@@ -292,7 +293,8 @@ class KueueController(Controller):
                     continue
                 checks = check_names(cq)
 
-                def reserve(obj: dict[str, Any], assignments=assignments, checks=checks, cq_name=cq_name) -> None:
+                def reserve(obj: dict[str, Any], assignments: list[dict[str, Any]] = assignments, checks: list[str] = checks,
+                            cq_name: str = cq_name) -> None:
                     st = obj.setdefault("status", {})
                     st["admission"] = {"clusterQueue": cq_name, "podSetAssignments": assignments}
                     st.pop("requeueState", None)
@@ -379,7 +381,7 @@ class KueueController(Controller):
                     slot_lq[2] += 1
                     au = admitted_usage.setdefault(cq, {})
                     lu = lq_usage.setdefault(lq_key, {})
-                    for psa in adm.get("podSetAssignments") or ():
+                    for psa in (adm or {}).get("podSetAssignments") or ():
                         for res, value in (psa.get("resourceUsage") or {}).items():
                             k = ((psa.get("flavors") or {}).get(res, ""), res)
                             au[k] = au.get(k, 0.0) + parse_quantity(value)
@@ -414,7 +416,8 @@ class KueueController(Controller):
             else:
                 active = cond("Active", "True", "Ready", "Can admit new workloads", now, cq["metadata"].get("generation"))
 
-            def cq_status(o: dict[str, Any], active=active, pend=pend, reserving=reserving, admitted=admitted, name=name) -> None:
+            def cq_status(o: dict[str, Any], active: dict[str, Any] = active, pend: int = pend, reserving: int = reserving,
+                          admitted: int = admitted, name: str = name) -> None:
                 st = o.setdefault("status", {})
                 st.update(pendingWorkloads=pend, reservingWorkloads=reserving, admittedWorkloads=admitted,
                           flavorsReservation=flavor_list(o, usage.get(name, {})),
@@ -436,7 +439,8 @@ class KueueController(Controller):
             else:
                 active = cond("Active", "True", "Ready", "Can submit new workloads to localQueue", now)
 
-            def lq_status(o: dict[str, Any], active=active, pend=pend, reserving=reserving, admitted=admitted, key=key, cq=cq) -> None:
+            def lq_status(o: dict[str, Any], active: dict[str, Any] = active, pend: int = pend, reserving: int = reserving,
+                          admitted: int = admitted, key: tuple[str, str] = key, cq: dict[str, Any] | None = cq) -> None:
                 st = o.setdefault("status", {})
                 st.update(pendingWorkloads=pend, reservingWorkloads=reserving, admittedWorkloads=admitted,
                           flavorsUsage=flavor_list(cq or {}, lq_usage.get(key, {})))

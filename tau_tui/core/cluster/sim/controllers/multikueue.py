@@ -4,6 +4,7 @@ admitted workloads to a worker (or evicting them when the worker is lost)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -60,7 +61,7 @@ class MultiKueueController(Controller):
                     new = cond("Active", "True", "SomeActiveClusters", msg, now)
                 else:
                     new = cond("Active", "True", "Active", "The admission check is active", now)
-            self.store.update(R.ADMISSION_CHECK.type, ac["metadata"]["name"], None, lambda o, new=new: set_condition(o, new))
+            self.store.update(R.ADMISSION_CHECK.type, ac["metadata"]["name"], None, functools.partial(set_condition, new=new))
 
     def set_cluster_active(self, name: str, active: bool, message: str = "") -> None:
         """Fault injection: a worker stalls (or comes back)."""
@@ -104,19 +105,20 @@ class MultiKueueController(Controller):
             if state != "Pending":
                 continue
             if not workers:
-                def waiting(obj: dict[str, Any], name=name) -> None:
+                def waiting(obj: dict[str, Any], name: str = name) -> None:
                     for c in obj["status"].get("admissionChecks") or ():
                         if c.get("name") == name:
                             c["message"] = "No usable clusters: every MultiKueueCluster is inactive"
                 self.store.update(R.WORKLOAD.type, wl["metadata"]["name"], wl["metadata"]["namespace"], waiting)
                 continue
             if not st.get("nominatedClusterNames"):
-                self.store.update(R.WORKLOAD.type, wl["metadata"]["name"], wl["metadata"]["namespace"],
-                                  lambda o, w=workers: o["status"].__setitem__("nominatedClusterNames", list(w)))
+                def nominate(obj: dict[str, Any], workers: list[str] = workers) -> None:
+                    obj["status"]["nominatedClusterNames"] = list(workers)
+                self.store.update(R.WORKLOAD.type, wl["metadata"]["name"], wl["metadata"]["namespace"], nominate)
                 continue
             winner = workers[0]
 
-            def place(obj: dict[str, Any], winner=winner, name=name) -> None:
+            def place(obj: dict[str, Any], winner: str = winner, name: str = name) -> None:
                 obj["status"]["clusterName"] = winner
                 obj["status"].pop("nominatedClusterNames", None)
                 for c in obj["status"].get("admissionChecks") or ():

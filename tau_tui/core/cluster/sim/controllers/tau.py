@@ -37,7 +37,8 @@ def _cond(type_: str, ok: bool, reason_ok: str, reason_bad: str, message: str, n
 
 
 def _is_true(obj: Mapping[str, Any] | None, type_: str) -> bool:
-    for c in ((obj or {}).get("status") or {}).get("conditions") or ():
+    conditions: list[Mapping[str, Any]] = ((obj or {}).get("status") or {}).get("conditions") or []
+    for c in conditions:
         if c.get("type") == type_:
             return c.get("status") == "True"
     return False
