@@ -13,7 +13,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ class CallGuard:
                 raise CallHung(current[0], key)
         ok, value = box[0]
         if ok:
-            return value
+            return cast(T, value)  # the worker boxed job(call)'s result
         raise value
 
     def _release(self, worker: _Worker) -> None:

@@ -184,7 +184,8 @@ class KubernetesWriter:
                 if exc.status != 404:  # expired (event TTL): create it again below
                     raise
         try:
-            self.core.create_namespaced_event(self.namespace, body, _request_timeout=self.timeout)
+            # The client sends a plain dict as is; its annotation names only the generated model class.
+            self.core.create_namespaced_event(self.namespace, body, _request_timeout=self.timeout)  # type: ignore[arg-type]
         except self._client.ApiException as exc:
             if exc.status != 409:
                 raise

@@ -69,7 +69,7 @@ def parse_filter(text: str) -> RowFilter:
         return RowFilter("")
     if text.startswith("-l"):
         selector = text[2:].strip()
-        terms = []
+        terms: list[tuple[str, str | None, bool]] = []
         for part in filter(None, (p.strip() for p in selector.split(","))):
             if "!=" in part:
                 key, value = part.split("!=", 1)

@@ -488,8 +488,10 @@ class ComposeScreen(PaneScreen):
 
     def action_save(self) -> None:
         if self.document.path is None:
-            self.app.push_screen(InputDialog("Save the new tau.yaml as:", str(Path.cwd() / "tau.yaml")),
-                                 lambda path: self._save_worker(path) if path else None)
+            def save_as(path: str | None) -> None:
+                if path:
+                    self._save_worker(path)
+            self.app.push_screen(InputDialog("Save the new tau.yaml as:", str(Path.cwd() / "tau.yaml")), save_as)
             return
         self._save_worker(None)
 

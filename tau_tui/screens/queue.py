@@ -154,12 +154,12 @@ class QueueScreen(PaneScreen):
             data.queues[key] = (ResourceKind.LOCAL_QUEUE, lq.name, lq.namespace)
             cells = [Text(f"LQ {lq.namespace}/{lq.name}"), _queue_state(lq.active, lq.stop_policy),
                      _count(lq.pending_workloads), _count(lq.admitted_workloads)]
-            usage = {}
+            lq_used: dict[str, float] = {}
             for u in lq.flavors_usage:
                 for res, (total, _) in u.resources.items():
-                    usage[res] = usage.get(res, 0.0) + total
+                    lq_used[res] = lq_used.get(res, 0.0) + total
             for res in resources:
-                cells.append(Text(f"used {_quantity(usage[res], res)}") if res in usage else "")
+                cells.append(Text(f"used {_quantity(lq_used[res], res)}") if res in lq_used else "")
             data.queue_rows.append((key, cells))
         # positions: one report per LocalQueue with pending work (visibility API or estimate)
         reports: dict[tuple[str, str], PositionReport] = {}

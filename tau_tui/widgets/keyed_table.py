@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
@@ -54,7 +55,7 @@ class KeyedTable(DataTable):
         if not self._order or self.cursor_row < 0 or self.cursor_row >= self.row_count:
             return None
         try:
-            row_key, _ = self.coordinate_to_cell_key((self.cursor_row, 0))
+            row_key, _ = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0))
         except Exception:
             return None
         return None if row_key.value == NOTICE_KEY else row_key.value

@@ -44,7 +44,8 @@ def _rv(obj: Mapping[str, Any]) -> str:
 
 
 class _Subscription(Subscription):
-    def __init__(self, cache: ObjectCache, callback, kinds, on_state):
+    def __init__(self, cache: ObjectCache, callback: ChangeCallback, kinds: Iterable[ResourceKind] | None,
+                 on_state: StateCallback | None):
         self.cache = cache
         self.callback = callback
         self.kinds = None if kinds is None else frozenset(kinds)
@@ -145,8 +146,9 @@ class ObjectCache:
             subs = [s for s in self._subs if s.on_state is not None]
             self._changed.notify_all()
         for sub in subs:
-            if not sub.closed:
-                sub.on_state(state)
+            on_state = sub.on_state
+            if not sub.closed and on_state is not None:
+                on_state(state)
 
     def replace(self, kind: ResourceKind, items: Iterable[dict[str, Any]]) -> None:
         """A fresh full list: diff against the cache, emit the difference."""
@@ -273,9 +275,9 @@ class ObjectCache:
         self._views[kind][key] = view
         self._gen[kind] += 1
         self._queue(ChangeEvent(kind, change, view))
-        if kind is ResourceKind.GPU_HEALTH:
-            self._health_by_node[view.node_name] = view  # type: ignore[attr-defined]
-            self._rebuild_node(view.node_name)  # type: ignore[attr-defined]
+        if kind is ResourceKind.GPU_HEALTH and isinstance(view, GpuHealthView):
+            self._health_by_node[view.node_name] = view
+            self._rebuild_node(view.node_name)
 
     def _remove(self, kind: ResourceKind, key: Key, last: dict[str, Any] | None = None) -> None:
         self._raw[kind].pop(key, None)
@@ -287,8 +289,8 @@ class ObjectCache:
             view = self._build(kind, last) if kind is not ResourceKind.NODE else view
         self._gen[kind] += 1
         self._queue(ChangeEvent(kind, ChangeType.DELETED, view))
-        if kind is ResourceKind.GPU_HEALTH:
-            node = view.node_name  # type: ignore[attr-defined]
+        if kind is ResourceKind.GPU_HEALTH and isinstance(view, GpuHealthView):
+            node = view.node_name
             if self._health_by_node.get(node) is not None:
                 self._health_by_node.pop(node, None)
                 self._rebuild_node(node)

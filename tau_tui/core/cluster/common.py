@@ -311,7 +311,7 @@ class BaseBackend(ClusterBackend):
                 names = init + app
             else:
                 default = (meta.get("annotations") or {}).get("kubectl.kubernetes.io/default-container")
-                names = [default if default in app else app[0]] if app else []
+                names = [default if isinstance(default, str) and default in app else app[0]] if app else []
             targets.extend((meta.get("name", ""), c) for c in names)
         if not targets:
             raise ClusterError(f"no container {request.container} in the pods of {what} in ns {ns}")

@@ -6,7 +6,7 @@ present exactly the same views."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -120,7 +120,7 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-def _resource_groups(spec: Mapping[str, Any]):
+def _resource_groups(spec: Mapping[str, Any]) -> tuple[tuple[tuple[str, ...], tuple[FlavorQuota, ...]], ...]:
     groups = []
     for group in spec.get("resourceGroups") or ():
         flavors = []
@@ -139,7 +139,7 @@ def _resource_groups(spec: Mapping[str, Any]):
     return tuple(groups)
 
 
-def _flavor_usage(items) -> tuple[FlavorUsage, ...]:
+def _flavor_usage(items: Iterable[Mapping[str, Any]] | None) -> tuple[FlavorUsage, ...]:
     out = []
     for f in items or ():
         res = {

@@ -42,7 +42,7 @@ def _merger(paths: list[str]) -> KubeConfigMerger | None:
     return KubeConfigMerger(ENV_KUBECONFIG_PATH_SEPARATOR.join(existing))
 
 
-def _plain(node):
+def _plain(node: Any) -> Any:
     """The merger wraps dicts (and list entries) in ConfigNode; unwrap them."""
     value = getattr(node, "value", node)
     if isinstance(value, dict):
@@ -71,7 +71,8 @@ class KubeconfigSource:
             raise ClusterError(f"cannot read kubeconfig {where}: {exc}. Fix the file or point KUBECONFIG at a valid one") from None
         if merger is None:
             return None
-        return _plain(merger.config)
+        config: dict[str, Any] = _plain(merger.config)
+        return config
 
     def contexts(self) -> list[ContextInfo]:
         cfg = self._config()

@@ -468,7 +468,7 @@ class LogStream:
 
     def _push(self, entry: _Entry) -> None:
         with self._lock:
-            heapq.heappush(self._heap, (entry, time.monotonic()))  # type: ignore[misc]
+            heapq.heappush(self._heap, (entry, time.monotonic()))
             self._lock.notify_all()
 
     def _source_done(self, follower: _ContainerFollower) -> None:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from kubernetes import client as k8s
@@ -28,6 +28,9 @@ from tau_tui.core.cluster.errors import no_access_message
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.kubeconfig import KubeconfigSource
 from tau_tui.core.cluster.logspool import LogChunkRequest
+
+if TYPE_CHECKING:
+    from urllib3 import BaseHTTPResponse
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,8 @@ class _Http:
         self.api_client = api_client
 
     def request(self, method: str, path: str, query: Iterable[tuple[str, Any]] = (), body: Any = None,
-                content_type: str | None = None, stream: bool = False, timeout: Any = (10, 60)):
+                content_type: str | None = None, stream: bool = False, timeout: Any = (10, 60)) -> Any:
+        """The decoded JSON body, or with ``stream`` the unread urllib3 response."""
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
@@ -105,7 +109,7 @@ def _failure(code: int, reason: str, body: Any) -> ApiFailure:
     return ApiFailure(code, str(status.get("reason") or reason), str(status.get("message") or reason), status)
 
 
-def _lines(resp) -> Iterator[bytes]:
+def _lines(resp: BaseHTTPResponse) -> Iterator[bytes]:
     buffer = b""
     for chunk in resp.stream(65536, decode_content=True):
         buffer += chunk
@@ -286,7 +290,7 @@ class _Informer(threading.Thread):
 class _LogResponse:
     """Iterable chunks of a streaming log response; ``close`` interrupts it."""
 
-    def __init__(self, resp):
+    def __init__(self, resp: BaseHTTPResponse):
         self.resp = resp
 
     def __iter__(self) -> Iterator[bytes]:
@@ -451,7 +455,8 @@ class KubernetesBackend(BaseBackend):
         return None
 
     def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict[str, Any]:
-        return self.http.request("GET", resource_path(rt, namespace, name))
+        obj: dict[str, Any] = self.http.request("GET", resource_path(rt, namespace, name))
+        return obj
 
     def _api_list(self, rt: ResourceType, namespace: str | None, label_selector: str | None = None,
                   field_selector: str | None = None) -> list[dict[str, Any]]:
@@ -468,17 +473,19 @@ class KubernetesBackend(BaseBackend):
             body["metadata"] = dict(body.get("metadata") or {}, namespace=namespace)
         # Strict: an unknown or misspelt field is an error, never silently pruned.
         query = [*self._dry(dry_run), ("fieldValidation", "Strict"), ("fieldManager", FIELD_MANAGER)]
-        return self.http.request("POST", resource_path(rt, namespace), query, body=body)
+        created: dict[str, Any] = self.http.request("POST", resource_path(rt, namespace), query, body=body)
+        return created
 
     def _api_delete(self, rt: ResourceType, name: str, namespace: str | None, dry_run: bool) -> None:
-        options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
         if dry_run:
             options["dryRun"] = ["All"]
         self.http.request("DELETE", resource_path(rt, namespace, name), self._dry(dry_run), body=options)
 
     def _api_patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
-        return self.http.request("PATCH", resource_path(rt, namespace, name), self._dry(dry_run), body=dict(patch),
-                                 content_type="application/merge-patch+json")
+        patched: dict[str, Any] = self.http.request("PATCH", resource_path(rt, namespace, name), self._dry(dry_run),
+                                                    body=dict(patch), content_type="application/merge-patch+json")
+        return patched
 
     def _api_evict(self, name: str, namespace: str, dry_run: bool, grace_period_seconds: int | None) -> None:
         options: dict[str, Any] = {}
@@ -491,7 +498,8 @@ class KubernetesBackend(BaseBackend):
         self.http.request("POST", resource_path(ResourceKind.POD.type, namespace, name, "eviction"), body=body)
 
     def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict[str, Any]:
-        return self.http.request("GET", path, list(query.items()))
+        body: dict[str, Any] = self.http.request("GET", path, list(query.items()))
+        return body
 
     def open_container_log(self, request: LogChunkRequest) -> _LogResponse:
         query = [("container", request.container), ("timestamps", "true"),

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,7 +57,7 @@ class AuditEntry:
 class AuditLog:
     """Thread-safe appender; each entry is flushed and fsync'd before returning."""
 
-    def __init__(self, path: Path | str | None = None, clock=None):
+    def __init__(self, path: Path | str | None = None, clock: Callable[[], datetime] | None = None):
         self.path = Path(path) if path is not None else default_audit_path()
         self._lock = threading.Lock()
         self._clock = clock or (lambda: datetime.now(UTC))
