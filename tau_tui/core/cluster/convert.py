@@ -40,6 +40,7 @@ from tau_tui.core.cluster.view_types import (
     TauClusterView,
     TauWorkspaceView,
     WorkloadPriorityClassView,
+    WorkloadStatusWord,
     WorkloadView,
 )
 
@@ -186,7 +187,7 @@ def queue_order_timestamp(obj: Mapping[str, Any]) -> datetime | None:
     return parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
 
 
-def workload_status_word(obj: Mapping[str, Any]) -> str:
+def workload_status_word(obj: Mapping[str, Any]) -> WorkloadStatusWord:
     conds = {c.get("type"): c.get("status") for c in (obj.get("status") or {}).get("conditions") or ()}
     if conds.get("Finished") == "True":
         return "finished"
@@ -245,7 +246,7 @@ def workload_view(obj: Mapping[str, Any]) -> WorkloadView:
         cluster_name=status.get("clusterName"),
         nominated_cluster_names=tuple(status.get("nominatedClusterNames") or ()),
         requeue_at=parse_time((status.get("requeueState") or {}).get("requeueAt")),
-        status_word=workload_status_word(obj),  # type: ignore[arg-type]
+        status_word=workload_status_word(obj),
         effective_priority=priority + boost,
         queue_order_timestamp=queue_order_timestamp(obj),
         owner_kind=owner.get("kind") if owner else None,

@@ -153,7 +153,7 @@ def _workload_phase(objs: RunObjects, multikueue: bool) -> tuple[Phase, list[Run
     if admitted == total:
         admitted_at = min((c.last_transition_time for w in wls if (c := w.condition("Admitted")) and c.last_transition_time), default=None)
         return Phase(name, "done", detail, started_at=admitted_at), diags
-    if any(w.condition("Evicted") is not None and w.condition("Evicted").is_true for w in wls):  # type: ignore[union-attr]
+    if any((c := w.condition("Evicted")) is not None and c.is_true for w in wls):
         return Phase(name, "warning", detail, "the workload was evicted and requeued; it waits for quota again"), diags
     if any(not w.active for w in wls):
         diags.append(RunDiagnostic("KUEUE_PENDING", "warning", "the Workload is deactivated (spec.active=false)", "resume it or resubmit"))
