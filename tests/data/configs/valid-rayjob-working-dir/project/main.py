@@ -1,3 +1,2 @@
 from lib import go
-
 go()
