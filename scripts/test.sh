@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: set up Python, build the local control plane
-# (cached outside the repo, see docs/testing.md), then run every test tier.
+# The whole test suite, from a fresh clone: set up Python, run the linters (ruff, mypy), build the
+# local control plane (cached outside the repo, see docs/testing.md), then run every test tier.
 # Extra arguments go to pytest, e.g. `./scripts/test.sh -m t1` for one tier.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
+# Linters first: ruff (pyflakes, isort, pyupgrade, bugbear, pycodestyle) and mypy (strict on
+# tau_tui.core and tau_agent); configuration in pyproject.toml, see docs/testing.md.
+echo "scripts/test.sh: ruff check ."
+if ! .venv/bin/ruff check .; then
+  echo "scripts/test.sh: LINT FAILED: ruff check . found problems (see above; many fix with .venv/bin/ruff check --fix .)" >&2
+  exit 1
+fi
+echo "scripts/test.sh: mypy (tau_tui, agent/tau_agent)"
+if ! .venv/bin/mypy; then
+  echo "scripts/test.sh: TYPE CHECK FAILED: mypy found problems (see above)" >&2
+  exit 1
+fi
+echo "scripts/test.sh: ruff and mypy passed"
 # The terminal test drives the real app in tmux.
 if ! command -v tmux >/dev/null 2>&1; then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then

@@ -9,8 +9,8 @@ only; the app imports them, never the other way round.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from rich.text import Text
 from textual import on, work
@@ -20,8 +20,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
 
-from tau_tui.core.operations.audit import AuditLog
 from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.operations.audit import AuditLog
 from tau_tui.mutations.mutation import Mutation, describe_result
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.compose import ComposeScreen
@@ -35,11 +35,11 @@ from tau_tui.screens.runs import RunsScreen
 from tau_tui.settings.settings_file import DEFAULT_THEME, AppSettings, LoadedSettings, load_settings
 from tau_tui.settings.theme_files import load_theme_files
 from tau_tui.startup.backends import BackendUnavailable, connect_kubeconfig_backend, start_demo_backend
+from tau_tui.widgets import status_text
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
 from tau_tui.widgets.header_bar import PANES, HeaderState
 from tau_tui.widgets.help_dialog import HelpDialog
-from tau_tui.widgets import status_text
 
 #: ``:`` command aliases → pane.
 PANE_ALIASES = {
@@ -307,7 +307,7 @@ class TauApp(App):
                 return clock()
             except Exception:
                 pass
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     # -- navigation ----------------------------------------------------------------
 

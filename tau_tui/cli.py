@@ -10,12 +10,12 @@ import functools
 import sys
 from pathlib import Path
 
-from .core.runconfig.loader import load_config
-from .core.runconfig.diagnostics import DiagnosticError
 from .core.cluster.errors import ClusterError
 from .core.cluster.kubeconfig import KubeconfigSource
-from .core.runconfig.profiles import Caller, ProfileReadError, explain
+from .core.runconfig.diagnostics import DiagnosticError
+from .core.runconfig.loader import load_config
 from .core.runconfig.manifests import to_yaml
+from .core.runconfig.profiles import Caller, ProfileReadError, explain
 from .core.runconfig.resolve import RenderOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -103,7 +103,7 @@ def request_timeouts(args: argparse.Namespace):
     given = getattr(args, "request_timeout", None)
     if given is not None:
         return RequestTimeouts.from_read(given)
-    from .app_config import load_settings
+    from .settings.settings_file import load_settings
 
     return load_settings().settings.timeouts()
 
@@ -144,9 +144,8 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from .core.cluster.real import KubernetesBackend
-    from .core.runconfig.pipeline import load_profiles, render_run
-
     from .core.operations.audit import AuditLog
+    from .core.runconfig.pipeline import load_profiles, render_run
 
     loaded = load_config(args.file)
     timeouts = request_timeouts(args)
@@ -294,8 +293,8 @@ def run_app(argv: list[str]) -> int:
         except ValueError as err:
             parser.error(f"--request-timeout: {err}")
     try:  # spools of earlier runs that were killed before they could remove them
-        from .core.operations.audit import state_dir
         from .core.cluster.logspool import clean_stale_spools
+        from .core.operations.audit import state_dir
 
         clean_stale_spools(state_dir() / "spool")
     except OSError:

@@ -10,7 +10,9 @@ import logging
 import random
 import threading
 import time
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from datetime import UTC
+from typing import Any, Protocol
 
 from tau_tui.core.gpuhealth.conditions import node_conditions, transitions
 from tau_tui.core.gpuhealth.model import HealthModel
@@ -225,9 +227,9 @@ class Agent:
 
     def health_status(self, now: float) -> dict[str, Any]:
         assert self.health is not None
-        from datetime import datetime, timezone
+        from datetime import datetime
 
-        self.health.reported_at = datetime.fromtimestamp(now, tz=timezone.utc)
+        self.health.reported_at = datetime.fromtimestamp(now, tz=UTC)
         return self.health.model_dump(by_alias=True, mode="json", exclude_none=True)
 
     def _report(self, now: float) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -27,9 +28,9 @@ class CallHung(Exception):
 
 
 class _Worker:
-    def __init__(self, guard: "CallGuard"):
+    def __init__(self, guard: CallGuard):
         self.guard = guard
-        self.jobs: "queue.SimpleQueue[tuple[str, Callable[[Caller], Any], threading.Event, list]]" = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[tuple[str, Callable[[Caller], Any], threading.Event, list[Any]]] = queue.SimpleQueue()
         self.current: tuple[str, float] | None = None
         self.current_key: str | None = None
         self.abandoned = False
@@ -82,7 +83,7 @@ class CallGuard:
                 self._worker = _Worker(self)
             worker = self._worker
         done = threading.Event()
-        box: list = []
+        box: list[Any] = []
         worker.jobs.put((key, job, done, box))
         step = max(self.timeout_s / 4, 0.001)
         while not done.wait(step):
@@ -97,7 +98,7 @@ class CallGuard:
                 raise CallHung(current[0], key)
         ok, value = box[0]
         if ok:
-            return value
+            return cast(T, value)  # the worker boxed job(call)'s result
         raise value
 
     def _release(self, worker: _Worker) -> None:

@@ -6,8 +6,8 @@ asked; between counter reads the last counter values are carried so every sample
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from tau_tui.core.gpuhealth.samples import GpuSample, NodeSample
 

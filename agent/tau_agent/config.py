@@ -22,7 +22,7 @@ class Intervals(_Strict):
     call_timeout_s: float = Field(default=10, gt=0, description="deadline for any single NVML call")
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Intervals":
+    def _ordered(self) -> Intervals:
         if self.slow_poll_s < self.fast_poll_s:
             raise ValueError("slow_poll_s must be >= fast_poll_s")
         return self

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from tau_tui.core.gpuhealth.names import (
@@ -40,7 +40,7 @@ APPLY_PATCH = "application/apply-patch+yaml"
 
 
 def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -184,7 +184,8 @@ class KubernetesWriter:
                 if exc.status != 404:  # expired (event TTL): create it again below
                     raise
         try:
-            self.core.create_namespaced_event(self.namespace, body, _request_timeout=self.timeout)
+            # The client sends a plain dict as is; its annotation names only the generated model class.
+            self.core.create_namespaced_event(self.namespace, body, _request_timeout=self.timeout)  # type: ignore[arg-type]
         except self._client.ApiException as exc:
             if exc.status != 409:
                 raise

@@ -15,6 +15,8 @@ import os
 import signal
 import sys
 import threading
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from tau_tui.core.gpuhealth.conditions import node_conditions
 from tau_tui.core.gpuhealth.verdicts import Verdict
@@ -25,17 +27,20 @@ from .collector import Collector, read_boot_id
 from .config import AgentConfig, ConfigError, load_config
 from .nvml_reader import NvmlReader
 
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
 EXIT_CODES = {Verdict.HEALTHY: 0, Verdict.DEGRADED: 1, Verdict.UNHEALTHY: 2, Verdict.UNKNOWN: 3}
 log = logging.getLogger("tau_agent")
 
 
-def _import_nvml():
+def _import_nvml() -> Any:
     import pynvml  # nvidia-ml-py
 
     return pynvml
 
 
-def build_collector(config: AgentConfig, nvml=None) -> Collector:
+def build_collector(config: AgentConfig, nvml: Any = None) -> Collector:
     reader = NvmlReader(nvml if nvml is not None else _import_nvml())
     guard = CallGuard(config.intervals.call_timeout_s)
     return Collector(reader, guard, boot_id=lambda: read_boot_id(config.boot_id_path))
@@ -59,11 +64,13 @@ def run_check(config: AgentConfig, node_name: str) -> int:
     return EXIT_CODES[agent.health.verdict]
 
 
-def _kube_api_client(kubeconfig: str | None):
-    from kubernetes import client, config as kube_config
+def _kube_api_client(kubeconfig: str | None) -> ApiClient:
+    from kubernetes import client
+    from kubernetes import config as kube_config
 
     if kubeconfig:
-        return kube_config.new_client_from_config(config_file=kubeconfig)
+        api: ApiClient = kube_config.new_client_from_config(config_file=kubeconfig)
+        return api
     kube_config.load_incluster_config()
     return client.ApiClient()
 
@@ -85,7 +92,7 @@ def run_daemon(config: AgentConfig, node_name: str, namespace: str, kubeconfig: 
 
     stop = threading.Event()
 
-    def _stop(signum, _frame):
+    def _stop(signum: int, _frame: FrameType | None) -> None:
         log.info("signal %s: stopping", signum)
         stop.set()
         agent.wake.set()

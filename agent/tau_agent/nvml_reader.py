@@ -106,7 +106,8 @@ class NvmlReader:
             pass
 
     def driver_version(self, call: Caller) -> str | None:
-        return self._node_call(call, "nvmlSystemGetDriverVersion")
+        version: str | None = self._node_call(call, "nvmlSystemGetDriverVersion")
+        return version
 
     def device_count(self, call: Caller) -> int:
         return int(self._node_call(call, "nvmlDeviceGetCount"))
@@ -121,7 +122,7 @@ class NvmlReader:
 
     def _unavailable(self, exc: BaseException) -> NvmlUnavailable:
         code = error_code(exc)
-        reason = UNAVAILABLE_REASONS.get(code, "NvmlInitFailed")
+        reason = UNAVAILABLE_REASONS.get(code, "NvmlInitFailed") if code is not None else "NvmlInitFailed"
         return NvmlUnavailable(reason, f"NVML unavailable: {describe(exc)} (code {code})")
 
     # -- one GPU --

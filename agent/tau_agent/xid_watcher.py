@@ -11,7 +11,8 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tau_tui.core.gpuhealth.samples import XidObservation
 
@@ -39,7 +40,7 @@ class XidWatcher:
         self.clock = clock
         self.monotonic = monotonic
         self.on_xid = on_xid
-        self.observations: "queue.SimpleQueue[XidObservation]" = queue.SimpleQueue()
+        self.observations: queue.SimpleQueue[XidObservation] = queue.SimpleQueue()
         self.last_pass = monotonic()
         self.last_error: str | None = None
         self.unsupported_gpus: list[int] = []

@@ -8,6 +8,7 @@ audits them (:meth:`tau_tui.app.TauApp.request_mutation`)."""
 from __future__ import annotations
 
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.mutations import StopPolicy
 from tau_tui.mutations.mutation import ClusterHost, Mutation
 
 
@@ -28,10 +29,10 @@ def cancel_mutation(app: ClusterHost, kind: ResourceKind, namespace: str, name: 
 STOP_VERBS = {"Hold": "hold", "HoldAndDrain": "hold-and-drain", "None": "resume"}
 
 
-def stop_policy_mutation(app: ClusterHost, kind: ResourceKind, name: str, namespace: str | None, policy: str) -> Mutation:
+def stop_policy_mutation(app: ClusterHost, kind: ResourceKind, name: str, namespace: str | None, policy: StopPolicy) -> Mutation:
     def run(dry_run: bool):
         assert app.backend is not None
-        return app.backend.set_stop_policy(kind, name, policy, namespace, dry_run=dry_run)  # type: ignore[arg-type]
+        return app.backend.set_stop_policy(kind, name, policy, namespace, dry_run=dry_run)
 
     where = f"{namespace}/{name}" if namespace else name
     what = {

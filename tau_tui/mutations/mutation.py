@@ -4,9 +4,10 @@ confirm dialog and the notification show."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.mutations import DrainResult, MutationResult

@@ -11,8 +11,9 @@ the previous refresh still running is skipped and counted."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, cast
+from typing import Any, cast
 
 from rich.text import Text
 from textual import on, work
@@ -32,7 +33,6 @@ from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import PANES, HeaderBar
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.status_text import style_of
-
 
 # --------------------------------------------------------------------------
 # Row filter: regex, !invert, -l label selector
@@ -69,7 +69,7 @@ def parse_filter(text: str) -> RowFilter:
         return RowFilter("")
     if text.startswith("-l"):
         selector = text[2:].strip()
-        terms = []
+        terms: list[tuple[str, str | None, bool]] = []
         for part in filter(None, (p.strip() for p in selector.split(","))):
             if "!=" in part:
                 key, value = part.split("!=", 1)
@@ -109,7 +109,7 @@ class Freshness:
     views: Mapping[ResourceKind, ViewState] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, backend: ClusterBackend | None, kinds: tuple[ResourceKind, ...]) -> "Freshness":
+    def read(cls, backend: ClusterBackend | None, kinds: tuple[ResourceKind, ...]) -> Freshness:
         """Thread-safe cache reads (no network)."""
         if backend is None:
             return cls()

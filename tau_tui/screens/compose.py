@@ -20,15 +20,15 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Select, Static
 
-from tau_tui.core.runconfig.document import ComposeDocument, SaveRefused
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.runconfig.config import ALIASES
-from tau_tui.core.runconfig.loader import load_config_text
 from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
-from tau_tui.core.runconfig.profiles import Caller, ProfileSet, explain, load_snapshot, profile_set_from_taucluster
+from tau_tui.core.runconfig.document import ComposeDocument, SaveRefused
+from tau_tui.core.runconfig.loader import load_config_text
 from tau_tui.core.runconfig.manifests import to_yaml
-from tau_tui.core.runconfig.resolve import RenderOptions
 from tau_tui.core.runconfig.pipeline import render_run, snapshot_path
+from tau_tui.core.runconfig.profiles import Caller, ProfileSet, explain, load_snapshot, profile_set_from_taucluster
+from tau_tui.core.runconfig.resolve import RenderOptions
 from tau_tui.mutations.mutation import Mutation, describe_result
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.form_field import EntryError, FormField
@@ -492,8 +492,10 @@ class ComposeScreen(PaneScreen):
             self.tau.block_mutation("save", str(self.document.path or "a new tau.yaml"))
             return
         if self.document.path is None:
-            self.app.push_screen(InputDialog("Save the new tau.yaml as:", str(Path.cwd() / "tau.yaml")),
-                                 lambda path: self._save_worker(path) if path else None)
+            def save_as(path: str | None) -> None:
+                if path:
+                    self._save_worker(path)
+            self.app.push_screen(InputDialog("Save the new tau.yaml as:", str(Path.cwd() / "tau.yaml")), save_as)
             return
         self._save_worker(None)
 

@@ -17,11 +17,11 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Static
 
-from tau_tui.core.operations.audit import state_dir
 from tau_tui.core.cluster.errors import ClusterError
-from tau_tui.core.cluster.logspool import LogRequest
-from tau_tui.core.cluster.logspool import LogStream, process_spool_dir, save_narrowed, save_spool
+from tau_tui.core.cluster.logspool import LogRequest, LogStream, process_spool_dir, save_narrowed, save_spool
+from tau_tui.core.operations.audit import state_dir
 from tau_tui.screens.base import PaneScreen
+from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.input_dialog import InputDialog
 from tau_tui.widgets.log_view import LogView
 from tau_tui.widgets.status_text import style_of
@@ -294,7 +294,7 @@ class LogsScreen(PaneScreen):
     # -- search ---------------------------------------------------------------------
 
     def action_search(self) -> None:
-        lines = self.query("CommandLine")
+        lines = self.query(CommandLine)
         if lines:
             lines.first().open("search", self.search_text)
 

@@ -6,9 +6,11 @@ was placed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.widgets import Label, Static
 
 from tau_tui.core.apifields import Condition
@@ -48,7 +50,7 @@ class MultiKueueScreen(PaneScreen):
         "MultiKueueConfig and MultiKueueCluster with its Active condition, and every MultiKueue workload "
         "with the worker it was placed on."
     )
-    BINDINGS: list = []
+    BINDINGS: ClassVar[list[BindingType]] = []
     VIEW_KINDS = (ResourceKind.ADMISSION_CHECK, ResourceKind.MULTIKUEUE_CONFIG, ResourceKind.MULTIKUEUE_CLUSTER,
                   ResourceKind.WORKLOAD)
 

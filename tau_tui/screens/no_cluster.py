@@ -48,5 +48,8 @@ class NoClusterScreen(Screen):
     def action_demo(self) -> None:
         cast(PaneHost, self.app).action_open_demo()
 
-    def set_loading(self) -> None:
+    def set_loading(self, loading: bool = True) -> None:
+        """Says the demo is loading; keeps Widget.set_loading's signature, which Textual's ``loading`` calls."""
+        if not loading:
+            return
         self.query_one("#no-cluster-message", Static).update(Text("loading the demo cluster…"))

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -86,7 +88,7 @@ class ProfilesScreen(PaneScreen):
         "failing condition and reason, a stale status, or the applicability rule that leaves you out.  "
         "Set your team in the app config (team:) or $TAU_TEAM."
     )
-    BINDINGS: list = []
+    BINDINGS: ClassVar[list[BindingType]] = []
     VIEW_KINDS = (ResourceKind.TAU_CLUSTER,)
 
     def __init__(self) -> None:

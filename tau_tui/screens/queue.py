@@ -4,6 +4,7 @@ table with live position, its change, time in queue, priority and why pending.""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.text import Text
@@ -13,6 +14,7 @@ from textual.widgets import Label
 
 from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.mutations import StopPolicy
 from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.cluster.positions import PositionReport
 from tau_tui.core.cluster.view_types import ClusterQueueView, EventView, LocalQueueView, WorkloadView
@@ -25,6 +27,8 @@ from tau_tui.widgets.quota_bar import quota_bar
 from tau_tui.widgets.status_text import status_text
 
 RESOURCE_ORDER = ("nvidia.com/gpu", "cpu", "memory")
+
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
 
 
 def _resource_rank(name: str) -> tuple[int, str]:
@@ -55,7 +59,8 @@ def why_pending(wl: WorkloadView, events: list[EventView], held: set[str]) -> st
         parts.append("quota reserved; waiting for admission checks")
     warnings = [e for e in events if e.involved_name == wl.name and e.type == "Warning"]
     if warnings:
-        newest = max(warnings, key=lambda e: e.last_timestamp or e.creation_timestamp or wl.creation_timestamp)  # type: ignore[arg-type,return-value]
+        # An event with no timestamp at all sorts first rather than failing the comparison.
+        newest = max(warnings, key=lambda e: e.last_timestamp or e.creation_timestamp or wl.creation_timestamp or _NO_TIME)
         parts.append(f"event {newest.reason}: {newest.message}")
     return one_line("; ".join(parts) or "waiting for quota")
 
@@ -154,12 +159,12 @@ class QueueScreen(PaneScreen):
             data.queues[key] = (ResourceKind.LOCAL_QUEUE, lq.name, lq.namespace)
             cells = [Text(f"LQ {lq.namespace}/{lq.name}"), _queue_state(lq.active, lq.stop_policy),
                      _count(lq.pending_workloads), _count(lq.admitted_workloads)]
-            usage = {}
+            lq_used: dict[str, float] = {}
             for u in lq.flavors_usage:
                 for res, (total, _) in u.resources.items():
-                    usage[res] = usage.get(res, 0.0) + total
+                    lq_used[res] = lq_used.get(res, 0.0) + total
             for res in resources:
-                cells.append(Text(f"used {_quantity(usage[res], res)}") if res in usage else "")
+                cells.append(Text(f"used {_quantity(lq_used[res], res)}") if res in lq_used else "")
             data.queue_rows.append((key, cells))
         # positions: one report per LocalQueue with pending work (visibility API or estimate)
         reports: dict[tuple[str, str], PositionReport] = {}
@@ -282,7 +287,7 @@ class QueueScreen(PaneScreen):
         else:
             self.tau.request_mutation(cancel_mutation(self.tau, ResourceKind.WORKLOAD, wl.namespace or "", wl.name))
 
-    def _stop(self, policy: str) -> None:
+    def _stop(self, policy: StopPolicy) -> None:
         queue = self.selected_queue()
         if queue is None:
             self.notify("select a ClusterQueue or LocalQueue in the queues table", severity="warning")

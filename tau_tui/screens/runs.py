@@ -127,7 +127,7 @@ class RunsScreen(PaneScreen):
             where = status.cluster or ("multikueue" if status.multikueue else "local")
             data.rows.append((key, [status_text(status.state, status.display_state), Text(key), Text(status.kind),
                                     Text(status.queue or "—"), Text(where), Text(since(owner.creation_timestamp, now))]))
-        counts = {}
+        counts: dict[str, int] = {}
         for status in data.statuses.values():
             counts[status.state] = counts.get(status.state, 0) + 1
         data.status = f"{len(data.rows)} runs · " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))

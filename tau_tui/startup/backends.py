@@ -46,7 +46,7 @@ def connect_kubeconfig_backend(
     if not contexts:
         raise BackendUnavailable("no kubeconfig found (set KUBECONFIG or create ~/.kube/config).", True)
     try:
-        from tau_tui.core.cluster.real import KubernetesBackend  # type: ignore[import-not-found]
+        from tau_tui.core.cluster.real import KubernetesBackend
     except ImportError as err:
         raise BackendUnavailable(
             "this build has no Kubernetes backend yet (tau_tui.core.cluster.real is missing).", True) from err

@@ -46,7 +46,8 @@ class FormField(Vertical):
         self.label_text = label
         self.kind = kind  # text | int | list | map
         self.placeholder = placeholder
-        self.HELP = help_text or f"tau.yaml key {path}"
+        # Textual's help panel reads HELP from the focused widget itself, so each field carries its own text.
+        self.HELP = help_text or f"tau.yaml key {path}"  # type: ignore[misc]
 
     def compose(self) -> ComposeResult:
         with Horizontal():

@@ -8,9 +8,11 @@ so cluster data is never parsed as markup."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
@@ -53,7 +55,7 @@ class KeyedTable(DataTable):
         if not self._order or self.cursor_row < 0 or self.cursor_row >= self.row_count:
             return None
         try:
-            row_key, _ = self.coordinate_to_cell_key((self.cursor_row, 0))
+            row_key, _ = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0))
         except Exception:
             return None
         return None if row_key.value == NOTICE_KEY else row_key.value
@@ -97,7 +99,7 @@ class KeyedTable(DataTable):
                     self.add_row(*cells, key=key)
                     self.stats["added"] += 1
                 elif old != cells:
-                    for index, (before, after) in enumerate(zip(old, cells)):
+                    for index, (before, after) in enumerate(zip(old, cells, strict=False)):
                         if before != after:
                             self.update_cell(key, column_keys[index], after, update_width=True)
                             self.stats["updated"] += 1

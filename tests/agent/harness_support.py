@@ -8,8 +8,8 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException

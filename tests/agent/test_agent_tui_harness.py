@@ -18,14 +18,14 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from tau_agent.kube import KubernetesWriter
-from tau_tui.settings.settings_file import AppSettings, LoadedSettings
-from tau_tui.core.operations.audit import AuditLog
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.real import KubernetesBackend
 from tau_tui.core.gpuhealth.names import API_GROUP, API_VERSION, HEALTH_PLURAL
 from tau_tui.core.gpuhealth.verdicts import Verdict
+from tau_tui.core.operations.audit import AuditLog
 from tau_tui.screens.node_detail import NodeDetailScreen
 from tau_tui.screens.nodes import NodesScreen
+from tau_tui.settings.settings_file import AppSettings, LoadedSettings
 from tau_tui.widgets.keyed_table import KeyedTable
 
 from .fake_nvml import h100_node

@@ -6,7 +6,7 @@ import json
 import threading
 import time
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pynvml
 import pytest
@@ -16,10 +16,10 @@ from tau_agent.config import ConfigError, load_config
 from tau_agent.nvml_reader import NvmlReader
 from tau_agent.server import make_server, serve_in_background
 from tau_tui.core import gpuhealth
-from tau_tui.core.operations.drain import DrainBudgetPolicy, check_drain_budget, plan_drain, selector_matches
 from tau_tui.core.gpuhealth.nodeview import view_from_node
 from tau_tui.core.gpuhealth.verdicts import Verdict
 from tau_tui.core.gpuhealth.xid import CatalogError, load_xid_catalog
+from tau_tui.core.operations.drain import DrainBudgetPolicy, check_drain_budget, plan_drain, selector_matches
 
 from .fake_nvml import FakeGpu, FakeNvml, h100_node
 from .sim import SimNode
@@ -62,9 +62,8 @@ def test_catalog_errors_name_the_file_and_key(tmp_path):
 
 def test_core_module_imports_no_kubernetes_textual_or_nvml():
     import ast
-    import inspect
-
     import importlib
+    import inspect
     import pkgutil
 
     health_modules = [
@@ -89,7 +88,7 @@ def test_view_from_node_reads_agent_output_and_fails_closed_when_stale():
     node.run_for(60)
     node_json = {"metadata": {"name": "gpu-node-a"}, "status": {"conditions": list(node.writer.conditions.values())}}
     health_obj = {"status": node.writer.health_status}
-    now = datetime.fromtimestamp(node.clock.now, tz=timezone.utc)
+    now = datetime.fromtimestamp(node.clock.now, tz=UTC)
     view = view_from_node(node_json, health_obj, now)
     assert view.verdict is Verdict.UNHEALTHY and view.reason == "XID79" and not view.stale
     assert view.detail is not None and view.detail.gpus[0].verdict is Verdict.UNHEALTHY
@@ -120,7 +119,7 @@ def _pod(name, *, ns="team-a", owner=("ReplicaSet", "rs"), labels=None, phase="R
     return {"metadata": meta, "spec": {"volumes": volumes or []}, "status": {"phase": phase}}
 
 
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def test_drain_budget_is_the_smaller_of_fraction_and_count():

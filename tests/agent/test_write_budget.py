@@ -19,7 +19,7 @@ def max_in_window(times: list[float], window: float = 3600) -> int:
 
 
 def gaps(times: list[float]) -> list[float]:
-    return [b - a for a, b in zip(times, times[1:])]
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
 
 
 def test_one_hour_of_state_flips_stays_within_budget_and_delivers_the_last_state():

@@ -9,10 +9,10 @@ from pathlib import Path
 from textual.worker import WorkerCancelled
 
 from tau_tui.app import TauApp
-from tau_tui.settings.settings_file import AppSettings, LoadedSettings
-from tau_tui.core.operations.audit import AuditLog
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.cluster.sim.scenario import build_world
+from tau_tui.core.operations.audit import AuditLog
+from tau_tui.settings.settings_file import AppSettings, LoadedSettings
 
 
 def demo_backend(namespace: str | None = None):

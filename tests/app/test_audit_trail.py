@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tau_tui.core.operations.audit import verify
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.operations.audit import verify
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
 from tau_tui.widgets.keyed_table import KeyedTable
 from tests.app.helpers import async_test, demo_backend, make_app, settle

@@ -4,10 +4,9 @@ saving keeps comments and key order."""
 
 from __future__ import annotations
 
-
-from tau_tui.screens.compose import FORM, ComposeScreen
 import pytest
 
+from tau_tui.screens.compose import FORM, ComposeScreen
 from tau_tui.widgets.form_field import EntryError, FormField, parse_key_values
 from tests.app.conftest import VALID_TAU_YAML
 from tests.app.helpers import async_test, demo_backend, make_app, settle

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from tau_tui.app import TauApp
-from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.common import PDB_TYPE
+from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.drain import ANNOTATION_DRAIN_STARTED
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
 from tau_tui.widgets.keyed_table import KeyedTable
@@ -77,7 +77,7 @@ async def test_drain_preview_confirm_evict_audit_then_budget_and_pdb_block(tmp_p
         refused = of_type(messages, TauApp.MutationPreviewed)[-1]
         assert not refused.allowed
         text = str(app.screen.query_one("#confirm-preview").render())
-        assert f"✗ drain budget: 1 of" in text and node in text
+        assert "✗ drain budget: 1 of" in text and node in text
         assert "PodDisruptionBudget" in text and "keep-one allows no disruption" in text
         assert not app.screen.query("#confirm-yes")  # nothing to confirm
         await pilot.press("y")  # "yes" does nothing here

@@ -8,8 +8,8 @@ import json
 import time
 
 from tau_tui.app import TauApp
-from tau_tui.core.operations.audit import verify
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.operations.audit import verify
 from tau_tui.screens.compose import ComposeScreen
 from tau_tui.screens.logs import LogsScreen
 from tau_tui.screens.node_detail import NodeDetailScreen

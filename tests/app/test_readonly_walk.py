@@ -18,10 +18,10 @@ import json
 import os
 from pathlib import Path
 
+from tau_tui.app_config import AppSettings, LoadedSettings
 from textual.screen import ModalScreen
 
 from tau_tui.app import TauApp
-from tau_tui.app_config import AppSettings, LoadedSettings
 from tau_tui.core.operations.audit import AuditLog, state_dir, verify
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.confirm_dialog import ConfirmDialog

@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+
 @pytest.fixture(autouse=True)
 def _tmux_is_required():
     # Never a silent skip: scripts/test.sh installs tmux; without it this test must fail loudly.

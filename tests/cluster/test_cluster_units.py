@@ -1,22 +1,20 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import yaml
 
-from tau_tui.core.cluster.changes import ChangeType, ViewStatus
-from tau_tui.core.cluster.errors import ClusterError
-from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.positions import PositionReport, PositionSource
 from tau_tui.core.cluster.cache import ObjectCache
-from tau_tui.core.cluster.errors import describe_api_error, no_access_message
-from tau_tui.core.cluster.kubeconfig import KubeconfigSource
+from tau_tui.core.cluster.changes import ChangeType, ViewStatus
 from tau_tui.core.cluster.convert import local_queue_view, workload_view
-from tau_tui.core.cluster.positions import PositionTracker, estimate_cluster_queue_order
+from tau_tui.core.cluster.errors import ClusterError, describe_api_error, no_access_message
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.kubeconfig import KubeconfigSource
+from tau_tui.core.cluster.positions import PositionReport, PositionSource, PositionTracker, estimate_cluster_queue_order
 
 R = ResourceKind
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def _wl(name, uid, priority=0, created=T0, queue="lq", ns="a", conditions=(), boost=None):

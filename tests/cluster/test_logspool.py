@@ -2,8 +2,14 @@ from __future__ import annotations
 
 import threading
 
-from tau_tui.core.cluster.logspool import LogChunkRequest, LogRequest
-from tau_tui.core.cluster.logspool import LogSpool, LogStream, format_timestamp_ns, split_timestamp
+from tau_tui.core.cluster.logspool import (
+    LogChunkRequest,
+    LogRequest,
+    LogSpool,
+    LogStream,
+    format_timestamp_ns,
+    split_timestamp,
+)
 
 
 def test_spool_index_reads_any_line_and_has_no_cap(tmp_path):
@@ -74,7 +80,7 @@ class FlakySource:
             self.opens.append(req)
             first = len(self.opens) == 1
         since = int(req.since_time.timestamp()) * 10**9 if req.since_time else 0
-        chosen = [l for l in self.lines if split_timestamp(l)[0] >= since]
+        chosen = [line for line in self.lines if split_timestamp(line)[0] >= since]
         source = self
 
         class It:
@@ -106,7 +112,7 @@ def test_stream_resumes_after_break_without_duplicates(tmp_path):
     stream = LogStream(source, LogRequest(namespace="ns", pods=("pod-a",), follow=True), [("pod-a", "main")],
                        spool_dir=str(tmp_path)).start()
     assert stream.wait_done(10)
-    expected = [l.split(b" ", 1)[1].decode() for l in lines] + ["unterminated"]
+    expected = [line.split(b" ", 1)[1].decode() for line in lines] + ["unterminated"]
     assert stream.spool.lines() == expected
     assert stream.reconnects == 1 and len(source.opens) == 2
     assert source.opens[1].since_time is not None and source.opens[1].tail_lines is None

@@ -38,7 +38,7 @@ def test_broken_follow_resumes_with_every_line_once(tmp_path):
         env.settle(lambda: False, timeout=5)
         assert _wait(lambda: stream.live)
         env.break_log_streams()
-        assert _wait(lambda: stream.reconnects > round_)
+        assert _wait(lambda round_=round_: stream.reconnects > round_)
     env.settle(lambda: False, timeout=5)
     pod = backend.pods(ns)[0]
     log = env.world.logs[(ns, pod.name, "main", False)]

@@ -4,13 +4,13 @@ import time
 
 import pytest
 
-from tau_tui.core.runconfig import profiles
 from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.logspool import LogRequest
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.cluster.sim.scenario import build_world, scenario_names
+from tau_tui.core.runconfig import profiles
 
 R = ResourceKind
 
@@ -135,5 +135,8 @@ def test_large_scenario_shape():
 def test_deterministic_for_a_seed():
     a = build_world("faults")
     b = build_world("faults")
-    names = lambda w: sorted((o["metadata"]["namespace"], o["metadata"]["name"], o["metadata"]["uid"]) for o in w.store.items(R.POD.type))
+
+    def names(w):
+        return sorted((o["metadata"]["namespace"], o["metadata"]["name"], o["metadata"]["uid"]) for o in w.store.items(R.POD.type))
+
     assert names(a) == names(b)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import itertools
 import time
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
+from tau_tui.core.cluster.clock import ManualClock
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.clock import ManualClock
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.cluster.sim.store import qualified
 from tau_tui.core.cluster.sim.world import SimSettings, SimulatedCluster
@@ -32,7 +33,7 @@ class SimEnv:
     has_pods = True  # the simulated kubelet runs pods and writes logs
 
     def __init__(self, visibility_api: bool = True):
-        self.world = SimulatedCluster(ManualClock(datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)), seed=42,
+        self.world = SimulatedCluster(ManualClock(datetime(2025, 3, 3, 9, 0, tzinfo=UTC)), seed=42,
                                       settings=SimSettings(visibility_api=visibility_api, default_duration_seconds=3600,
                                                   log_interval_seconds=1, events=True, context="sim-contract"))
         self.has_visibility_api = visibility_api

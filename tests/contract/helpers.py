@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-
 from typing import Any
 
 KUEUE = "kueue.x-k8s.io/v1beta2"

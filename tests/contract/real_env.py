@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from tau_tui.core.cluster.common import ApiFailure
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.common import ApiFailure
 from tau_tui.core.cluster.kubeconfig import KubeconfigSource
 from tau_tui.core.cluster.real import KubernetesBackend, _Http, resource_path
 from tests.contract.envs import READ_RESOURCES, wait_real

@@ -3,8 +3,8 @@ KUBECONFIG with an admin and a restricted ServiceAccount context)."""
 
 from __future__ import annotations
 
-import yaml
 import pytest
+import yaml
 
 from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.errors import ClusterError

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from tau_tui.core.cluster.changes import ChangeType, ViewStatus
+from tau_tui.core.cluster.common import PDB_TYPE
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.logspool import LogRequest
 from tau_tui.core.cluster.positions import PositionSource
-from tau_tui.core.cluster.common import PDB_TYPE
 from tests.contract import helpers as h
 
 R = ResourceKind
@@ -200,7 +199,7 @@ def test_hold_hold_and_drain_resume(env, kind):
     for verb, expected in ((backend.hold, "Hold"), (backend.hold_and_drain, "HoldAndDrain"), (backend.resume, "None")):
         result = verb(kind, name, namespace)
         assert result.ok, result.message
-        assert env.settle(lambda: backend.get(kind, name, namespace).stop_policy == expected)
+        assert env.settle(lambda expected=expected: backend.get(kind, name, namespace).stop_policy == expected)
         raw = env.read(kind.type, name, namespace)
         assert ((raw.get("spec") or {}).get("stopPolicy") or "None") == expected
     dry = backend.hold(kind, name, namespace, dry_run=True)

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ IDENTITY = {"username": "alice@example.com", "uid": "42", "groups": ["team-a", "
 
 
 def fixed_clock():
-    return datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    return datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 def filled(path: Path, count: int = 5) -> AuditLog:
@@ -39,7 +39,7 @@ def test_each_entry_chains_to_the_previous_and_verify_passes(tmp_path):
     filled(path)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert lines[0]["prev"] == GENESIS
-    assert all(b["prev"] == a["hash"] for a, b in zip(lines, lines[1:]))
+    assert all(b["prev"] == a["hash"] for a, b in zip(lines, lines[1:], strict=False))
     result = verify(path)
     assert result.ok and result.entries == 5 and result.head == lines[-1]["hash"]
     assert oct(path.stat().st_mode & 0o777) == "0o600"

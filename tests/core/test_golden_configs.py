@@ -53,6 +53,6 @@ def test_every_invalid_message_names_file_line_and_key():
 
 def test_every_problem_gets_its_own_message():
     text = (CASES_DIR / "invalid-reserved-env" / "expected.txt").read_text()
-    problems = [l for l in text.splitlines() if not l.startswith("  fix:")]
+    problems = [line for line in text.splitlines() if not line.startswith("  fix:")]
     assert len(problems) == 6  # MASTER_ADDR, MASTER_PORT, NCCL_DEBUG, TAU_TEAM, TAU_Resume_From, TAU_TOKEN; not TAU_RETRY_MAX
     assert all("  fix: " in block for block in text.split("\n<data>"))

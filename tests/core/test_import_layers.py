@@ -28,8 +28,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"tau_tui": ROOT / "tau_tui", "tau_agent": ROOT / "agent" / "tau_agent"}
 

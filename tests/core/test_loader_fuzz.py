@@ -8,8 +8,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tau_tui.core.runconfig.loader import load_config_text
 from tau_tui.core.runconfig.diagnostics import DiagnosticError
+from tau_tui.core.runconfig.loader import load_config_text
 from tau_tui.core.runconfig.schema import TauConfig
 
 SECTIONS = list(TauConfig.model_fields)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tau_tui.core.runconfig.loader import load_config
 from tau_tui.core.runconfig.diagnostics import DiagnosticError
+from tau_tui.core.runconfig.loader import load_config
 
 
 def _single_message(path: Path) -> str:

@@ -60,7 +60,7 @@ def gpu_node_manifest(name: str) -> dict:
 
 def _cri_log_file(path: Path, texts: list[str] = FAKE_LOG_LINES) -> None:
     # KWOK replays the file in the CRI log format that kubelet writes.
-    stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
     lines = []
     for n, text in enumerate(texts):
         ts = (stamp + datetime.timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
@@ -68,7 +68,7 @@ def _cri_log_file(path: Path, texts: list[str] = FAKE_LOG_LINES) -> None:
     path.write_text("".join(lines))
 
 
-def _kwok_config(plane: "ControlPlane", directory: Path) -> Path:
+def _kwok_config(plane: ControlPlane, directory: Path) -> Path:
     stages = plane.binaries.kwok_module_dir / "kustomize" / "stage"
     stage_files = [
         stages / "node" / "fast" / "node-initialize.yaml",
@@ -94,7 +94,7 @@ def _kwok_config(plane: "ControlPlane", directory: Path) -> Path:
     return path
 
 
-def start_kwok(plane: "ControlPlane") -> ManagedProcess:
+def start_kwok(plane: ControlPlane) -> ManagedProcess:
     directory = plane.state_dir / "kwok"
     directory.mkdir(parents=True, exist_ok=True)
     config = _kwok_config(plane, directory)

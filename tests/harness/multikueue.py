@@ -41,7 +41,7 @@ def wire_worker(manager: ControlPlane, worker: ControlPlane, cluster_name: str) 
 
 
 def wire(manager: ControlPlane, workers: list[ControlPlane]) -> None:
-    for name, worker in zip(WORKER_NAMES, workers):
+    for name, worker in zip(WORKER_NAMES, workers, strict=True):
         wire_worker(manager, worker, name)
     create_from_file(manager.api_client(), MULTIKUEUE_DIR / "manager.yaml")
     custom = k8s.CustomObjectsApi(manager.api_client())

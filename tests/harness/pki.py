@@ -50,7 +50,7 @@ class CertificateAuthority:
         self.directory = directory
         self._key = ec.generate_private_key(ec.SECP256R1())
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         self._cert = (
             x509.CertificateBuilder()
             .subject_name(name)
@@ -97,7 +97,7 @@ class CertificateAuthority:
         key = ec.generate_private_key(ec.SECP256R1())
         attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
         attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         usages = []
         if server:
             usages.append(ExtendedKeyUsageOID.SERVER_AUTH)

@@ -8,8 +8,8 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 class HarnessStartError(RuntimeError):
@@ -37,7 +37,7 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-_live: dict[int, "ManagedProcess"] = {}
+_live: dict[int, ManagedProcess] = {}
 
 
 class ManagedProcess:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
+
 from tests.harness.waiting import wait_for as poll
 
 pytestmark = [pytest.mark.harness, pytest.mark.t3]
@@ -30,7 +30,7 @@ def job_exists(batch: k8s.BatchV1Api, name: str, namespace: str) -> bool:
 def test_job_dispatched_to_worker_and_deleted_there(t3):
     manager = k8s_config.new_client_from_config(config_file=t3.manager.kubeconfig)
     workers = {name: k8s_config.new_client_from_config(config_file=plane.kubeconfig)
-               for name, plane in zip(t3.worker_names, t3.workers)}
+               for name, plane in zip(t3.worker_names, t3.workers, strict=True)}
     try:
         batch = k8s.BatchV1Api(manager)
         custom = k8s.CustomObjectsApi(manager)

@@ -13,8 +13,8 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from tau_tui.cli import main
-from tau_tui.core.runconfig.profiles import GROUP, TAUCLUSTER_NAME, TAUCLUSTER_PLURAL, VERSION, taucluster_status
 from tau_tui.core.cluster.real import KubernetesBackend
+from tau_tui.core.runconfig.profiles import GROUP, TAUCLUSTER_NAME, TAUCLUSTER_PLURAL, VERSION, taucluster_status
 from tests.data.cases import CASES_DIR
 from tests.data.regen import build_catalog
 from tests.harness.manifests import create_from_file

@@ -10,8 +10,9 @@ of pods bound to each node, and the agent's GPU health objects."""
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from tau_tui.core.cluster.changes import (
     ChangeBatch,
@@ -25,10 +26,10 @@ from tau_tui.core.cluster.changes import (
     ViewState,
     ViewStatus,
 )
+from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view, pod_requests, strip_managed_fields
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.cluster.view_types import GpuHealthView, ObjectView
-from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view, pod_requests, strip_managed_fields
 
 Key = tuple[str, str]
 
@@ -43,7 +44,8 @@ def _rv(obj: Mapping[str, Any]) -> str:
 
 
 class _Subscription(Subscription):
-    def __init__(self, cache: "ObjectCache", callback, kinds, on_state):
+    def __init__(self, cache: ObjectCache, callback: ChangeCallback, kinds: Iterable[ResourceKind] | None,
+                 on_state: StateCallback | None):
         self.cache = cache
         self.callback = callback
         self.kinds = None if kinds is None else frozenset(kinds)
@@ -57,9 +59,9 @@ class _Subscription(Subscription):
 
 class ObjectCache:
     def __init__(self, now: Callable[[], datetime] | None = None):
-        self._now = now or (lambda: datetime.now(timezone.utc))
+        self._now = now or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
-        self._raw: dict[ResourceKind, dict[Key, dict]] = {k: {} for k in ResourceKind}
+        self._raw: dict[ResourceKind, dict[Key, dict[str, Any]]] = {k: {} for k in ResourceKind}
         self._views: dict[ResourceKind, dict[Key, ObjectView]] = {k: {} for k in ResourceKind}
         self._sorted: dict[ResourceKind, tuple[int, list[ObjectView]]] = {}
         self._gen: dict[ResourceKind, int] = {k: 0 for k in ResourceKind}
@@ -95,7 +97,7 @@ class ObjectCache:
         with self._lock:
             return self._views[kind].get(((namespace or "") if kind.type.namespaced else "", name))
 
-    def raw(self, kind: ResourceKind, name: str, namespace: str | None = None) -> dict | None:
+    def raw(self, kind: ResourceKind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         with self._lock:
             return self._raw[kind].get(((namespace or "") if kind.type.namespaced else "", name))
 
@@ -144,10 +146,11 @@ class ObjectCache:
             subs = [s for s in self._subs if s.on_state is not None]
             self._changed.notify_all()
         for sub in subs:
-            if not sub.closed:
-                sub.on_state(state)
+            on_state = sub.on_state
+            if not sub.closed and on_state is not None:
+                on_state(state)
 
-    def replace(self, kind: ResourceKind, items: Iterable[dict]) -> None:
+    def replace(self, kind: ResourceKind, items: Iterable[dict[str, Any]]) -> None:
         """A fresh full list: diff against the cache, emit the difference."""
         incoming = {}
         for obj in items:
@@ -167,7 +170,7 @@ class ObjectCache:
             self._gen[kind] += 1
             self._changed.notify_all()
 
-    def apply(self, kind: ResourceKind, event_type: str, obj: dict) -> bool:
+    def apply(self, kind: ResourceKind, event_type: str, obj: dict[str, Any]) -> bool:
         """One watch event.  Returns False when it was a duplicate."""
         strip_managed_fields(obj)
         key = key_of(kind, obj)
@@ -195,7 +198,7 @@ class ObjectCache:
 
     # node-pod allocation (pods bound to nodes, cluster-wide)
 
-    def replace_node_pods(self, items: Iterable[dict]) -> None:
+    def replace_node_pods(self, items: Iterable[dict[str, Any]]) -> None:
         with self._lock:
             self._pod_alloc.clear()
             for obj in items:
@@ -204,7 +207,7 @@ class ObjectCache:
             self._node_pods_known = True
             self._rebuild_all_nodes()
 
-    def apply_node_pod(self, event_type: str, obj: dict) -> None:
+    def apply_node_pod(self, event_type: str, obj: dict[str, Any]) -> None:
         with self._lock:
             key = key_of(ResourceKind.POD, obj)
             before = self._pod_alloc.get(key)
@@ -228,7 +231,7 @@ class ObjectCache:
             self._node_alloc.clear()
             self._rebuild_all_nodes()
 
-    def _track_pod(self, obj: dict, rebuild: bool) -> None:
+    def _track_pod(self, obj: dict[str, Any], rebuild: bool) -> None:
         key = key_of(ResourceKind.POD, obj)
         spec = obj.get("spec") or {}
         node = spec.get("nodeName")
@@ -259,24 +262,24 @@ class ObjectCache:
 
     # -- internals ---------------------------------------------------------
 
-    def _build(self, kind: ResourceKind, obj: dict) -> ObjectView:
+    def _build(self, kind: ResourceKind, obj: dict[str, Any]) -> ObjectView:
         if kind is ResourceKind.NODE:
             name = (obj.get("metadata") or {}).get("name", "")
             alloc = self._node_alloc.get(name, {}) if self._node_pods_known else None
             return node_view(obj, alloc, self._health_by_node.get(name))
         return SIMPLE_VIEW_BUILDERS[kind](obj)
 
-    def _store(self, kind: ResourceKind, key: Key, obj: dict, change: ChangeType) -> None:
+    def _store(self, kind: ResourceKind, key: Key, obj: dict[str, Any], change: ChangeType) -> None:
         self._raw[kind][key] = obj
         view = self._build(kind, obj)
         self._views[kind][key] = view
         self._gen[kind] += 1
         self._queue(ChangeEvent(kind, change, view))
-        if kind is ResourceKind.GPU_HEALTH:
-            self._health_by_node[view.node_name] = view  # type: ignore[attr-defined]
-            self._rebuild_node(view.node_name)  # type: ignore[attr-defined]
+        if kind is ResourceKind.GPU_HEALTH and isinstance(view, GpuHealthView):
+            self._health_by_node[view.node_name] = view
+            self._rebuild_node(view.node_name)
 
-    def _remove(self, kind: ResourceKind, key: Key, last: dict | None = None) -> None:
+    def _remove(self, kind: ResourceKind, key: Key, last: dict[str, Any] | None = None) -> None:
         self._raw[kind].pop(key, None)
         view = self._views[kind].pop(key, None)
         if view is None:
@@ -286,8 +289,8 @@ class ObjectCache:
             view = self._build(kind, last) if kind is not ResourceKind.NODE else view
         self._gen[kind] += 1
         self._queue(ChangeEvent(kind, ChangeType.DELETED, view))
-        if kind is ResourceKind.GPU_HEALTH:
-            node = view.node_name  # type: ignore[attr-defined]
+        if kind is ResourceKind.GPU_HEALTH and isinstance(view, GpuHealthView):
+            node = view.node_name
             if self._health_by_node.get(node) is not None:
                 self._health_by_node.pop(node, None)
                 self._rebuild_node(node)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import abc
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import ObjectView

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 
@@ -13,14 +13,14 @@ class Clock(Protocol):
 
 class SystemClock:
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
 
 class ManualClock:
     """Time moves only when :meth:`advance` is called (deterministic tests)."""
 
     def __init__(self, start: datetime):
-        self._now = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+        self._now = start if start.tzinfo else start.replace(tzinfo=UTC)
         self._lock = threading.Lock()
 
     def now(self) -> datetime:

@@ -8,27 +8,29 @@ so the two cannot drift apart."""
 from __future__ import annotations
 
 import abc
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
+from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ChangeCallback, ConnectionState, StateCallback, Subscription, ViewState
-from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.errors import ClusterError, describe_api_error
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import MULTIKUEUE_KINDS, ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool import LogChunkRequest, LogRequest
+from tau_tui.core.cluster.logspool import ClosableIterator, LogChunkRequest, LogRequest, LogStream
 from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
-from tau_tui.core.cluster.positions import PositionHistory, PositionReport, PositionSource
-from tau_tui.core.cluster.view_types import ObjectView
-from tau_tui.core.cluster.cache import ObjectCache
-from tau_tui.core.cluster.errors import describe_api_error
-from tau_tui.core.cluster.logspool import ClosableIterator, LogStream
 from tau_tui.core.cluster.positions import (
+    PositionHistory,
+    PositionReport,
+    PositionSource,
     PositionTracker,
     estimated_cluster_queue_report,
     estimated_local_queue_report,
     parse_pending_workloads_summary,
 )
+from tau_tui.core.cluster.view_types import ObjectView
 
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
@@ -105,7 +107,7 @@ class BaseBackend(ClusterBackend):
         self.cache = cache
         self.tracker = PositionTracker()
 
-    def who_am_i(self) -> dict | None:
+    def who_am_i(self) -> dict[str, Any] | None:
         """The Kubernetes identity the server sees (SelfSubjectReview ``status.userInfo``:
         ``username``, ``uid``, ``groups``), or None when it cannot be asked."""
         return None
@@ -113,15 +115,15 @@ class BaseBackend(ClusterBackend):
     # -- primitives (implemented per backend) -----------------------------
 
     @abc.abstractmethod
-    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict: ...
+    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict[str, Any]: ...
 
     @abc.abstractmethod
     def _api_list(
         self, rt: ResourceType, namespace: str | None, label_selector: str | None = None, field_selector: str | None = None
-    ) -> list[dict]: ...
+    ) -> list[dict[str, Any]]: ...
 
     @abc.abstractmethod
-    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict: ...
+    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict[str, Any]: ...
 
     @abc.abstractmethod
     def _api_delete(self, rt: ResourceType, name: str, namespace: str | None, dry_run: bool) -> None: ...
@@ -129,14 +131,14 @@ class BaseBackend(ClusterBackend):
     @abc.abstractmethod
     def _api_patch(
         self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool
-    ) -> dict:
+    ) -> dict[str, Any]:
         """JSON merge patch."""
 
     @abc.abstractmethod
     def _api_evict(self, name: str, namespace: str, dry_run: bool, grace_period_seconds: int | None) -> None: ...
 
     @abc.abstractmethod
-    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict:
+    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict[str, Any]:
         """GET on the aggregated visibility API (raises ApiFailure)."""
 
     @abc.abstractmethod
@@ -174,7 +176,7 @@ class BaseBackend(ClusterBackend):
     ) -> Subscription:
         return self.cache.subscribe(callback, kinds, on_state)
 
-    def namespaces(self) -> list[str]:
+    def namespaces(self) -> builtins.list[str]:
         names = [v.name for v in self.cache.list(ResourceKind.NAMESPACE)]
         if not names and self.namespace:
             names = [self.namespace]
@@ -182,14 +184,14 @@ class BaseBackend(ClusterBackend):
 
     # -- positions ---------------------------------------------------------
 
-    def _visibility_items(self, suffix: str) -> tuple[list[dict] | None, str]:
+    def _visibility_items(self, suffix: str) -> tuple[builtins.list[dict[str, Any]] | None, str]:
         """All pages of a pendingworkloads endpoint, or (None, why not)."""
         if not self.use_visibility_api:
             return None, "the visibility API is switched off for this session"
         last_reason = ""
         for version in VISIBILITY_VERSIONS:
             path = f"/apis/{VISIBILITY_GROUP}/{version}/{suffix}"
-            items: list[dict] = []
+            items: list[dict[str, Any]] = []
             try:
                 for page in range(VISIBILITY_MAX_PAGES):
                     body = self._visibility_get(path, {"limit": VISIBILITY_PAGE, "offset": page * VISIBILITY_PAGE})
@@ -261,7 +263,7 @@ class BaseBackend(ClusterBackend):
         targets = self.resolve_log_targets(request)
         return LogStream(self, request, targets, spool_dir=spool_dir).start()
 
-    def resolve_log_targets(self, request: LogRequest) -> list[tuple[str, str]]:
+    def resolve_log_targets(self, request: LogRequest) -> builtins.list[tuple[str, str]]:
         ns = request.namespace
         pod_rt = ResourceKind.POD.type
         try:
@@ -291,7 +293,7 @@ class BaseBackend(ClusterBackend):
         if not pods:
             raise ClusterError(f"no pods found for {what} in ns {ns}; it may not have started yet or was cleaned up")
 
-        def order(pod: dict) -> tuple:
+        def order(pod: dict[str, Any]) -> tuple[Any, ...]:
             meta = pod.get("metadata") or {}
             head = (meta.get("labels") or {}).get("ray.io/node-type") == "head"
             return (0 if head else 1, meta.get("creationTimestamp") or "", meta.get("name", ""))
@@ -314,7 +316,7 @@ class BaseBackend(ClusterBackend):
                 names = init + app
             else:
                 default = (meta.get("annotations") or {}).get("kubectl.kubernetes.io/default-container")
-                names = [default if default in app else app[0]] if app else []
+                names = [default if isinstance(default, str) and default in app else app[0]] if app else []
             targets.extend((meta.get("name", ""), c) for c in names)
         if not targets:
             raise ClusterError(f"no container {request.container} in the pods of {what} in ns {ns}")
@@ -336,7 +338,7 @@ class BaseBackend(ClusterBackend):
 
     # -- mutations ---------------------------------------------------------
 
-    def submit(self, manifests: Sequence[Mapping[str, Any]], dry_run: bool = False) -> list[MutationResult]:
+    def submit(self, manifests: Sequence[Mapping[str, Any]], dry_run: bool = False) -> builtins.list[MutationResult]:
         results: list[MutationResult] = []
         failed = False
         # A headless Service goes first: a Job whose Service failed would start pods that cannot rendezvous.
@@ -395,7 +397,7 @@ class BaseBackend(ClusterBackend):
 
     def _existing_for_submission(
         self, rt: ResourceType, name: str, namespace: str | None, manifest: Mapping[str, Any]
-    ) -> dict | None:
+    ) -> dict[str, Any] | None:
         """The object already there under this name, or None when it cannot be read."""
         if not _submission_id(manifest):
             return None
@@ -448,12 +450,12 @@ class BaseBackend(ClusterBackend):
         return MutationResult(True, "patch", "Node", node, None, f"node {node} {word}" + (" (server dry-run)" if dry_run else ""),
                               dry_run, object=obj)
 
-    def drain_inputs(self, node: str) -> tuple[list[dict], list[dict], list[str]]:
+    def drain_inputs(self, node: str) -> tuple[builtins.list[dict[str, Any]], builtins.list[dict[str, Any]], builtins.list[str]]:
         try:
             pods = self._api_list(ResourceKind.POD.type, None, field_selector=f"spec.nodeName={node}")
         except ApiFailure as exc:
             raise ClusterError(failure_result(exc, "list", ResourceKind.POD.type, "", None, False).message, code=exc.code) from None
-        pdbs: list[dict] = []
+        pdbs: list[dict[str, Any]] = []
         problems: list[str] = []
         for namespace in sorted({(p.get("metadata") or {}).get("namespace", "") for p in pods}):
             try:
@@ -544,7 +546,7 @@ class BaseBackend(ClusterBackend):
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _submission_id(obj: Mapping[str, Any]) -> str | None:

@@ -6,8 +6,9 @@ present exactly the same views."""
 from __future__ import annotations
 
 import functools
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from tau_tui.core.apifields import Condition, parse_conditions, parse_time
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -39,6 +40,7 @@ from tau_tui.core.cluster.view_types import (
     TauClusterView,
     TauWorkspaceView,
     WorkloadPriorityClassView,
+    WorkloadStatusWord,
     WorkloadView,
 )
 
@@ -80,10 +82,10 @@ def _num(text: str) -> float:
 
 def format_time(value: datetime) -> str:
     """RFC 3339 with seconds precision, as the API server writes metadata times."""
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def strip_managed_fields(obj: dict) -> dict:
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
         meta.pop("managedFields", None)
@@ -119,7 +121,7 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-def _resource_groups(spec: Mapping[str, Any]):
+def _resource_groups(spec: Mapping[str, Any]) -> tuple[tuple[tuple[str, ...], tuple[FlavorQuota, ...]], ...]:
     groups = []
     for group in spec.get("resourceGroups") or ():
         flavors = []
@@ -138,7 +140,7 @@ def _resource_groups(spec: Mapping[str, Any]):
     return tuple(groups)
 
 
-def _flavor_usage(items) -> tuple[FlavorUsage, ...]:
+def _flavor_usage(items: Iterable[Mapping[str, Any]] | None) -> tuple[FlavorUsage, ...]:
     out = []
     for f in items or ():
         res = {
@@ -185,7 +187,7 @@ def queue_order_timestamp(obj: Mapping[str, Any]) -> datetime | None:
     return parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
 
 
-def workload_status_word(obj: Mapping[str, Any]) -> str:
+def workload_status_word(obj: Mapping[str, Any]) -> WorkloadStatusWord:
     conds = {c.get("type"): c.get("status") for c in (obj.get("status") or {}).get("conditions") or ()}
     if conds.get("Finished") == "True":
         return "finished"
@@ -244,7 +246,7 @@ def workload_view(obj: Mapping[str, Any]) -> WorkloadView:
         cluster_name=status.get("clusterName"),
         nominated_cluster_names=tuple(status.get("nominatedClusterNames") or ()),
         requeue_at=parse_time((status.get("requeueState") or {}).get("requeueAt")),
-        status_word=workload_status_word(obj),  # type: ignore[arg-type]
+        status_word=workload_status_word(obj),
         effective_priority=priority + boost,
         queue_order_timestamp=queue_order_timestamp(obj),
         owner_kind=owner.get("kind") if owner else None,

@@ -29,7 +29,9 @@ Kueue objects are read and written as ``kueue.x-k8s.io/v1beta2``.
 from __future__ import annotations
 
 import abc
-from typing import Any, Iterable, Mapping, Sequence
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from tau_tui.core.cluster.changes import (
     ChangeCallback,
@@ -62,6 +64,8 @@ from tau_tui.core.cluster.view_types import (
     WorkloadPriorityClassView,
     WorkloadView,
 )
+
+_View = TypeVar("_View", bound=ObjectView)
 
 
 class Lifecycle(abc.ABC):
@@ -109,6 +113,11 @@ class ContextScope(abc.ABC):
         """Known namespace names (from the cache; the kubeconfig namespace if
         listing namespaces is forbidden)."""
 
+    @abc.abstractmethod
+    def who_am_i(self) -> dict[str, Any] | None:
+        """The Kubernetes identity the server sees (SelfSubjectReview ``status.userInfo``),
+        or None when it cannot be asked."""
+
 
 class Lister(abc.ABC):
     """Cached snapshots of one kind, with typed conveniences (all derive from :meth:`list`).
@@ -120,59 +129,63 @@ class Lister(abc.ABC):
         """Snapshot of one kind, sorted by (namespace, name).  ``namespace``
         filters within the current scope."""
 
-    def workloads(self, namespace: str | None = None) -> list[WorkloadView]:
-        return self.list(ResourceKind.WORKLOAD, namespace)  # type: ignore[return-value]
+    def _list_as(self, view_type: type[_View], kind: ResourceKind, namespace: str | None = None) -> builtins.list[_View]:
+        """:meth:`list` typed as the view class the converters build for ``kind`` (one class per kind)."""
+        return cast("builtins.list[_View]", self.list(kind, namespace))
 
-    def cluster_queues(self) -> list[ClusterQueueView]:
-        return self.list(ResourceKind.CLUSTER_QUEUE)  # type: ignore[return-value]
+    def workloads(self, namespace: str | None = None) -> builtins.list[WorkloadView]:
+        return self._list_as(WorkloadView, ResourceKind.WORKLOAD, namespace)
 
-    def local_queues(self, namespace: str | None = None) -> list[LocalQueueView]:
-        return self.list(ResourceKind.LOCAL_QUEUE, namespace)  # type: ignore[return-value]
+    def cluster_queues(self) -> builtins.list[ClusterQueueView]:
+        return self._list_as(ClusterQueueView, ResourceKind.CLUSTER_QUEUE)
 
-    def resource_flavors(self) -> list[ResourceFlavorView]:
-        return self.list(ResourceKind.RESOURCE_FLAVOR)  # type: ignore[return-value]
+    def local_queues(self, namespace: str | None = None) -> builtins.list[LocalQueueView]:
+        return self._list_as(LocalQueueView, ResourceKind.LOCAL_QUEUE, namespace)
 
-    def cohorts(self) -> list[CohortView]:
-        return self.list(ResourceKind.COHORT)  # type: ignore[return-value]
+    def resource_flavors(self) -> builtins.list[ResourceFlavorView]:
+        return self._list_as(ResourceFlavorView, ResourceKind.RESOURCE_FLAVOR)
 
-    def workload_priority_classes(self) -> list[WorkloadPriorityClassView]:
-        return self.list(ResourceKind.WORKLOAD_PRIORITY_CLASS)  # type: ignore[return-value]
+    def cohorts(self) -> builtins.list[CohortView]:
+        return self._list_as(CohortView, ResourceKind.COHORT)
 
-    def admission_checks(self) -> list[AdmissionCheckView]:
-        return self.list(ResourceKind.ADMISSION_CHECK)  # type: ignore[return-value]
+    def workload_priority_classes(self) -> builtins.list[WorkloadPriorityClassView]:
+        return self._list_as(WorkloadPriorityClassView, ResourceKind.WORKLOAD_PRIORITY_CLASS)
 
-    def multikueue_configs(self) -> list[MultiKueueConfigView]:
-        return self.list(ResourceKind.MULTIKUEUE_CONFIG)  # type: ignore[return-value]
+    def admission_checks(self) -> builtins.list[AdmissionCheckView]:
+        return self._list_as(AdmissionCheckView, ResourceKind.ADMISSION_CHECK)
 
-    def multikueue_clusters(self) -> list[MultiKueueClusterView]:
-        return self.list(ResourceKind.MULTIKUEUE_CLUSTER)  # type: ignore[return-value]
+    def multikueue_configs(self) -> builtins.list[MultiKueueConfigView]:
+        return self._list_as(MultiKueueConfigView, ResourceKind.MULTIKUEUE_CONFIG)
 
-    def jobs(self, namespace: str | None = None, tau_managed_only: bool = True) -> list[JobView]:
+    def multikueue_clusters(self) -> builtins.list[MultiKueueClusterView]:
+        return self._list_as(MultiKueueClusterView, ResourceKind.MULTIKUEUE_CLUSTER)
+
+    def jobs(self, namespace: str | None = None, tau_managed_only: bool = True) -> builtins.list[JobView]:
         """Jobs; by default only Tau-managed ones and never KubeRay submitters."""
-        items: list[JobView] = self.list(ResourceKind.JOB, namespace)  # type: ignore[assignment]
+        items: list[JobView] = self._list_as(JobView, ResourceKind.JOB, namespace)
         if tau_managed_only:
             items = [j for j in items if j.tau_managed and not j.owned_by_rayjob]
         return items
 
-    def ray_jobs(self, namespace: str | None = None, tau_managed_only: bool = True) -> list[RayJobView]:
-        items: list[RayJobView] = self.list(ResourceKind.RAY_JOB, namespace)  # type: ignore[assignment]
+    def ray_jobs(self, namespace: str | None = None, tau_managed_only: bool = True) -> builtins.list[RayJobView]:
+        items: list[RayJobView] = self._list_as(RayJobView, ResourceKind.RAY_JOB, namespace)
         return [j for j in items if j.tau_managed] if tau_managed_only else items
 
-    def pods(self, namespace: str | None = None) -> list[PodView]:
-        return self.list(ResourceKind.POD, namespace)  # type: ignore[return-value]
+    def pods(self, namespace: str | None = None) -> builtins.list[PodView]:
+        return self._list_as(PodView, ResourceKind.POD, namespace)
 
-    def events(self, namespace: str | None = None) -> list[EventView]:
-        return self.list(ResourceKind.EVENT, namespace)  # type: ignore[return-value]
+    def events(self, namespace: str | None = None) -> builtins.list[EventView]:
+        return self._list_as(EventView, ResourceKind.EVENT, namespace)
 
-    def nodes(self) -> list[NodeView]:
+    def nodes(self) -> builtins.list[NodeView]:
         """Nodes with GPU capacity/allocation and agent health attached."""
-        return self.list(ResourceKind.NODE)  # type: ignore[return-value]
+        return self._list_as(NodeView, ResourceKind.NODE)
 
-    def gpu_health(self) -> list[GpuHealthView]:
-        return self.list(ResourceKind.GPU_HEALTH)  # type: ignore[return-value]
+    def gpu_health(self) -> builtins.list[GpuHealthView]:
+        return self._list_as(GpuHealthView, ResourceKind.GPU_HEALTH)
 
-    def tau_workspaces(self, namespace: str | None = None) -> list[TauWorkspaceView]:
-        return self.list(ResourceKind.TAU_WORKSPACE, namespace)  # type: ignore[return-value]
+    def tau_workspaces(self, namespace: str | None = None) -> builtins.list[TauWorkspaceView]:
+        return self._list_as(TauWorkspaceView, ResourceKind.TAU_WORKSPACE, namespace)
 
     def workload_for_owner(self, namespace: str, owner_uid: str) -> WorkloadView | None:
         """The Workload Kueue created for a Job/RayJob (label job-uid, then ownerReferences)."""
@@ -195,7 +208,7 @@ class Getter(abc.ABC):
 
     def tau_cluster(self) -> TauClusterView | None:
         """The singleton ``TauCluster/cluster``."""
-        return self.get(ResourceKind.TAU_CLUSTER, "cluster")  # type: ignore[return-value]
+        return cast("TauClusterView | None", self.get(ResourceKind.TAU_CLUSTER, "cluster"))
 
 
 class Watcher(abc.ABC):
@@ -244,7 +257,7 @@ class LogSource(abc.ABC):
     """Container logs streamed into spool files."""
 
     @abc.abstractmethod
-    def open_logs(self, request: LogRequest, spool_dir: str | None = None) -> "LogStream":
+    def open_logs(self, request: LogRequest, spool_dir: str | None = None) -> LogStream:
         """Start streaming into an append-only spool file; returns at once.
         ``stream.spool`` has the line index, search and save; ``stream.close()``
         stops it.  Raises :class:`ClusterError` when no pod matches."""
@@ -287,7 +300,7 @@ class NodeOps(abc.ABC):
     """Node maintenance: read what a drain needs, annotate, cordon, drain (call from a worker)."""
 
     @abc.abstractmethod
-    def drain_inputs(self, node: str) -> tuple[list[dict], list[dict], list[str]]:
+    def drain_inputs(self, node: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
         """Pods on ``node``, the PodDisruptionBudgets of their namespaces, and a message per
         namespace whose PDBs could not be read, all from the API (not the cache, whose
         namespace scope may hide some). Raises ClusterError when the pods cannot be listed."""

@@ -70,7 +70,7 @@ class ResourceKind(enum.Enum):
         return self.value
 
     @classmethod
-    def for_kind(cls, api_version: str, kind: str) -> "ResourceKind | None":
+    def for_kind(cls, api_version: str, kind: str) -> ResourceKind | None:
         """The kind for a manifest's ``apiVersion``/``kind`` (any version of the group)."""
         group = api_version.split("/", 1)[0] if "/" in api_version else ""
         for member in cls:

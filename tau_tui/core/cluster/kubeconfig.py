@@ -8,14 +8,15 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigMerger
 
-from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.credentials import harden_kubernetes_client, take_exec_failure
+from tau_tui.core.cluster.errors import ClusterError
 
 IN_CLUSTER_CONTEXT = "in-cluster"
 #: One long-lived watch per resource kind plus log streams and requests.
@@ -39,7 +40,7 @@ class RequestTimeouts:
         return (self.connect or None, chosen or None)
 
     @classmethod
-    def from_read(cls, read: float, connect: float | None = None, exec_plugin: float | None = None) -> "RequestTimeouts":
+    def from_read(cls, read: float, connect: float | None = None, exec_plugin: float | None = None) -> RequestTimeouts:
         """A ``--request-timeout`` value: the read limit; connect is capped by it."""
         base = cls()
         connect = base.connect if connect is None else connect
@@ -104,7 +105,7 @@ def _merger(paths: list[str]) -> KubeConfigMerger | None:
     return KubeConfigMerger(ENV_KUBECONFIG_PATH_SEPARATOR.join(existing))
 
 
-def _plain(node):
+def _plain(node: Any) -> Any:
     """The merger wraps dicts (and list entries) in ConfigNode; unwrap them."""
     value = getattr(node, "value", node)
     if isinstance(value, dict):
@@ -125,7 +126,7 @@ class KubeconfigSource:
         self.paths = kubeconfig_paths(kubeconfig)
         self.explicit = kubeconfig
 
-    def _config(self) -> dict | None:
+    def _config(self) -> dict[str, Any] | None:
         try:
             merger = _merger(self.paths)
         except Exception as exc:  # unreadable file, broken YAML: name the files, never a traceback
@@ -133,7 +134,8 @@ class KubeconfigSource:
             raise ClusterError(f"cannot read kubeconfig {where}: {exc}. Fix the file or point KUBECONFIG at a valid one") from None
         if merger is None:
             return None
-        return _plain(merger.config)
+        config: dict[str, Any] = _plain(merger.config)
+        return config
 
     def contexts(self) -> list[ContextInfo]:
         cfg = self._config()

@@ -26,10 +26,10 @@ import threading
 import time
 from array import array
 from calendar import timegm
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Iterable, Iterator, Protocol
-
+from datetime import UTC, datetime
+from typing import Protocol
 
 # --------------------------------------------------------------------------
 # What to stream
@@ -102,12 +102,12 @@ def split_timestamp(line: bytes) -> tuple[int | None, bytes, bytes]:
 
 def format_timestamp_ns(ns: int) -> str:
     secs, frac = divmod(ns, 1_000_000_000)
-    base = datetime.fromtimestamp(secs, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    base = datetime.fromtimestamp(secs, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
     return f"{base}.{frac:09d}Z"
 
 
 def ns_to_datetime(ns: int) -> datetime:
-    return datetime.fromtimestamp(ns // 1_000_000_000, tz=timezone.utc)
+    return datetime.fromtimestamp(ns // 1_000_000_000, tz=UTC)
 
 
 # --------------------------------------------------------------------------
@@ -375,14 +375,14 @@ class _Entry:
     seq: int
     text: str
 
-    def __lt__(self, other: "_Entry") -> bool:
+    def __lt__(self, other: _Entry) -> bool:
         return (self.ns, self.order, self.seq) < (other.ns, other.order, other.seq)
 
 
 class _ContainerFollower(threading.Thread):
     """Reads one container; reconnects and resumes on a broken stream."""
 
-    def __init__(self, stream: "LogStream", order: int, pod: str, container: str, prefix: str):
+    def __init__(self, stream: LogStream, order: int, pod: str, container: str, prefix: str):
         super().__init__(name=f"tau-log-{pod}-{container}", daemon=True)
         self.stream = stream
         self.order = order
@@ -558,7 +558,7 @@ class LogStream:
         self._open = len(self._followers)
         self._writer = threading.Thread(target=self._write_loop, name="tau-log-merge", daemon=True)
 
-    def start(self) -> "LogStream":
+    def start(self) -> LogStream:
         self._writer.start()
         for follower in self._followers:
             follower.start()
@@ -568,7 +568,7 @@ class LogStream:
 
     def _push(self, entry: _Entry) -> None:
         with self._lock:
-            heapq.heappush(self._heap, (entry, time.monotonic()))  # type: ignore[misc]
+            heapq.heappush(self._heap, (entry, time.monotonic()))
             self._lock.notify_all()
 
     def _source_done(self, follower: _ContainerFollower) -> None:

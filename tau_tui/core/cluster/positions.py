@@ -12,9 +12,10 @@ from __future__ import annotations
 import enum
 import threading
 from collections import deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Iterable, Literal, Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from tau_tui.core.apifields import parse_time
 from tau_tui.core.cluster.view_types import LocalQueueView, WorkloadView
@@ -99,7 +100,7 @@ class PositionHistory:
         return positions[-1] - positions[0]
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def is_pending(wl: WorkloadView) -> bool:
@@ -222,7 +223,7 @@ class PositionTracker:
         self._pending_since: dict[tuple[str, str], datetime | None] = {}
 
     def record(self, report: PositionReport, pending_since: Mapping[tuple[str, str], datetime | None]) -> None:
-        at = report.at or datetime.now(timezone.utc)
+        at = report.at or datetime.now(UTC)
         with self._lock:
             for entry in report.entries:
                 key = (entry.namespace, entry.name)

@@ -13,21 +13,25 @@ import logging
 import random
 import threading
 import time
-from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from kubernetes import client as k8s
 
-from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
-from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool import LogChunkRequest
 from tau_tui.core.cluster.cache import Dispatcher, ObjectCache
+from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
 from tau_tui.core.cluster.common import ApiFailure, BaseBackend
+from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.credentials import take_exec_failure
 from tau_tui.core.cluster.errors import describe_transport_error, no_access_message, not_authenticated_message
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.kubeconfig import DEFAULT_TIMEOUTS, KubeconfigSource, RequestTimeouts
-from tau_tui.core.cluster.convert import format_time
+from tau_tui.core.cluster.logspool import LogChunkRequest
+
+if TYPE_CHECKING:
+    from urllib3 import BaseHTTPResponse
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +113,7 @@ def _failure(code: int, reason: str, body: Any) -> ApiFailure:
     return ApiFailure(code, str(status.get("reason") or reason), str(status.get("message") or reason), status)
 
 
-def _lines(resp) -> Iterator[bytes]:
+def _lines(resp: BaseHTTPResponse) -> Iterator[bytes]:
     buffer = b""
     for chunk in resp.stream(65536, decode_content=True):
         buffer += chunk
@@ -122,7 +126,7 @@ def _lines(resp) -> Iterator[bytes]:
 class _Informer(threading.Thread):
     """list+watch of one kind (or the node-allocation pod view) into the cache."""
 
-    def __init__(self, backend: "KubernetesBackend", kind: ResourceKind, namespace: str | None, node_pods: bool = False):
+    def __init__(self, backend: KubernetesBackend, kind: ResourceKind, namespace: str | None, node_pods: bool = False):
         super().__init__(name=f"tau-informer-{kind.type.plural}{'-nodes' if node_pods else ''}", daemon=True)
         self.backend = backend
         self.kind = kind
@@ -147,14 +151,14 @@ class _Informer(threading.Thread):
 
     # cache hooks
 
-    def _replace(self, items: list[dict]) -> None:
+    def _replace(self, items: list[dict[str, Any]]) -> None:
         if self.node_pods:
             self.backend.cache.replace_node_pods(items)
         else:
             self.backend.cache.replace(self.kind, items)
             self.backend.cache.set_state(self.kind, ViewStatus.READY)
 
-    def _apply(self, event_type: str, obj: dict) -> None:
+    def _apply(self, event_type: str, obj: dict[str, Any]) -> None:
         if self.node_pods:
             self.backend.cache.apply_node_pod(event_type, obj)
         else:
@@ -221,13 +225,13 @@ class _Informer(threading.Thread):
 
     def _unhealthy(self, exc: ApiFailure) -> None:
         if self.failing_since is None:
-            self.failing_since = datetime.now(timezone.utc)
+            self.failing_since = datetime.now(UTC)
         if not self.node_pods and self.backend.cache.view_state(self.kind).status is ViewStatus.READY:
             self.backend.cache.set_state(self.kind, ViewStatus.ERROR, f"reconnecting: {exc.message or exc.reason}")
         self.backend._update_connection(str(exc.message or exc.reason))
 
     def _list(self, http: _Http, path: str, selector: str | None) -> None:
-        items: list[dict] = []
+        items: list[dict[str, Any]] = []
         token = None
         rv = None
         for _ in range(100_000 // LIST_PAGE + 1):
@@ -294,7 +298,7 @@ class _Informer(threading.Thread):
 class _LogResponse:
     """Iterable chunks of a streaming log response; ``close`` interrupts it."""
 
-    def __init__(self, resp):
+    def __init__(self, resp: BaseHTTPResponse):
         self.resp = resp
 
     def __iter__(self) -> Iterator[bytes]:
@@ -386,7 +390,7 @@ class KubernetesBackend(BaseBackend):
             state = ConnectionState(ConnectionStatus.CONNECTED, self._context, None, "")
         else:
             since = min(failing)
-            age = (datetime.now(timezone.utc) - since).total_seconds()
+            age = (datetime.now(UTC) - since).total_seconds()
             status = ConnectionStatus.STALE if age > STALE_AFTER_SECONDS else ConnectionStatus.RECONNECTING
             state = ConnectionState(status, self._context, since, message or self.cache.connection_state().message)
         self.cache.set_connection(state)
@@ -440,7 +444,7 @@ class KubernetesBackend(BaseBackend):
                         self._informers.append(informer)
                         informer.start()
 
-    def who_am_i(self) -> dict | None:
+    def who_am_i(self) -> dict[str, Any] | None:
         """SelfSubjectReview (authentication.k8s.io/v1): who the server says we are; cached per context."""
         cached = getattr(self, "_identity", None)
         if cached is not None and cached[0] == self._context:
@@ -459,7 +463,7 @@ class KubernetesBackend(BaseBackend):
     # -- primitives --------------------------------------------------------------------------
 
     def _now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     def resource_type_for(self, api_version: str, kind: str) -> ResourceType | None:
         found = super().resource_type_for(api_version, kind)
@@ -476,11 +480,12 @@ class KubernetesBackend(BaseBackend):
                 return ResourceType(group, version, res["name"], kind, bool(res.get("namespaced")))
         return None
 
-    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict:
-        return self.http.request("GET", resource_path(rt, namespace, name))
+    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict[str, Any]:
+        obj: dict[str, Any] = self.http.request("GET", resource_path(rt, namespace, name))
+        return obj
 
     def _api_list(self, rt: ResourceType, namespace: str | None, label_selector: str | None = None,
-                  field_selector: str | None = None) -> list[dict]:
+                  field_selector: str | None = None) -> list[dict[str, Any]]:
         body = self.http.request("GET", resource_path(rt, namespace), [("labelSelector", label_selector), ("fieldSelector", field_selector)])
         return list(body.get("items") or ())
 
@@ -488,23 +493,25 @@ class KubernetesBackend(BaseBackend):
     def _dry(dry_run: bool) -> list[tuple[str, Any]]:
         return [("dryRun", "All")] if dry_run else []
 
-    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict:
+    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
         body = dict(body)
         if rt.namespaced:
             body["metadata"] = dict(body.get("metadata") or {}, namespace=namespace)
         # Strict: an unknown or misspelt field is an error, never silently pruned.
         query = [*self._dry(dry_run), ("fieldValidation", "Strict"), ("fieldManager", FIELD_MANAGER)]
-        return self.http.request("POST", resource_path(rt, namespace), query, body=body)
+        created: dict[str, Any] = self.http.request("POST", resource_path(rt, namespace), query, body=body)
+        return created
 
     def _api_delete(self, rt: ResourceType, name: str, namespace: str | None, dry_run: bool) -> None:
-        options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
         if dry_run:
             options["dryRun"] = ["All"]
         self.http.request("DELETE", resource_path(rt, namespace, name), self._dry(dry_run), body=options)
 
-    def _api_patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict:
-        return self.http.request("PATCH", resource_path(rt, namespace, name), self._dry(dry_run), body=dict(patch),
-                                 content_type="application/merge-patch+json")
+    def _api_patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
+        patched: dict[str, Any] = self.http.request("PATCH", resource_path(rt, namespace, name), self._dry(dry_run),
+                                                    body=dict(patch), content_type="application/merge-patch+json")
+        return patched
 
     def _api_evict(self, name: str, namespace: str, dry_run: bool, grace_period_seconds: int | None) -> None:
         options: dict[str, Any] = {}
@@ -516,8 +523,9 @@ class KubernetesBackend(BaseBackend):
                 "deleteOptions": options}
         self.http.request("POST", resource_path(ResourceKind.POD.type, namespace, name, "eviction"), body=body)
 
-    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict:
-        return self.http.request("GET", path, list(query.items()))
+    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = self.http.request("GET", path, list(query.items()))
+        return body
 
     def open_container_log(self, request: LogChunkRequest) -> _LogResponse:
         query = [("container", request.container), ("timestamps", "true"),

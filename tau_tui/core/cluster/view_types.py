@@ -6,9 +6,10 @@ unknown, never as healthy (fail closed).  :mod:`tau_tui.core.cluster.convert` bu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from tau_tui.core.apifields import Condition
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -296,7 +297,7 @@ class NodeView(ObjectView):
     #: GPUUnhealthy / GPUDegraded conditions set by the agent (absent = not reported).
     gpu_conditions: tuple[Condition, ...] = ()
     #: The agent's per-node GPU health object, if one exists for this node.
-    gpu_health: "GpuHealthView | None" = None
+    gpu_health: GpuHealthView | None = None
 
     @property
     def gpu_capacity(self) -> float:

@@ -7,9 +7,9 @@ agent published (:mod:`tau_tui.core.gpuhealth.nodeview`)."""
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Iterable
+from datetime import UTC, datetime
 
 from tau_tui.core.gpuhealth.policy import HealthPolicy
 from tau_tui.core.gpuhealth.report import (
@@ -38,7 +38,7 @@ from tau_tui.core.gpuhealth.xid import (
 
 
 def _to_datetime(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc)
+    return datetime.fromtimestamp(epoch, tz=UTC)
 
 
 
@@ -540,7 +540,7 @@ class HealthModel:
                 reasons.append(active)
 
         now_dt = _to_datetime(now)
-        reasons = [self._latch_reason(l) for (k, _), l in self._latches.items() if k == key] + reasons
+        reasons = [self._latch_reason(latch) for (k, _), latch in self._latches.items() if k == key] + reasons
         reasons += [r.model_copy(update={"since": r.since or now_dt}) for r in instant]
         reasons += self._xid_window_reasons(key, now)
         verdict = worst(r.severity for r in reasons) if reasons else Verdict.HEALTHY

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Iterable
+from collections.abc import Iterable
 
 
 class Verdict(str, enum.Enum):

@@ -31,10 +31,11 @@ import json
 import os
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 try:
     import fcntl
@@ -151,7 +152,7 @@ class AuditLog:
     def __init__(self, path: Path | str | None = None, clock=None, source: str = "app"):
         self.path = Path(path) if path is not None else default_audit_path()
         self._lock = threading.Lock()
-        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._clock = clock or (lambda: datetime.now(UTC))
         self.source = source
 
     def append(

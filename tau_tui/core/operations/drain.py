@@ -10,12 +10,12 @@ The node agent never drains.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tau_tui.core.gpuhealth.names import API_GROUP, ANNOTATION_CORDON_TIMESTAMP
+from tau_tui.core.gpuhealth.names import ANNOTATION_CORDON_TIMESTAMP, API_GROUP
 
 GPU_RESOURCE = "nvidia.com/gpu"
 ANNOTATION_DRAIN_STARTED = f"{API_GROUP}/drain-started"
@@ -89,7 +89,8 @@ def is_gpu_node(node: dict[str, Any]) -> bool:
 
 
 def _is_ready(node: dict[str, Any]) -> bool:
-    for cond in (node.get("status") or {}).get("conditions") or []:
+    conditions: list[dict[str, Any]] = (node.get("status") or {}).get("conditions") or []
+    for cond in conditions:
         if cond.get("type") == "Ready":
             return cond.get("status") == "True"
     return False
@@ -102,7 +103,7 @@ def _parse_time(value: Any) -> datetime | None:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def check_drain_budget(

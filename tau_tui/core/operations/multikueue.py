@@ -18,8 +18,8 @@ Pure: views in, result out.  No I/O, no Textual.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from tau_tui.core.apifields import Condition
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME

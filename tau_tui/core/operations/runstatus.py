@@ -9,9 +9,10 @@ never decides a phase itself.  Fail closed: missing data leaves a phase
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Sequence
+from typing import Any, Literal
 
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.view_types import EventView, JobView, PodView, RayJobView, WorkloadView
@@ -100,7 +101,7 @@ class RunStatus:
     queue: str | None = None
     cluster: str | None = None
     multikueue: bool = False
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
@@ -152,7 +153,7 @@ def _workload_phase(objs: RunObjects, multikueue: bool) -> tuple[Phase, list[Run
     if admitted == total:
         admitted_at = min((c.last_transition_time for w in wls if (c := w.condition("Admitted")) and c.last_transition_time), default=None)
         return Phase(name, "done", detail, started_at=admitted_at), diags
-    if any(w.condition("Evicted") is not None and w.condition("Evicted").is_true for w in wls):  # type: ignore[union-attr]
+    if any((c := w.condition("Evicted")) is not None and c.is_true for w in wls):
         return Phase(name, "warning", detail, "the workload was evicted and requeued; it waits for quota again"), diags
     if any(not w.active for w in wls):
         diags.append(RunDiagnostic("KUEUE_PENDING", "warning", "the Workload is deactivated (spec.active=false)", "resume it or resubmit"))

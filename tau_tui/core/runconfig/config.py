@@ -29,7 +29,7 @@ FIELD_STATUS: dict[KeyPath, tuple[str, str]] = {
 }
 
 # Top-level and run.* aliases, highest priority first for each canonical key.
-ALIASES: dict[KeyPath, list[KeyPath]] = {
+ALIASES: dict[tuple[str, ...], list[tuple[str, ...]]] = {
     ("run", "name"): [("run", "name"), ("name",)],
     ("run", "engine"): [("run", "engine"), ("engine",)],
     ("run", "entrypoint"): [("run", "entrypoint"), ("run", "script"), ("entrypoint",), ("script",)],
@@ -90,7 +90,7 @@ def _take(data: dict[str, Any], path: KeyPath) -> tuple[bool, Any]:
 
 
 def _put(data: dict[str, Any], path: KeyPath, value: Any) -> None:
-    node = data
+    node: dict[Any, Any] = data
     for part in path[:-1]:
         node = node.setdefault(part, {})
     node[path[-1]] = value
@@ -169,7 +169,7 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
             model = inner_lists[0] if inner_lists else None
         if model is None:
             return None
-    return model
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
 TYPE_WORDS = {

@@ -90,13 +90,13 @@ class ComposeDocument:
         self.dirty = False
 
     @classmethod
-    def open(cls, path: Path | str) -> "ComposeDocument":
+    def open(cls, path: Path | str) -> ComposeDocument:
         path = Path(path)
         text = path.read_text(encoding="utf-8")
         return cls(text, path)
 
     @classmethod
-    def new(cls) -> "ComposeDocument":
+    def new(cls) -> ComposeDocument:
         return cls(NEW_TEMPLATE, None)
 
     @property

@@ -23,6 +23,7 @@ from tau_tui.core.runconfig.config import LoadedConfig
 from tau_tui.core.runconfig.diagnostics import DiagnosticError
 from tau_tui.core.runconfig.resolve import Resolution
 from tau_tui.core.runconfig.rules import PVC_MOUNT_SPEC
+from tau_tui.core.runconfig.schema import TauConfig
 
 MANAGED_BY_MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -69,9 +70,10 @@ def _payload(loaded: LoadedConfig) -> Payload | None:
     c = loaded.config
     if c.run.source is not None or not c.run.entrypoint:
         return None
-    is_archive = c.run.working_dir is not None
-    if is_archive:
-        raw = _project_archive(loaded.base_dir / c.run.working_dir, c.run.working_dir_excludes)
+    working_dir = c.run.working_dir
+    is_archive = working_dir is not None
+    if working_dir is not None:
+        raw = _project_archive(loaded.base_dir / working_dir, c.run.working_dir_excludes)
     else:
         raw = (loaded.base_dir / c.run.entrypoint).read_bytes()
     if len(raw) > MAX_PAYLOAD_BYTES:
@@ -248,7 +250,7 @@ def _storage(loaded: LoadedConfig, payload: Payload | None) -> tuple[list[dict[s
     return volumes, mounts
 
 
-def _restricted(c) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def _restricted(c: TauConfig) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     if c.runtime.security.mode != "restricted":
         return None, None
     pod = {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532, "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}}
@@ -256,7 +258,7 @@ def _restricted(c) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     return pod, container
 
 
-def _pod_failure_policy(c) -> dict[str, Any]:
+def _pod_failure_policy(c: TauConfig) -> dict[str, Any]:
     """retry_on decides which failures count against backoffLimit (= max_retries); everything else fails the Job."""
     retry = set(c.resilience.retry_on)
     rules: list[dict[str, Any]] = [
@@ -431,7 +433,7 @@ def render_rayjob(loaded: LoadedConfig, r: Resolution, submission_id: str) -> li
         spec["volumes"] = copy.deepcopy(volumes)
         return {"metadata": {"labels": dict(labels), "annotations": dict(annotations_)}, "spec": spec}
 
-    head_container = {
+    head_container: dict[str, Any] = {
         "name": "ray-head",
         "image": image,
         "ports": [

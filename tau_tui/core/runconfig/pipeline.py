@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tau_tui.core.runconfig.config import LoadedConfig
 from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
-from tau_tui.core.runconfig.profiles import ProfileSet, load_snapshot, read_profile_set
 from tau_tui.core.runconfig.manifests import render, submission_id_for
+from tau_tui.core.runconfig.profiles import ProfileSet, load_snapshot, read_profile_set
 from tau_tui.core.runconfig.resolve import RenderOptions, Resolution, resolve
 
 

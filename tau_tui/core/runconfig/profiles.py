@@ -210,6 +210,7 @@ def load_snapshot(path: Path | str) -> ProfileSet:
     profiles_raw = data.get("profiles")
     if not isinstance(profiles_raw, list):
         problems.append(Diagnostic(str(path), "profiles must be a list", path="profiles", position=smap.position_of(("profiles",)), hint="re-export the snapshot"))
+        profiles_raw = []
     if problems:
         raise DiagnosticError(problems)
     declared = str(data.get("profileSetHash") or "")
@@ -318,6 +319,8 @@ def read_profile_set(api_client: Any) -> ProfileSet:
         what = describe_transport_error(err, server, getattr(api_client, "tau_timeouts", None))
         raise ProfileReadError(f"cannot read TauCluster/{TAUCLUSTER_NAME}: {what} "
                                "(or use --profiles SNAPSHOT for an offline client dry-run)") from None
+    if not isinstance(obj, dict):
+        raise ProfileReadError(f"TauCluster/{TAUCLUSTER_NAME} came back as {type(obj).__name__}, not an object; check the API server")
     return profile_set_from_taucluster(obj)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from tau_tui.core.runconfig.config import LoadedConfig
 from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
@@ -59,7 +60,7 @@ def resolve(loaded: LoadedConfig, profile_set: ProfileSet, options: RenderOption
     c = loaded.config
     problems: list[Diagnostic] = []
 
-    def err(path: tuple, message: str, hint: str) -> None:
+    def err(path: tuple[Any, ...], message: str, hint: str) -> None:
         problems.append(loaded.diagnostic(path, message, hint))
 
     namespace = c.policy.namespace

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
+from typing import Any
 
 from tau_tui.core.runconfig.config import LoadedConfig
 from tau_tui.core.runconfig.diagnostics import Diagnostic
 from tau_tui.core.runconfig.schema import GO_DURATION, GPU_CLASSES, LEGACY_PLACEMENTS, PLACEMENTS, TauConfig
+
+# err(path, message, hint): records one Diagnostic at the key path.
+ReportProblem = Callable[[tuple[Any, ...], str, str], None]
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -63,7 +68,7 @@ def check_rules(loaded: LoadedConfig) -> list[Diagnostic]:
     c = loaded.config
     engine = loaded.engine
 
-    def err(path: tuple, message: str, hint: str) -> None:
+    def err(path: tuple[Any, ...], message: str, hint: str) -> None:
         out.append(loaded.diagnostic(path, message, hint))
 
     explicit = [
@@ -93,7 +98,7 @@ def check_rules(loaded: LoadedConfig) -> list[Diagnostic]:
     return out
 
 
-def _check_name(c: TauConfig, engine: str, err) -> None:
+def _check_name(c: TauConfig, engine: str, err: ReportProblem) -> None:
     name = c.run.name
     if not name:
         err(("run", "name"), "is required", "add `name: my-run` (lowercase letters, digits and '-')")
@@ -109,7 +114,7 @@ def _check_name(c: TauConfig, engine: str, err) -> None:
             err(("run", "name"), f"a Job name must be at most {limit} characters here (got {len(name)})", "shorten the name")
 
 
-def _check_job_only(c: TauConfig, err) -> None:
+def _check_job_only(c: TauConfig, err: ReportProblem) -> None:
     compute = c.compute
     if compute.workers > 1:
         err(("compute", "workers"), f"a Job cannot set workers > 1 (got {compute.workers})", "use engine: rayjob for Ray workers, or execution.nodes with launcher: torchrun")
@@ -139,7 +144,7 @@ def _check_job_only(c: TauConfig, err) -> None:
             err(("run", "source"), "cannot be combined with run.working_dir or runtime.working_dir", "remove the working_dir")
 
 
-def _check_rayjob_only(c: TauConfig, err) -> None:
+def _check_rayjob_only(c: TauConfig, err: ReportProblem) -> None:
     if c.compute.gpus is not None:
         err(("compute", "gpus"), "is for Job only; a RayJob sets GPUs per worker", "use compute.gpus_per_worker")
     if c.execution.nodes > 1:
@@ -168,7 +173,7 @@ def _check_rayjob_only(c: TauConfig, err) -> None:
         err(("run", "entrypoint"), "is required for a RayJob", "set entrypoint: train.py (relative to this file)")
 
 
-def _check_launcher(c: TauConfig, engine: str, err) -> None:
+def _check_launcher(c: TauConfig, engine: str, err: ReportProblem) -> None:
     launcher = c.execution.launcher
     if launcher is None:
         return
@@ -177,7 +182,7 @@ def _check_launcher(c: TauConfig, engine: str, err) -> None:
         err(("execution", "launcher"), f"{launcher!r} is not a {engine} launcher; use one of {', '.join(allowed)}", "change the launcher or the engine")
 
 
-def _check_env(c: TauConfig, err) -> None:
+def _check_env(c: TauConfig, err: ReportProblem) -> None:
     total = 0
     allow_nccl = c.execution.allow_nccl_override
     for section, mapping in (("env", c.runtime.env), ("env_secret", c.runtime.env_secret)):
@@ -207,7 +212,7 @@ def _check_env(c: TauConfig, err) -> None:
         err(("runtime", "env"), f"names and values total {total} bytes; the limit is {MAX_ENV_TOTAL_BYTES} (128 KiB)", "move large values to a file on storage")
 
 
-def _check_paths(loaded: LoadedConfig, err) -> None:
+def _check_paths(loaded: LoadedConfig, err: ReportProblem) -> None:
     c = loaded.config
     entry = c.run.entrypoint
     if entry is not None:
@@ -232,7 +237,7 @@ def _check_paths(loaded: LoadedConfig, err) -> None:
             err(("run", "working_dir"), f"directory {c.run.working_dir!r} not found next to {loaded.file}", "fix the path")
 
 
-def _check_storage(c: TauConfig, engine: str, err) -> None:
+def _check_storage(c: TauConfig, engine: str, err: ReportProblem) -> None:
     s = c.storage
     for key in ("data_pvc", "result_pvc"):
         value = getattr(s, key)
@@ -269,7 +274,7 @@ def _check_storage(c: TauConfig, engine: str, err) -> None:
                 err(("storage", key, index), f"mount path {match['path']} overlaps a reserved mount", "choose another mount path")
 
 
-def _check_policy(c: TauConfig, err) -> None:
+def _check_policy(c: TauConfig, err: ReportProblem) -> None:
     p = c.policy
     if p.gpu_class is not None and p.gpu_class not in GPU_CLASSES:
         err(("policy", "gpu_class"), f"unknown GPU class {p.gpu_class!r}", "one of " + ", ".join(GPU_CLASSES))
@@ -288,7 +293,7 @@ def _check_policy(c: TauConfig, err) -> None:
             err(("policy", "node_selector", name), "must be a string", "quote the value")
 
 
-def _check_metrics(c: TauConfig, engine: str, err) -> None:
+def _check_metrics(c: TauConfig, engine: str, err: ReportProblem) -> None:
     m = c.metrics
     for index, entry in enumerate(m.history):
         if entry.startswith("/") and not (entry == "/data" or entry.startswith("/data/")):
@@ -309,7 +314,7 @@ def _check_metrics(c: TauConfig, engine: str, err) -> None:
             err(("metrics", "offload", "enabled"), "offload needs a single-pod Job (execution.nodes is > 1)", "disable offload or run on one node")
 
 
-def _check_resilience(c: TauConfig, err) -> None:
+def _check_resilience(c: TauConfig, err: ReportProblem) -> None:
     r = c.resilience
     if len(set(r.retry_on)) != len(r.retry_on):
         err(("resilience", "retry_on"), "lists a reason twice", "list each reason once")
@@ -320,7 +325,7 @@ def _check_resilience(c: TauConfig, err) -> None:
         err(("resilience", "checkpoint_path"), f"must be a clean absolute path (got {r.checkpoint_path!r})", "e.g. /data/checkpoints/my-run")
 
 
-def _check_profiler(c: TauConfig, err) -> None:
+def _check_profiler(c: TauConfig, err: ReportProblem) -> None:
     rank = c.profiler.rank
     if rank != "all" and not re.fullmatch(r"[0-9]+(,[0-9]+)*", rank):
         err(("profiler", "rank"), f"must be a rank, a comma-separated list such as 0,8, or all (got {rank!r})", "e.g. rank: 0")

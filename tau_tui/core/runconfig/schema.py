@@ -185,9 +185,13 @@ class ExecutionSection(Section):
     allow_nccl_override: bool = False
 
 
+RetryReason = Literal["Preempted", "Evicted", "OOMKilled"]
+_DEFAULT_RETRY_ON: list[RetryReason] = ["Preempted", "Evicted"]
+
+
 class ResilienceSection(Section):
     max_retries: int = Field(0, ge=0)
-    retry_on: list[Literal["Preempted", "Evicted", "OOMKilled"]] = Field(default_factory=lambda: ["Preempted", "Evicted"])
+    retry_on: list[RetryReason] = Field(default_factory=lambda: _DEFAULT_RETRY_ON.copy())
     checkpoint_path: str | None = None
     backoff_initial: Duration = "30s"
     backoff_max: Duration = "5m"

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
-from tau_tui.core.cluster.errors import ClusterError
-from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool import LogChunkRequest
 from tau_tui.core.cluster.cache import ObjectCache
+from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
 from tau_tui.core.cluster.clock import ContinuingClock, ManualClock
 from tau_tui.core.cluster.common import ApiFailure, BaseBackend
-from tau_tui.core.cluster.errors import no_access_message
+from tau_tui.core.cluster.errors import ClusterError, no_access_message
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
+from tau_tui.core.cluster.logspool import LogChunkRequest
 from tau_tui.core.cluster.sim.simlogs import SimLogReader
 from tau_tui.core.cluster.sim.store import qualified
 from tau_tui.core.cluster.sim.world import RealtimeTicker, SimulatedCluster
@@ -190,7 +190,7 @@ class SimulatedBackend(BaseBackend):
             self._node_pods_readable = False
             self.cache.set_node_pods_unknown()
 
-    def _on_change(self, rt: ResourceType, event_type: str, obj: dict) -> None:
+    def _on_change(self, rt: ResourceType, event_type: str, obj: dict[str, Any]) -> None:
         kind = _BY_TYPE.get((rt.group, rt.plural))
         if kind is None:
             return
@@ -212,7 +212,7 @@ class SimulatedBackend(BaseBackend):
     def current_context(self) -> str | None:
         return self._context
 
-    def who_am_i(self) -> dict | None:
+    def who_am_i(self) -> dict[str, Any] | None:
         """A fixed identity, like a SelfSubjectReview of the simulated user."""
         if self.identity is None:
             return {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
@@ -251,15 +251,15 @@ class SimulatedBackend(BaseBackend):
     def _after_write(self) -> None:
         self.cache.flush()
 
-    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict:
+    def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict[str, Any]:
         self._check_online()
         return self.world.store.api_get(self.identity, rt, name, namespace)
 
-    def _api_list(self, rt: ResourceType, namespace: str | None, label_selector: str | None = None, field_selector: str | None = None) -> list[dict]:
+    def _api_list(self, rt: ResourceType, namespace: str | None, label_selector: str | None = None, field_selector: str | None = None) -> list[dict[str, Any]]:
         self._check_online()
         return self.world.store.api_list(self.identity, rt, namespace, label_selector, field_selector)
 
-    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict:
+    def _api_create(self, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
         self._check_online()
         try:
             return self.world.store.api_create(self.identity, rt, namespace, body, dry_run)
@@ -273,7 +273,7 @@ class SimulatedBackend(BaseBackend):
         finally:
             self._after_write()
 
-    def _api_patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict:
+    def _api_patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
         self._check_online()
         try:
             return self.world.store.api_patch(self.identity, rt, name, namespace, patch, dry_run)
@@ -287,7 +287,7 @@ class SimulatedBackend(BaseBackend):
         finally:
             self._after_write()
 
-    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict:
+    def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict[str, Any]:
         self._check_online()
         world = self.world
         if not world.settings.visibility_api:

@@ -4,12 +4,14 @@ week so Kueue ordering is meaningful."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
+from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import QUEUE_NAME_LABEL
-from tau_tui.core.cluster.convert import format_time
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.scenario import ScenarioBuilder
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
 R = ResourceKind
 
 
-def generate_large(builder: "ScenarioBuilder", spec: Mapping[str, Any]) -> None:
+def generate_large(builder: ScenarioBuilder, spec: Mapping[str, Any]) -> None:
     world = builder.world
     store = world.store
     rng = builder.rng
@@ -82,6 +84,5 @@ def generate_large(builder: "ScenarioBuilder", spec: Mapping[str, Any]) -> None:
         }, notify=False)
     for index in range(faulty):
         node = f"h100-{(index * 37) % max(1, n_nodes // 2)}"
-        world.at(0, lambda node=node, index=index: world.gpu_fault(node, "unhealthy" if index % 3 else "degraded", "Xid79",
-                                                                   "GPU has fallen off the bus (Xid 79)", index % gpus_per_node,
-                                                                   kill_pods=False))
+        world.at(0, functools.partial(world.gpu_fault, node, "unhealthy" if index % 3 else "degraded", "Xid79",
+                                      "GPU has fallen off the bus (Xid 79)", index % gpus_per_node, kill_pods=False))

@@ -8,25 +8,32 @@ through a warm-up), a timeline of faults, and for big clusters a
 from __future__ import annotations
 
 import copy
+import functools
 import random
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.clock import ManualClock
+from tau_tui.core.cluster.common import resource_type_from_table
+from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.names import QUEUE_NAME_LABEL
-from tau_tui.core.cluster.clock import ManualClock
-from tau_tui.core.cluster.common import resource_type_from_table
-from tau_tui.core.cluster.sim.annotations import DURATION_ANNOTATION, LOG_STYLE_ANNOTATION, OUTCOME_ANNOTATION, RESTARTS_ANNOTATION
+from tau_tui.core.cluster.sim.annotations import (
+    DURATION_ANNOTATION,
+    LOG_STYLE_ANNOTATION,
+    OUTCOME_ANNOTATION,
+    RESTARTS_ANNOTATION,
+)
 from tau_tui.core.cluster.sim.controllers.kueue import PRIORITY_CLASS_LABEL
 from tau_tui.core.cluster.sim.controllers.tau import PRIORITY_CLASS, TOPOLOGY
 from tau_tui.core.cluster.sim.world import SimSettings, SimulatedCluster
-from tau_tui.core.apifields import parse_time
-from tau_tui.core.cluster.convert import format_time
 
 R = ResourceKind
 SCENARIO_PACKAGE = "tau_tui.scenarios"
@@ -66,7 +73,7 @@ class ScenarioBuilder:
         self.source = source
         self.seed = int(seed if seed is not None else spec.get("seed", 1))
         self.rng = random.Random(self.seed)
-        start = parse_time(spec.get("start")) or datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
+        start = parse_time(spec.get("start")) or datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
         self.start = start
         self.warmup = float(spec.get("warmupSeconds", 0))
         settings = spec.get("settings") or {}
@@ -106,10 +113,10 @@ class ScenarioBuilder:
             for i, job in enumerate(self.spec.get("jobs") or ()):
                 offset = float(job.get("at", 0)) + self.warmup
                 manifest = self.job_manifest(job, f"jobs[{i}]")
-                world.at(offset, lambda m=manifest: self._submit(m))
+                world.at(offset, functools.partial(self._submit, manifest))
             for i, entry in enumerate(self.spec.get("timeline") or ()):
                 world.at(float(entry.get("at", 0)) + self.warmup, self._timeline_action(entry, f"timeline[{i}]"))
-            for i, entry in enumerate(self.spec.get("logs") or ()):
+            for entry in self.spec.get("logs") or ():
                 world.at(float(entry.get("at", 0)) + self.warmup, self._log_action(entry))
         if warm_up:
             step = float(self.spec.get("warmupStepSeconds", 10))
@@ -179,7 +186,7 @@ class ScenarioBuilder:
                 "metadata": {"name": "cluster", "generation": 1}, "spec": copy.deepcopy(dict(spec.get("spec") or {}))}
         self.world.store.put(R.TAU_CLUSTER.type, body)
 
-    def job_manifest(self, job: Mapping[str, Any], where: str) -> tuple[ResourceType, dict]:
+    def job_manifest(self, job: Mapping[str, Any], where: str) -> tuple[ResourceType, dict[str, Any]]:
         kind = job.get("kind", "Job")
         name, namespace, queue = job.get("name"), job.get("namespace"), job.get("queue")
         if not name or not namespace or not queue:
@@ -233,7 +240,7 @@ class ScenarioBuilder:
                                                                                       "template": {"spec": worker}}]}}}
         raise self._error(where, f"kind must be Job or RayJob, not {kind!r}")
 
-    def _submit(self, manifest: tuple[ResourceType, dict]) -> None:
+    def _submit(self, manifest: tuple[ResourceType, dict[str, Any]]) -> None:
         rt, body = manifest
         store = self.world.store
         try:
@@ -241,7 +248,7 @@ class ScenarioBuilder:
         except Exception as exc:  # a scenario typo must not stop the demo
             self.world.event(body, "Warning", "SubmitFailed", str(exc))
 
-    def _timeline_action(self, entry: Mapping[str, Any], where: str):
+    def _timeline_action(self, entry: Mapping[str, Any], where: str) -> Callable[[], object]:
         world = self.world
         if "gpuFault" in entry:
             f = entry["gpuFault"]
@@ -266,7 +273,7 @@ class ScenarioBuilder:
                                               lambda o: o.setdefault("spec", {}).__setitem__("unschedulable", True))
         raise self._error(where, "unknown timeline action; use gpuFault, gpuRecover, multikueueDisconnect, multikueueReconnect, apiOutage, apiRestore or cordon")
 
-    def _log_action(self, entry: Mapping[str, Any]):
+    def _log_action(self, entry: Mapping[str, Any]) -> Callable[[], None]:
         world = self.world
 
         def write() -> None:

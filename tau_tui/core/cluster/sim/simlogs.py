@@ -10,12 +10,11 @@ import bisect
 import json
 import random
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Iterator
 
-from tau_tui.core.cluster.logspool import LogChunkRequest
-from tau_tui.core.cluster.logspool import format_timestamp_ns
+from tau_tui.core.cluster.logspool import LogChunkRequest, format_timestamp_ns
 
 
 def to_ns(t: datetime) -> int:

@@ -11,29 +11,33 @@ import random
 import re
 import threading
 import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, TypeVar, cast
 
-from tau_tui.core.cluster.kinds import ResourceType
 from tau_tui.core.cluster.common import ApiFailure
 from tau_tui.core.cluster.convert import format_time
+from tau_tui.core.cluster.kinds import ResourceType
 
 Key = tuple[str, str]
 TypeKey = tuple[str, str]  # (group, plural)
-Listener = Callable[[ResourceType, str, dict], None]
+Listener = Callable[[ResourceType, str, dict[str, Any]], None]
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
-def jcopy(value: Any) -> Any:
+_Json = TypeVar("_Json")
+
+
+def jcopy(value: _Json) -> _Json:
     """Deep copy of JSON-shaped data (dicts, lists, scalars); several times
-    faster than copy.deepcopy for API objects."""
+    faster than copy.deepcopy for API objects.  The copy has the type of the original."""
     if isinstance(value, dict):
-        return {k: jcopy(v) for k, v in value.items()}
+        return cast(_Json, {k: jcopy(v) for k, v in value.items()})
     if isinstance(value, list):
-        return [jcopy(v) for v in value]
+        return cast(_Json, [jcopy(v) for v in value])
     return value
 
 
@@ -128,16 +132,16 @@ class SimStore:
         self.now = now
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
-        self.objects: dict[TypeKey, dict[Key, dict]] = {}
+        self.objects: dict[TypeKey, dict[Key, dict[str, Any]]] = {}
         self.types: dict[TypeKey, ResourceType] = {}
         self.rv = 1000
         self.listeners: list[Listener] = []
         self.identities: dict[str, Identity] = {}
         #: Hooks run on create (after defaulting, before storing): emulate webhooks.
-        self.admission_hooks: list[Callable[[ResourceType, dict], None]] = []
-        self.delete_hooks: list[Callable[[ResourceType, dict], None]] = []
+        self.admission_hooks: list[Callable[[ResourceType, dict[str, Any]], None]] = []
+        self.delete_hooks: list[Callable[[ResourceType, dict[str, Any]], None]] = []
         #: Schema validation on create and patch (raise ApiFailure 422).
-        self.validators: list[Callable[[ResourceType, dict], None]] = []
+        self.validators: list[Callable[[ResourceType, dict[str, Any]], None]] = []
         self.served: set[TypeKey] | None = None  # None = serve every type
 
     # -- ids ---------------------------------------------------------------
@@ -154,7 +158,7 @@ class SimStore:
 
     # -- raw store (no RBAC; used by controllers and the scenario loader) --
 
-    def bucket(self, rt: ResourceType) -> dict[Key, dict]:
+    def bucket(self, rt: ResourceType) -> dict[Key, dict[str, Any]]:
         tk = (rt.group, rt.plural)
         self.types.setdefault(tk, rt)
         return self.objects.setdefault(tk, {})
@@ -163,21 +167,21 @@ class SimStore:
     def key(rt: ResourceType, name: str, namespace: str | None) -> Key:
         return ((namespace or "") if rt.namespaced else "", name)
 
-    def read(self, rt: ResourceType, name: str, namespace: str | None = None) -> dict | None:
+    def read(self, rt: ResourceType, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         return self.bucket(rt).get(self.key(rt, name, namespace))
 
-    def items(self, rt: ResourceType, namespace: str | None = None) -> list[dict]:
+    def items(self, rt: ResourceType, namespace: str | None = None) -> list[dict[str, Any]]:
         bucket = self.bucket(rt)
         if namespace is None or not rt.namespaced:
             return list(bucket.values())
         return [o for (ns, _), o in bucket.items() if ns == namespace]
 
-    def put(self, rt: ResourceType, obj: dict, *, notify: bool = True) -> dict:
+    def put(self, rt: ResourceType, obj: dict[str, Any], *, notify: bool = True) -> dict[str, Any]:
         """Create or replace (controller write).  Sets rv, uid, timestamps."""
         with self.lock:
             return self._put(rt, obj, notify)
 
-    def _put(self, rt: ResourceType, obj: dict, notify: bool) -> dict:
+    def _put(self, rt: ResourceType, obj: dict[str, Any], notify: bool) -> dict[str, Any]:
         # Own metadata dict: a caller's object may share it with a stored one.
         meta = obj["metadata"] = dict(obj.get("metadata") or {})
         obj.setdefault("apiVersion", rt.api_version)
@@ -205,12 +209,12 @@ class SimStore:
             self._notify(rt, "ADDED" if old is None else "MODIFIED", obj)
         return obj
 
-    def update(self, rt: ResourceType, name: str, namespace: str | None, mutate: Callable[[dict], None]) -> dict | None:
+    def update(self, rt: ResourceType, name: str, namespace: str | None, mutate: Callable[[dict[str, Any]], None]) -> dict[str, Any] | None:
         """Copy, mutate, store if anything changed."""
         with self.lock:
             return self._update(rt, name, namespace, mutate)
 
-    def _update(self, rt: ResourceType, name: str, namespace: str | None, mutate: Callable[[dict], None]) -> dict | None:
+    def _update(self, rt: ResourceType, name: str, namespace: str | None, mutate: Callable[[dict[str, Any]], None]) -> dict[str, Any] | None:
         old = self.read(rt, name, namespace)
         if old is None:
             return None
@@ -227,11 +231,11 @@ class SimStore:
             return old
         return self.put(rt, new)
 
-    def remove(self, rt: ResourceType, name: str, namespace: str | None = None) -> dict | None:
+    def remove(self, rt: ResourceType, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         with self.lock:
             return self._remove(rt, name, namespace)
 
-    def _remove(self, rt: ResourceType, name: str, namespace: str | None) -> dict | None:
+    def _remove(self, rt: ResourceType, name: str, namespace: str | None) -> dict[str, Any] | None:
         old = self.bucket(rt).pop(self.key(rt, name, namespace), None)
         if old is not None:
             for hook in self.delete_hooks:
@@ -241,7 +245,7 @@ class SimStore:
             self._notify(rt, "DELETED", gone)
         return old
 
-    def _notify(self, rt: ResourceType, event_type: str, obj: dict) -> None:
+    def _notify(self, rt: ResourceType, event_type: str, obj: dict[str, Any]) -> None:
         with self.lock:
             for listener in list(self.listeners):
                 listener(rt, event_type, obj)
@@ -278,7 +282,7 @@ class SimStore:
 
     # -- API semantics ------------------------------------------------------
 
-    def api_get(self, identity: str | None, rt: ResourceType, name: str, namespace: str | None) -> dict:
+    def api_get(self, identity: str | None, rt: ResourceType, name: str, namespace: str | None) -> dict[str, Any]:
         with self.lock:
             self._served(rt)
             self.authorize(identity, "get", rt, namespace)
@@ -295,7 +299,7 @@ class SimStore:
         label_selector: str | None = None,
         field_selector: str | None = None,
         copy_items: bool = True,
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         with self.lock:
             self._served(rt)
             self.authorize(identity, "list", rt, namespace)
@@ -307,7 +311,7 @@ class SimStore:
             ]
             return [jcopy(o) for o in out] if copy_items else out
 
-    def api_create(self, identity: str | None, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict:
+    def api_create(self, identity: str | None, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
         with self.lock:
             self._served(rt)
             self.authorize(identity, "create", rt, namespace)
@@ -358,7 +362,7 @@ class SimStore:
             if not dry_run:
                 self.remove(rt, name, namespace)
 
-    def api_patch(self, identity: str | None, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict:
+    def api_patch(self, identity: str | None, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
         with self.lock:
             self._served(rt)
             self.authorize(identity, "patch", rt, namespace)
@@ -366,7 +370,7 @@ class SimStore:
             if old is None:
                 raise ApiFailure(404, "NotFound", f'{qualified(rt)} "{name}" not found',
                                  {"reason": "NotFound", "message": f'{qualified(rt)} "{name}" not found', "details": {"name": name}, "code": 404})
-            new = merge_patch(jcopy(old), patch)
+            new: dict[str, Any] = merge_patch(jcopy(old), patch)
             for validate in self.validators:
                 validate(rt, new)
             if dry_run:

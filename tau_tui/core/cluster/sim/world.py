@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.clock import Clock, ManualClock
+from tau_tui.core.cluster.convert import format_time
+from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.sim.controllers.gc import GarbageCollector
 from tau_tui.core.cluster.sim.controllers.gpu_agent import GpuAgent
 from tau_tui.core.cluster.sim.controllers.jobs import JobController
@@ -25,7 +27,6 @@ from tau_tui.core.cluster.sim.controllers.multikueue import MultiKueueController
 from tau_tui.core.cluster.sim.controllers.tau import TauController
 from tau_tui.core.cluster.sim.simlogs import ContainerLog
 from tau_tui.core.cluster.sim.store import SimStore
-from tau_tui.core.cluster.convert import format_time
 
 R = ResourceKind
 MAX_EVENTS = 1500
@@ -48,7 +49,7 @@ class SimulatedCluster:
         self.settings = settings or SimSettings()
         self.store = SimStore(seed, lambda: self.clock.now())
         self.lock = self.store.lock
-        self._timeline: list[tuple[datetime, Callable[[], None]]] = []
+        self._timeline: list[tuple[datetime, Callable[[], object]]] = []
         self.kueue = KueueController(self)
         self.multikueue = MultiKueueController(self)
         self.jobs = JobController(self)
@@ -96,7 +97,7 @@ class SimulatedCluster:
             left -= delta
             self.tick()
 
-    def at(self, offset_seconds: float, action: Callable[[], None]) -> None:
+    def at(self, offset_seconds: float, action: Callable[[], object]) -> None:
         """Schedule a timeline action ``offset_seconds`` from now."""
         with self.lock:
             self._timeline.append((self.now() + timedelta(seconds=offset_seconds), action))

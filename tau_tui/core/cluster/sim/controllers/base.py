@@ -3,8 +3,9 @@ clock and event recorder."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster

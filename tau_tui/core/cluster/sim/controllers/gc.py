@@ -3,6 +3,8 @@ Workload deletes the Workloads and pods it owns."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.sim.controllers.base import Controller
 
@@ -10,7 +12,7 @@ R = ResourceKind
 
 
 class GarbageCollector(Controller):
-    def on_delete(self, rt: ResourceType, obj: dict) -> None:
+    def on_delete(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Garbage collection by owner, as the GC controller does."""
         uid = (obj.get("metadata") or {}).get("uid")
         ns = (obj.get("metadata") or {}).get("namespace")

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import GPU_RESOURCE_NAMES
 from tau_tui.core.cluster.sim.conditions import cond, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.gpuhealth.report import GpuTelemetry
-from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
@@ -34,12 +34,12 @@ class GpuAgent(Controller):
         self.last_heartbeat = now
         stamp = format_time(now)
         for name in sorted(self.nodes):
-            def beat(o: dict) -> None:
+            def beat(o: dict[str, Any]) -> None:
                 for c in (o.get("status") or {}).get("conditions") or ():
                     if c.get("type") in ("GPUUnhealthy", "GPUDegraded"):
                         c["lastHeartbeatTime"] = stamp
             self.store.update(R.NODE.type, name, None, beat)
-            def report(o: dict, name=name) -> None:
+            def report(o: dict[str, Any], name: str = name) -> None:
                 status = o.setdefault("status", {})
                 status["observedAt"] = stamp
                 self._refresh_telemetry(name, status)
@@ -54,7 +54,7 @@ class GpuAgent(Controller):
             unhealthy = verdict == "unhealthy"
             self.nodes.add(node)
 
-            def mark(o: dict) -> None:
+            def mark(o: dict[str, Any]) -> None:
                 set_condition(o, dict(cond("GPUUnhealthy", "True" if unhealthy else "False",
                                            code if unhealthy else "NoUnhealthyGPUs", message if unhealthy else "no unhealthy GPU", now),
                                       lastHeartbeatTime=stamp))
@@ -81,14 +81,14 @@ class GpuAgent(Controller):
         now = self.now()
         stamp = format_time(now)
         with self.lock:
-            def heal(o: dict) -> None:
+            def heal(o: dict[str, Any]) -> None:
                 set_condition(o, dict(cond("GPUUnhealthy", "False", "NoUnhealthyGPUs", "no unhealthy GPU", now), lastHeartbeatTime=stamp))
                 set_condition(o, dict(cond("GPUDegraded", "False", "NoDegradedGPUs", "no degraded GPU", now), lastHeartbeatTime=stamp))
                 o.setdefault("spec", {})["taints"] = [t for t in o["spec"].get("taints") or () if t.get("key") != "tau-tui.io/gpu-unhealthy"]
             self.store.update(R.NODE.type, node, None, heal)
             self.put_health(node, "healthy", [], now)
 
-    def _gpu_telemetry(self, node: str, index: int, busy: bool, problem: tuple[str, str] | None) -> dict | None:
+    def _gpu_telemetry(self, node: str, index: int, busy: bool, problem: tuple[str, str] | None) -> dict[str, Any] | None:
         """What the agent's NVML reader reports for one GPU, in the agent's
         shape (``GpuTelemetry`` dumped by alias, unset fields left out).
         Deterministic per node and GPU; a GPU that fell off the bus reads nothing."""
@@ -126,7 +126,7 @@ class GpuAgent(Controller):
                 busy += sum(v for k, v in pod_requests(pod.get("spec") or {}).items() if k in GPU_RESOURCE_NAMES[:1])
         return int(busy)
 
-    def _refresh_telemetry(self, node: str, status: dict) -> None:
+    def _refresh_telemetry(self, node: str, status: dict[str, Any]) -> None:
         """The agent's periodic report: utilisation and memory follow the pods on the node."""
         busy = self._busy_gpus(node)
         for gpu in status.get("gpus") or ():

@@ -5,21 +5,27 @@ complete them when their pods (or, under MultiKueue, the worker) finish."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from typing import Any
 
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.sim.annotations import DURATION_ANNOTATION, LOG_STYLE_ANNOTATION, OUTCOME_ANNOTATION, SIM_PREFIX
+from tau_tui.core.cluster.sim.annotations import (
+    DURATION_ANNOTATION,
+    LOG_STYLE_ANNOTATION,
+    OUTCOME_ANNOTATION,
+    SIM_PREFIX,
+)
 from tau_tui.core.cluster.sim.conditions import cond, is_true, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.store import SimStore
-from tau_tui.core.apifields import parse_time
-from tau_tui.core.cluster.convert import format_time
 
 R = ResourceKind
 
 
-def owner_of(store: SimStore, wl: Mapping[str, Any]) -> tuple[ResourceType, dict] | None:
+def owner_of(store: SimStore, wl: Mapping[str, Any]) -> tuple[ResourceType, dict[str, Any]] | None:
     for ref in (wl.get("metadata") or {}).get("ownerReferences") or ():
         rt = R.JOB.type if ref.get("kind") == "Job" else R.RAY_JOB.type if ref.get("kind") == "RayJob" else None
         if rt is not None:
@@ -30,10 +36,10 @@ def owner_of(store: SimStore, wl: Mapping[str, Any]) -> tuple[ResourceType, dict
 
 
 class JobController(Controller):
-    def suspend_owner(self, rt: ResourceType, owner: dict) -> None:
+    def suspend_owner(self, rt: ResourceType, owner: dict[str, Any]) -> None:
         meta = owner["metadata"]
 
-        def suspend(obj: dict) -> None:
+        def suspend(obj: dict[str, Any]) -> None:
             obj.setdefault("spec", {})["suspend"] = True
             st = obj.setdefault("status", {})
             if rt is R.JOB.type:
@@ -63,7 +69,7 @@ class JobController(Controller):
             remote = (wl.get("status") or {}).get("clusterName")
             meta = obj["metadata"]
             if rt is R.JOB.type:
-                def unsuspend(o: dict, remote=remote) -> None:
+                def unsuspend(o: dict[str, Any], remote: str | None = remote) -> None:
                     o["spec"]["suspend"] = False
                     st = o.setdefault("status", {})
                     st.setdefault("startTime", format_time(now))
@@ -75,7 +81,7 @@ class JobController(Controller):
             else:
                 cluster = f"{meta['name']}-raycluster-{self.store.rand5()}"
 
-                def unsuspend_ray(o: dict, cluster=cluster) -> None:
+                def unsuspend_ray(o: dict[str, Any], cluster: str = cluster, meta: dict[str, Any] = meta) -> None:
                     o["spec"]["suspend"] = False
                     st = o.setdefault("status", {})
                     st["rayClusterName"] = st.get("rayClusterName") or cluster
@@ -88,7 +94,7 @@ class JobController(Controller):
                     self._create_ray_pods(new, wl)
             self.event(obj, "Normal", "Started", f"Admitted by clusterQueue {wl['status']['admission']['clusterQueue']}")
 
-    def _pod(self, owner: dict, name: str, template: dict, labels: dict[str, str], flavors: Mapping[str, str], style: str) -> dict:
+    def _pod(self, owner: dict[str, Any], name: str, template: dict[str, Any], labels: dict[str, str], flavors: Mapping[str, str], style: str) -> dict[str, Any]:
         meta = owner["metadata"]
         spec = copy.deepcopy(template.get("spec") or {})
         spec.setdefault("restartPolicy", "Never")
@@ -117,9 +123,9 @@ class JobController(Controller):
             "status": {"phase": "Pending", "conditions": [cond("PodScheduled", "False", "Unschedulable", "waiting for a node", self.now())]},
         }
 
-    def _create_job_pods(self, job: dict, wl: dict) -> None:
+    def _create_job_pods(self, job: dict[str, Any], wl: dict[str, Any]) -> None:
         meta = job["metadata"]
-        flavors = {}
+        flavors: dict[str, str] = {}
         for psa in (wl["status"]["admission"].get("podSetAssignments") or ()):
             flavors.update(psa.get("flavors") or {})
         count = int((job.get("spec") or {}).get("parallelism") or 1)
@@ -129,7 +135,7 @@ class JobController(Controller):
                       "controller-uid": meta["uid"], "batch.kubernetes.io/job-completion-index": str(index)}
             self.store.put(R.POD.type, self._pod(job, name, (job.get("spec") or {}).get("template") or {}, labels, flavors, "train"))
 
-    def _create_ray_pods(self, rayjob: dict, wl: dict) -> None:
+    def _create_ray_pods(self, rayjob: dict[str, Any], wl: dict[str, Any]) -> None:
         cluster = rayjob["status"]["rayClusterName"]
         rcs = (rayjob.get("spec") or {}).get("rayClusterSpec") or {}
         psa = {p.get("name"): p.get("flavors") or {} for p in wl["status"]["admission"].get("podSetAssignments") or ()}
@@ -146,7 +152,7 @@ class JobController(Controller):
 
     def finish_jobs(self) -> None:
         now = self.now()
-        pods_by_owner: dict[str, list[dict]] = {}
+        pods_by_owner: dict[str, list[dict[str, Any]]] = {}
         for pod in self.store.items(R.POD.type):
             uid = (pod["metadata"].get("labels") or {}).get("sim.tau-tui.io/owner-uid")
             if uid:
@@ -172,18 +178,19 @@ class JobController(Controller):
                 phases = [(p.get("status") or {}).get("phase") for p in pods]
                 running = sum(1 for p in phases if p == "Running")
                 if rt is R.JOB.type and (obj.get("status") or {}).get("active") != running:
-                    self.store.update(rt, obj["metadata"]["name"], obj["metadata"]["namespace"],
-                                      lambda o, n=running: o.setdefault("status", {}).__setitem__("active", n))
+                    def set_active(o: dict[str, Any], running: int = running) -> None:
+                        o.setdefault("status", {})["active"] = running
+                    self.store.update(rt, obj["metadata"]["name"], obj["metadata"]["namespace"], set_active)
                 if not pods or any(p not in ("Succeeded", "Failed") for p in phases):
                     continue
                 outcome = "Failed" if "Failed" in phases else "Succeeded"
             self._complete(rt, obj, wl, outcome, now, pods_by_owner.get(obj["metadata"]["uid"], []))
 
-    def _complete(self, rt: ResourceType, owner: dict, wl: dict, outcome: str, now: datetime, pods: list[dict]) -> None:
+    def _complete(self, rt: ResourceType, owner: dict[str, Any], wl: dict[str, Any], outcome: str, now: datetime, pods: list[dict[str, Any]]) -> None:
         meta = owner["metadata"]
         failed = outcome == "Failed"
         if rt is R.JOB.type:
-            def done(o: dict) -> None:
+            def done(o: dict[str, Any]) -> None:
                 st = o.setdefault("status", {})
                 n = len(pods) or int(o["spec"].get("parallelism") or 1)
                 st.update(active=0, succeeded=0 if failed else n, failed=1 if failed else 0)
@@ -195,7 +202,7 @@ class JobController(Controller):
                     set_condition(o, cond("FailureTarget", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit", now))
                     set_condition(o, cond("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit", now))
         else:
-            def done(o: dict) -> None:
+            def done(o: dict[str, Any]) -> None:
                 st = o.setdefault("status", {})
                 st.update(jobStatus="FAILED" if failed else "SUCCEEDED", jobDeploymentStatus="Failed" if failed else "Complete",
                           endTime=format_time(now))

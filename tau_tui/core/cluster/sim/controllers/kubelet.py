@@ -5,18 +5,18 @@ their deadline, and serve their container logs, previous logs included."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.common import ApiFailure
+from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.logspool import LogChunkRequest
 from tau_tui.core.cluster.names import is_gpu_resource
-from tau_tui.core.cluster.common import ApiFailure
 from tau_tui.core.cluster.sim.annotations import DURATION_ANNOTATION, OUTCOME_ANNOTATION, RESTARTS_ANNOTATION
 from tau_tui.core.cluster.sim.conditions import cond, is_true, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.simlogs import ContainerLog, SimLogReader, to_ns
-from tau_tui.core.apifields import parse_time
-from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
@@ -37,15 +37,15 @@ class Kubelet(Controller):
             alloc = (node.get("status") or {}).get("allocatable") or {}
             free[node["metadata"]["name"]] = {k: parse_quantity(v) for k, v in alloc.items() if is_gpu_resource(k)}
         for pod in self.store.items(R.POD.type):
-            node = (pod.get("spec") or {}).get("nodeName")
-            if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or node not in free:
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            if not node_name or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or node_name not in free:
                 continue
             for res, value in pod_requests(pod.get("spec") or {}).items():
                 if is_gpu_resource(res):
-                    free[node][res] = free[node].get(res, 0.0) - value
+                    free[node_name][res] = free[node_name].get(res, 0.0) - value
         return free
 
-    def _schedulable_nodes(self) -> list[dict]:
+    def _schedulable_nodes(self) -> list[dict[str, Any]]:
         out = []
         for node in sorted(self.store.items(R.NODE.type), key=lambda n: n["metadata"]["name"]):
             if (node.get("spec") or {}).get("unschedulable"):
@@ -63,7 +63,7 @@ class Kubelet(Controller):
             return
         free = None
         nodes = None
-        by_selector: dict[tuple, list[str]] = {}
+        by_selector: dict[tuple[Any, ...], list[str]] = {}
         for pod in sorted(pending, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])):
             meta = pod["metadata"]
             spec = pod.get("spec") or {}
@@ -95,14 +95,14 @@ class Kubelet(Controller):
                     if target in lst:
                         lst.remove(target)
 
-            def bind(o: dict, target=target) -> None:
+            def bind(o: dict[str, Any], target: str = target) -> None:
                 o["spec"]["nodeName"] = target
                 set_condition(o, cond("PodScheduled", "True", "Scheduled", f"assigned to {target}", now))
             new = self.store.update(R.POD.type, meta["name"], meta["namespace"], bind)
             if new is not None:
                 self.event(new, "Normal", "Scheduled", f"Successfully assigned {meta['namespace']}/{meta['name']} to {target}")
 
-    def _run_pod(self, pod: dict, now: datetime) -> None:
+    def _run_pod(self, pod: dict[str, Any], now: datetime) -> None:
         meta = pod["metadata"]
         spec = pod.get("spec") or {}
         ann = meta.get("annotations") or {}
@@ -127,7 +127,7 @@ class Kubelet(Controller):
             init.stop(start_ns - 1, ("init done",))
             self.logs[key] = init
 
-        def run(o: dict) -> None:
+        def run(o: dict[str, Any]) -> None:
             st = o["status"]
             st["phase"] = "Running"
             st["startTime"] = format_time(now)
@@ -140,7 +140,7 @@ class Kubelet(Controller):
         self.store.update(R.POD.type, meta["name"], meta["namespace"], run)
         self.event(pod, "Normal", "Started", f"Started container {((spec.get('containers') or [{}])[0]).get('name')}")
 
-    def _pod_deadline(self, pod: dict) -> datetime | None:
+    def _pod_deadline(self, pod: dict[str, Any]) -> datetime | None:
         st = pod.get("status") or {}
         start = parse_time(st.get("startTime"))
         if start is None:
@@ -173,14 +173,14 @@ class Kubelet(Controller):
             if log is not None and not log.finished:
                 log.stop(to_ns(at), last)
 
-        def end(o: dict) -> None:
+        def end(o: dict[str, Any]) -> None:
             st = o["status"]
             st["phase"] = "Failed" if failed else "Succeeded"
             st["containerStatuses"] = [{"name": c["name"], "ready": False, "restartCount": cs.get("restartCount", 0),
                                         "state": {"terminated": {"exitCode": 1 if failed else 0,
                                                                  "reason": "Error" if failed else "Completed",
                                                                  "finishedAt": format_time(at)}}}
-                                       for c, cs in zip(o["spec"].get("containers") or (), st.get("containerStatuses") or [{}] * 99)]
+                                       for c, cs in zip(o["spec"].get("containers") or (), st.get("containerStatuses") or [{}] * 99, strict=False)]
             set_condition(o, cond("Ready", "False", "PodCompleted", "", at))
         self.store.update(R.POD.type, name, namespace, end)
 

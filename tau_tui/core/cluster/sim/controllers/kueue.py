@@ -6,17 +6,18 @@ ClusterQueue/LocalQueue status counters."""
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+from tau_tui.core.apifields import parse_time
+from tau_tui.core.cluster.common import ApiFailure
+from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests, queue_order_timestamp
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.names import QUEUE_NAME_LABEL
-from tau_tui.core.cluster.common import ApiFailure
 from tau_tui.core.cluster.sim.conditions import cond, get_condition, is_true, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.controllers.jobs import owner_of
 from tau_tui.core.cluster.sim.controllers.multikueue import multikueue_check_of
-from tau_tui.core.apifields import parse_time
-from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests, queue_order_timestamp
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
@@ -42,11 +43,12 @@ def check_names(cq: Mapping[str, Any]) -> list[str]:
 class KueueController(Controller):
     def __init__(self, world: SimulatedCluster):
         super().__init__(world)
-        self._order_cache: dict[tuple[str, str], tuple] = {}
+        # Keyed (uid, resourceVersion) → order key, and ("req", uid, generation) → pod set requests.
+        self._order_cache: dict[tuple[Any, ...], Any] = {}
 
     # -- webhooks (create) ---------------------------------------------------
 
-    def webhook(self, rt: ResourceType, obj: dict) -> None:
+    def webhook(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         meta = obj.setdefault("metadata", {})
         if rt is R.POD.type:
             obj.setdefault("status", {}).setdefault("phase", "Pending")
@@ -67,7 +69,7 @@ class KueueController(Controller):
                 raise ApiFailure(422, "Invalid", "Workload is invalid: spec.podSets: at most 8 items")
 
     @staticmethod
-    def validate(rt: ResourceType, obj: dict) -> None:
+    def validate(rt: ResourceType, obj: dict[str, Any]) -> None:
         """The CRD schema rules the simulation enforces (kueue.md A1)."""
         name = (obj.get("metadata") or {}).get("name")
         if rt is R.MULTIKUEUE_CONFIG.type:
@@ -85,7 +87,7 @@ class KueueController(Controller):
 
     # -- lookups ---------------------------------------------------------------
 
-    def _cq_for_queue(self, namespace: str, lq_name: str) -> dict | None:
+    def _cq_for_queue(self, namespace: str, lq_name: str) -> dict[str, Any] | None:
         lq = self.store.read(R.LOCAL_QUEUE.type, lq_name, namespace)
         if lq is None:
             return None
@@ -106,7 +108,7 @@ class KueueController(Controller):
                 self.store.put(R.WORKLOAD.type, self._workload_for(owner, kind, group, queue))
                 existing.add(meta["uid"])
 
-    def _workload_for(self, owner: dict, kind: str, group: str, queue: str) -> dict:
+    def _workload_for(self, owner: dict[str, Any], kind: str, group: str, queue: str) -> dict[str, Any]:
         meta = owner["metadata"]
         spec = owner.get("spec") or {}
         if kind == "Job":
@@ -142,10 +144,10 @@ class KueueController(Controller):
 
     # -- Kueue: admission --------------------------------------------------------
 
-    def _order_key(self, wl: dict) -> tuple:
+    def _order_key(self, wl: dict[str, Any]) -> tuple[Any, ...]:
         meta = wl["metadata"]
         cache_key = (meta["uid"], meta["resourceVersion"])
-        hit = self._order_cache.get(cache_key)
+        hit: tuple[Any, ...] | None = self._order_cache.get(cache_key)
         if hit is None:
             spec = wl.get("spec") or {}
             boost = int((meta.get("annotations") or {}).get("kueue.x-k8s.io/priority-boost") or 0)
@@ -161,12 +163,12 @@ class KueueController(Controller):
         spec = wl.get("spec") or {}
         return bool(spec.get("queueName")) and spec.get("active", True) is not False and not is_true(wl, "QuotaReserved") and not is_true(wl, "Finished")
 
-    def pending_by_cluster_queue(self) -> dict[str, list[dict]]:
+    def pending_by_cluster_queue(self) -> dict[str, list[dict[str, Any]]]:
         """Pending workloads per ClusterQueue in Kueue order (used by the
         scheduler and by the simulated visibility API)."""
         lq_cq = {(lq["metadata"]["namespace"], lq["metadata"]["name"]): (lq.get("spec") or {}).get("clusterQueue")
                  for lq in self.store.items(R.LOCAL_QUEUE.type)}
-        out: dict[str, list[dict]] = {}
+        out: dict[str, list[dict[str, Any]]] = {}
         for wl in self.store.items(R.WORKLOAD.type):
             if not self._pending(wl):
                 continue
@@ -194,7 +196,7 @@ class KueueController(Controller):
     def _wl_requests(self, wl: Mapping[str, Any]) -> list[tuple[str, int, dict[str, float]]]:
         meta = wl["metadata"]
         key = ("req", meta["uid"], meta.get("generation"))
-        hit = self._order_cache.get(key)
+        hit: list[tuple[str, int, dict[str, float]]] | None = self._order_cache.get(key)
         if hit is None:
             hit = self._order_cache[key] = self._compute_requests(wl)
         return hit
@@ -208,7 +210,7 @@ class KueueController(Controller):
             out.append((ps.get("name", ""), count, {k: v * count for k, v in per_pod.items() if v}))
         return out
 
-    def _assign_flavors(self, cq: Mapping[str, Any], wl: Mapping[str, Any], used: dict[tuple[str, str], float]) -> tuple[list[dict] | None, str]:
+    def _assign_flavors(self, cq: Mapping[str, Any], wl: Mapping[str, Any], used: dict[tuple[str, str], float]) -> tuple[list[dict[str, Any]] | None, str]:
         groups = (cq.get("spec") or {}).get("resourceGroups") or ()
         assignments = []
         extra: dict[tuple[str, str], float] = {}
@@ -283,7 +285,7 @@ class KueueController(Controller):
                 if assignments is None:
                     current = get_condition(wl, "QuotaReserved") or {}
                     if (current.get("status"), current.get("reason"), current.get("message")) != ("False", "Pending", problem):
-                        def pending(obj: dict, problem: str = problem) -> None:
+                        def pending(obj: dict[str, Any], problem: str = problem) -> None:
                             set_condition(obj, cond("QuotaReserved", "False", "Pending", problem, now))
                         self.store.update(R.WORKLOAD.type, meta["name"], meta["namespace"], pending)
                     if strict:
@@ -291,7 +293,8 @@ class KueueController(Controller):
                     continue
                 checks = check_names(cq)
 
-                def reserve(obj: dict, assignments=assignments, checks=checks, cq_name=cq_name) -> None:
+                def reserve(obj: dict[str, Any], assignments: list[dict[str, Any]] = assignments, checks: list[str] = checks,
+                            cq_name: str = cq_name) -> None:
                     st = obj.setdefault("status", {})
                     st["admission"] = {"clusterQueue": cq_name, "podSetAssignments": assignments}
                     st.pop("requeueState", None)
@@ -309,11 +312,11 @@ class KueueController(Controller):
                     if not checks:
                         self.event(new, "Normal", "Admitted", f"Admitted by ClusterQueue {cq_name}")
 
-    def evict(self, wl: dict, reason: str, message: str, requeue: bool = True) -> None:
+    def evict(self, wl: dict[str, Any], reason: str, message: str, requeue: bool = True) -> None:
         now = self.now()
         meta = wl["metadata"]
 
-        def evict(obj: dict) -> None:
+        def evict(obj: dict[str, Any]) -> None:
             st = obj.setdefault("status", {})
             st.pop("admission", None)
             st.pop("admissionChecks", None)
@@ -378,7 +381,7 @@ class KueueController(Controller):
                     slot_lq[2] += 1
                     au = admitted_usage.setdefault(cq, {})
                     lu = lq_usage.setdefault(lq_key, {})
-                    for psa in adm.get("podSetAssignments") or ():
+                    for psa in (adm or {}).get("podSetAssignments") or ():
                         for res, value in (psa.get("resourceUsage") or {}).items():
                             k = ((psa.get("flavors") or {}).get(res, ""), res)
                             au[k] = au.get(k, 0.0) + parse_quantity(value)
@@ -387,7 +390,7 @@ class KueueController(Controller):
                 slot_cq[0] += 1
                 slot_lq[0] += 1
 
-        def flavor_list(cq_obj: Mapping[str, Any], amounts: Mapping[tuple[str, str], float]) -> list[dict]:
+        def flavor_list(cq_obj: Mapping[str, Any], amounts: Mapping[tuple[str, str], float]) -> list[dict[str, Any]]:
             out = []
             for group in (cq_obj.get("spec") or {}).get("resourceGroups") or ():
                 for flavor in group.get("flavors") or ():
@@ -413,7 +416,8 @@ class KueueController(Controller):
             else:
                 active = cond("Active", "True", "Ready", "Can admit new workloads", now, cq["metadata"].get("generation"))
 
-            def cq_status(o: dict, active=active, pend=pend, reserving=reserving, admitted=admitted, name=name) -> None:
+            def cq_status(o: dict[str, Any], active: dict[str, Any] = active, pend: int = pend, reserving: int = reserving,
+                          admitted: int = admitted, name: str = name) -> None:
                 st = o.setdefault("status", {})
                 st.update(pendingWorkloads=pend, reservingWorkloads=reserving, admittedWorkloads=admitted,
                           flavorsReservation=flavor_list(o, usage.get(name, {})),
@@ -435,7 +439,8 @@ class KueueController(Controller):
             else:
                 active = cond("Active", "True", "Ready", "Can submit new workloads to localQueue", now)
 
-            def lq_status(o: dict, active=active, pend=pend, reserving=reserving, admitted=admitted, key=key, cq=cq) -> None:
+            def lq_status(o: dict[str, Any], active: dict[str, Any] = active, pend: int = pend, reserving: int = reserving,
+                          admitted: int = admitted, key: tuple[str, str] = key, cq: dict[str, Any] | None = cq) -> None:
                 st = o.setdefault("status", {})
                 st.update(pendingWorkloads=pend, reservingWorkloads=reserving, admittedWorkloads=admitted,
                           flavorsUsage=flavor_list(cq or {}, lq_usage.get(key, {})))

@@ -4,15 +4,17 @@ admitted workloads to a worker (or evicting them when the worker is lost)."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
+from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.sim.conditions import cond, get_condition, is_true, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.store import SimStore
-from tau_tui.core.cluster.convert import format_time
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 R = ResourceKind
 
 
-def multikueue_check_of(store: SimStore, cq: Mapping[str, Any]) -> dict | None:
+def multikueue_check_of(store: SimStore, cq: Mapping[str, Any]) -> dict[str, Any] | None:
     for ref in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or ():
         ac = store.read(R.ADMISSION_CHECK.type, ref.get("name", ""))
         if ac is not None and (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER_NAME:
@@ -59,7 +61,7 @@ class MultiKueueController(Controller):
                     new = cond("Active", "True", "SomeActiveClusters", msg, now)
                 else:
                     new = cond("Active", "True", "Active", "The admission check is active", now)
-            self.store.update(R.ADMISSION_CHECK.type, ac["metadata"]["name"], None, lambda o, new=new: set_condition(o, new))
+            self.store.update(R.ADMISSION_CHECK.type, ac["metadata"]["name"], None, functools.partial(set_condition, new=new))
 
     def set_cluster_active(self, name: str, active: bool, message: str = "") -> None:
         """Fault injection: a worker stalls (or comes back)."""
@@ -103,19 +105,20 @@ class MultiKueueController(Controller):
             if state != "Pending":
                 continue
             if not workers:
-                def waiting(obj: dict) -> None:
+                def waiting(obj: dict[str, Any], name: str = name) -> None:
                     for c in obj["status"].get("admissionChecks") or ():
                         if c.get("name") == name:
                             c["message"] = "No usable clusters: every MultiKueueCluster is inactive"
                 self.store.update(R.WORKLOAD.type, wl["metadata"]["name"], wl["metadata"]["namespace"], waiting)
                 continue
             if not st.get("nominatedClusterNames"):
-                self.store.update(R.WORKLOAD.type, wl["metadata"]["name"], wl["metadata"]["namespace"],
-                                  lambda o, w=workers: o["status"].__setitem__("nominatedClusterNames", list(w)))
+                def nominate(obj: dict[str, Any], workers: list[str] = workers) -> None:
+                    obj["status"]["nominatedClusterNames"] = list(workers)
+                self.store.update(R.WORKLOAD.type, wl["metadata"]["name"], wl["metadata"]["namespace"], nominate)
                 continue
             winner = workers[0]
 
-            def place(obj: dict, winner=winner, name=name) -> None:
+            def place(obj: dict[str, Any], winner: str = winner, name: str = name) -> None:
                 obj["status"]["clusterName"] = winner
                 obj["status"].pop("nominatedClusterNames", None)
                 for c in obj["status"].get("admissionChecks") or ():
@@ -128,8 +131,8 @@ class MultiKueueController(Controller):
                 self.event(new, "Normal", "Admitted", f"Admitted; dispatched to worker {winner}")
 
     @staticmethod
-    def _all_checks_ready(now: datetime) -> Callable[[dict], None]:
-        def ready(obj: dict) -> None:
+    def _all_checks_ready(now: datetime) -> Callable[[dict[str, Any]], None]:
+        def ready(obj: dict[str, Any]) -> None:
             for c in obj["status"].get("admissionChecks") or ():
                 c.update(state="Ready", lastTransitionTime=format_time(now))
             set_condition(obj, cond("Admitted", "True", "Admitted", "The workload is admitted", now))

@@ -5,14 +5,15 @@ observer does (taugrid.md §3.3, §4.1), so the profile gate in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
+from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.controllers.kueue import check_names
-from tau_tui.core.cluster.convert import format_time
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
@@ -30,19 +31,20 @@ def profile_set_hash(profiles: list[dict[str, Any]]) -> str:
     return compute_profile_set_hash(profiles)
 
 
-def _cond(type_: str, ok: bool, reason_ok: str, reason_bad: str, message: str, now: str, generation: int) -> dict:
+def _cond(type_: str, ok: bool, reason_ok: str, reason_bad: str, message: str, now: str, generation: int) -> dict[str, Any]:
     return {"type": type_, "status": "True" if ok else "False", "reason": reason_ok if ok else reason_bad,
             "message": message, "lastTransitionTime": now, "observedGeneration": generation}
 
 
 def _is_true(obj: Mapping[str, Any] | None, type_: str) -> bool:
-    for c in ((obj or {}).get("status") or {}).get("conditions") or ():
+    conditions: list[Mapping[str, Any]] = ((obj or {}).get("status") or {}).get("conditions") or []
+    for c in conditions:
         if c.get("type") == type_:
             return c.get("status") == "True"
     return False
 
 
-def multikueue_ready(world: "SimulatedCluster", generation: int, now: str) -> dict:
+def multikueue_ready(world: SimulatedCluster, generation: int, now: str) -> dict[str, Any]:
     """TauCluster MultiKueueReady (taugrid.md §4.1)."""
     store = world.store
     checks = sorted((ac for ac in store.items(R.ADMISSION_CHECK.type)
@@ -74,8 +76,8 @@ def multikueue_ready(world: "SimulatedCluster", generation: int, now: str) -> di
     return _cond("MultiKueueReady", False, "Ready", "PrerequisitesNotReady", "; ".join(sorted(issues)), now, generation)
 
 
-def _resolve_profile(world: "SimulatedCluster", tc: Mapping[str, Any], declared: Mapping[str, Any], mk_ready: bool,
-                     now: str, generation: int) -> dict:
+def _resolve_profile(world: SimulatedCluster, tc: Mapping[str, Any], declared: Mapping[str, Any], mk_ready: bool,
+                     now: str, generation: int) -> dict[str, Any]:
     store = world.store
     spec = tc.get("spec") or {}
     profile = {k: v for k, v in declared.items()}
@@ -142,7 +144,7 @@ def _resolve_profile(world: "SimulatedCluster", tc: Mapping[str, Any], declared:
     return profile
 
 
-def resolved_tau_cluster_status(world: "SimulatedCluster", tc: Mapping[str, Any], now_dt: datetime) -> dict:
+def resolved_tau_cluster_status(world: SimulatedCluster, tc: Mapping[str, Any], now_dt: datetime) -> dict[str, Any]:
     now = format_time(now_dt)
     generation = int((tc.get("metadata") or {}).get("generation") or 1)
     old = tc.get("status") or {}
@@ -190,10 +192,10 @@ def resolved_tau_cluster_status(world: "SimulatedCluster", tc: Mapping[str, Any]
 
 
 class TauController(Controller):
-    def __init__(self, world: "SimulatedCluster"):
+    def __init__(self, world: SimulatedCluster):
         super().__init__(world)
         #: The TauCluster's declared workload profiles; None = no Tau controller in this scenario.
-        self.profiles: list[dict] | None = None
+        self.profiles: list[dict[str, Any]] | None = None
 
     def update_status(self) -> None:
         if self.profiles is None:
