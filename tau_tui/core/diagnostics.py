@@ -10,8 +10,8 @@ MAX_SHOWN_CHARS = 80
 MAX_PART_CHARS = 2000
 # More messages than this are summarised ("… and 29,990 more"): nobody reads the 30,000th.
 MAX_MESSAGES = 50
-# C0/C1 controls, DEL, and the bidirectional overrides that reorder what the terminal shows.
-_UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# C0/C1 controls (newline included: one message is one line), DEL, and the bidirectional overrides that reorder what the terminal shows.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def escape_control(text: str) -> str:

@@ -95,6 +95,10 @@ def image_problem(image: str) -> str | None:
     match = IMAGE_REFERENCE.match(image) if len(image) <= MAX_IMAGE_NAME + 300 else None
     if match is None:
         return f"is not an image reference such as registry.example.com/team/app:1.0 (got {shown(image)})"
+    first, slash, _ = match["name"].partition("/")
+    if slash and not any(ch in first for ch in ".:") and first != "localhost" and not re.fullmatch(_PATH_COMPONENT, first):
+        # Without a '.', ':' or localhost the first part is a repository path, which must be lowercase.
+        return f"is not an image reference: {shown(first)} is neither a registry host nor a lowercase repository name"
     if len(match["name"]) > MAX_IMAGE_NAME:
         return f"has a repository name of {len(match['name'])} characters; the limit is {MAX_IMAGE_NAME}"
     return None
@@ -312,7 +316,7 @@ def _local_problem(loaded: LoadedConfig, relative: str, directory: bool, missing
     except FileRefused as refused:
         if refused.message == "file not found":
             return missing, "fix the path" if directory else "create it or fix the path"
-        return refused.message, refused.hint
+        return f"cannot be used: {refused.message}", refused.hint
     if directory and not stat.S_ISDIR(mode):
         return f"is not a directory (next to {loaded.file})", "fix the path"
     if not directory and not stat.S_ISREG(mode):

@@ -35,6 +35,9 @@ _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 TAG_WORDS = {_INT: "a whole number", _FLOAT: "a number", _TIMESTAMP: "a timestamp", "tag:yaml.org,2002:binary": "base64 data"}
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class _TauLoader(yaml.SafeLoader):
     """YAML 1.1 minus the surprises: `1:30` (base 60) and `010` (octal) stay text instead of 90 and 8,
     an unquoted date stays the text the user wrote (an explicit !!timestamp is still checked), and nesting deeper than MAX_DEPTH stops with a position instead of a RecursionError."""
@@ -71,6 +74,19 @@ _TauLoader.add_implicit_resolver(
     ),
     list("-+0123456789."),
 )
+
+
+def _no_base_60(constructor: Any) -> Any:
+    def construct(loader: Any, node: yaml.ScalarNode) -> Any:
+        if ":" in str(node.value):
+            raise ValueError("base-60 (sexagesimal) numbers are not accepted")
+        return constructor(loader, node)
+
+    return construct
+
+
+_TauLoader.add_constructor(_INT, _no_base_60(yaml.constructor.SafeConstructor.construct_yaml_int))
+_TauLoader.add_constructor(_FLOAT, _no_base_60(yaml.constructor.SafeConstructor.construct_yaml_float))
 
 
 class _TooDeep(yaml.MarkedYAMLError):
@@ -144,8 +160,8 @@ class _Builder:
 
     def scalar(self, node: yaml.Node, path: KeyPath) -> Any:
         """One scalar as Python data; a value its tag cannot read becomes a message at its position."""
-        if node.tag in (_INT, _FLOAT) and sum(ch.isdigit() for ch in str(node.value)) > MAX_NUMBER_DIGITS:
-            digits = sum(ch.isdigit() for ch in str(node.value))
+        if node.tag in (_INT, _FLOAT) and len(str(node.value).lstrip("+-")) > MAX_NUMBER_DIGITS:
+            digits = len(str(node.value).lstrip("+-"))
             self._value_problem(node, path, f"is a number of {digits:,} digits", "no setting takes a number this long; check the value")
             return str(node.value)
         try:
@@ -153,13 +169,17 @@ class _Builder:
         except yaml.constructor.ConstructorError as err:
             self._value_problem(node, path, err.problem or "cannot read this value", "remove the tag or quote the value")
             return str(node.value)
-        except (ValueError, TypeError, OverflowError, ArithmeticError) as err:
+        except Exception as err:  # PyYAML's constructors fail with whatever the text provokes (KeyError, IndexError…)
             word = TAG_WORDS.get(node.tag, node.tag)
             self._value_problem(node, path, f"{shown(node.value)} is not {word} ({clip(str(err))})", "fix the value, or quote it to mean text")
             return str(node.value)
         # Dates, timestamps and binary data are kept as the text the user wrote.
         if not isinstance(value, (str, int, float, bool, type(None))):
             return str(node.value)
+        if isinstance(value, str) and _SURROGATE.search(value):
+            # "\ud800" in a double-quoted string: not text, and it cannot be encoded to send anywhere.
+            self._value_problem(node, path, f"contains a lone surrogate ({shown(_SURROGATE.search(value).group())}), which is not text", "remove the \\uD800-\\uDFFF escape")
+            return value.encode("utf-8", "replace").decode("utf-8")
         return value
 
     def _value_problem(self, node: yaml.Node, path: KeyPath, message: str, hint: str) -> None:
