@@ -243,7 +243,11 @@ class ComposeScreen(PaneScreen):
     @on(FileOpened)
     def _on_file_opened(self, message: FileOpened) -> None:
         if message.document is None:
-            self.notify(message.error, severity="error")
+            error = escape_control(clip(message.error, MAX_PART_CHARS))
+            self.notify(error, severity="error")
+            # The pane says why there is nothing to show, instead of a preview left on "…".
+            self.query_one("#compose-messages", Static).update(Text(f"✗ {error}", style=style_of("failed")))
+            self.query_one(YamlPreview).show_text(Text(f"no preview: {error}", style="dim"))
             return
         self.document = message.document
         self._show_document()
