@@ -14,17 +14,25 @@ def _preview_text(screen: ComposeScreen) -> str:
     return str(screen.query_one("#yaml-preview-body").render())
 
 
-async def _validated(tmp_path, workspace, text: str):
+async def _open_compose(tmp_path, workspace, text: str, until: type) -> tuple[list, str, str]:
+    """Open `text` in the compose pane and wait for the first `until` message.
+
+    Returns the messages, and the preview and message texts as the pane then shows them."""
     (workspace / "tau.yaml").write_text(text)
     _, backend = demo_backend()
     app = make_app(tmp_path, backend, start_pane="compose", compose_file="tau.yaml")
     messages: list = []
     async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
-        await wait_until(pilot, lambda: of_type(messages, ComposeScreen.Validated), what="validation")
+        await wait_until(pilot, lambda: of_type(messages, until), what=until.__name__)
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ComposeScreen)
-        return of_type(messages, ComposeScreen.Validated)[-1].result, _preview_text(screen), str(screen.query_one("#compose-messages").render())
+        return messages, _preview_text(screen), str(screen.query_one("#compose-messages").render())
+
+
+async def _validated(tmp_path, workspace, text: str):
+    messages, preview, shown = await _open_compose(tmp_path, workspace, text, ComposeScreen.Validated)
+    return of_type(messages, ComposeScreen.Validated)[-1].result, preview, shown
 
 
 @async_test
@@ -39,18 +47,11 @@ async def test_a_value_the_loader_cannot_read_shows_its_position_not_a_stuck_pre
 
 @async_test
 async def test_a_file_that_cannot_be_opened_says_so_in_the_preview(tmp_path, workspace):
-    (workspace / "tau.yaml").write_text(VALID_TAU_YAML.replace("gpus_per_worker: 8", "gpus_per_worker: !!int abc"))
-    _, backend = demo_backend()
-    app = make_app(tmp_path, backend, start_pane="compose", compose_file="tau.yaml")
-    messages: list = []
-    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
-        await wait_until(pilot, lambda: of_type(messages, ComposeScreen.FileOpened), what="open")
-        await settle(pilot)
-        opened = of_type(messages, ComposeScreen.FileOpened)[-1]
-        assert opened.document is None  # the round-trip editor cannot read `!!int abc` either
-        preview = _preview_text(app.screen)
-        assert preview.startswith("no preview: ") and "not valid YAML" in preview
-        assert "not valid YAML" in str(app.screen.query_one("#compose-messages").render())
+    text = VALID_TAU_YAML.replace("gpus_per_worker: 8", "gpus_per_worker: !!int abc")
+    messages, preview, shown = await _open_compose(tmp_path, workspace, text, ComposeScreen.FileOpened)
+    assert of_type(messages, ComposeScreen.FileOpened)[-1].document is None  # the round-trip editor cannot read it either
+    assert preview.startswith("no preview: ") and "not valid YAML" in preview
+    assert "not valid YAML" in shown
 
 
 @async_test
