@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import threading
-from pathlib import Path
 
 import pytest
 

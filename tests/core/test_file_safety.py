@@ -230,3 +230,12 @@ def test_dev_zero_is_refused_before_reading(tmp_path):
     (tmp_path / "tau.yaml").write_text(JOB.format(entry="train.py").replace("  queue: q\n", "  queue: q\n  team: t\n  lane: training\n  workload_profile_snapshot: /dev/zero\n"))
     (tmp_path / "train.py").write_text("print('x')\n")
     _assert_refused(_cli("render", "tau.yaml", cwd=tmp_path), "is a character device")
+
+
+def test_an_over_long_path_is_a_message(tmp_path):
+    name = str(tmp_path / ("a" * 300 + ".yaml"))
+    for argv in (["validate", name], ["profiles", "--profiles", name], ["render", name, "--profiles", EMPTY_PROFILES]):
+        code, out, err = run_cli(argv)
+        assert code == 2, err
+        assert "too long for the file system" in err and "Traceback" not in err
+        assert len(err) < 2_000  # one bounded message per command
