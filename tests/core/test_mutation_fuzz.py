@@ -69,10 +69,12 @@ scalars = st.one_of(
     st.sampled_from(SPECIAL_TEXT),
     st.builds(lambda ch, n: ch * n, st.sampled_from(["x", "é", "\x1b", "9"]), st.sampled_from([300, 3_000])),
 )
-values = st.recursive(
+keys = st.one_of(st.sampled_from(SCHEMA_KEYS), st.text(max_size=8))
+# Two levels at most: cheap to draw, and deep enough to put a list or mapping where a scalar belongs.
+values = st.one_of(
     scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.one_of(st.sampled_from(SCHEMA_KEYS), st.text(max_size=8)), inner, max_size=3)),
-    max_leaves=6,
+    st.lists(scalars, max_size=3),
+    st.dictionaries(keys, st.one_of(scalars, st.lists(scalars, max_size=2)), max_size=3),
 )
 TEXT_EDITS = ["!!int ", "!!float ", "!!timestamp ", "!!binary ", "!foo ", "&a ", "*a", "*missing", "<<: ", ": ", "- ", "? ",
               "\t", "'", '"', "{", "[", "]", "#", "%", "@", "\x00", "\x1b", "\ufeff", "\u2028", "---\n", "\n  ", "9" * 80]
@@ -112,7 +114,7 @@ def _mutate(doc: Any, data: st.DataObject) -> Any:
         else:
             target = parent[path[-1]]
             if isinstance(target, dict):
-                target[data.draw(st.one_of(st.sampled_from(SCHEMA_KEYS), st.text(max_size=12)), label="key")] = data.draw(values, label="value")
+                target[data.draw(keys, label="key")] = data.draw(values, label="value")
             elif isinstance(target, list):
                 target.insert(data.draw(st.integers(0, len(target))), data.draw(values, label="item"))
             else:
