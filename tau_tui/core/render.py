@@ -135,7 +135,7 @@ def _project_archive(root: Path, excludes: list[str]) -> bytes:
                 data = read_regular_file(path, budget)
             except FileRefused as refused:
                 if refused.size is not None:
-                    raise FileRefused(f"holds more than {MAX_PROJECT_READ_BYTES:,} bytes of files", "", size=MAX_PROJECT_READ_BYTES + 1) from None
+                    raise FileRefused(f"holds more than {MAX_PROJECT_READ_BYTES:,} bytes of files", "exclude data and build output with run.working_dir_excludes") from None
                 raise FileRefused(f"{shown('/'.join(parts))} in the project: {refused.message}", refused.hint) from None
             budget -= len(data)
             info = tarfile.TarInfo("/".join(parts))

@@ -33,8 +33,6 @@ _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 TAG_WORDS = {_INT: "a whole number", _FLOAT: "a number", _TIMESTAMP: "a timestamp", "tag:yaml.org,2002:binary": "base64 data"}
-
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -126,6 +124,7 @@ def _compose_all(text: str) -> list[yaml.Node]:
 class _TooDeep(yaml.MarkedYAMLError):
     def __init__(self, mark: Any) -> None:
         super().__init__(problem=f"nesting is deeper than {MAX_DEPTH} levels", problem_mark=mark)
+
 
 KeyPath = tuple[str | int, ...]
 

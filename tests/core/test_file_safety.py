@@ -68,7 +68,7 @@ def _refused(config: Path, fragment: str) -> str:
     assert out == ""
     assert SECRET not in err and "Traceback" not in err and "unexpected error" not in err
     assert fragment in err
-    assert f"{config.name}:" in err and ":3:1 entrypoint" in err or "working_dir" in err
+    assert (f"{config.name}:3:1 entrypoint" in err) or ("run.working_dir" in err)
     return err
 
 
@@ -239,3 +239,19 @@ def test_an_over_long_path_is_a_message(tmp_path):
         assert code == 2, err
         assert "too long for the file system" in err and "Traceback" not in err
         assert len(err) < 2_000  # one bounded message per command
+
+
+def test_the_project_archive_reads_a_bounded_number_of_files_and_bytes(layout, monkeypatch):
+    from tau_tui.core import render
+
+    project, _ = layout
+    src = _rayjob_project(project)
+    for index in range(5):
+        (src / f"part{index}.py").write_text("x = 1\n" * 100)
+    monkeypatch.setattr(render, "MAX_PROJECT_ENTRIES", 3)
+    code, _, err = _render(project / "tau.yaml")
+    assert code == 2 and "the project archive: holds more than 3 files" in err
+    monkeypatch.setattr(render, "MAX_PROJECT_ENTRIES", 100)
+    monkeypatch.setattr(render, "MAX_PROJECT_READ_BYTES", 1_000)
+    code, _, err = _render(project / "tau.yaml")
+    assert code == 2 and "the project archive: holds more than 1,000 bytes of files" in err
