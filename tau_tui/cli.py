@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 from pathlib import Path
 
 from .core.cluster.errors import ClusterError
 from .core.cluster.kubeconfig import KubeconfigSource
-from .core.runconfig.diagnostics import DiagnosticError
+from .core.runconfig.diagnostics import Diagnostic, DiagnosticError, escape_control, report_lines
 from .core.runconfig.loader import load_config
 from .core.runconfig.manifests import to_yaml
 from .core.runconfig.profiles import Caller, ProfileReadError, explain
@@ -120,15 +121,16 @@ def _client_factory(context: str | None, timeouts=None):
 
 
 def _print_diagnostics(err: DiagnosticError) -> None:
-    for diagnostic in err.diagnostics:
-        print(str(diagnostic), file=sys.stderr)
+    # Bounded: at most MAX_MESSAGES, each escaped and clipped (diagnostics.report_lines).
+    for line in report_lines(err.diagnostics):
+        print(line, file=sys.stderr)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     loaded = load_config(args.file)
-    for warning in loaded.warnings:
-        print(str(warning), file=sys.stderr)
-    print(f"{args.file}: valid ({loaded.engine}, config hash {loaded.config_hash[:12]})", file=sys.stderr)
+    for line in report_lines(loaded.warnings):
+        print(line, file=sys.stderr)
+    print(f"{escape_control(args.file)}: valid ({loaded.engine}, config hash {loaded.config_hash[:12]})", file=sys.stderr)
     return EXIT_OK
 
 
@@ -179,14 +181,15 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     from .core.runconfig.profiles import load_snapshot, read_profile_set
 
     profile_set = load_snapshot(args.profiles) if args.profiles else read_profile_set(api_client(args.context, request_timeouts(args)))
-    print(f"profiles from {profile_set.source}")
+    # Profile names and reasons come from a file or a cluster: escaped, never printed raw.
+    print(escape_control(f"profiles from {profile_set.source}"))
     for problem in profile_set.gate_problems:
-        print(f"  gate closed: {problem}")
+        print(escape_control(f"  gate closed: {problem}"))
     for item in explain(profile_set, Caller(args.namespace, args.team, args.lane)):
         mark = "✓ selectable" if item.selectable else "✗ not selectable"
-        print(f"{item.name}: {mark}")
+        print(escape_control(f"{item.name}: {mark}"))
         for reason in item.reasons:
-            print(f"    - {reason}")
+            print(escape_control(f"    - {reason}"))
     return EXIT_OK
 
 
@@ -194,15 +197,22 @@ def cmd_init(args: argparse.Namespace) -> int:
     from importlib import resources
 
     target = Path(args.dir)
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise DiagnosticError([Diagnostic(str(target), f"cannot create the directory: {err.strerror}", hint="pick a directory you can write to")]) from None
     examples = resources.files("tau_tui") / "examples"
     wrote = []
     for name in ("tau.yaml", "train.py"):
         path = target / name
-        if path.exists():
-            print(f"{path} exists; left unchanged", file=sys.stderr)
+        try:
+            _create_new(path, (examples / name).read_text())
+        except FileExistsError:
+            what = "is a symbolic link" if path.is_symlink() else "exists"
+            print(escape_control(f"{path} {what}; left unchanged"), file=sys.stderr)
             continue
-        path.write_text((examples / name).read_text())
+        except OSError as err:
+            raise DiagnosticError([Diagnostic(str(path), f"cannot write the file: {err.strerror}", hint="pick a directory you can write to")]) from None
         wrote.append(str(path))
     if wrote:
         print("wrote " + ", ".join(wrote))
@@ -220,6 +230,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     print(result.summary(), file=sys.stdout if result.ok else sys.stderr)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _create_new(path: Path, text: str) -> None:
+    """Create `path` only if nothing is there: O_EXCL fails on any existing name, a dangling symbolic
+    link included, so init never writes through a link to somewhere else."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 HANDLERS = {"validate": cmd_validate, "render": cmd_render, "submit": cmd_submit, "profiles": cmd_profiles,
@@ -248,7 +266,7 @@ def run_command(argv: list[str]) -> int:
         print(f"tau-tui: {err.filename or ''}: {err.strerror or err}".replace(": : ", ": "), file=sys.stderr)
         return EXIT_FAILED
     except Exception as err:  # the last line of defence: a message, never a traceback
-        print(f"tau-tui: unexpected error: {type(err).__name__}: {err}", file=sys.stderr)
+        print(escape_control(f"tau-tui: unexpected error: {type(err).__name__}: {str(err)[:500]}"), file=sys.stderr)
         return EXIT_FAILED
 
 

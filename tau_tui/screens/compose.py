@@ -22,13 +22,22 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.runconfig.config import ALIASES
-from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
+from tau_tui.core.runconfig.diagnostics import (
+    MAX_MESSAGES,
+    MAX_PART_CHARS,
+    Diagnostic,
+    DiagnosticError,
+    clip,
+    escape_control,
+    report_lines,
+)
 from tau_tui.core.runconfig.document import ComposeDocument, SaveRefused
 from tau_tui.core.runconfig.loader import load_config_text
 from tau_tui.core.runconfig.manifests import to_yaml
 from tau_tui.core.runconfig.pipeline import render_run, snapshot_path
 from tau_tui.core.runconfig.profiles import Caller, ProfileSet, explain, load_snapshot, profile_set_from_taucluster
 from tau_tui.core.runconfig.resolve import RenderOptions
+from tau_tui.core.runconfig.yamlsource import read_text_file
 from tau_tui.mutations.mutation import Mutation, describe_result
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.form_field import EntryError, FormField
@@ -230,7 +239,11 @@ class ComposeScreen(PaneScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="compose-open")
     def _open_worker(self, path: str) -> None:
         try:
-            self.post_message(self.FileOpened(ComposeDocument.open(Path(path).expanduser())))
+            # The loader's bounded read: a FIFO, /dev/zero or a huge file is refused, never read.
+            file = Path(path).expanduser()
+            self.post_message(self.FileOpened(ComposeDocument(read_text_file(file), file)))
+        except DiagnosticError as err:
+            self.post_message(self.FileOpened(None, " ".join(report_lines(err.diagnostics, 3))))
         except FileNotFoundError:
             self.post_message(self.FileOpened(None, f"{path}: no such file"))
         except (OSError, UnicodeDecodeError) as err:
@@ -241,7 +254,11 @@ class ComposeScreen(PaneScreen):
     @on(FileOpened)
     def _on_file_opened(self, message: FileOpened) -> None:
         if message.document is None:
-            self.notify(message.error, severity="error")
+            error = escape_control(clip(message.error, MAX_PART_CHARS))
+            self.notify(error, severity="error")
+            # The pane says why there is nothing to show, instead of a preview left on "…".
+            self.query_one("#compose-messages", Static).update(Text(f"✗ {error}", style=style_of("failed")))
+            self.query_one(YamlPreview).show_text(Text(f"no preview: {error}", style="dim"))
             return
         self.document = message.document
         self._show_document()
@@ -314,6 +331,15 @@ class ComposeScreen(PaneScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="compose-validate")
     def _validate_worker(self, text: str, label: str, base_dir: Path, generation: int) -> None:
+        # Every run posts a result: a worker that died silently left the preview on "…" for ever.
+        try:
+            result = self._validation(text, label, base_dir)
+        except Exception as err:
+            result = Validation(False)
+            result.diagnostics.append(Diagnostic(label, f"cannot check this file: {type(err).__name__}: {str(err)[:300]}", hint="fix the file; if it looks right, report this as a bug"))
+        self.post_message(self.Validated(result, generation))
+
+    def _validation(self, text: str, label: str, base_dir: Path) -> Validation:
         result = Validation(False)
         loaded = None
         try:
@@ -348,7 +374,7 @@ class ComposeScreen(PaneScreen):
             except Exception as err:  # a renderer bug must not take the pane down
                 result.diagnostics.append(Diagnostic(label, f"rendering failed: {type(err).__name__}: {err}"))
         result.ok = result.rendered and not any(d.severity == "error" for d in result.diagnostics)
-        self.post_message(self.Validated(result, generation))
+        return result
 
     @on(Validated)
     def _on_validated(self, message: Validated) -> None:
@@ -362,9 +388,10 @@ class ComposeScreen(PaneScreen):
         general: list[Diagnostic] = []
         for diagnostic in result.diagnostics:
             target = field_for(diagnostic.path)
-            text = diagnostic.message + (f" (fix: {diagnostic.hint})" if diagnostic.hint else "")
+            # Messages echo file content: escaped and clipped like on the command line.
+            text = escape_control(clip(diagnostic.message + (f" (fix: {diagnostic.hint})" if diagnostic.hint else ""), MAX_PART_CHARS))
             if diagnostic.path and target and diagnostic.path != target and not diagnostic.path.startswith(target):
-                text = f"{diagnostic.path}: {text}"
+                text = f"{escape_control(diagnostic.path)}: {text}"
             if target is None:
                 general.append(diagnostic)
             else:
@@ -378,9 +405,11 @@ class ComposeScreen(PaneScreen):
         self._update_profiles(result)
         messages = Text()
         if general:
-            for d in general:
+            for d in general[:MAX_MESSAGES]:
                 messages.append(("✗ " if d.severity == "error" else "⚠ ") + str(d).replace("\n  fix:", " fix:") + "\n",
                                 style=style_of("failed" if d.severity == "error" else "warning"))
+            if len(general) > MAX_MESSAGES:
+                messages.append(f"… and {len(general) - MAX_MESSAGES:,} more\n", style=style_of("failed"))
         errors = sum(1 for d in result.diagnostics if d.severity == "error") + len(self._entry_errors)
         if result.ok:
             messages.append(f"✓ valid · {len(result.manifests)} manifest(s) · submission id {result.submission_id}",

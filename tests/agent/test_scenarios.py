@@ -205,7 +205,7 @@ def test_hung_call_is_a_finding_and_other_gpus_are_still_read():
         node.nvml.release_hangs()
     import time
 
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 30  # a bounded wait for the released thread, not a speed check
     while node.guard.stuck_calls() and time.monotonic() < deadline:
         time.sleep(0.01)
     node.run_for(30)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from tau_tui.core.runconfig.diagnostics import Diagnostic
+from tau_tui.core.runconfig.diagnostics import Diagnostic, shown
 from tau_tui.core.runconfig.schema import DEPRECATED_GPU_CLASSES, ENGINE_ALIASES, TauConfig
 from tau_tui.core.runconfig.yamlsource import KeyPath, SourceMap, format_path
 
@@ -133,7 +133,7 @@ def canonicalise(raw: dict[str, Any], file: str, smap: SourceMap) -> tuple[dict[
                 if other != chosen:
                     diag(
                         other_path,
-                        f"conflicts with {format_path(chosen_path)} ({other!r} vs {chosen!r})",
+                        f"conflicts with {format_path(chosen_path)} ({shown(other)} vs {shown(chosen)})",
                         f"{format_path(other_path)} is an alias of {format_path(canonical)}; keep only one of them",
                     )
         _put(data, canonical, chosen)
@@ -197,7 +197,7 @@ def pydantic_diagnostics(err: ValidationError, file: str, smap: SourceMap, origi
         if kind == "extra_forbidden":
             parent = _model_at(loc[:-1])
             allowed = _allowed_keys(parent) if parent else []
-            close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+            close = difflib.get_close_matches(str(loc[-1])[:64], allowed, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"allowed keys here: {', '.join(allowed)}"
             out.append(make_diagnostic(file, smap, origins, loc, "unknown key", hint))
             continue
@@ -205,21 +205,21 @@ def pydantic_diagnostics(err: ValidationError, file: str, smap: SourceMap, origi
             out.append(make_diagnostic(file, smap, origins, loc, "is required", "add this key"))
             continue
         if kind in TYPE_WORDS:
-            out.append(make_diagnostic(file, smap, origins, loc, f"must be {TYPE_WORDS[kind]} (got {given!r})", "fix the value's type; quote strings, leave numbers unquoted"))
+            out.append(make_diagnostic(file, smap, origins, loc, f"must be {TYPE_WORDS[kind]} (got {shown(given)})", "fix the value's type; quote strings, leave numbers unquoted"))
             continue
         ctx = item.get("ctx") or {}
         if kind == "greater_than_equal":
-            out.append(make_diagnostic(file, smap, origins, loc, f"must be >= {ctx.get('ge')} (got {given!r})", f"use a value of at least {ctx.get('ge')}"))
+            out.append(make_diagnostic(file, smap, origins, loc, f"must be >= {ctx.get('ge')} (got {shown(given)})", f"use a value of at least {ctx.get('ge')}"))
         elif kind == "less_than_equal":
-            out.append(make_diagnostic(file, smap, origins, loc, f"must be <= {ctx.get('le')} (got {given!r})", f"use a value of at most {ctx.get('le')}"))
+            out.append(make_diagnostic(file, smap, origins, loc, f"must be <= {ctx.get('le')} (got {shown(given)})", f"use a value of at most {ctx.get('le')}"))
         elif kind == "literal_error":
             expected = ctx.get("expected", "")
-            out.append(make_diagnostic(file, smap, origins, loc, f"must be one of {expected} (got {given!r})", "pick one of the listed values"))
+            out.append(make_diagnostic(file, smap, origins, loc, f"must be one of {expected} (got {shown(given)})", "pick one of the listed values"))
         elif kind == "too_long":
             out.append(make_diagnostic(file, smap, origins, loc, f"has {ctx.get('actual_length')} entries; at most {ctx.get('max_length')} are allowed", "remove entries"))
         elif kind == "value_error":
             # Our validators' messages already show a valid example.
             out.append(make_diagnostic(file, smap, origins, loc, str(ctx.get("error", item["msg"]))))
         else:
-            out.append(make_diagnostic(file, smap, origins, loc, f"{item['msg']} (got {given!r})", "correct the value"))
+            out.append(make_diagnostic(file, smap, origins, loc, f"{item['msg']} (got {shown(given)})", "correct the value"))
     return out

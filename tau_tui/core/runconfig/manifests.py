@@ -11,7 +11,9 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import posixpath
+import stat
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,16 +22,20 @@ from typing import Any
 import yaml
 
 from tau_tui.core.runconfig.config import LoadedConfig
-from tau_tui.core.runconfig.diagnostics import DiagnosticError
+from tau_tui.core.runconfig.diagnostics import DiagnosticError, shown
 from tau_tui.core.runconfig.resolve import Resolution
 from tau_tui.core.runconfig.rules import PVC_MOUNT_SPEC
 from tau_tui.core.runconfig.schema import TauConfig
+from tau_tui.core.runconfig.yamlsource import FileRefused, read_regular_file, resolve_inside
 
 MANAGED_BY_MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 TAU = "tau.azure.com"
 MAX_PAYLOAD_BYTES = 45 * 1024  # rayjobrender.MaxProjectArchiveBytes; keeps the object far below etcd's limit
+# What the project archive may read before compression, and how many files it may look at.
+MAX_PROJECT_READ_BYTES = 8 * 1024 * 1024
+MAX_PROJECT_ENTRIES = 10_000
 SCRIPT_DIR = "/script"
 SOURCE_DIR = "/tau/source"
 TERMINATION_GRACE_SECONDS = 600
@@ -70,30 +76,70 @@ def _payload(loaded: LoadedConfig) -> Payload | None:
     c = loaded.config
     if c.run.source is not None or not c.run.entrypoint:
         return None
-    working_dir = c.run.working_dir
-    is_archive = working_dir is not None
-    if working_dir is not None:
-        raw = _project_archive(loaded.base_dir / working_dir, c.run.working_dir_excludes)
-    else:
-        raw = (loaded.base_dir / c.run.entrypoint).read_bytes()
+    is_archive = c.run.working_dir is not None
+    key, what = ("working_dir", "the project archive") if is_archive else ("entrypoint", "the script")
+    try:
+        if is_archive:
+            raw = _project_archive(resolve_inside(loaded.base_dir, c.run.working_dir), c.run.working_dir_excludes)
+        else:
+            # stat first, then read at most one byte past the limit: a 200 MB file is never read whole.
+            raw = read_regular_file(resolve_inside(loaded.base_dir, c.run.entrypoint), MAX_PAYLOAD_BYTES)
+    except FileRefused as refused:
+        if refused.size is not None:
+            raise DiagnosticError([loaded.diagnostic(("run", key), f"{what} is {refused.size} bytes; the limit is {MAX_PAYLOAD_BYTES} (45 KiB)", "put large code in the image or on storage")]) from None
+        raise DiagnosticError([loaded.diagnostic(("run", key), f"{what}: {refused.message}", refused.hint)]) from None
     if len(raw) > MAX_PAYLOAD_BYTES:
-        key, what = ("working_dir", "the project archive") if is_archive else ("entrypoint", "the script")
         raise DiagnosticError([loaded.diagnostic(("run", key), f"{what} is {len(raw)} bytes; the limit is {MAX_PAYLOAD_BYTES} (45 KiB)", "put large code in the image or on storage")])
     return Payload(base64.b64encode(raw).decode(), "sha256:" + hashlib.sha256(raw).hexdigest(), is_archive, c.run.entrypoint)
 
 
 def _project_archive(root: Path, excludes: list[str]) -> bytes:
-    """A reproducible tar.gz: sorted names, zero mtimes and owners."""
-    buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    """A reproducible tar.gz: sorted names, zero mtimes and owners.
+
+    Only regular files and directories go in: a symbolic link anywhere in the project is refused (it
+    could carry a file from outside), as is a FIFO or device, and the bytes read are bounded."""
+    excludes = [e for e in excludes if e.strip("/")]  # an empty pattern matches nothing, and Path.match refuses it
+    files: list[tuple[tuple[str, ...], Path]] = []
+    seen = 0
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        here = Path(folder)
+        kept = []
+        for name in sorted(dirs):
+            rel = (here / name).relative_to(root).as_posix()
+            if name.startswith(".") or name == "__pycache__" or any(rel == e.rstrip("/") or rel.startswith(e.rstrip("/") + "/") for e in excludes):
+                continue
+            if (here / name).is_symlink():
+                raise FileRefused(f"{shown(rel)} in the project is a symbolic link", "replace the link with the files, or list it in run.working_dir_excludes")
+            kept.append(name)
+        dirs[:] = kept
+        for name in names:
+            seen += 1
+            if seen > MAX_PROJECT_ENTRIES:
+                raise FileRefused(f"holds more than {MAX_PROJECT_ENTRIES:,} files", "exclude data and build output with run.working_dir_excludes")
+            path = here / name
             rel = path.relative_to(root).as_posix()
             if any(rel == e or rel.startswith(e.rstrip("/") + "/") or path.match(e) for e in excludes):
                 continue
             if any(part.startswith(".") or part == "__pycache__" for part in Path(rel).parts):
                 continue
-            info = tarfile.TarInfo(rel)
-            data = path.read_bytes()
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                raise FileRefused(f"{shown(rel)} in the project is a symbolic link", "replace the link with the file, or list it in run.working_dir_excludes")
+            if not stat.S_ISREG(mode):
+                raise FileRefused(f"{shown(rel)} in the project is not a regular file", "remove it or list it in run.working_dir_excludes")
+            files.append((tuple(rel.split("/")), path))
+    buffer = io.BytesIO()
+    budget = MAX_PROJECT_READ_BYTES
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
+        for parts, path in sorted(files):
+            try:
+                data = read_regular_file(path, budget)
+            except FileRefused as refused:
+                if refused.size is not None:
+                    raise FileRefused(f"holds more than {MAX_PROJECT_READ_BYTES:,} bytes of files", "exclude data and build output with run.working_dir_excludes") from None
+                raise FileRefused(f"{shown('/'.join(parts))} in the project: {refused.message}", refused.hint) from None
+            budget -= len(data)
+            info = tarfile.TarInfo("/".join(parts))
             info.size, info.mtime, info.mode = len(data), 0, 0o644
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from tau_tui.core.runconfig.config import LoadedConfig
-from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
+from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError, shown
 from tau_tui.core.runconfig.manifests import render, submission_id_for
 from tau_tui.core.runconfig.profiles import ProfileSet, load_snapshot, read_profile_set
 from tau_tui.core.runconfig.resolve import RenderOptions, Resolution, resolve
+from tau_tui.core.runconfig.yamlsource import FileRefused, file_mode
 
 
 @dataclass
@@ -37,6 +38,13 @@ def load_profiles(loaded: LoadedConfig, snapshot_override: str | None, api_clien
     if snapshot is not None:
         if not client_dry_run:
             raise DiagnosticError([loaded.diagnostic(("policy", "workload_profile_snapshot"), "a profile snapshot is accepted only for a client dry-run", "use `tau-tui render` for offline checks; submit reads the live TauCluster")])
+        if not snapshot_override:
+            try:
+                file_mode(snapshot)
+            except FileRefused as refused:
+                # Named in the config: point at the key that names it, not at a file that cannot be opened.
+                declared = loaded.config.policy.workload_profile_snapshot
+                raise DiagnosticError([loaded.diagnostic(("policy", "workload_profile_snapshot"), f"snapshot {shown(declared)} cannot be used: {refused.message}", refused.hint)]) from None
         return load_snapshot(snapshot)
     if api_client_factory is None:
         raise DiagnosticError([Diagnostic(loaded.file, "no workload profiles available: no cluster and no snapshot", hint="pass --profiles SNAPSHOT, set policy.workload_profile_snapshot, or use a kubeconfig context")])

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from tau_tui.core.apifields import Condition, parse_conditions
-from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
-from tau_tui.core.runconfig.yamlsource import load_mapping_file
+from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError, shown
+from tau_tui.core.runconfig.yamlsource import KeyPath, format_path, load_mapping_file
 
 GROUP = "tau.azure.com"
 VERSION = "v1alpha1"
@@ -48,6 +48,77 @@ def _normalised_tree(value: Any, key: str = "") -> Any:
     if isinstance(value, str) and key not in UNNORMALISED_FIELDS:
         return normalise(value)
     return value
+
+
+INT32_MAX = 2147483647
+_STRING_LIST = ("list", str)
+# The shape of one profile as served (taugrid.md §3.3): field → type, with the entries of lists and
+# mappings. Unknown fields are allowed (a newer controller may add some); a known field of the wrong
+# type would crash or mislead the client, so it closes the gate.
+PROFILE_SHAPE: dict[str, Any] = {
+    "name": str,
+    "description": str,
+    "applicability": {"teams": _STRING_LIST, "lanes": _STRING_LIST, "namespaces": _STRING_LIST},
+    "gpusPerWorker": (int, 0),
+    "workerCount": (int, 1),
+    "mode": str,
+    "placement": str,
+    "defaultLocalQueue": str,
+    "executionTarget": str,
+    "priorities": {"workloadPriorityClassName": str, "podPriorityClassName": str},
+    "disableDefaultPriorities": bool,
+    "localQueues": ("list", {"namespace": str, "name": str, "clusterQueue": str}),
+    "clusterQueues": _STRING_LIST,
+    "resourceFlavors": _STRING_LIST,
+    "topologies": _STRING_LIST,
+    "workloadPriorityClasses": _STRING_LIST,
+    "podPriorityClasses": _STRING_LIST,
+    "conditions": ("list", {"type": str, "status": str, "reason": str, "message": str, "lastTransitionTime": str, "observedGeneration": (int, 0)}),
+}
+_WORDS = {str: "a string", bool: "true or false", dict: "a mapping", list: "a list"}
+
+
+def shape_problems(value: Any, shape: Any, path: KeyPath) -> list[tuple[KeyPath, str]]:
+    """Where `value` does not have `shape` (see PROFILE_SHAPE): (key path, what is wrong). None is "absent"."""
+    if value is None:
+        return []
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return [(path, f"must be a mapping (got {shown(value)})")]
+        out: list[tuple[KeyPath, str]] = []
+        for key, inner in shape.items():
+            out += shape_problems(value.get(key), inner, path + (key,))
+        return out
+    if isinstance(shape, tuple) and shape[0] == "list":
+        if not isinstance(value, list):
+            return [(path, f"must be a list (got {shown(value)})")]
+        out = []
+        for index, item in enumerate(value):
+            out += shape_problems(item, shape[1], path + (index,)) if item is not None else [(path + (index,), "must not be empty")]
+        return out
+    if isinstance(shape, tuple):  # (int, minimum)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return [(path, f"must be a whole number (got {shown(value)})")]
+        if not shape[1] <= value <= INT32_MAX:
+            return [(path, f"must be between {shape[1]} and {INT32_MAX} (got {shown(value)})")]
+        return []
+    if not isinstance(value, shape):
+        return [(path, f"must be {_WORDS[shape]} (got {shown(value)})")]
+    return []
+
+
+def profiles_problems(profiles: Any, path: KeyPath) -> list[tuple[KeyPath, str]]:
+    if not isinstance(profiles, list):
+        return [(path, f"must be a list (got {shown(profiles)})")]
+    out: list[tuple[KeyPath, str]] = []
+    for index, profile in enumerate(profiles):
+        if not isinstance(profile, dict):
+            out.append((path + (index,), f"must be a mapping (got {shown(profile)})"))
+            continue
+        if not isinstance(profile.get("name"), str) or not profile.get("name"):
+            out.append((path + (index, "name"), "is required and must be a string"))
+        out += shape_problems(profile, PROFILE_SHAPE, path + (index,))
+    return out
 
 
 def compute_profile_set_hash(profiles: list[dict[str, Any]]) -> str:
@@ -94,23 +165,23 @@ class Profile:
         applicability = data.get("applicability") or {}
         priorities = data.get("priorities") or {}
         return cls(
-            name=str(data.get("name", "")),
+            name=str(data.get("name") or ""),
             raw=data,
-            description=str(data.get("description", "")),
+            description=str(data.get("description") or ""),
             teams=tuple(normalise(t) for t in applicability.get("teams") or ()),
             lanes=tuple(normalise(t) for t in applicability.get("lanes") or ()),
             namespaces=tuple(applicability.get("namespaces") or ()),
-            gpus_per_worker=int(data.get("gpusPerWorker", 0)),
-            worker_count=int(data.get("workerCount", 1)),
-            mode=str(data.get("mode", "fixed")),
-            placement=str(data.get("placement", "unconstrained")),
-            default_local_queue=str(data.get("defaultLocalQueue", "")),
-            execution_target=str(data.get("executionTarget", "singleCluster")),
+            gpus_per_worker=int(data.get("gpusPerWorker") or 0),
+            worker_count=int(data.get("workerCount") or 1),
+            mode=str(data.get("mode") or "fixed"),
+            placement=str(data.get("placement") or "unconstrained"),
+            default_local_queue=str(data.get("defaultLocalQueue") or ""),
+            execution_target=str(data.get("executionTarget") or "singleCluster"),
             workload_priority_class=priorities.get("workloadPriorityClassName"),
             pod_priority_class=priorities.get("podPriorityClassName"),
             disable_default_priorities=bool(data.get("disableDefaultPriorities", False)),
             local_queues=tuple(
-                LocalQueueRef(str(q.get("namespace", "")), str(q.get("name", "")), str(q.get("clusterQueue", "")))
+                LocalQueueRef(str(q.get("namespace") or ""), str(q.get("name") or ""), str(q.get("clusterQueue") or ""))
                 for q in data.get("localQueues") or ()
             ),
             cluster_queues=tuple(data.get("clusterQueues") or ()),
@@ -183,17 +254,23 @@ def _set_gate(generation: int | None, workload_profiles: dict[str, Any], conditi
 
 def profile_set_from_taucluster(obj: dict[str, Any]) -> ProfileSet:
     """Decode TauCluster/cluster and run the set-level gate checks (§3.4 items 1–3)."""
-    generation = (obj.get("metadata") or {}).get("generation")
-    status = obj.get("status") or {}
-    workload_profiles = status.get("workloadProfiles") or {}
-    conditions = list(parse_conditions(status.get("conditions")))
-    profiles = [Profile.from_dict(p) for p in workload_profiles.get("profiles") or ()]
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    generation = metadata.get("generation")
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    workload_profiles = status.get("workloadProfiles") if isinstance(status.get("workloadProfiles"), dict) else {}
+    # A malformed status closes the gate with the reason; it never crashes the client.
+    malformed = [f"{format_path(path)} {message}" for path, message in profiles_problems(workload_profiles.get("profiles") or [], ("status", "workloadProfiles", "profiles"))]
+    if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool)):
+        malformed.append(f"metadata.generation must be a whole number (got {shown(generation)})")
+        generation = None
+    conditions = list(parse_conditions(status.get("conditions") if isinstance(status.get("conditions"), list) else None))
+    profiles = [] if malformed else [Profile.from_dict(p) for p in workload_profiles.get("profiles") or ()]
     return ProfileSet(
         source=f"TauCluster/{TAUCLUSTER_NAME} generation {generation}",
         generation=generation,
         profile_set_hash=str(workload_profiles.get("profileSetHash") or ""),
         profiles=profiles,
-        gate_problems=_set_gate(generation, workload_profiles, conditions),
+        gate_problems=malformed[:20] + _set_gate(generation, workload_profiles if not malformed else {**workload_profiles, "profiles": []}, conditions),
     )
 
 
@@ -205,12 +282,17 @@ def load_snapshot(path: Path | str) -> ProfileSet:
     if data.get("apiVersion") != f"{GROUP}/{VERSION}" or data.get("kind") != SNAPSHOT_KIND:
         problems.append(Diagnostic(str(path), f"expected apiVersion {GROUP}/{VERSION} kind {SNAPSHOT_KIND}", position=smap.position_of(("kind",)), hint="export one from a cluster with `tau cluster profiles export`"))
     generation = data.get("tauClusterGeneration")
-    if not isinstance(generation, int):
+    if not isinstance(generation, int) or isinstance(generation, bool) or not 0 <= generation <= 2**63 - 1:
         problems.append(Diagnostic(str(path), "tauClusterGeneration must be an integer", path="tauClusterGeneration", position=smap.position_of(("tauClusterGeneration",)), hint="re-export the snapshot"))
     profiles_raw = data.get("profiles")
     if not isinstance(profiles_raw, list):
         problems.append(Diagnostic(str(path), "profiles must be a list", path="profiles", position=smap.position_of(("profiles",)), hint="re-export the snapshot"))
-        profiles_raw = []
+    else:
+        for key_path, message in profiles_problems(profiles_raw, ("profiles",)):
+            problems.append(Diagnostic(str(path), message, path=format_path(key_path), position=smap.position_of(key_path), hint="re-export the snapshot; it was edited or is corrupt"))
+    declared_raw = data.get("profileSetHash")
+    if declared_raw is not None and not isinstance(declared_raw, str):
+        problems.append(Diagnostic(str(path), f"must be a string (got {shown(declared_raw)})", path="profileSetHash", position=smap.position_of(("profileSetHash",)), hint="re-export the snapshot"))
     if problems:
         raise DiagnosticError(problems)
     declared = str(data.get("profileSetHash") or "")

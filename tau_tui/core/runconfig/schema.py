@@ -13,7 +13,9 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
 QUANTITY = re.compile(r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i?|[mkMGTPE]|)$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Every count ends up in an int32 field of the Job or RayJob (backoffLimit, parallelism, replicas).
+INT32_MAX = 2147483647
 
 ENGINE_ALIASES = {"job": "job", "rayjob": "rayjob", "ray": "rayjob", "ray-train": "rayjob", "ray_train": "rayjob"}
 
@@ -77,7 +79,7 @@ class RunSection(Section):
     entrypoint: str | None = None
     workload_kind: EngineName | None = None
     source: SourceSpec | None = None
-    ttl_seconds_after_finished: int = Field(28800, ge=1, le=2147483647)
+    ttl_seconds_after_finished: int = Field(28800, ge=1, le=INT32_MAX)
     working_dir: str | None = None
     working_dir_excludes: list[str] = Field(default_factory=list)
 
@@ -96,10 +98,10 @@ class RuntimeSection(Section):
 
 
 class ComputeSection(Section):
-    workers: int = Field(1, ge=1)
-    gpus: int | None = Field(None, ge=0)
+    workers: int = Field(1, ge=1, le=INT32_MAX)
+    gpus: int | None = Field(None, ge=0, le=INT32_MAX)
     gpus_per_worker: int = Field(1, ge=0, le=8)
-    cpu_workers: int | None = Field(None, ge=0)
+    cpu_workers: int | None = Field(None, ge=0, le=INT32_MAX)
     workload_kind: EngineName | None = None
     gpu_resource_mode: Literal["device-plugin", "nvidia", "dra", "mig"] = "device-plugin"
     mig_profile: str | None = None
@@ -175,12 +177,12 @@ class ExperimentSection(Section):
 
 class ExecutionSection(Section):
     launcher: Literal["python", "torchrun", "ray-train", "ray-tune"] | None = None
-    processes_per_node: int | None = Field(None, ge=1)
-    nodes: int = Field(1, ge=1)
+    processes_per_node: int | None = Field(None, ge=1, le=INT32_MAX)
+    nodes: int = Field(1, ge=1, le=INT32_MAX)
     metric: str | None = None
     mode: Literal["min", "max"] = "min"
-    num_samples: int = Field(1, ge=1)
-    max_concurrent_trials: int = Field(1, ge=1)
+    num_samples: int = Field(1, ge=1, le=INT32_MAX)
+    max_concurrent_trials: int = Field(1, ge=1, le=INT32_MAX)
     configs: dict[str, object] = Field(default_factory=dict)
     allow_nccl_override: bool = False
 
@@ -190,7 +192,7 @@ _DEFAULT_RETRY_ON: list[RetryReason] = ["Preempted", "Evicted"]
 
 
 class ResilienceSection(Section):
-    max_retries: int = Field(0, ge=0)
+    max_retries: int = Field(0, ge=0, le=INT32_MAX)
     retry_on: list[RetryReason] = Field(default_factory=lambda: _DEFAULT_RETRY_ON.copy())
     checkpoint_path: str | None = None
     backoff_initial: Duration = "30s"
