@@ -146,7 +146,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from .core.cluster.real import KubernetesBackend
-    from .core.operations.audit import AuditLog
+    from .core.operations.audit import AuditLog, AuditWhere
     from .core.runconfig.pipeline import load_profiles, render_run
 
     loaded = load_config(args.file)
@@ -161,7 +161,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     target = f"{main.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}"
     audit = AuditLog(source="cli")
     identity = backend().who_am_i()
-    where = {"context": backend().current_context, "namespace": meta.get("namespace"), "identity": identity}
+    where: AuditWhere = {"context": backend().current_context, "namespace": meta.get("namespace"), "identity": identity}
     # The intent is on disk before the call; no trace, no change.
     audit.append("submit", target, ok=None, message=f"submission id {run.submission_id}", dry_run=dry_run,
                  phase="preview" if dry_run else "intent", **where)

@@ -33,6 +33,8 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn
 
 from kubernetes.config import exec_provider as k8s_exec_provider
 from kubernetes.config import kube_config as k8s_kube_config
@@ -85,7 +87,7 @@ def remove_private_runtime_dir() -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def private_material_path(content, temp_file_path=None, force_recreate=False) -> str:
+def private_material_path(content: str | bytes, temp_file_path: str | None = None, force_recreate: bool = False) -> str:
     """A readable path holding ``content`` that never lands in a shared directory.
 
     Same signature as the kubernetes client's ``_create_temp_file_with_content``
@@ -131,10 +133,10 @@ def take_exec_failure() -> str | None:
 class BoundedExecProvider(k8s_exec_provider.ExecProvider):
     """The client's exec plugin runner with a deadline and failures in words."""
 
-    def run(self, previous_response=None):
+    def run(self, previous_response: dict[str, Any] | None = None) -> dict[str, Any]:
         name = _plugin_name(self.args)
         interactive = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
-        info = {"apiVersion": self.api_version, "kind": "ExecCredential", "spec": {"interactive": interactive}}
+        info: dict[str, Any] = {"apiVersion": self.api_version, "kind": "ExecCredential", "spec": {"interactive": interactive}}
         if previous_response:
             info["spec"]["response"] = previous_response
         if self.cluster:
@@ -171,10 +173,11 @@ class BoundedExecProvider(k8s_exec_provider.ExecProvider):
             return self._fail(f"exec plugin {name} printed an ExecCredential without status")
         if data.get("apiVersion") != self.api_version:
             return self._fail(f"exec plugin {name} answered apiVersion {data.get('apiVersion')}, not {self.api_version}")
-        return data["status"]
+        status: dict[str, Any] = data["status"]
+        return status
 
     @staticmethod
-    def _fail(message: str):
+    def _fail(message: str) -> NoReturn:
         _record_failure(message)
         raise ExecPluginError(message)
 
@@ -188,7 +191,9 @@ def harden_kubernetes_client(exec_timeout: float | None = None) -> None:
     if _installed:
         return
     k8s_kube_config._create_temp_file_with_content = private_material_path
-    k8s_kube_config.ExecProvider = BoundedExecProvider
+    # Replacing the class the loader instantiates is the point; a plain assignment to a class
+    # name is refused by the type checker, so the module attribute is set by name.
+    setattr(k8s_kube_config, "ExecProvider", BoundedExecProvider)  # noqa: B010
     _installed = True
 
 
@@ -199,7 +204,7 @@ def install_exit_on_signals() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
 
-    def leave(signum, _frame):
+    def leave(signum: int, _frame: FrameType | None) -> NoReturn:
         signal.signal(signum, signal.SIG_DFL)  # a second signal ends it the hard way
         raise SystemExit(128 + signum)
 

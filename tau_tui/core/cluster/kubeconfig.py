@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,14 +75,23 @@ def parse_duration(text: str) -> float:
 def bound_requests(api_client: k8s.ApiClient, timeouts: RequestTimeouts) -> k8s.ApiClient:
     """Every request of ``api_client`` without its own timeout gets ``timeouts``."""
     rest = api_client.rest_client
-    unbounded = rest.request
+    unbounded: Callable[..., Any] = rest.request  # the client's method carries no annotations
 
-    def request(method, url, headers=None, body=None, post_params=None, _request_timeout=None):
+    def request(
+        method: str,
+        url: str,
+        headers: dict[str, str] | None = None,
+        body: Any = None,
+        post_params: Any = None,
+        _request_timeout: Any = None,
+    ) -> Any:
         return unbounded(method, url, headers=headers, body=body, post_params=post_params,
                          _request_timeout=_request_timeout or timeouts.pair())
 
-    rest.request = request
-    api_client.tau_timeouts = timeouts
+    # Both go onto this one instance on purpose (an instance attribute shadows the method, and
+    # the timeouts ride along for error messages); set by name, as the client's types declare neither.
+    setattr(rest, "request", request)  # noqa: B010
+    setattr(api_client, "tau_timeouts", timeouts)  # noqa: B010
     return api_client
 
 

@@ -145,7 +145,7 @@ def _pid_alive_tag(pid: int) -> str | None:
     return str(pid)
 
 
-def clean_stale_spools(base: str | os.PathLike) -> list[str]:
+def clean_stale_spools(base: str | os.PathLike[str]) -> list[str]:
     """Remove the spool directories of processes that are gone (or whose PID was reused),
     and loose spool files of the old one-directory layout.  Returns what was removed."""
     removed: list[str] = []
@@ -173,7 +173,7 @@ def clean_stale_spools(base: str | os.PathLike) -> list[str]:
     return removed
 
 
-def process_spool_dir(base: str | os.PathLike) -> str:
+def process_spool_dir(base: str | os.PathLike[str]) -> str:
     """This process's spool directory under ``base`` (0700, named ``pid-starttime``):
     created on first use after removing stale ones, and removed when the process exits
     (atexit; SIGTERM/SIGHUP reach it through :func:`tau_tui.core.cluster.credentials.install_exit_on_signals`).

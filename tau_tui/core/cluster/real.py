@@ -68,8 +68,9 @@ class _Http:
         self.server = getattr(api_client.configuration, "host", None)
 
     def request(self, method: str, path: str, query: Iterable[tuple[str, Any]] = (), body: Any = None,
-                content_type: str | None = None, stream: bool = False, timeout: Any = None):
-        """``timeout``: ``(connect, read)``; default the configured request timeouts."""
+                content_type: str | None = None, stream: bool = False, timeout: Any = None) -> Any:
+        """``timeout``: ``(connect, read)``; default the configured request timeouts.
+        The decoded JSON body, or with ``stream`` the urllib3 response not yet read."""
         timeout = timeout or self.timeouts.pair()
         headers = {"Accept": "application/json"}
         if content_type:
@@ -324,6 +325,9 @@ class KubernetesBackend(BaseBackend):
     """The real cluster.  ``kubeconfig``: a path list like ``KUBECONFIG``
     (default: the environment, then in-cluster)."""
 
+    # Set by who_am_i: the context it asked in and the answer (None: unknown there).
+    _identity: tuple[str | None, dict[str, Any] | None]
+
     def __init__(self, kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None,
                  *, all_namespaces: bool = False, kinds: Iterable[ResourceKind] | None = None, coalesce_window: float = 0.1,
                  timeouts: RequestTimeouts | None = None):
@@ -446,7 +450,7 @@ class KubernetesBackend(BaseBackend):
 
     def who_am_i(self) -> dict[str, Any] | None:
         """SelfSubjectReview (authentication.k8s.io/v1): who the server says we are; cached per context."""
-        cached = getattr(self, "_identity", None)
+        cached: tuple[str | None, dict[str, Any] | None] | None = getattr(self, "_identity", None)
         if cached is not None and cached[0] == self._context:
             return cached[1]
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}

@@ -31,11 +31,11 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 try:
     import fcntl
@@ -104,12 +104,12 @@ class AuditEntry:
     readonly_blocked: bool = False
     phase: str = "outcome"
     source: str = "app"  # app or cli
-    identity: dict | None = None  # SelfSubjectReview status.userInfo
+    identity: dict[str, Any] | None = None  # SelfSubjectReview status.userInfo
     prev: str = GENESIS
     hash: str = ""
 
 
-def entry_hash(record: dict) -> str:
+def entry_hash(record: dict[str, Any]) -> str:
     """SHA-256 over ``prev`` and the canonical JSON of the record without ``hash``."""
     body = {k: v for k, v in record.items() if k != "hash"}
     canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -146,10 +146,24 @@ def _chain_head(last: bytes) -> str:
     return hashlib.sha256(last).hexdigest()
 
 
+class AuditWhere(TypedDict, total=False):
+    """Where a mutation went and who made it: keyword arguments of :meth:`AuditLog.append`,
+    gathered once and passed to both the intent and the outcome entry."""
+
+    context: str | None
+    namespace: str | None
+    identity: dict[str, Any] | None
+
+
 class AuditLog:
     """Thread- and process-safe appender; each entry is fsync'd before returning."""
 
-    def __init__(self, path: Path | str | None = None, clock=None, source: str = "app"):
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        clock: Callable[[], datetime] | None = None,
+        source: str = "app",
+    ) -> None:
         self.path = Path(path) if path is not None else default_audit_path()
         self._lock = threading.Lock()
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -167,7 +181,7 @@ class AuditLog:
         namespace: str | None = None,
         readonly_blocked: bool = False,
         phase: str = "outcome",
-        identity: dict | None = None,
+        identity: dict[str, Any] | None = None,
     ) -> AuditEntry:
         if phase not in PHASES:
             raise ValueError(f"audit phase {phase!r} is not one of {', '.join(PHASES)}")
@@ -201,7 +215,7 @@ class AuditLog:
                 os.close(fd)  # closing releases the lock
         return AuditEntry(**record)
 
-    def entries(self) -> Iterator[dict]:
+    def entries(self) -> Iterator[dict[str, Any]]:
         """Every entry in order.  A line that is not a JSON object raises
         :class:`AuditCorrupt` naming it: a bad line is never skipped silently."""
         try:

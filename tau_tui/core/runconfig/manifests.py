@@ -76,11 +76,12 @@ def _payload(loaded: LoadedConfig) -> Payload | None:
     c = loaded.config
     if c.run.source is not None or not c.run.entrypoint:
         return None
-    is_archive = c.run.working_dir is not None
+    working_dir = c.run.working_dir
+    is_archive = working_dir is not None
     key, what = ("working_dir", "the project archive") if is_archive else ("entrypoint", "the script")
     try:
-        if is_archive:
-            raw = _project_archive(resolve_inside(loaded.base_dir, c.run.working_dir), c.run.working_dir_excludes)
+        if working_dir is not None:
+            raw = _project_archive(resolve_inside(loaded.base_dir, working_dir), c.run.working_dir_excludes)
         else:
             # stat first, then read at most one byte past the limit: a 200 MB file is never read whole.
             raw = read_regular_file(resolve_inside(loaded.base_dir, c.run.entrypoint), MAX_PAYLOAD_BYTES)

@@ -254,10 +254,10 @@ def _set_gate(generation: int | None, workload_profiles: dict[str, Any], conditi
 
 def profile_set_from_taucluster(obj: dict[str, Any]) -> ProfileSet:
     """Decode TauCluster/cluster and run the set-level gate checks (§3.4 items 1–3)."""
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata: dict[str, Any] = raw if isinstance(raw := obj.get("metadata"), dict) else {}
     generation = metadata.get("generation")
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-    workload_profiles = status.get("workloadProfiles") if isinstance(status.get("workloadProfiles"), dict) else {}
+    status: dict[str, Any] = raw if isinstance(raw := obj.get("status"), dict) else {}
+    workload_profiles: dict[str, Any] = raw if isinstance(raw := status.get("workloadProfiles"), dict) else {}
     # A malformed status closes the gate with the reason; it never crashes the client.
     malformed = [f"{format_path(path)} {message}" for path, message in profiles_problems(workload_profiles.get("profiles") or [], ("status", "workloadProfiles", "profiles"))]
     if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool)):
@@ -287,6 +287,7 @@ def load_snapshot(path: Path | str) -> ProfileSet:
     profiles_raw = data.get("profiles")
     if not isinstance(profiles_raw, list):
         problems.append(Diagnostic(str(path), "profiles must be a list", path="profiles", position=smap.position_of(("profiles",)), hint="re-export the snapshot"))
+        profiles_raw = []  # reported above: the raise below ends the load before this is read
     else:
         for key_path, message in profiles_problems(profiles_raw, ("profiles",)):
             problems.append(Diagnostic(str(path), message, path=format_path(key_path), position=smap.position_of(key_path), hint="re-export the snapshot; it was edited or is corrupt"))

@@ -122,8 +122,9 @@ def _compose_all(text: str) -> list[yaml.Node]:
 
 
 class _TooDeep(yaml.MarkedYAMLError):
-    def __init__(self, mark: Any) -> None:
+    def __init__(self, mark: yaml.Mark) -> None:
         super().__init__(problem=f"nesting is deeper than {MAX_DEPTH} levels", problem_mark=mark)
+        self.mark = mark  # the base class types problem_mark as optional; here it is always set
 
 
 KeyPath = tuple[str | int, ...]
@@ -209,9 +210,9 @@ class _Builder:
         # Dates, timestamps and binary data are kept as the text the user wrote.
         if not isinstance(value, (str, int, float, bool, type(None))):
             return str(node.value)
-        if isinstance(value, str) and _SURROGATE.search(value):
+        if isinstance(value, str) and (surrogate := _SURROGATE.search(value)):
             # "\ud800" in a double-quoted string: not text, and it cannot be encoded to send anywhere.
-            self._value_problem(node, path, f"contains a lone surrogate ({shown(_SURROGATE.search(value).group())}), which is not text", "remove the \\uD800-\\uDFFF escape")
+            self._value_problem(node, path, f"contains a lone surrogate ({shown(surrogate.group())}), which is not text", "remove the \\uD800-\\uDFFF escape")
             return value.encode("utf-8", "replace").decode("utf-8")
         return value
 
@@ -300,9 +301,8 @@ def load_mapping_text(text: str, file: str) -> tuple[dict[str, Any], SourceMap]:
     try:
         documents = _compose_all(text)
     except _TooDeep as err:
-        mark = err.problem_mark
         raise DiagnosticError(
-            [Diagnostic(file, f"YAML {err.problem}", position=Position(mark.line + 1, mark.column + 1), hint="flatten the structure; a run config never nests this deep")]
+            [Diagnostic(file, f"YAML {err.problem}", position=Position(err.mark.line + 1, err.mark.column + 1), hint="flatten the structure; a run config never nests this deep")]
         ) from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
