@@ -113,11 +113,14 @@ def api_client(context: str | None, timeouts=None):
     return KubeconfigSource().api_client(context, timeouts)
 
 
-def _client_factory(context: str | None, timeouts=None):
-    def factory():
-        return api_client(context, timeouts)
+def _live_profiles(context: str | None, timeouts=None):
+    """Reads TauCluster/cluster only when the pipeline needs the live profiles."""
+    from .core.cluster.profile_reader import read_profile_set
 
-    return factory
+    def read():
+        return read_profile_set(api_client(context, timeouts))
+
+    return read
 
 
 def _print_diagnostics(err: DiagnosticError) -> None:
@@ -138,13 +141,14 @@ def cmd_render(args: argparse.Namespace) -> int:
     from .core.runconfig.pipeline import load_profiles, render_run
 
     loaded = load_config(args.file)
-    profile_set = load_profiles(loaded, args.profiles, _client_factory(args.context, request_timeouts(args)), client_dry_run=True)
+    profile_set = load_profiles(loaded, args.profiles, _live_profiles(args.context, request_timeouts(args)), client_dry_run=True)
     run = render_run(loaded, profile_set, RenderOptions(args.namespace, args.team, args.lane, args.submission_id))
     sys.stdout.write(to_yaml(run.manifests))
     return EXIT_OK
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    from .core.cluster.profile_reader import read_profile_set
     from .core.cluster.real import KubernetesBackend
     from .core.operations.audit import AuditLog, AuditWhere
     from .core.runconfig.pipeline import load_profiles, render_run
@@ -153,7 +157,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     timeouts = request_timeouts(args)
     # The backend is used for its mutations only: no watches are started for a one-shot submit.
     backend = functools.cache(lambda: KubernetesBackend(context=args.context, namespace=args.namespace, timeouts=timeouts))
-    profile_set = load_profiles(loaded, None, lambda: backend().http.api_client, client_dry_run=False)
+    profile_set = load_profiles(loaded, None, lambda: read_profile_set(backend().http.api_client), client_dry_run=False)
     run = render_run(loaded, profile_set, RenderOptions(args.namespace, args.team, args.lane, args.submission_id))
     dry_run = args.dry_run == "server"
     main = run.manifests[-1] if run.manifests else {}
@@ -178,7 +182,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    from .core.runconfig.profiles import load_snapshot, read_profile_set
+    from .core.cluster.profile_reader import read_profile_set
+    from .core.runconfig.profiles import load_snapshot
 
     profile_set = load_snapshot(args.profiles) if args.profiles else read_profile_set(api_client(args.context, request_timeouts(args)))
     # Profile names and reasons come from a file or a cluster: escaped, never printed raw.

@@ -90,7 +90,7 @@ def jobs_named(api_client, name: str) -> list:
 def test_taucluster_status_survives_the_crd_schema(cluster):
     """The CRD keeps every field the hash covers; otherwise the gate would close on a real cluster."""
     _, api_client = cluster
-    from tau_tui.core.runconfig.profiles import read_profile_set
+    from tau_tui.core.cluster.profile_reader import read_profile_set
 
     profile_set = read_profile_set(api_client)
     assert profile_set.gate_open, profile_set.gate_problems

@@ -10,7 +10,7 @@ from typing import Any
 from tau_tui.core.runconfig.config import LoadedConfig
 from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError, shown
 from tau_tui.core.runconfig.manifests import render, submission_id_for
-from tau_tui.core.runconfig.profiles import ProfileSet, load_snapshot, read_profile_set
+from tau_tui.core.runconfig.profiles import ProfileSet, load_snapshot
 from tau_tui.core.runconfig.resolve import RenderOptions, Resolution, resolve
 from tau_tui.core.runconfig.yamlsource import FileRefused, file_mode
 
@@ -32,7 +32,7 @@ def snapshot_path(loaded: LoadedConfig, override: str | None) -> Path | None:
     return None
 
 
-def load_profiles(loaded: LoadedConfig, snapshot_override: str | None, api_client_factory: Callable[[], Any] | None, client_dry_run: bool) -> ProfileSet:
+def load_profiles(loaded: LoadedConfig, snapshot_override: str | None, read_live: Callable[[], ProfileSet] | None, client_dry_run: bool) -> ProfileSet:
     """Offline snapshot (client dry-run only) or the live TauCluster; every failure is a Diagnostic."""
     snapshot = snapshot_path(loaded, snapshot_override)
     if snapshot is not None:
@@ -46,10 +46,10 @@ def load_profiles(loaded: LoadedConfig, snapshot_override: str | None, api_clien
                 declared = loaded.config.policy.workload_profile_snapshot
                 raise DiagnosticError([loaded.diagnostic(("policy", "workload_profile_snapshot"), f"snapshot {shown(declared)} cannot be used: {refused.message}", refused.hint)]) from None
         return load_snapshot(snapshot)
-    if api_client_factory is None:
+    if read_live is None:
         raise DiagnosticError([Diagnostic(loaded.file, "no workload profiles available: no cluster and no snapshot", hint="pass --profiles SNAPSHOT, set policy.workload_profile_snapshot, or use a kubeconfig context")])
     # A ProfileReadError is a cluster problem, not bad input: it propagates as such.
-    return read_profile_set(api_client_factory())
+    return read_live()
 
 
 def render_run(loaded: LoadedConfig, profile_set: ProfileSet, options: RenderOptions) -> RenderedRun:
