@@ -98,7 +98,7 @@ class RunsScreen(PaneScreen):
         backend = self.tau.backend
         assert backend is not None
         now = self.tau.now()
-        f = self.row_filter
+        f = self.collect_filter
         owners: list[JobView | RayJobView] = [*backend.jobs(), *backend.ray_jobs()]
         workloads = backend.workloads()
         pods = backend.pods()
