@@ -30,6 +30,9 @@ from textual.widgets._data_table import Column, ColumnKey, RowKey, TwoWayDict
 
 Row = tuple[str, Sequence[Any]]
 
+#: Flexible columns are cut to this width before any optional column is hidden.
+COMFORTABLE_WIDTH = 24
+
 #: Key of the single row that says why a table has no data (forbidden, not installed, loading).
 NOTICE_KEY = "__notice__"
 
@@ -85,6 +88,15 @@ class ColumnSpec:
     min_width: int = 4
 
 
+class FitColumn(Column):
+    """A column hidden at width 0 takes no space (DataTable would still draw its padding)."""
+
+    def get_render_width(self, data_table: DataTable[Any]) -> int:
+        if not self.auto_width and self.width == 0:
+            return 0
+        return super().get_render_width(data_table)
+
+
 def as_spec(column: ColumnSpec | tuple) -> ColumnSpec:
     if isinstance(column, ColumnSpec):
         return column
@@ -120,7 +132,8 @@ class KeyedTable(DataTable):
 
     def _add_columns(self) -> None:
         for spec in self._column_spec:
-            self.add_column(self._label_of(spec), key=spec.key, width=len(spec.label))
+            key = self.add_column(self._label_of(spec), key=spec.key, width=len(spec.label))
+            self.columns[key].__class__ = FitColumn
         self._fit_columns()
 
     def set_columns(self, columns: Sequence[ColumnSpec | tuple]) -> None:
@@ -368,22 +381,18 @@ class KeyedTable(DataTable):
         pad = 2 * self.cell_padding
         hidden: set[str] = set()
         if available > 0:
-            def total() -> int:
-                return sum(w + pad for spec, w in zip(self._column_spec, widths) if spec.key not in hidden)
-
-            for spec in reversed(self._column_spec):
-                if total() <= available:
+            # 1. shrink flexible columns to a comfortable width; 2. hide optional columns from the
+            # right until that fits; 3. shrink flexible columns down to their minimum.
+            optional = [s.key for s in reversed(self._column_spec) if s.optional]
+            fitted = None
+            for count in range(len(optional) + 1):
+                hidden = set(optional[:count])
+                fitted = self._shrink(widths, hidden, available, comfortable=True)
+                if fitted is not None:
                     break
-                if spec.optional:
-                    hidden.add(spec.key)
-            flexible = [i for i, s in enumerate(self._column_spec) if s.flexible and s.key not in hidden]
-            while total() > available and flexible:
-                # shrink the widest flexible column first
-                widest = max(flexible, key=lambda i: widths[i])
-                over = total() - available
-                floor = self._column_spec[widest].min_width
-                widths[widest] = max(floor, widths[widest] - over)
-                flexible.remove(widest)
+            if fitted is None:
+                fitted = self._shrink(widths, hidden, available, comfortable=False) or widths
+            widths = fitted
         changed = hidden != self._hidden
         self._hidden = hidden
         for spec, width in zip(self._column_spec, widths):
@@ -400,6 +409,32 @@ class KeyedTable(DataTable):
             if changed:
                 self._clear_caches()
                 self.refresh()
+
+    def _shrink(self, content: list[int], hidden: set[str], available: int, comfortable: bool) -> list[int] | None:
+        """Widths with the flexible columns cut (widest first, water-filling) so the visible
+        columns fit ``available``, or None when they cannot without going under the floor."""
+        pad = 2 * self.cell_padding
+        widths = list(content)
+        specs = self._column_spec
+        floors = [max(s.min_width, COMFORTABLE_WIDTH) if comfortable else s.min_width for s in specs]
+        over = sum(w + pad for s, w in zip(specs, widths) if s.key not in hidden) - available
+        flexible = [i for i, s in enumerate(specs) if s.flexible and s.key not in hidden and widths[i] > floors[i]]
+        while over > 0 and flexible:
+            top = max(widths[i] for i in flexible)
+            widest = [i for i in flexible if widths[i] == top]
+            next_width = max([widths[i] for i in flexible if widths[i] < top], default=0)
+            floor = max([floors[i] for i in widest] + [next_width])
+            step = min(top - floor, -(-over // len(widest)))
+            if step <= 0:
+                break
+            for i in widest:
+                cut = min(step, over)
+                if cut <= 0:
+                    break
+                widths[i] -= cut
+                over -= cut
+            flexible = [i for i in flexible if widths[i] > floors[i]]
+        return widths if over <= 0 else None
 
     def _set_virtual_size(self) -> None:
         pad = 2 * self.cell_padding
