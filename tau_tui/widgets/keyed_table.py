@@ -377,7 +377,7 @@ class KeyedTable(DataTable):
         if not self.columns:
             return
         widths = self._content_widths()
-        available = self.scrollable_content_region.width if self.is_mounted else 0
+        available = self._available_width()
         pad = 2 * self.cell_padding
         hidden: set[str] = set()
         if available > 0:
@@ -409,6 +409,18 @@ class KeyedTable(DataTable):
             if changed:
                 self._clear_caches()
                 self.refresh()
+
+    def _available_width(self) -> int:
+        """Columns' room: the widget's width less the vertical scrollbar when the rows will need one
+        (measured before it appears, so a first fit does not come out two columns too wide)."""
+        if not self.is_mounted or self.size.width <= 0:
+            return 0
+        width = self.size.width
+        header = self.header_height if self.show_header else 0
+        if self.show_vertical_scrollbar or len(self._row_locations) + header > self.size.height:
+            width = min(width, self.scrollable_content_region.width) if self.show_vertical_scrollbar else \
+                width - self.styles.scrollbar_size_vertical
+        return max(width, 0)
 
     def _shrink(self, content: list[int], hidden: set[str], available: int, comfortable: bool) -> list[int] | None:
         """Widths with the flexible columns cut (widest first, water-filling) so the visible
