@@ -24,9 +24,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets._data_table import Column, ColumnKey, RowKey, TwoWayDict
+from textual.widgets._data_table import Row as DataRow
 
 Row = tuple[str, Sequence[Any]]
 
@@ -46,9 +48,8 @@ def as_cell(value: Any) -> Any:
 
 
 def cell_width(cell: Any) -> int:
-    if isinstance(cell, Text):
-        return cell.cell_len
-    return len(str(cell))
+    plain = cell.plain if isinstance(cell, Text) else str(cell)
+    return len(plain) if plain.isascii() else cell_len(plain)
 
 
 def cell_plain(cell: Any) -> str:
@@ -124,8 +125,10 @@ class KeyedTable(DataTable):
         self._hidden: set[str] = set()
         self.sort_column: str | None = None
         self.sort_reverse = False
-        #: What the last updates did, counted (tests bound work by these).
+        #: What the updates did, counted (tests bound work by these).
         self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0}
+        self.rows_inserted = 0
+        self.cells_written = 0
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -226,22 +229,32 @@ class KeyedTable(DataTable):
         if stale:
             self._drop_rows(stale)
             self._reorder(expected)
-        column_keys = self.column_keys
+        column_keys = [ColumnKey(k) for k in self.column_keys]
+        new_rows: list[tuple[str, tuple]] = []
+        written = 0
         for key in changed:
             cells = new_cells[key]
             before = old.get(key)
             if before is None:
-                self.add_row(*cells, key=key)
+                new_rows.append((key, cells))
                 expected.append(key)
-                self._count_widths(cells, +1)
-                self.stats["added"] += 1
+                continue
+            data = self._data.get(RowKey(key))
+            if data is None:
                 continue
             for index, (was, now) in enumerate(zip(before, cells)):
                 if was is not now and was != now:
-                    self.update_cell(key, column_keys[index], now)
+                    data[column_keys[index]] = now  # what DataTable.update_cell does, without a refresh per cell
                     self._count_width(index, was, -1)
                     self._count_width(index, now, +1)
-                    self.stats["updated"] += 1
+                    written += 1
+        if new_rows:
+            self._insert_rows(new_rows)
+        if written:
+            self.stats["updated"] += written
+            self.cells_written += written
+            self._update_count += 1
+            self.refresh()
         self._cells = new_cells
         self._source = new_source
         self._order = keys
@@ -252,6 +265,27 @@ class KeyedTable(DataTable):
             index = self._row_locations.get(RowKey(selected))
             if index is not None and index != self.cursor_row:
                 self.move_cursor(row=index, animate=False, scroll=False)
+
+    def _insert_rows(self, rows: list[tuple[str, tuple]]) -> None:
+        """Append rows in one batch: what DataTable.add_row does per row (its column list, cursor
+        validation and refresh are once per batch here).  All rows are one line high."""
+        column_keys = [ColumnKey(k) for k in self.column_keys]
+        index = len(self._row_locations)
+        locations = self._row_locations
+        for key, cells in rows:
+            row_key = RowKey(key)
+            locations[row_key] = index
+            self._data[row_key] = dict(zip(column_keys, cells))
+            self.rows[row_key] = DataRow(row_key, 1)
+            self._count_widths(cells, +1)
+            index += 1
+        self.stats["added"] += len(rows)
+        self.rows_inserted += len(rows)
+        self._update_count += 1
+        self._require_update_dimensions = True
+        self.cursor_coordinate = self.cursor_coordinate
+        self.check_idle()
+        self.refresh()
 
     def _drop_rows(self, stale: Iterable[str]) -> None:
         """Remove rows in one pass (DataTable.remove_row re-indexes every row per call)."""
