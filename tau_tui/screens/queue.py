@@ -122,7 +122,7 @@ class QueueScreen(PaneScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Label(Text("Queues"), classes="section-title", id="queues-title")
-        yield KeyedTable(QUEUE_COLUMNS, id="queues-table", classes="queues-table")
+        yield KeyedTable(QUEUE_COLUMNS, id="queues-table", classes="queues-table", sortable=False)
         yield Label(Text("Workloads"), classes="section-title", id="workloads-title")
         yield KeyedTable(WORKLOAD_COLUMNS, id="workloads-table")
 

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Sequence
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets._data_table import Column, ColumnKey, RowKey, TwoWayDict
 from textual.widgets._data_table import Row as DataRow
@@ -110,12 +111,18 @@ class KeyedTable(DataTable):
     DEFAULT_CSS = """
     KeyedTable { height: 1fr; }
     """
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+    ]
 
-    def __init__(self, columns: Sequence[ColumnSpec | tuple], **kwargs: Any):
+    def __init__(self, columns: Sequence[ColumnSpec | tuple], *, sortable: bool = True, **kwargs: Any):
         kwargs.setdefault("cursor_type", "row")
         kwargs.setdefault("zebra_stripes", False)
         super().__init__(**kwargs)
         self._column_spec: list[ColumnSpec] = [as_spec(c) for c in columns]
+        #: False for tables whose order means something (a tree of queues and their flavors).
+        self.sortable = sortable
         self._cells: dict[str, tuple] = {}
         self._order: list[str] = []
         self._source: dict[str, Any] = {}  # key -> the cells object the pane gave last time
@@ -354,15 +361,36 @@ class KeyedTable(DataTable):
         self.apply_rows(self._rows_in) if self._rows_in else self.refresh()
         self._fit_columns(force=True)
 
-    def sort_column_for_letter(self, letter: str) -> str | None:
+    def sort_letters(self) -> dict[str, str]:
+        """Upper-case letter -> column.  Columns without a letter of their own get the first free
+        letter of their label; letters the pane binds (``H`` hold+drain) are never used for sorting."""
+        if not self.sortable:
+            return {}
+        taken: set[str] = set()
+        try:
+            taken = {key for key in self.screen._bindings.key_to_bindings if len(key) == 1}
+        except Exception:
+            pass
+        out: dict[str, str] = {}
         for spec in self._column_spec:
-            if spec.sort_letter and spec.sort_letter == letter:
-                return spec.key
-        return None
+            if spec.sort_letter and spec.sort_letter not in taken:
+                out[spec.sort_letter] = spec.key
+        for spec in self._column_spec:
+            if spec.sort_letter or spec.key in out.values():
+                continue
+            for char in spec.label.upper():
+                if char.isalpha() and char.isascii() and char not in out and char not in taken:
+                    out[char] = spec.key
+                    break
+        return out
+
+    def sort_column_for_letter(self, letter: str) -> str | None:
+        return self.sort_letters().get(letter)
 
     def sort_help(self) -> list[tuple[str, str]]:
-        return [(f"shift+{s.sort_letter.lower()}", f"sort by {s.label} (again: reverse)")
-                for s in self._column_spec if s.sort_letter]
+        labels = {s.key: s.label for s in self._column_spec}
+        return [(f"shift+{letter.lower()}", f"sort by {labels[key]} (again: reverse)")
+                for letter, key in self.sort_letters().items()]
 
     def _label_of(self, spec: ColumnSpec) -> Text:
         label = Text(spec.label)
