@@ -114,6 +114,8 @@ class KeyedTable(DataTable):
     BINDINGS = [
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
+        Binding("g", "scroll_top", "Top", show=False),
+        Binding("G", "scroll_bottom", "Bottom", show=False),
     ]
 
     def __init__(self, columns: Sequence[ColumnSpec | tuple], *, sortable: bool = True, **kwargs: Any):
@@ -371,6 +373,7 @@ class KeyedTable(DataTable):
             taken = {key for key in self.screen._bindings.key_to_bindings if len(key) == 1}
         except Exception:
             pass
+        taken |= {key for key in self._bindings.key_to_bindings if len(key) == 1}
         out: dict[str, str] = {}
         for spec in self._column_spec:
             if spec.sort_letter and spec.sort_letter not in taken:
