@@ -219,13 +219,12 @@ class LocalQueuePositions:
         read: Callable[[str, str], PositionReport],
     ) -> tuple[dict[tuple[str, str], CachedPositions], list[str]]:
         """Reports for every queue in ``pending_by_queue`` and the problems met (one line each)."""
-        now = self._clock()
         problems: list[str] = []
         fresh: dict[tuple[str, str], CachedPositions] = {}
         for queue, pending in pending_by_queue.items():
             members = tuple(pending)
             cached = self._cached.get(queue)
-            if (cached is not None and now - cached.read_at < self.max_age_s and len(cached.members) == len(members)
+            if (cached is not None and self._clock() - cached.read_at < self.max_age_s and len(cached.members) == len(members)
                     and all(a is b for a, b in zip(cached.members, members))):
                 fresh[queue] = cached
                 continue
@@ -237,8 +236,9 @@ class LocalQueuePositions:
                     fresh[queue] = cached
                 continue
             self.reads += 1
+            # aged from when the read finished: on a loaded machine a round of reads can outlast max_age_s
             fresh[queue] = CachedPositions(report, {e.name: e for e in report.entries if e.namespace == queue[0]},
-                                           members, now)
+                                           members, self._clock())
         self._cached = fresh
         return fresh, problems
 
