@@ -345,7 +345,29 @@ class TauApp(App):
     def _open_command_line(self, mode: str, initial: str = "") -> None:
         lines = self.screen.query(CommandLine)
         if lines:
-            lines.first().open(mode, initial)
+            line = lines.first()
+            line.completer = self.command_candidates
+            line.open(mode, initial)
+
+    def command_candidates(self, before: str) -> list[str]:
+        """What ``tab`` can complete in ``:`` mode: a command, or the argument of ctx/ns/theme/logs."""
+        words = before.split()
+        if len(words) <= 1 and not before.endswith(" "):
+            return sorted(set(PANE_ALIASES) | {"ctx", "ns", "theme", "help", "quit"})
+        verb = words[0].lower()
+        backend = self.backend
+        try:
+            if verb in ("ctx", "context", "contexts") and backend is not None:
+                return list(backend.contexts())
+            if verb in ("ns", "namespace", "namespaces") and backend is not None:
+                return ["all", *backend.namespaces()]
+            if verb in ("theme", "skin"):
+                return list(self.available_themes)
+            if verb in ("logs", "log") and backend is not None:
+                return [f"{j.namespace}/{j.name}" for j in [*backend.jobs(), *backend.ray_jobs()]]
+        except Exception:  # a backend read failing must not break typing
+            return []
+        return []
 
     @on(CommandLine.Submitted)
     async def _on_command(self, message: CommandLine.Submitted) -> None:
@@ -360,8 +382,17 @@ class TauApp(App):
             return
         await self.run_command_text(message.text)
 
+    @on(CommandLine.Changed)
+    def _on_filter_typed(self, message: CommandLine.Changed) -> None:
+        screen = self.screen
+        if message.mode == "filter" and isinstance(screen, PaneScreen):
+            screen.set_filter(message.text, live=True)
+
     @on(CommandLine.Closed)
-    def _on_command_closed(self) -> None:
+    def _on_command_closed(self, message: CommandLine.Closed) -> None:
+        screen = self.screen
+        if message.mode == "filter" and isinstance(screen, PaneScreen) and screen.row_filter.text:
+            screen.set_filter("")  # esc in the filter line clears the filter (k9s)
         self.screen.focus_next()
 
     async def run_command_text(self, text: str) -> None:

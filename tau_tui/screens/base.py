@@ -11,6 +11,7 @@ the previous refresh still running is skipped and counted."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -46,8 +47,20 @@ class RowFilter:
     invert: bool = False
     labels: tuple[tuple[str, str | None, bool], ...] = ()  # (key, value or None for "exists", negated)
     error: str = ""
+    #: [rows seen, rows matched] by the collect that uses this filter (the match count shown).
+    tally: list[int] = field(default_factory=lambda: [0, 0], compare=False, repr=False)
+
+    def fresh(self) -> RowFilter:
+        """The same filter with its own tally (one per collect)."""
+        return RowFilter(self.text, self.pattern, self.invert, self.labels, self.error)
 
     def matches(self, row_text: str, labels: Mapping[str, str] | None = None) -> bool:
+        found = self._matches(row_text, labels)
+        self.tally[0] += 1
+        self.tally[1] += found
+        return found
+
+    def _matches(self, row_text: str, labels: Mapping[str, str] | None = None) -> bool:
         if self.labels:
             labels = labels or {}
             for key, value, negated in self.labels:
@@ -225,6 +238,10 @@ class PaneScreen(Screen):
     MUTATING_ACTIONS: frozenset[str] = frozenset()
     #: Cache views this pane's data comes from (their state drives the banner and table notices).
     VIEW_KINDS: tuple[ResourceKind, ...] = ()
+    #: Every kind collect reads (defaults to VIEW_KINDS): a tick re-reads only when one's generation moved.
+    READ_KINDS: tuple[ResourceKind, ...] = ()
+    #: Re-read at least this often even when nothing moved (ages, times in queue).
+    MAX_UNCHANGED_S = 5.0
     COMMANDS = {PaneCommands}
 
     DEFAULT_CSS = """
@@ -236,11 +253,13 @@ class PaneScreen(Screen):
     """
 
     class Collected(Message):
-        def __init__(self, data: Any, generation: int, freshness: Freshness | None = None) -> None:
+        def __init__(self, data: Any, generation: int, freshness: Freshness | None = None,
+                     matched: tuple[int, int] = (0, 0)) -> None:
             super().__init__()
             self.data = data
             self.generation = generation
             self.freshness = freshness or Freshness()
+            self.matched = matched  # (rows matching the filter, rows looked at)
 
     class CollectFailed(Message):
         def __init__(self, error: str) -> None:
@@ -253,7 +272,15 @@ class PaneScreen(Screen):
         self.refresh_running = False
         self.ticks_skipped = 0
         self.refreshes_applied = 0
+        self.ticks_unchanged = 0
+        self.collects_started = 0
         self._collect_generation = 0
+        self._drawn_signature: tuple | None = None
+        self._collected_at = 0.0
+        self._rerun = False
+        self.filter_matches: tuple[int, int] = (0, 0)
+        #: The filter the running collect uses (with its own tally); collect reads it, not row_filter.
+        self.collect_filter: RowFilter = self.row_filter
         self.freshness = Freshness()
 
     @property
@@ -280,7 +307,7 @@ class PaneScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.update_header()
-        self.tick()
+        self.tick(force=True)
 
     def crumbs(self) -> str:
         return self.PANE_TITLE
@@ -300,31 +327,68 @@ class PaneScreen(Screen):
 
     # -- refresh tick --------------------------------------------------------
 
-    def tick(self) -> None:
+    def tick(self, force: bool = False) -> None:
+        """Start a refresh when this pane is on screen and its data moved.
+
+        A pane re-reads only when a generation of a kind it reads moved, its
+        filter or sort changed, or :attr:`MAX_UNCHANGED_S` passed (ages in the
+        rows).  A tick while a refresh runs is remembered and runs after it,
+        so the newest filter is never dropped."""
         if not self.is_attached or self.app.screen is not self:
-            return
-        if self.refresh_running:
-            self.ticks_skipped += 1
             return
         if self.tau.backend is None and self.needs_backend():
             return
+        if self.refresh_running:
+            self.ticks_skipped += 1
+            self._rerun = self._rerun or force
+            return
+        signature = self.data_signature()
+        now = time.monotonic()
+        if (not force and signature is not None and signature == self._drawn_signature
+                and now - self._collected_at < self.MAX_UNCHANGED_S):
+            self.ticks_unchanged += 1
+            return
+        self._drawn_signature = signature
+        self._collected_at = now
         self.refresh_running = True
         self._collect_generation += 1
-        self._collect_worker(self._collect_generation)
+        self.collects_started += 1
+        self._collect_worker(self._collect_generation, self.row_filter.fresh())
+
+    def data_signature(self) -> tuple | None:
+        """What the pane's data depends on: the generations of :attr:`READ_KINDS` (cache
+        reads, no network), the filter and the namespace.  None: always re-read."""
+        backend = self.tau.backend
+        kinds = self.READ_KINDS or self.VIEW_KINDS
+        if backend is None or not kinds:
+            return None
+        try:
+            generations = tuple(backend.generation(kind) for kind in kinds)
+            states = tuple(backend.view_state(kind).status for kind in self.VIEW_KINDS)
+            connection = backend.connection_state().status
+            namespace = backend.namespace
+        except Exception:
+            return None
+        return (generations, states, connection, namespace, self.row_filter.text, self.extra_signature())
+
+    def extra_signature(self) -> Any:
+        """Pane state beyond the cache that changes what collect returns."""
+        return None
 
     def needs_backend(self) -> bool:
         return True
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="pane-refresh")
-    def _collect_worker(self, generation: int) -> None:
+    def _collect_worker(self, generation: int, row_filter: RowFilter) -> None:
         try:
             # read before the data: a change in between shows as stale, never as fresh
             freshness = self.read_freshness()
+            self.collect_filter = row_filter
             data = self.collect()
         except Exception as err:  # a bug or a backend failure must not kill the app
             self.post_message(self.CollectFailed(f"{type(err).__name__}: {err}"))
             return
-        self.post_message(self.Collected(data, generation, freshness))
+        self.post_message(self.Collected(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0])))
 
     def read_freshness(self) -> Freshness:
         """Connection and view states for this pane (any thread; cache reads only)."""
@@ -346,16 +410,35 @@ class PaneScreen(Screen):
     @on(Collected)
     def _on_collected(self, message: Collected) -> None:
         self.refresh_running = False
-        with self.app.batch_update():
-            self.show_freshness(message.freshness)
-            self.apply(message.data)
-        self.refreshes_applied += 1
-        self.update_header()
+        if message.generation == self._collect_generation:  # an older refresh's data never overwrites a newer one
+            with self.app.batch_update():
+                self.show_freshness(message.freshness)
+                self.apply(message.data)
+            self.refreshes_applied += 1
+            self.filter_matches = message.matched
+            self.update_header()
+            self.show_match_count()
+        self._run_deferred()
 
     @on(CollectFailed)
     def _on_collect_failed(self, message: CollectFailed) -> None:
         self.refresh_running = False
         self.set_status(Text(f"⚠ refresh failed: {message.error}", style="bold"))
+        self._run_deferred()
+
+    def _run_deferred(self) -> None:
+        if self._rerun:
+            self._rerun = False
+            self.tick(force=True)
+
+    def show_match_count(self) -> None:
+        """``N/M`` next to the filter line while it is open (k9s shows the count in the title)."""
+        matched, seen = self.filter_matches
+        try:
+            line = self.query_one(CommandLine)
+        except Exception:
+            return
+        line.set_count(f"{matched}/{seen} match" if self.row_filter.text else "")
 
     def collect(self) -> Any:
         """Runs in a thread: read the backend cache, return plain data."""
@@ -366,13 +449,15 @@ class PaneScreen(Screen):
 
     # -- filter --------------------------------------------------------------
 
-    def set_filter(self, text: str) -> None:
+    def set_filter(self, text: str, live: bool = False) -> None:
+        """Apply a row filter.  ``live``: typed in the filter line (no warning per keystroke)."""
+        if text.strip() == self.row_filter.text and live:
+            return
         self.row_filter = parse_filter(text)
-        if self.row_filter.error:
+        if self.row_filter.error and not live:
             self.notify(self.row_filter.error, severity="warning")
         self.update_header()
-        self.refresh_running = False
-        self.tick()
+        self.tick(force=True)
 
     def action_back(self) -> bool:
         """Esc inside the pane: clear the filter first.  Returns True if handled."""
@@ -387,6 +472,18 @@ class PaneScreen(Screen):
         if action in self.MUTATING_ACTIONS and self.tau.readonly:
             return False
         return True
+
+    def on_key(self, event) -> None:
+        """A key bound to a change, pressed in --readonly: say why nothing happens."""
+        if not self.tau.readonly or not self.MUTATING_ACTIONS:
+            return
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            action = binding.action.split("(")[0]
+            if action in self.MUTATING_ACTIONS:
+                event.stop()
+                self.notify(f"read-only mode: {binding.description or action} is disabled (started with --readonly)",
+                            severity="warning", timeout=4)
+                return
 
     def active_bindings_list(self) -> list[Binding]:
         """This pane's own verbs as they are bound now (keymap applied, read-only ones gone)."""
@@ -405,4 +502,12 @@ class PaneScreen(Screen):
         keys = []
         for b in self.active_bindings_list():
             keys.append((self.app.get_key_display(b), b.description))
+        seen = set()
+        for table in self.query(KeyedTable):
+            for key, text in table.sort_help():
+                if key not in seen:
+                    seen.add(key)
+                    keys.append((key, text))
+        if self.query(KeyedTable):
+            keys.append(("/", "filter rows as you type (esc clears)"))
         return keys

@@ -94,7 +94,7 @@ class MultiKueueScreen(PaneScreen):
         agree_word = "done" if comparison.agrees and comparison.claimed_current else "warning"
         verdict.append(f"{'✓' if agree_word == 'done' else '⚠'} {comparison.summary}", style=style_of(agree_word))
         data.verdict = verdict
-        f = self.row_filter
+        f = self.collect_filter
         for check in checks:
             if not f.matches(f"{check.name} {check.controller_name}", check.labels):
                 continue

@@ -72,7 +72,7 @@ class NodesScreen(PaneScreen):
         assert backend is not None
         now = self.tau.now()
         stale = self.read_freshness().stale
-        f = self.row_filter
+        f = self.collect_filter
         data = NodesData()
         counts: dict[str, int] = {}
         rank = {None: 9, Verdict.UNHEALTHY: 0, Verdict.UNKNOWN: 1, Verdict.DEGRADED: 2, Verdict.HEALTHY: 3}

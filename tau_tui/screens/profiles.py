@@ -103,6 +103,9 @@ class ProfilesScreen(PaneScreen):
         with VerticalScroll(id="profile-detail"):
             yield Static(Text(""), id="profile-why")
 
+    def extra_signature(self) -> tuple:
+        return (self.tau.namespace_name, self.tau.settings.team, self.tau.settings.lane)
+
     def collect(self) -> ProfilesData:
         data = ProfilesData()
         profile_set, explanations, problem = read_profiles(self.tau)
@@ -115,7 +118,7 @@ class ProfilesScreen(PaneScreen):
         if problem:
             header.append(f"\n✗ {problem}", style=style_of("failed"))
         data.header = header
-        f = self.row_filter
+        f = self.collect_filter
         for item in explanations:
             p = item.profile
             if not f.matches(f"{p.name} {p.execution_target} {p.default_local_queue}", {}):

@@ -12,23 +12,33 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Label
 
+from tau_tui.app_actions import cancel_mutation, describe_object, stop_policy_mutation
 from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.mutations import StopPolicy
 from tau_tui.core.cluster.names import is_gpu_resource
-from tau_tui.core.cluster.positions import PositionReport
+from tau_tui.core.cluster.positions import LocalQueuePositions, PendingPosition
 from tau_tui.core.cluster.view_types import ClusterQueueView, EventView, LocalQueueView, WorkloadView
-from tau_tui.mutations.cluster_changes import cancel_mutation, stop_policy_mutation
+from tau_tui.formatting import age, delta, one_line
 from tau_tui.screens.base import PaneScreen
-from tau_tui.screens.describe import describe_object
-from tau_tui.widgets.cell_text import age, delta, one_line
-from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.quota_bar import quota_bar
 from tau_tui.widgets.status_text import status_text
 
 RESOURCE_ORDER = ("nvidia.com/gpu", "cpu", "memory")
 
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
+#: The queues table is a tree (a ClusterQueue, then its flavors): not sortable.
+QUEUE_COLUMNS = [ColumnSpec("queue", "Queue", flexible=True, min_width=12), ColumnSpec("state", "State"),
+                 ColumnSpec("pending", "Pend"), ColumnSpec("admitted", "Adm")]
+#: shift+letter sorts (k9s); at narrow widths the optional ones go first, so state, place in line,
+#: name and why pending stay on screen at 80 columns.
+WORKLOAD_COLUMNS = [
+    ColumnSpec("state", "State", "S"), ColumnSpec("pos", "In line", "P"), ColumnSpec("delta", "Δ", optional=True),
+    ColumnSpec("name", "Workload", "N", flexible=True, min_width=16), ColumnSpec("queue", "Queue", "Q", optional=True),
+    ColumnSpec("waiting", "Waiting", "A", optional=True), ColumnSpec("prio", "Prio", "O", optional=True),
+    ColumnSpec("why", "Why pending", "W", flexible=True, min_width=12),
+]
 
 
 def _resource_rank(name: str) -> tuple[int, str]:
@@ -104,28 +114,26 @@ class QueueScreen(PaneScreen):
         super().__init__()
         self.data = QueueData()
         self._resources: list[str] = []
+        self._positions = LocalQueuePositions()
+        #: key -> (what the row was built from, its cells): unchanged workloads keep their cells object.
+        self._row_cache: dict[str, tuple[tuple, list]] = {}
 
     def compose_body(self) -> ComposeResult:
         yield Label(Text("Queues"), classes="section-title", id="queues-title")
-        yield KeyedTable([("queue", "Queue"), ("state", "State"), ("pending", "Pend"), ("admitted", "Adm")],
-                         id="queues-table", classes="queues-table")
+        yield KeyedTable(QUEUE_COLUMNS, id="queues-table", classes="queues-table", sortable=False)
         yield Label(Text("Workloads"), classes="section-title", id="workloads-title")
-        yield KeyedTable(
-            [("state", "State"), ("pos", "In line"), ("delta", "Δ"), ("name", "Workload"), ("queue", "Queue"),
-             ("waiting", "Waiting"), ("prio", "Prio"), ("why", "Why pending")],
-            id="workloads-table",
-        )
+        yield KeyedTable(WORKLOAD_COLUMNS, id="workloads-table")
 
     def collect(self) -> QueueData:
         backend = self.tau.backend
         assert backend is not None
         now = self.tau.now()
-        f = self.row_filter
+        f = self.collect_filter
         cqs: list[ClusterQueueView] = backend.cluster_queues()
         lqs: list[LocalQueueView] = backend.local_queues()
         workloads: list[WorkloadView] = backend.workloads()
-        events = [e for e in backend.events() if e.involved_kind == "Workload"]
         data = QueueData()
+        order = {"pending": 0, "quotaReserved": 1, "admitted": 2, "finished": 3}
         resources = sorted({r.name for cq in cqs for _, flavors in cq.resource_groups for fq in flavors for r in fq.resources},
                            key=_resource_rank)
         data.resources = resources
@@ -166,21 +174,41 @@ class QueueScreen(PaneScreen):
             for res in resources:
                 cells.append(Text(f"used {_quantity(lq_used[res], res)}") if res in lq_used else "")
             data.queue_rows.append((key, cells))
-        # positions: one report per LocalQueue with pending work (visibility API or estimate)
-        reports: dict[tuple[str, str], PositionReport] = {}
-        for lq in lqs:
-            if any(w.namespace == lq.namespace and w.queue_name == lq.name and w.status_word == "pending" for w in workloads):
-                try:
-                    reports[(lq.namespace or "", lq.name)] = backend.pending_positions_local_queue(lq.namespace or "", lq.name)
-                except Exception as err:  # keep the table; say why positions are missing
-                    data.status = f"positions unavailable for {lq.namespace}/{lq.name}: {err}"
-        estimated = any(r.estimated for r in reports.values())
-        order = {"pending": 0, "quotaReserved": 1, "admitted": 2, "finished": 3}
+        # positions: one report per LocalQueue with pending work, re-read only when that queue changed
+        lq_names = {(lq.namespace or "", lq.name) for lq in lqs}
+        pending_by_queue: dict[tuple[str, str], list[WorkloadView]] = {}
+        counts = {word: 0 for word in order}
+        for w in workloads:
+            if w.status_word in counts:
+                counts[w.status_word] += 1
+            if w.status_word == "pending":
+                queue = (w.namespace or "", w.queue_name or "")
+                if queue in lq_names:
+                    pending_by_queue.setdefault(queue, []).append(w)
+        reports, problems = self._positions.update(pending_by_queue, backend.pending_positions_local_queue)
+        if problems:
+            data.status = problems[0]
+        estimated = any(r.report.estimated for r in reports.values())
+        warnings: dict[tuple[str, str], EventView] = {}
+        for e in backend.events():
+            if e.involved_kind == "Workload" and e.type == "Warning":
+                key = (e.namespace or "", e.involved_name)
+                have = warnings.get(key)
+                stamp = e.last_timestamp or e.creation_timestamp
+                have_stamp = (have.last_timestamp or have.creation_timestamp) if have is not None else None
+                if have is None or (stamp is not None and (have_stamp is None or stamp > have_stamp)):
+                    warnings[key] = e  # the newest warning per workload
+
+        def entry_of(w: WorkloadView) -> PendingPosition | None:
+            cached = reports.get((w.namespace or "", w.queue_name or ""))
+            return cached.by_name.get(w.name) if cached is not None else None
+
         def position(w: WorkloadView) -> int:
-            report = reports.get((w.namespace or "", w.queue_name or ""))
-            entry = report.position_of(w.namespace or "", w.name) if report else None
+            entry = entry_of(w)
             return entry.position_in_local_queue if entry and entry.position_in_local_queue is not None else 1 << 30
 
+        previous = self._row_cache
+        rows_cache: dict[str, tuple[tuple, list]] = {}
         for wl in sorted(workloads, key=lambda w: (order.get(w.status_word, 9), w.namespace or "", w.queue_name or "",
                                                     position(w), w.name)):
             row_text = f"{wl.namespace}/{wl.name} {wl.queue_name} {wl.status_word} {wl.owner_name or ''}"
@@ -188,23 +216,30 @@ class QueueScreen(PaneScreen):
                 continue
             key = f"{wl.namespace}/{wl.name}"
             data.workloads[key] = wl
-            report = reports.get((wl.namespace or "", wl.queue_name or ""))
-            entry = report.position_of(wl.namespace or "", wl.name) if report else None
+            entry = entry_of(wl)
+            cached_report = reports.get((wl.namespace or "", wl.queue_name or ""))
             pos: Text | str = ""
             change = ""
             if entry is not None and entry.position_in_local_queue is not None:
-                pos = Text(display_position(entry.position_in_local_queue, bool(report and report.estimated)))
+                pos = display_position(entry.position_in_local_queue, bool(cached_report and cached_report.report.estimated))
                 history = backend.position_history(wl.namespace or "", wl.name)
                 change = delta(history.change if history else None)
             waiting = ""
             if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
                 waiting = age((now - wl.queue_order_timestamp).total_seconds())
-            prio = f"{wl.effective_priority}" + (f" {wl.priority_class}" if wl.priority_class else "")
-            data.workload_rows.append((key, [
-                status_text(wl.status_word), pos, Text(change), Text(key), Text(wl.queue_name or "—"), Text(waiting),
-                Text(prio), Text(why_pending(wl, events, held)),
-            ]))
-        counts = {word: sum(1 for w in workloads if w.status_word == word) for word in order}
+            is_held = wl.cluster_queue in held or bool(wl.queue_name and f"{wl.namespace}/{wl.queue_name}" in held)
+            warning = warnings.get((wl.namespace or "", wl.name))
+            inputs = (wl, pos, change, waiting, is_held, warning)
+            hit = previous.get(key)
+            if hit is not None and hit[0][0] is wl and hit[0][5] is warning and hit[0][1:5] == inputs[1:5]:
+                cells = hit[1]  # unchanged: the same cells object, so the table skips the row
+            else:
+                prio = f"{wl.effective_priority}" + (f" {wl.priority_class}" if wl.priority_class else "")
+                cells = [status_text(wl.status_word), Text(pos), Text(change), Text(key), Text(wl.queue_name or "—"),
+                         Text(waiting), Text(prio), Text(why_pending(wl, [warning] if warning else [], held))]
+            rows_cache[key] = (inputs, cells)
+            data.workload_rows.append((key, cells))
+        self._row_cache = rows_cache
         if backend.view_state(ResourceKind.WORKLOAD).status in (ViewStatus.FORBIDDEN, ViewStatus.NOT_INSTALLED):
             workload_summary = "not readable"  # unknown, never "0 pending"
         else:
@@ -222,13 +257,8 @@ class QueueScreen(PaneScreen):
         queues = self.query_one("#queues-table", KeyedTable)
         if data.resources != self._resources:
             # The resource columns changed: rebuild the columns once.
-            queues.clear(columns=True)
-            queues._cells.clear()
-            queues._order = []
-            queues._column_spec = [("queue", "Queue"), ("state", "State"), ("pending", "Pend"), ("admitted", "Adm")] + [
-                (f"res:{r}", r.replace("nvidia.com/", "")) for r in data.resources]
-            for key, label in queues._column_spec:
-                queues.add_column(label, key=key)
+            queues.set_columns(QUEUE_COLUMNS + [ColumnSpec(f"res:{r}", r.replace("nvidia.com/", ""), optional=True)
+                                                for r in data.resources])
             self._resources = list(data.resources)
         queues.apply_rows(data.queue_rows, notice=self.freshness.notice(ResourceKind.CLUSTER_QUEUE, ResourceKind.LOCAL_QUEUE))
         self.query_one("#workloads-table", KeyedTable).apply_rows(

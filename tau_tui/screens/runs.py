@@ -100,22 +100,45 @@ class RunsScreen(PaneScreen):
         backend = self.tau.backend
         assert backend is not None
         now = self.tau.now()
-        f = self.row_filter
+        f = self.collect_filter
         owners: list[JobView | RayJobView] = [*backend.jobs(), *backend.ray_jobs()]
         workloads = backend.workloads()
         pods = backend.pods()
         events = backend.events()
         data = RunsData()
         order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "not_found": 5}
+        # Index once per collect (a scan per run is quadratic at 20,000 runs): workloads by owner
+        # uid, pods by job / Ray cluster label, events by involved name, all within a namespace.
+        workloads_by_uid: dict[str, list] = {}
+        for w in workloads:
+            for uid in {w.labels.get("kueue.x-k8s.io/job-uid"), (w.controller_owner or {}).get("uid")}:
+                if uid:
+                    workloads_by_uid.setdefault(uid, []).append(w)
+        pods_by_label: dict[tuple[str, str, str], list] = {}
+        for p in pods:
+            for label in ("job-name", "ray.io/cluster"):
+                value = p.labels.get(label)
+                if value:
+                    pods_by_label.setdefault((p.namespace or "", label, value), []).append(p)
+        events_by_name: dict[tuple[str, str], list] = {}
+        for index, e in enumerate(events):
+            events_by_name.setdefault((e.namespace or "", e.involved_name), []).append((index, e))
         items = []
         for owner in owners:
             ns = owner.namespace or ""
             job = owner if isinstance(owner, JobView) else None
             ray = owner if isinstance(owner, RayJobView) else None
-            objs = objects_for_run(ns, owner.name, job=job, ray_job=ray,
-                                   workloads=[w for w in workloads if w.namespace == ns],
-                                   pods=[p for p in pods if p.namespace == ns],
-                                   events=[e for e in events if e.namespace == ns])
+            run_workloads = [w for w in workloads_by_uid.get(owner.uid or "", ()) if w.namespace == ns]
+            if job is not None:
+                run_pods = pods_by_label.get((ns, "job-name", owner.name), [])
+            elif ray is not None and ray.ray_cluster_name:
+                run_pods = pods_by_label.get((ns, "ray.io/cluster", ray.ray_cluster_name), [])
+            else:
+                run_pods = []
+            names = {owner.name} | {w.name for w in run_workloads} | {p.name for p in run_pods}
+            run_events = [e for _, e in sorted(item for name in names for item in events_by_name.get((ns, name), ()))]
+            objs = objects_for_run(ns, owner.name, job=job, ray_job=ray, workloads=run_workloads, pods=run_pods,
+                                   events=run_events)
             status = compute_run_status(objs)
             key = f"{ns}/{owner.name}"
             if not f.matches(f"{key} {status.state} {status.kind} {status.queue or ''}", owner.labels):

@@ -1,12 +1,37 @@
-"""The ``:`` command / ``/`` filter line, k9s style: shown on demand, esc hides it."""
+"""The ``:`` command / ``/`` filter line, k9s style: shown on demand, esc hides it.
+
+In filter mode every keystroke posts :class:`CommandLine.Changed` (the pane
+filters as you type) and the line shows the match count; ``esc`` closes it
+and clears the filter.  In command mode ``tab`` completes the word under the
+cursor from :attr:`CommandLine.completer` (commands, then their arguments)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from textual import on
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Label
+
+#: (text before the cursor) -> candidates for its last word.
+Completer = Callable[[str], list[str]]
+
+
+def complete(text: str, candidates: list[str]) -> tuple[str, list[str]]:
+    """``text`` with its last word completed as far as all matching candidates agree,
+    and the candidates that match (several: the caller shows them)."""
+    head, _, word = text.rpartition(" ")
+    matches = sorted({c for c in candidates if c.startswith(word)})
+    if not matches:
+        return text, []
+    common = matches[0]
+    for other in matches[1:]:
+        while not other.startswith(common):
+            common = common[:-1]
+    completed = common + (" " if len(matches) == 1 else "")
+    return (f"{head} " if head else "") + completed, matches
 
 
 class CommandLine(Horizontal):
@@ -16,10 +41,14 @@ class CommandLine(Horizontal):
     CommandLine { height: 1; display: none; background: $boost; }
     CommandLine.-open { display: block; }
     CommandLine > Label { width: auto; padding: 0 0 0 1; color: $accent; text-style: bold; }
-    CommandLine > Input, CommandLine > Input:focus { border: none; height: 1; padding: 0 1; background: $boost; }
+    CommandLine > #command-count { color: $text-muted; text-style: none; padding: 0 1; }
+    CommandLine > Input, CommandLine > Input:focus { border: none; height: 1; padding: 0 1; background: $boost; width: 1fr; }
     """
 
-    BINDINGS = [Binding("escape", "close", "Cancel", show=False)]
+    BINDINGS = [
+        Binding("escape", "close", "Cancel", show=False),
+        Binding("tab", "complete", "Complete", show=False, priority=True),
+    ]
 
     class Submitted(Message):
         def __init__(self, mode: str, text: str) -> None:
@@ -27,34 +56,79 @@ class CommandLine(Horizontal):
             self.mode = mode  # "command", "filter" or "search"
             self.text = text
 
+    class Changed(Message):
+        """The filter text as typed (filter mode only)."""
+
+        def __init__(self, mode: str, text: str) -> None:
+            super().__init__()
+            self.mode = mode
+            self.text = text
+
     class Closed(Message):
-        pass
+        def __init__(self, mode: str = "command") -> None:
+            super().__init__()
+            self.mode = mode
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.mode = "command"
+        self.completer: Completer | None = None
 
     def compose(self):
         yield Label(":", id="command-prompt")
         yield Input(placeholder="", id="command-input", select_on_focus=False)
+        yield Label("", id="command-count")
+
+    @property
+    def is_open(self) -> bool:
+        return self.has_class("-open")
 
     def open(self, mode: str, initial: str = "") -> None:
         self.mode = mode
-        prompt = self.query_one(Label)
+        prompt = self.query_one("#command-prompt", Label)
         prompt.update(":" if mode == "command" else "/")
         field = self.query_one(Input)
         field.placeholder = {
-            "command": "queue · runs · nodes · logs RUN · ctx [NAME] · ns [NAME|all] · compose · profiles · mk · help · q",
-            "filter": "regex · !regex (invert) · -l key=value,key2 (labels)",
+            "command": "queue · runs · nodes · logs RUN · ctx [NAME] · ns [NAME|all] · compose · profiles · mk · help · q  (tab completes)",
+            "filter": "regex · !regex (invert) · -l key=value,key2 (labels) — filters as you type",
             "search": "search the whole log (regex)",
         }[mode]
-        field.value = initial
+        with field.prevent(Input.Changed):
+            field.value = initial
+        field.cursor_position = len(initial)
+        self.set_count("")
         self.add_class("-open")
-        field.focus()
+        # Focus now, not on the next idle: keys typed right after ":" or "/" (while a refresh
+        # is applying) must land in this line, never in the table behind it.
+        self.screen.set_focus(field, scroll_visible=False)
+
+    def set_count(self, text: str) -> None:
+        try:
+            self.query_one("#command-count", Label).update(text)
+        except Exception:
+            pass
 
     def action_close(self) -> None:
         self.remove_class("-open")
-        self.post_message(self.Closed())
+        self.post_message(self.Closed(self.mode))
+
+    def action_complete(self) -> None:
+        field = self.query_one(Input)
+        if self.mode != "command" or self.completer is None or self.screen.focused is not field:
+            self.screen.focus_next()
+            return
+        before = field.value[: field.cursor_position]
+        completed, matches = complete(before, self.completer(before))
+        if completed != before:
+            field.value = completed + field.value[field.cursor_position:]
+            field.cursor_position = len(completed)
+        self.set_count("  ".join(matches[:12]) + (" …" if len(matches) > 12 else "") if len(matches) > 1 else "")
+
+    @on(Input.Changed, "#command-input")
+    def _changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if self.mode == "filter" and self.is_open:
+            self.post_message(self.Changed(self.mode, event.value))
 
     @on(Input.Submitted, "#command-input")
     def _submitted(self, event: Input.Submitted) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual import events
 from textual.widget import Widget
 
 from tau_tui.widgets.status_text import style_of
@@ -41,6 +42,18 @@ class HeaderBar(Widget):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.state = HeaderState()
+        #: (first column, end column, mode) of each pane tab on the second line, for clicks.
+        self.tab_spans: list[tuple[int, int, str]] = []
+
+    async def on_click(self, event: events.Click) -> None:
+        """A click on a pane tab switches to that pane."""
+        if event.y != 1:
+            return
+        for start, end, mode in self.tab_spans:
+            if start <= event.x < end:
+                event.stop()
+                await self.app.run_action(f"switch_pane('{mode}')")
+                return
 
     def set_state(self, state: HeaderState) -> None:
         if state != self.state:
@@ -68,10 +81,14 @@ class HeaderBar(Widget):
             top.append("  ")
             top.append(" READ-ONLY ", style="bold reverse " + style_of("warning"))
         bottom = Text(no_wrap=True, overflow="ellipsis")
+        spans = []
         for key, mode, label in PANES:
             active = mode == s.pane
+            start = bottom.cell_len
             bottom.append(f" {key}", style="dim" if not active else "bold")
             bottom.append(f" {label} ", style="bold reverse" if active else "")
+            spans.append((start, bottom.cell_len, mode))
+        self.tab_spans = spans
         if s.crumbs:
             bottom.append("  › " + s.crumbs, style="italic")
         if s.filter:

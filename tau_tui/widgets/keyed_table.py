@@ -1,22 +1,41 @@
-"""A DataTable updated by keyed diff: only changed cells are touched.
+"""A DataTable updated by keyed diff: only changed rows and cells are touched.
 
-Rows are ``(key, cells)``.  On :meth:`KeyedTable.apply_rows` stale keys are
-removed (or the table cleared when most are stale: ``remove_row`` is O(n)),
-changed cells updated, new rows added; a change of order rebuilds once.  The
-cursor stays on the same key.  Plain ``str`` cells become ``rich.text.Text``
-so cluster data is never parsed as markup."""
+Rows are ``(key, cells)``.  :meth:`KeyedTable.apply_rows` compares the new
+rows with the last ones by key in one pass (linear, never quadratic): stale
+rows are dropped in one batch, changed cells updated, new rows added, and a
+change of order re-indexes the rows without re-adding or re-measuring them.
+The cursor stays on the same key.  Plain ``str`` cells become
+``rich.text.Text`` so cluster data is never parsed as markup.
+
+Column widths are kept here, not by DataTable's auto width: each column's
+width is the widest cell now in it (so a "loading" notice does not leave a
+column 60 characters wide once data arrives) and is tracked incrementally
+from the cells that changed.  At narrow widths the columns the pane marks
+optional are hidden first and the widest flexible column shrinks, so the key
+columns stay on screen.
+
+Sorting is k9s style: each sortable column has a letter; ``shift+letter``
+sorts by it, again reverses; the header shows ``↑``/``↓``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
-from textual.coordinate import Coordinate
+from textual.binding import Binding
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowDoesNotExist
+from textual.widgets._data_table import Column, ColumnKey, RowKey, TwoWayDict
+from textual.widgets._data_table import Row as DataRow
 
 Row = tuple[str, Sequence[Any]]
+
+#: Flexible columns are cut to this width before any optional column is hidden.
+COMFORTABLE_WIDTH = 24
 
 #: Key of the single row that says why a table has no data (forbidden, not installed, loading).
 NOTICE_KEY = "__notice__"
@@ -30,86 +49,132 @@ def as_cell(value: Any) -> Any:
     return value
 
 
+def cell_width(cell: Any) -> int:
+    plain = cell.plain if isinstance(cell, Text) else str(cell)
+    return len(plain) if plain.isascii() else cell_len(plain)
+
+
+def cell_plain(cell: Any) -> str:
+    return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+_AGE = re.compile(r"^(\d+)([smhdy])$")
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "y": 31536000}
+_NUMBER = re.compile(r"^[#~+]?(-?\d+(?:\.\d+)?)")
+
+
+def sort_key(cell: Any) -> tuple:
+    """Numbers, positions (``#3``, ``~3``) and ages (``5m``) sort by value; text case-insensitively;
+    empty cells last."""
+    text = cell_plain(cell).strip()
+    if not text or text == "—":
+        return (2, 0.0, "")
+    age = _AGE.match(text)
+    if age:
+        return (0, float(age.group(1)) * _AGE_UNITS[age.group(2)], text)
+    number = _NUMBER.match(text)
+    if number:
+        return (0, float(number.group(1)), text)
+    return (1, 0.0, text.lower())
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """``key``/``label``; ``sort_letter`` (upper case, shift+letter sorts); ``optional`` columns
+    are hidden first when the table is narrow; ``flexible`` ones shrink (with an ellipsis)."""
+
+    key: str
+    label: str
+    sort_letter: str = ""
+    optional: bool = False
+    flexible: bool = False
+    min_width: int = 4
+
+
+class FitColumn(Column):
+    """A column hidden at width 0 takes no space (DataTable would still draw its padding)."""
+
+    def get_render_width(self, data_table: DataTable[Any]) -> int:
+        if not self.auto_width and self.width == 0:
+            return 0
+        return super().get_render_width(data_table)
+
+
+def as_spec(column: ColumnSpec | tuple) -> ColumnSpec:
+    if isinstance(column, ColumnSpec):
+        return column
+    return ColumnSpec(*column)
+
+
 class KeyedTable(DataTable):
     """DataTable with keyed diff updates (see module docstring)."""
 
     DEFAULT_CSS = """
     KeyedTable { height: 1fr; }
     """
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("g", "scroll_top", "Top", show=False),
+        Binding("G", "scroll_bottom", "Bottom", show=False),
+    ]
 
-    def __init__(self, columns: Sequence[tuple[str, str]], **kwargs: Any):
+    def __init__(self, columns: Sequence[ColumnSpec | tuple], *, sortable: bool = True, **kwargs: Any):
         kwargs.setdefault("cursor_type", "row")
         kwargs.setdefault("zebra_stripes", False)
         super().__init__(**kwargs)
-        self._column_spec = list(columns)
+        self._column_spec: list[ColumnSpec] = [as_spec(c) for c in columns]
+        #: False for tables whose order means something (a tree of queues and their flavors).
+        self.sortable = sortable
         self._cells: dict[str, tuple] = {}
         self._order: list[str] = []
-        self.stats = {"added": 0, "removed": 0, "updated": 0, "rebuilt": 0}
+        self._source: dict[str, Any] = {}  # key -> the cells object the pane gave last time
+        self._rows_in: Sequence[Row] = []
+        self._sort_keys: dict[str, tuple[Any, tuple]] = {}
+        self._widths: list[Counter[int]] = [Counter() for _ in self._column_spec]
+        self._hidden: set[str] = set()
+        self.sort_column: str | None = None
+        self.sort_reverse = False
+        #: What the updates did, counted (tests bound work by these).
+        self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0}
+        self.rows_inserted = 0
+        self.cells_written = 0
 
     def on_mount(self) -> None:
-        for key, label in self._column_spec:
-            self.add_column(label, key=key)
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        for spec in self._column_spec:
+            key = self.add_column(self._label_of(spec), key=spec.key, width=len(spec.label))
+            self.columns[key].__class__ = FitColumn
+        self._fit_columns()
+
+    def set_columns(self, columns: Sequence[ColumnSpec | tuple]) -> None:
+        """Replace the columns (rows are re-added on the next :meth:`apply_rows`)."""
+        self.clear(columns=True)
+        self._column_spec = [as_spec(c) for c in columns]
+        self._cells.clear()
+        self._source = {}
+        self._order = []
+        self._widths = [Counter() for _ in self._column_spec]
+        if self.sort_column not in {c.key for c in self._column_spec}:
+            self.sort_column = None
+        self._add_columns()
+        self.stats["rebuilt"] += 1
+
+    # -- reading --------------------------------------------------------------------------
 
     @property
     def selected_key(self) -> str | None:
         if not self._order or self.cursor_row < 0 or self.cursor_row >= self.row_count:
             return None
         try:
-            row_key, _ = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0))
+            row_key = self._row_locations.get_key(self.cursor_row)
         except Exception:
             return None
+        if row_key is None:
+            return None
         return None if row_key.value == NOTICE_KEY else row_key.value
-
-    def apply_rows(self, rows: Sequence[Row], notice: Text | str | None = None) -> None:
-        """Diff ``rows`` into the table.  Call inside ``app.batch_update()``.
-
-        ``notice``: why the data could not be read; shown as the table's only
-        row when there are no rows, so an unreadable view never looks empty."""
-        if notice is not None and not rows:
-            rows = [(NOTICE_KEY, [notice] + [""] * (len(self._column_spec) - 1))]
-        wanted = [(key, tuple(as_cell(c) for c in cells)) for key, cells in rows]
-        keys = [key for key, _ in wanted]
-        selected = self.selected_key
-        stale = [k for k in self._order if k not in set(keys)]
-        existing = [k for k in self._order if k not in set(stale)]
-        new_keys = [k for k in keys if k not in self._cells]
-        # Order change among surviving rows, or new rows not at the end: rebuild once.
-        survivors_in_new_order = [k for k in keys if k in self._cells]
-        order_changed = survivors_in_new_order != existing or (new_keys and keys[: len(existing)] != existing)
-        if order_changed or (self._order and len(stale) > len(self._order) // 2):
-            self.clear()
-            self._cells.clear()
-            for key, cells in wanted:
-                self.add_row(*cells, key=key)
-                self._cells[key] = cells
-            self._order = keys
-            self.stats["rebuilt"] += 1
-        else:
-            for key in stale:
-                try:
-                    self.remove_row(key)
-                except RowDoesNotExist:
-                    pass
-                self._cells.pop(key, None)
-                self.stats["removed"] += 1
-            column_keys = [c for c, _ in self._column_spec]
-            for key, cells in wanted:
-                old = self._cells.get(key)
-                if old is None:
-                    self.add_row(*cells, key=key)
-                    self.stats["added"] += 1
-                elif old != cells:
-                    for index, (before, after) in enumerate(zip(old, cells, strict=False)):
-                        if before != after:
-                            self.update_cell(key, column_keys[index], after, update_width=True)
-                            self.stats["updated"] += 1
-                self._cells[key] = cells
-            self._order = keys
-        if selected is not None and selected in self._cells:
-            try:
-                self.move_cursor(row=self.get_row_index(selected), animate=False)
-            except Exception:
-                pass
 
     def cells_of(self, key: str) -> tuple | None:
         return self._cells.get(key)
@@ -117,3 +182,339 @@ class KeyedTable(DataTable):
     @property
     def keys(self) -> list[str]:
         return list(self._order)
+
+    @property
+    def column_keys(self) -> list[str]:
+        return [c.key for c in self._column_spec]
+
+    @property
+    def visible_column_keys(self) -> list[str]:
+        return [c.key for c in self._column_spec if c.key not in self._hidden]
+
+    def column_width(self, key: str) -> int:
+        """The width the column is drawn with (0 when hidden)."""
+        column = self.columns.get(ColumnKey(key))
+        return column.width if column is not None else 0
+
+    # -- the diff -------------------------------------------------------------------------
+
+    def apply_rows(self, rows: Sequence[Row], notice: Text | str | None = None) -> None:
+        """Diff ``rows`` into the table.  Call inside ``app.batch_update()``.
+
+        ``notice``: why the data could not be read; shown as the table's only
+        row when there are no rows, so an unreadable view never looks empty.
+
+        A row whose cells are the same object as last time is not compared at
+        all (panes reuse the cells of unchanged objects), so a tick costs one
+        dictionary look-up per row plus the work for what changed."""
+        if notice is not None and not rows:
+            rows = [(NOTICE_KEY, [notice] + [""] * (len(self._column_spec) - 1))]
+        self._rows_in = rows
+        wanted = self._sorted(rows)
+        selected = self.selected_key
+        old = self._cells
+        old_source = self._source
+        new_cells: dict[str, tuple] = {}
+        new_source: dict[str, Any] = {}
+        keys: list[str] = []
+        changed: list[str] = []
+        for key, cells in wanted:
+            if key in new_cells:  # a duplicate key would corrupt the table; the first wins
+                continue
+            keys.append(key)
+            new_source[key] = cells
+            if old_source.get(key) is cells:
+                new_cells[key] = old[key]
+                continue
+            converted = tuple(as_cell(c) for c in cells)
+            previous = old.get(key)
+            if previous is not None and previous == converted:
+                new_cells[key] = previous
+            else:
+                new_cells[key] = converted
+                changed.append(key)
+        # same count and no new or changed row: nothing can be stale
+        stale = [] if len(new_cells) == len(self._order) and not changed else [k for k in self._order if k not in new_cells]
+        expected = [k for k in self._order if k in new_cells] if stale else list(self._order)
+        if stale:
+            self._drop_rows(stale)
+            self._reorder(expected)
+        column_keys = [ColumnKey(k) for k in self.column_keys]
+        new_rows: list[tuple[str, tuple]] = []
+        written = 0
+        for key in changed:
+            cells = new_cells[key]
+            before = old.get(key)
+            if before is None:
+                new_rows.append((key, cells))
+                expected.append(key)
+                continue
+            data = self._data.get(RowKey(key))
+            if data is None:
+                continue
+            for index, (was, now) in enumerate(zip(before, cells, strict=False)):
+                if was is not now and was != now:
+                    data[column_keys[index]] = now  # what DataTable.update_cell does, without a refresh per cell
+                    self._count_width(index, was, -1)
+                    self._count_width(index, now, +1)
+                    written += 1
+        if new_rows:
+            self._insert_rows(new_rows)
+        if written:
+            self.stats["updated"] += written
+            self.cells_written += written
+            self._update_count += 1
+            self.refresh()
+        self._cells = new_cells
+        self._source = new_source
+        self._order = keys
+        if keys != expected:
+            self._reorder(keys)
+        self._fit_columns()
+        if selected is not None and selected in new_cells:
+            index = self._row_locations.get(RowKey(selected))
+            if index is not None and index != self.cursor_row:
+                self.move_cursor(row=index, animate=False, scroll=False)
+
+    def _insert_rows(self, rows: list[tuple[str, tuple]]) -> None:
+        """Append rows in one batch: what DataTable.add_row does per row (its column list, cursor
+        validation and refresh are once per batch here).  All rows are one line high."""
+        column_keys = [ColumnKey(k) for k in self.column_keys]
+        index = len(self._row_locations)
+        locations = self._row_locations
+        for key, cells in rows:
+            row_key = RowKey(key)
+            locations[row_key] = index
+            self._data[row_key] = dict(zip(column_keys, cells, strict=False))
+            self.rows[row_key] = DataRow(row_key, 1)
+            self._count_widths(cells, +1)
+            index += 1
+        self.stats["added"] += len(rows)
+        self.rows_inserted += len(rows)
+        self._update_count += 1
+        self._require_update_dimensions = True
+        self.cursor_coordinate = self.cursor_coordinate
+        self.check_idle()
+        self.refresh()
+
+    def _drop_rows(self, stale: Iterable[str]) -> None:
+        """Remove rows in one pass (DataTable.remove_row re-indexes every row per call)."""
+        for key in stale:
+            row_key = RowKey(key)
+            cells = self._cells.get(key)
+            if cells is not None:
+                self._count_widths(cells, -1)
+            self.rows.pop(row_key, None)
+            self._data.pop(row_key, None)
+            self._new_rows.discard(row_key)
+            self.stats["removed"] += 1
+        # the caller re-indexes the rows left (one pass for all removals)
+
+    def _reorder(self, keys: list[str]) -> None:
+        """Put rows in ``keys`` order by re-indexing: no row is re-added or re-measured."""
+        self._row_locations = TwoWayDict({RowKey(k): i for i, k in enumerate(keys)})
+        self.stats["moved"] += 1
+        self._update_count += 1
+        self.cursor_coordinate = self.cursor_coordinate
+        self.refresh()
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """Widths are tracked by :meth:`_count_widths`; skip DataTable's per-cell measuring
+        (all rows here are one line high), keep the virtual size right."""
+        self._new_rows.clear()
+        self._fit_columns(force=True)
+
+    # -- sorting --------------------------------------------------------------------------
+
+    def _sorted(self, rows: Sequence[Row]) -> Sequence[Row]:
+        if self.sort_column is None or not rows or rows[0][0] == NOTICE_KEY:
+            return rows
+        try:
+            index = self.column_keys.index(self.sort_column)
+        except ValueError:
+            return rows
+        cache = self._sort_keys
+        fresh: dict[str, tuple[Any, tuple]] = {}
+
+        def key_of(row: Row) -> tuple:
+            key, cells = row
+            hit = cache.get(key)
+            if hit is not None and hit[0] is cells:
+                value = hit[1]
+            else:
+                value = sort_key(cells[index]) if index < len(cells) else (3, 0.0, "")
+            fresh[key] = (cells, value)
+            return value
+
+        ordered = sorted(rows, key=key_of, reverse=self.sort_reverse)
+        self._sort_keys = fresh
+        return ordered
+
+    def sort_by(self, column: str, reverse: bool | None = None) -> None:
+        """Sort by ``column``; the same column again reverses (k9s)."""
+        if reverse is None:
+            reverse = (not self.sort_reverse) if column == self.sort_column else False
+        self.sort_column = column
+        self.sort_reverse = reverse
+        self._sort_keys = {}
+        for spec in self._column_spec:
+            col = self.columns.get(ColumnKey(spec.key))
+            if col is not None:
+                col.label = self._label_of(spec)
+        self.apply_rows(self._rows_in) if self._rows_in else self.refresh()
+        self._fit_columns(force=True)
+
+    def sort_letters(self) -> dict[str, str]:
+        """Upper-case letter -> column.  Columns without a letter of their own get the first free
+        letter of their label; letters the pane binds (``H`` hold+drain) are never used for sorting."""
+        if not self.sortable:
+            return {}
+        taken: set[str] = set()
+        try:
+            taken = {key for key in self.screen._bindings.key_to_bindings if len(key) == 1}
+        except Exception:
+            pass
+        taken |= {key for key in self._bindings.key_to_bindings if len(key) == 1}
+        out: dict[str, str] = {}
+        for spec in self._column_spec:
+            if spec.sort_letter and spec.sort_letter not in taken:
+                out[spec.sort_letter] = spec.key
+        for spec in self._column_spec:
+            if spec.sort_letter or spec.key in out.values():
+                continue
+            for char in spec.label.upper():
+                if char.isalpha() and char.isascii() and char not in out and char not in taken:
+                    out[char] = spec.key
+                    break
+        return out
+
+    def sort_column_for_letter(self, letter: str) -> str | None:
+        return self.sort_letters().get(letter)
+
+    def sort_help(self) -> list[tuple[str, str]]:
+        labels = {s.key: s.label for s in self._column_spec}
+        return [(f"shift+{letter.lower()}", f"sort by {labels[key]} (again: reverse)")
+                for letter, key in self.sort_letters().items()]
+
+    def _label_of(self, spec: ColumnSpec) -> Text:
+        label = Text(spec.label)
+        if spec.key == self.sort_column:
+            label.append("↓" if self.sort_reverse else "↑", style="bold")
+        return label
+
+    def on_key(self, event) -> None:
+        letter = event.character
+        if letter and len(letter) == 1 and letter.isupper() and event.key == letter:
+            column = self.sort_column_for_letter(letter)
+            if column is not None:
+                event.stop()
+                event.prevent_default()
+                self.sort_by(column)
+
+    # -- widths ---------------------------------------------------------------------------
+
+    def _count_widths(self, cells: tuple, sign: int) -> None:
+        for index, cell in enumerate(cells):
+            self._count_width(index, cell, sign)
+
+    def _count_width(self, index: int, cell: Any, sign: int) -> None:
+        if index >= len(self._widths):
+            return
+        counter = self._widths[index]
+        width = cell_width(cell)
+        self.stats["measured"] += 1
+        counter[width] += sign
+        if counter[width] <= 0:
+            del counter[width]
+
+    def _content_widths(self) -> list[int]:
+        out = []
+        for spec, counter in zip(self._column_spec, self._widths, strict=False):
+            label = len(spec.label) + (1 if spec.key == self.sort_column else 0)
+            out.append(max(max(counter, default=0), label))
+        return out
+
+    def on_resize(self) -> None:
+        self._fit_columns(force=True)
+
+    def _fit_columns(self, force: bool = False) -> None:
+        """Column widths from content; at narrow widths hide optional columns, then shrink
+        flexible ones, so the other columns stay whole."""
+        if not self.columns:
+            return
+        widths = self._content_widths()
+        available = self._available_width()
+        hidden: set[str] = set()
+        if available > 0:
+            # 1. shrink flexible columns to a comfortable width; 2. hide optional columns from the
+            # right until that fits; 3. shrink flexible columns down to their minimum.
+            optional = [s.key for s in reversed(self._column_spec) if s.optional]
+            fitted = None
+            for count in range(len(optional) + 1):
+                hidden = set(optional[:count])
+                fitted = self._shrink(widths, hidden, available, comfortable=True)
+                if fitted is not None:
+                    break
+            if fitted is None:
+                fitted = self._shrink(widths, hidden, available, comfortable=False) or widths
+            widths = fitted
+        changed = hidden != self._hidden
+        self._hidden = hidden
+        for spec, width in zip(self._column_spec, widths, strict=False):
+            column: Column | None = self.columns.get(ColumnKey(spec.key))
+            if column is None:
+                continue
+            target = 0 if spec.key in hidden else width
+            if column.width != target or column.auto_width:
+                column.width = target
+                column.auto_width = False
+                changed = True
+        if changed or force:
+            self._set_virtual_size()
+            if changed:
+                self._clear_caches()
+                self.refresh()
+
+    def _available_width(self) -> int:
+        """Columns' room: the widget's width less the vertical scrollbar when the rows will need one
+        (measured before it appears, so a first fit does not come out two columns too wide)."""
+        if not self.is_mounted or self.size.width <= 0:
+            return 0
+        width = self.size.width
+        header = self.header_height if self.show_header else 0
+        if self.show_vertical_scrollbar or len(self._row_locations) + header > self.size.height:
+            width = min(width, self.scrollable_content_region.width) if self.show_vertical_scrollbar else \
+                width - self.styles.scrollbar_size_vertical
+        return max(width, 0)
+
+    def _shrink(self, content: list[int], hidden: set[str], available: int, comfortable: bool) -> list[int] | None:
+        """Widths with the flexible columns cut (widest first, water-filling) so the visible
+        columns fit ``available``, or None when they cannot without going under the floor."""
+        pad = 2 * self.cell_padding
+        widths = list(content)
+        specs = self._column_spec
+        floors = [max(s.min_width, COMFORTABLE_WIDTH) if comfortable else s.min_width for s in specs]
+        over = sum(w + pad for s, w in zip(specs, widths, strict=False) if s.key not in hidden) - available
+        flexible = [i for i, s in enumerate(specs) if s.flexible and s.key not in hidden and widths[i] > floors[i]]
+        while over > 0 and flexible:
+            top = max(widths[i] for i in flexible)
+            widest = [i for i in flexible if widths[i] == top]
+            next_width = max([widths[i] for i in flexible if widths[i] < top], default=0)
+            floor = max([floors[i] for i in widest] + [next_width])
+            step = min(top - floor, -(-over // len(widest)))
+            if step <= 0:
+                break
+            for i in widest:
+                cut = min(step, over)
+                if cut <= 0:
+                    break
+                widths[i] -= cut
+                over -= cut
+            flexible = [i for i in flexible if widths[i] > floors[i]]
+        return widths if over <= 0 else None
+
+    def _set_virtual_size(self) -> None:
+        pad = 2 * self.cell_padding
+        width = sum(0 if c.width == 0 else c.width + pad for c in self.columns.values())
+        header = self.header_height if self.show_header else 0
+        self.virtual_size = self.virtual_size.__class__(width, len(self._row_locations) + header)

@@ -286,7 +286,7 @@ async def test_refresh_tick_is_skipped_while_one_runs(tmp_path):
         assert screen.ticks_skipped == skipped + 2
         screen.refresh_running = False
         applied = screen.refreshes_applied
-        screen.tick()
+        screen.tick(force=True)
         await settle(pilot, rounds=1)
         assert screen.refreshes_applied > applied
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import enum
 import threading
+import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -179,9 +180,13 @@ def estimated_local_queue_report(
     cq = next((q.cluster_queue for q in local_queues if q.namespace == namespace and q.name == lq), None)
     entries: list[PendingPosition] = []
     if cq is not None:
+        # Only this ClusterQueue's workloads can share its order: sort those, not the whole cluster's.
+        same_cq = [q for q in local_queues if q.cluster_queue == cq]
+        members = {(q.namespace or "", q.name) for q in same_cq}
+        candidates = [w for w in workloads if ((w.namespace or ""), (w.queue_name or "")) in members]
         entries = [
             e
-            for e in estimate_cluster_queue_order(workloads, local_queues).get(cq, [])
+            for e in estimate_cluster_queue_order(candidates, same_cq).get(cq, [])
             if e.namespace == namespace and e.local_queue == lq
         ]
     return PositionReport("LocalQueue", lq, namespace, tuple(entries), PositionSource.ESTIMATED, reason, at)
@@ -257,3 +262,59 @@ class PositionTracker:
         with self._lock:
             self._samples.pop((namespace, name), None)
             self._pending_since.pop((namespace, name), None)
+
+
+@dataclass(frozen=True)
+class CachedPositions:
+    """One LocalQueue's report with its entries by workload name (a look-up per row, not a scan)."""
+
+    report: PositionReport
+    by_name: Mapping[str, PendingPosition]
+    #: The pending workloads the report was read for (compared by identity: the cache builds a new view per change).
+    members: tuple[WorkloadView, ...]
+    read_at: float
+
+
+class LocalQueuePositions:
+    """Position reports per LocalQueue, re-read only when that queue's pending
+    workloads changed (or after ``max_age_s``), not on every tick: each read can
+    be a visibility API call.  Used by one refresh worker at a time."""
+
+    def __init__(self, max_age_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        self.max_age_s = max_age_s
+        self._clock = clock
+        self._cached: dict[tuple[str, str], CachedPositions] = {}
+        #: How many reports were read (tests bound work by it).
+        self.reads = 0
+
+    def update(
+        self,
+        pending_by_queue: Mapping[tuple[str, str], Sequence[WorkloadView]],
+        read: Callable[[str, str], PositionReport],
+    ) -> tuple[dict[tuple[str, str], CachedPositions], list[str]]:
+        """Reports for every queue in ``pending_by_queue`` and the problems met (one line each)."""
+        problems: list[str] = []
+        fresh: dict[tuple[str, str], CachedPositions] = {}
+        for queue, pending in pending_by_queue.items():
+            members = tuple(pending)
+            cached = self._cached.get(queue)
+            if (cached is not None and self._clock() - cached.read_at < self.max_age_s and len(cached.members) == len(members)
+                    and all(a is b for a, b in zip(cached.members, members, strict=False))):
+                fresh[queue] = cached
+                continue
+            try:
+                report = read(queue[0], queue[1])
+            except Exception as err:  # keep the last report; say why it is not current
+                problems.append(f"positions unavailable for {queue[0]}/{queue[1]}: {err}")
+                if cached is not None:
+                    fresh[queue] = cached
+                continue
+            self.reads += 1
+            # aged from when the read finished: on a loaded machine a round of reads can outlast max_age_s
+            fresh[queue] = CachedPositions(report, {e.name: e for e in report.entries if e.namespace == queue[0]},
+                                           members, self._clock())
+        self._cached = fresh
+        return fresh, problems
+
+    def invalidate(self) -> None:
+        self._cached = {}

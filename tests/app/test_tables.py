@@ -1,0 +1,327 @@
+"""Tables at scale and k9s table habits: work bounded by counts (never by time), sort,
+live filter, narrow layout, Tab completion in ``:`` mode, clickable tabs, read-only feedback."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App
+from textual.widgets import Input
+
+from tau_tui.screens.queue import QueueScreen
+from tau_tui.widgets.command_line import CommandLine, complete
+from tau_tui.widgets.header_bar import HeaderBar
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, sort_key
+from tests.app.helpers import async_test, make_app, settle, settle_until
+
+ROWS = 20_000
+
+
+class CountingTable(KeyedTable):
+    """Counts the DataTable calls that touch rows and cells, and the lines rendered."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls = {"add_row": 0, "update_cell": 0, "remove_row": 0, "clear": 0, "render_line": 0}
+
+    # rows are added and cells written in batches; count what each batch touches
+    def _insert_rows(self, rows):
+        self.calls["add_row"] += len(rows)
+        return super()._insert_rows(rows)
+
+    def add_row(self, *args, **kwargs):
+        self.calls["add_row"] += 1
+        return super().add_row(*args, **kwargs)
+
+    def update_cell(self, *args, **kwargs):
+        self.calls["update_cell"] += 1
+        return super().update_cell(*args, **kwargs)
+
+    def remove_row(self, *args, **kwargs):
+        self.calls["remove_row"] += 1
+        return super().remove_row(*args, **kwargs)
+
+    def clear(self, *args, **kwargs):
+        self.calls["clear"] += 1
+        return super().clear(*args, **kwargs)
+
+    def _render_line_in_row(self, *args, **kwargs):
+        self.calls["render_line"] += 1
+        return super()._render_line_in_row(*args, **kwargs)
+
+
+class TableApp(App):
+    def compose(self):
+        yield CountingTable([ColumnSpec("name", "Name", "N"), ColumnSpec("state", "State", "S"),
+                             ColumnSpec("age", "Age", "A")], id="t")
+
+
+def big_rows(n: int = ROWS) -> list:
+    return [(f"ns/wl-{i:05d}", [Text(f"ns/wl-{i:05d}"), Text("pending"), Text(f"{i % 60}m")]) for i in range(n)]
+
+
+def reset(table: CountingTable) -> None:
+    table.cells_written = 0
+    for key in table.calls:
+        table.calls[key] = 0
+    for key in table.stats:
+        table.stats[key] = 0
+
+
+@async_test
+async def test_one_row_change_in_20000_rows_touches_one_cell():
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(CountingTable)
+        rows = big_rows()
+        table.apply_rows(rows)
+        await pilot.pause()
+        assert table.row_count == ROWS and table.calls["add_row"] == ROWS
+
+        # one changed cell; every other row is the same cells object (as panes hand them over)
+        reset(table)
+        rows[12345] = (rows[12345][0], [Text("ns/wl-12345"), Text("admitted"), Text("45m")])
+        table.apply_rows(rows)
+        await pilot.pause()
+        assert table.cells_written == 1 and table.calls["add_row"] == 0 and table.calls["clear"] == 0
+        assert table.calls["update_cell"] == 0  # nothing went round the diff
+        assert table.stats["updated"] == 1 and table.stats["moved"] == 0
+        assert table.stats["measured"] == 2  # the old and the new width of that one cell
+        assert table.calls["render_line"] <= 30 * 2  # at most the visible lines, not 20,000
+
+        # rows rebuilt as new but equal objects: still only the changed cell is written
+        reset(table)
+        rebuilt = [(key, [Text(c.plain) for c in cells]) for key, cells in rows]
+        rebuilt[7] = (rebuilt[7][0], [Text("ns/wl-00007"), Text("finished"), Text("7m")])
+        table.apply_rows(rebuilt)
+        assert table.cells_written == 1 and table.calls["add_row"] == 0
+
+        # one row removed, one added: no rebuild, no per-row re-add
+        reset(table)
+        changed = rebuilt[:100] + rebuilt[101:] + [("ns/new", [Text("ns/new"), Text("pending"), Text("1m")])]
+        table.apply_rows(changed)
+        assert table.calls["add_row"] == 1 and table.calls["remove_row"] == 0 and table.calls["clear"] == 0
+        assert table.stats["removed"] == 1 and table.stats["added"] == 1
+        assert table.row_count == ROWS
+
+        # one row moved: re-indexed, nothing re-added or re-written
+        reset(table)
+        moved = [changed[500]] + changed[:500] + changed[501:]
+        table.apply_rows(moved)
+        assert table.calls["add_row"] == 0 and table.cells_written == 0 and table.stats["moved"] == 1
+        assert table.keys[0] == changed[500][0]
+
+
+@async_test
+async def test_sort_each_direction_and_header_arrow():
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(CountingTable)
+        table.apply_rows([("b", ["b", "x", "10m"]), ("a", ["a", "y", "2h"]), ("c", ["c", "z", "5s"])])
+        table.focus()
+        await pilot.pause()
+        await pilot.press("A")  # shift+a: by age ascending
+        assert table.keys == ["c", "b", "a"]
+        assert str(table.columns[next(k for k in table.columns if k.value == "age")].label).endswith("↑")
+        await pilot.press("A")  # again: descending
+        assert table.keys == ["a", "b", "c"]
+        assert str(table.columns[next(k for k in table.columns if k.value == "age")].label).endswith("↓")
+        await pilot.press("N")
+        assert table.keys == ["a", "b", "c"] and table.sort_column == "name" and not table.sort_reverse
+        # new data keeps the chosen order
+        table.apply_rows([("b", ["b", "x", "10m"]), ("a", ["a", "y", "2h"]), ("c", ["c", "z", "5s"]), ("0", ["0", "w", "1s"])])
+        assert table.keys == ["0", "a", "b", "c"]
+
+
+def test_sort_key_orders_numbers_positions_and_ages_by_value():
+    assert sort_key("#2") < sort_key("#10")
+    assert sort_key("~3") < sort_key("#4")
+    assert sort_key("59s") < sort_key("1m") < sort_key("2h") < sort_key("1d")
+    assert sort_key("alpha") < sort_key("Beta")
+    assert sort_key("") > sort_key("zzz")
+
+
+def test_complete_extends_to_the_common_prefix():
+    assert complete("mult", ["multikueue", "queue"]) == ("multikueue ", ["multikueue"])
+    assert complete("no", ["nodes", "node", "ns"]) == ("node", ["node", "nodes"])
+    assert complete("ns team", ["all", "team-nlp", "team-vision"]) == ("ns team-", ["team-nlp", "team-vision"])
+    assert complete("zz", ["queue"]) == ("zz", [])
+
+
+@async_test
+async def test_queue_pane_sorts_by_name_both_ways(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#workloads-table", KeyedTable)
+        table.focus()
+        await pilot.press("N")
+        await settle(pilot)
+        assert table.keys == sorted(table.keys, key=str.lower)
+        await pilot.press("N")
+        await settle(pilot)
+        assert table.keys == sorted(table.keys, key=str.lower, reverse=True)
+        keys = dict(app.screen.help_keys())
+        assert "shift+n" in keys and "sort" in keys["shift+n"]
+
+
+@async_test
+async def test_live_filter_counts_matches_and_esc_clears(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#workloads-table", KeyedTable)
+        everything = list(table.keys)
+        await pilot.press("slash", *"llama")  # no enter: filters as you type
+        await settle(pilot)
+        assert table.keys and all("llama" in k for k in table.keys) and len(table.keys) < len(everything)
+        count = str(app.screen.query_one("#command-count").render())
+        matched, seen = app.screen.filter_matches
+        assert f"{matched}/{seen} match" == count and matched >= len(table.keys)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen.row_filter.text == ""
+        assert table.keys == everything
+
+
+@async_test
+async def test_keys_typed_right_after_slash_go_to_the_filter(tmp_path):
+    """The reported bug: '/Xid' opened Describe because focus moved one frame late."""
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        line = app.screen.query_one(CommandLine)
+        line.open("filter")
+        field = line.query_one(Input)
+        assert app.screen.focused is field  # at once, not on the next idle
+        await pilot.press(*"Xid")
+        assert field.value == "Xid"
+        assert app.screen is not None and len(app.screen_stack) == 1  # no Describe dialog
+
+
+@async_test
+async def test_queue_pane_at_80x24_keeps_name_state_position_and_why(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#workloads-table", KeyedTable)
+        visible = table.visible_column_keys
+        assert {"name", "state", "pos", "why"} <= set(visible)
+        drawn = sum(table.column_width(k) + 2 * table.cell_padding for k in visible)
+        assert drawn <= table.scrollable_content_region.width
+        assert table.column_width("why") >= 12
+
+
+@async_test
+async def test_widths_follow_content_after_a_notice(tmp_path):
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(CountingTable)
+        table.apply_rows([], notice=Text("◌ loading workloads.kueue.x-k8s.io (first list not finished) " * 2))
+        await pilot.pause()
+        assert table.column_width("name") > 60
+        table.apply_rows([("a", ["CQ jobqueue (research)", "ok", "1m"])])
+        await pilot.pause()
+        assert table.column_width("name") == len("CQ jobqueue (research)")
+
+
+@async_test
+async def test_tab_completes_commands(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("colon", *"mult", "tab")
+        field = app.screen.query_one("#command-input", Input)
+        assert field.value == "multikueue "
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.current_mode == "multikueue"
+        await pilot.press("colon", *"ns team", "tab")
+        field = app.screen.query_one("#command-input", Input)
+        assert field.value == "ns team-"
+        assert "team-nlp" in str(app.screen.query_one("#command-count").render())
+
+
+@async_test
+async def test_clicking_a_pane_tab_switches_pane(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        header = app.screen.query_one(HeaderBar)
+        start, end, mode = next(span for span in header.tab_spans if span[2] == "runs")
+        await pilot.click(HeaderBar, offset=(start + 2, 1))
+        await settle(pilot)
+        assert app.current_mode == "runs"
+
+
+@async_test
+async def test_readonly_says_why_a_key_does_nothing(tmp_path):
+    app = make_app(tmp_path, start_pane="queue", readonly=True)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        assert any("read-only" in str(n.message) and "Cancel" in str(n.message) for n in app._notifications)
+        assert len(app.screen_stack) == 1  # nothing previewed
+
+
+@async_test
+async def test_tick_rereads_only_when_a_generation_moved(tmp_path):
+    from tests.app.helpers import demo_backend
+
+    world, backend = demo_backend()
+    app = make_app(tmp_path, backend, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        started = screen.collects_started
+        for _ in range(5):
+            app._tick()
+        await settle(pilot)
+        assert screen.collects_started == started  # nothing moved: no collect
+        world.advance(30)
+        await settle_until(pilot, lambda: screen.collects_started > started)
+        assert screen.collects_started > started
+
+
+@async_test
+async def test_invisible_pane_does_no_work_on_a_tick(tmp_path, monkeypatch):
+    from tests.app.helpers import demo_backend
+
+    world, backend = demo_backend()
+    calls = {"queue": 0}
+    original = QueueScreen.collect
+
+    def counting(self):
+        calls["queue"] += 1
+        return original(self)
+
+    monkeypatch.setattr(QueueScreen, "collect", counting)
+    app = make_app(tmp_path, backend, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        assert calls["queue"] >= 1
+        await pilot.press("6")  # nodes
+        await settle(pilot)
+        before = calls["queue"]
+        world.advance(30)  # the queue pane's data moved, but it is not on screen
+        for _ in range(5):
+            app._tick()
+        await settle(pilot)
+        assert calls["queue"] == before
+
+
+@async_test
+async def test_positions_are_read_once_per_changed_local_queue(tmp_path):
+    from tests.app.helpers import demo_backend
+
+    world, backend = demo_backend()
+    app = make_app(tmp_path, backend, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        reads = screen._positions.reads
+        assert reads >= 1
+        for _ in range(3):
+            screen.tick(force=True)  # re-collect with nothing changed
+            await settle(pilot)
+        assert screen._positions.reads == reads
