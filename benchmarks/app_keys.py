@@ -37,11 +37,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tau_tui.app_config import AppSettings, LoadedSettings  # noqa: E402
 from textual.widgets import Input  # noqa: E402
 
 from tau_tui.app import TauApp  # noqa: E402
 from tau_tui.core.operations.audit import AuditLog  # noqa: E402
+from tau_tui.settings.settings_file import AppSettings, LoadedSettings  # noqa: E402
 from tau_tui.widgets.command_line import CommandLine  # noqa: E402
 from tau_tui.widgets.keyed_table import KeyedTable  # noqa: E402
 

@@ -12,15 +12,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Label
 
-from tau_tui.app_actions import cancel_mutation, describe_object, stop_policy_mutation
 from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.mutations import StopPolicy
 from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.cluster.positions import LocalQueuePositions, PendingPosition
 from tau_tui.core.cluster.view_types import ClusterQueueView, EventView, LocalQueueView, WorkloadView
-from tau_tui.formatting import age, delta, one_line
+from tau_tui.mutations.cluster_changes import cancel_mutation, stop_policy_mutation
 from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.describe import describe_object
+from tau_tui.widgets.cell_text import age, delta, one_line
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.quota_bar import quota_bar
 from tau_tui.widgets.status_text import status_text

@@ -18,12 +18,12 @@ import json
 import os
 from pathlib import Path
 
-from tau_tui.app_config import AppSettings, LoadedSettings
 from textual.screen import ModalScreen
 
 from tau_tui.app import TauApp
 from tau_tui.core.operations.audit import AuditLog, state_dir, verify
 from tau_tui.screens.base import PaneScreen
+from tau_tui.settings.settings_file import AppSettings, LoadedSettings
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
 from tau_tui.widgets.header_bar import PANES
 from tau_tui.widgets.input_dialog import InputDialog
