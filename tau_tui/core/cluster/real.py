@@ -497,6 +497,9 @@ class KubernetesBackend(BaseBackend):
     def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict:
         return self.http.request("GET", path, list(query.items()))
 
+    def _server_version(self) -> dict:
+        return self.http.request("GET", "/version")
+
     def open_container_log(self, request: LogChunkRequest) -> _LogResponse:
         query = [("container", request.container), ("timestamps", "true"),
                  ("follow", "true" if request.follow else None), ("previous", "true" if request.previous else None),
