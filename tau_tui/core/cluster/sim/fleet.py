@@ -212,3 +212,14 @@ def build_lab_fleet(manager: SimulatedCluster, workers: Iterable[str] = ("lab-wo
         fleet.grant_kueue_verbs(name, namespaces)
         fleet.mint(name, context=name)
     return fleet
+
+
+def lab_plan(workers: Iterable[str] = ("lab-worker-1", "lab-worker-2"), *, admin: bool = True):
+    """The plan that fits :func:`build_lab_fleet` on the demo manager (``--demo``'s MultiKueue wizard)."""
+    from tau_tui.core.operations.multikueue_steps.plan import MultiKueuePlan, WorkerPlan
+
+    return MultiKueuePlan(
+        workers=tuple(WorkerPlan(w, context=w, admin_context=w if admin else None) for w in workers),
+        namespaces=("team-nlp",), lanes=("multicluster",), admission_check="mk-lab", config="mk-lab-workers",
+        cluster_queue="mk-lab-cq", local_queue="mk-lab-queue", profile="azure.research.multicluster.lab",
+        flavor="mk-lab-gpu", source="simulated lab plan")

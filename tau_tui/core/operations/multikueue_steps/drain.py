@@ -19,7 +19,7 @@ from __future__ import annotations
 from tau_tui.core.cluster.api import ResourceKind
 from tau_tui.core.operations.multikueue_steps.access import SECRET, AccessError, BackendAccess
 from tau_tui.core.operations.multikueue_steps.credentials import WorkerCredential, credential_from_secret
-from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Step, StepContext
+from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Step, StepContext, apply_change
 from tau_tui.core.operations.multikueue_steps.setup import (
     DRAINED_TEAM,
     condition,
@@ -29,6 +29,7 @@ from tau_tui.core.operations.multikueue_steps.setup import (
 )
 
 R = ResourceKind
+EVICTION_POLLS = 15
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 
@@ -165,6 +166,21 @@ class HoldAndDrainStep(Step):
             rt = R.JOB.type if kind == "Job" else R.RAY_JOB.type
             out.append(Change("delete", rt, name, ns))
         return out
+
+    def apply(self, ctx: StepContext, dry_run: bool) -> list[str]:
+        lines = super().apply(ctx, dry_run)
+        if dry_run or not ctx.inputs.get("cancel"):
+            return lines
+        # HoldAndDrain evicts admitted workloads back to pending; the owners picked
+        # for cancellation are cancelled once the evictions have happened.
+        for _ in range(EVICTION_POLLS):
+            if not any((w.get("status") or {}).get("admission") and not _terminal(w) for w in dedicated_workloads(ctx)):
+                break
+            ctx.wait(2.0)
+        for kind, ns, name in self._to_cancel(ctx):
+            rt = R.JOB.type if kind == "Job" else R.RAY_JOB.type
+            lines.append(apply_change(ctx, Change("delete", rt, name, ns), False))
+        return lines
 
     def verify(self, ctx: StepContext) -> Check:
         cq = ctx.manager.get(R.CLUSTER_QUEUE.type, ctx.plan.cluster_queue)
