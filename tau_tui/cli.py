@@ -195,6 +195,11 @@ def multikueue_environment(args: argparse.Namespace):
     return backend, KubeconfigConnector(args.kubeconfig), time.sleep
 
 
+def _print_and_apply(preview) -> bool:
+    print(preview.text())
+    return True
+
+
 def _ask(preview) -> bool:
     print(preview.text())
     if not sys.stdin.isatty():
@@ -250,7 +255,7 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
             return EXIT_NO_KEYRING
         inputs.update(worker=args.worker, new_kubeconfig=args.new_kubeconfig, new_context=args.new_context)
     exercise = open_exercise(args.action, backend, connector, plan, wait=wait, inputs=inputs, vault=vault)
-    outcome = exercise.run((lambda preview: True) if args.yes else _ask, timeout=args.timeout)
+    outcome = exercise.run(_print_and_apply if args.yes else _ask, timeout=args.timeout)
     for status in exercise.survey():
         print(f"{status.mark} {status.step.title}" + (f"\n    {status.check.reason}" if status.check.reason else ""))
     print(f"{exercise.flow.title}: {outcome.value}; record {exercise.recorder.path if exercise.recorder else '-'}")
