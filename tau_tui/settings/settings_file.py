@@ -41,6 +41,10 @@ class AppSettings(BaseModel):
     refresh_tick: float = Field(1.0, ge=0.1, le=60.0, description="seconds between table refreshes")
     team: str | None = Field(None, description="team used for profile applicability (else $TAU_TEAM)")
     lane: str | None = None
+    multikueue_plan: str | None = Field(None, description="the MultiKueue plan file the wizard and checklist use")
+    worker_contexts: dict[str, str] = Field(
+        default_factory=dict,
+        description="MultiKueueCluster name -> kubeconfig context, to read logs of runs placed on that worker")
 
     @field_validator("keymap")
     @classmethod
