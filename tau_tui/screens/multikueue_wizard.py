@@ -29,7 +29,7 @@ from tau_tui.mutations.mutation import Mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.cell_text import one_line
 from tau_tui.widgets.keyed_table import KeyedTable
-from tau_tui.widgets.status_text import status_text
+from tau_tui.widgets.status_text import status_text, style_of
 
 #: Seconds the wizard waits for a step's promised condition after applying it.
 VERIFY_TIMEOUT = 120.0
@@ -88,11 +88,11 @@ class MultiKueueWizardScreen(PaneScreen):
     def compose_body(self) -> ComposeResult:
         yield Label(Text(f"MultiKueue {self.flow_name}"), id="wizard-title", classes="section-title")
         with Horizontal(id="wizard-body"):
-            yield KeyedTable([("mark", " "), ("step", "Step"), ("state", "State")], id="wizard-steps")
+            yield KeyedTable([("state", "State"), ("step", "Step")], id="wizard-steps")
             with VerticalScroll(id="wizard-detail-scroll"):
-                yield Static(Text("verifying…"), id="wizard-detail")
                 yield KeyedTable([("worker", "Worker"), *((c.lower().replace(" ", "-"), c) for c in COLUMNS)],
                                  id="wizard-matrix")
+                yield Static(Text("verifying…"), id="wizard-detail")
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -135,8 +135,8 @@ class MultiKueueWizardScreen(PaneScreen):
         statuses = exercise.survey()
         for i, status in enumerate(statuses):
             word = STATE_WORD[status.state]
-            data.rows.append((status.step.key, [Text(status.mark), Text(status.step.title),
-                                                status_text(word, status.state.value)]))
+            data.rows.append((status.step.key, [Text(f"{status.mark} {status.state.value}", style=style_of(word)),
+                                                Text(status.step.title)]))
         selected = next((s for s in statuses if s.step.key == self.selected), None) or exercise.current(statuses) or statuses[-1]
         data.detail = self._detail(exercise, selected)
         data.current = selected.step.key
@@ -144,7 +144,7 @@ class MultiKueueWizardScreen(PaneScreen):
             for row in dependency_matrix(exercise.ctx):
                 data.matrix_rows.append((row.worker, [Text(row.worker)] + [
                     status_text("done" if c.status == "ok" else "failed" if c.status == "bad" else "unknown",
-                                f"{c.mark} {one_line(c.text, 40)}") for _, c in row.cells]))
+                                one_line(c.text, 40)) for _, c in row.cells]))
         done = sum(1 for s in statuses if s.state is StepState.VERIFIED)
         data.status = f"{done}/{len(statuses)} steps verified" + (
             "" if done < len(statuses) else f" · {exercise.flow.name} complete")
@@ -160,8 +160,11 @@ class MultiKueueWizardScreen(PaneScreen):
         if status.check.reason:
             text.append(f": {status.check.reason}")
         text.append("\n")
-        for line in status.check.evidence:
-            text.append(f"  · {line}\n")
+        if step.kind == "matrix" and status.state is not StepState.LOCKED:
+            text.append("  (the matrix above: one row per worker)\n")
+        else:
+            for line in status.check.evidence:
+                text.append(f"  · {line}\n")
         if status.state is not StepState.VERIFIED:
             try:
                 changes = step.changes(exercise.ctx)

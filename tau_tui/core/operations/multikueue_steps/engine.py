@@ -34,7 +34,7 @@ class StepState(str, enum.Enum):
     ERROR = "error"  # the cluster could not be asked
 
 
-MARKS = {StepState.VERIFIED: "✓", StepState.READY: "▶", StepState.LOCKED: "🔒", StepState.REFUSED: "✗",
+MARKS = {StepState.VERIFIED: "✓", StepState.READY: "▶", StepState.LOCKED: "○", StepState.REFUSED: "✗",
          StepState.FAILED: "✗", StepState.ERROR: "?"}
 
 
