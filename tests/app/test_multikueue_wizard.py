@@ -202,3 +202,18 @@ def test_no_file_the_app_wrote_holds_the_credential(tmp_path, lab):
                 scanned += 1
                 assert all(t.encode() not in data for t in tokens), path
     assert scanned > 10
+
+
+@async_test
+async def test_logs_of_a_run_on_a_worker_say_where_the_pods_are_and_how_to_map_it(tmp_path):
+    from tests.app.helpers import demo_backend
+
+    _, backend = demo_backend()
+    app = make_app(tmp_path, backend, start_pane="runs")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await app.open_logs_for_run("team-nlp/mixtral-distill")
+        await settle(pilot)
+        info = str(app.screen.query_one("#logs-info").render())
+        assert "run on MultiKueue worker eastus2-worker" in info and "worker_contexts" in info
+        assert "no pods found" not in info
