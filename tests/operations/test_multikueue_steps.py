@@ -337,3 +337,14 @@ def test_rotation_without_a_keyring_asks_again_and_writes_nothing(lab, tmp_path)
         if path.is_file():
             assert all(t not in path.read_text(errors="replace") for t in lab.tokens())
     assert secret_text  # the old credential is still the one in use
+
+
+def test_a_bound_token_is_revoked_by_deleting_the_secret_it_is_bound_to():
+    import base64 as b64
+
+    from tau_tui.core.operations.multikueue_steps.drain import _bound_secret
+
+    claims = {"kubernetes.io": {"namespace": "kueue-system", "secret": {"name": "multikueue-sa-credential-x", "uid": "u"}}}
+    payload = b64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+    assert _bound_secret(f"h.{payload}.s") == ("kueue-system", "multikueue-sa-credential-x")
+    assert _bound_secret("not-a-jwt") is None

@@ -289,14 +289,40 @@ class RemoveRoutingStep(Step):
         return Check(True, "", ("profile, LocalQueues, ClusterQueue, AdmissionCheck, MultiKueueConfig and MultiKueueClusters are gone",))
 
 
+def _bound_secret(token: str) -> tuple[str, str] | None:
+    """(namespace, name) of the Secret a TokenRequest token is bound to (its ``kubernetes.io`` claim)."""
+    import base64
+    import json
+
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except ValueError:
+        return None
+    k8s = claims.get("kubernetes.io") or {}
+    secret = k8s.get("secret") or {}
+    if secret.get("name") and k8s.get("namespace"):
+        return str(k8s["namespace"]), str(secret["name"])
+    return None
+
+
 def revoke_on_worker(admin: BackendAccess, credential: WorkerCredential) -> list[str]:
-    """Delete the ServiceAccount token Secret that backs ``credential`` on the worker (Secret-bound tokens)."""
+    """Revoke ``credential`` on the worker: delete the Secret its token is bound to (a TokenRequest
+    token with ``boundObjectRef``), or the legacy ServiceAccount token Secret that holds it."""
     import base64
 
     user = (credential.document().get("users") or [{}])[0].get("user") or {}
     token = str(user.get("token") or "")
     if not token:
         return [f"{credential.fingerprint} is a client certificate: revoke it in your identity system"]
+    bound = _bound_secret(token)
+    if bound is not None:
+        namespace, name = bound
+        gone = not admin.delete(SECRET, name, namespace)
+        return [f"{'bound Secret already gone' if gone else 'deleted the Secret the token is bound to'}: "
+                f"{namespace}/{name} on the worker; {credential.fingerprint} revoked"]
     wanted = base64.b64encode(token.encode()).decode()
     done = []
     for secret in admin.list(SECRET, None):

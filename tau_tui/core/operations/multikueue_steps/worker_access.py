@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from tau_tui.core.operations.multikueue_steps.access import BackendAccess, Permission
 
-WRITE = ("create", "delete", "get", "list", "watch", "update", "patch")
+# As Kueue's create-multikueue-kubeconfig.sh grants them (kueue.md A4.4).
+WRITE = ("create", "delete", "get", "list", "watch")
 READ = ("get", "list", "watch")
 #: (group, resource, subresource, verbs) in each namespace that runs dispatched workloads.
 NAMESPACED_NEEDS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
@@ -30,7 +31,7 @@ ALLOWED_RESOURCES = frozenset({
     "pytorchjobs", "pytorchjobs/status", "tfjobs", "tfjobs/status", "paddlejobs", "paddlejobs/status",
     "xgboostjobs", "xgboostjobs/status", "appwrappers", "appwrappers/status",
 })
-ALLOWED_VERBS = frozenset(WRITE)
+ALLOWED_VERBS = frozenset((*WRITE, "update", "patch"))
 #: Every authenticated user may ask these; they are not the credential's privileges.
 REVIEW_GROUPS = frozenset({"authorization.k8s.io", "authentication.k8s.io"})
 #: A namespace no dispatched workload runs in: write access there means a cluster-wide binding.
