@@ -169,7 +169,7 @@ def test_wizard_step_snapshot(snap_compare, tmp_path, lab, flow, verified, size)
     try:
         _reach(lab, flow, verified, inputs=inputs, vault=vault)
         app = wizard_app(tmp_path, lab)
-        command = f":mk rotate lab-worker-1 lab-worker-1-new" if flow == "rotate" else f":mk {flow}"
+        command = ":mk rotate lab-worker-1 lab-worker-1-new" if flow == "rotate" else f":mk {flow}"
 
         async def run_before(pilot) -> None:
             await settle(pilot)

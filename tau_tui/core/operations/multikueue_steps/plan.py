@@ -7,7 +7,7 @@ refused with ``file:line:col key: message``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 

@@ -6,7 +6,7 @@ cluster, and each step with its evidence and result.  They are the seed's
 
 Records hold names, conditions and credential *fingerprints*, never a
 credential: everything written passes :func:`tau_tui.core.audit.redact`, and
-files are created 0600.  A run that stops half-way stays ``in-progress``; the
+files are created 0600.  A run that does not end verified stays open; the
 next run of the same flow on the same cluster continues that record.
 """
 

@@ -19,7 +19,7 @@ from typing import Any
 from tau_tui.core.cluster.api import MULTIKUEUE_CONTROLLER_NAME, ResourceKind
 from tau_tui.core.operations.multikueue_steps.access import SECRET, Permission
 from tau_tui.core.operations.multikueue_steps.credentials import CredentialError, credential_from_secret
-from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Refused, Step, StepContext
+from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Step, StepContext
 from tau_tui.core.operations.multikueue_steps.matrix import dependency_matrix
 from tau_tui.core.operations.multikueue_steps.worker_access import review_worker_access
 
