@@ -348,3 +348,28 @@ def test_a_bound_token_is_revoked_by_deleting_the_secret_it_is_bound_to():
     payload = b64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
     assert _bound_secret(f"h.{payload}.s") == ("kueue-system", "multikueue-sa-credential-x")
     assert _bound_secret("not-a-jwt") is None
+
+
+def test_worker_outages_turn_clusters_inactive_and_readiness_false_then_back(lab):
+    from tau_tui.core.multikueue import evaluate_multikueue_ready
+
+    set_up(lab)
+
+    def live():
+        return evaluate_multikueue_ready([c for c in lab.backend.admission_checks() if c.name == "mk-lab"],
+                                         lab.backend.multikueue_configs(), lab.backend.multikueue_clusters())
+
+    lab.fleet.workers["lab-worker-1"].api_outage()
+    lab.world.advance(2)
+    assert lab.backend.get(R.MULTIKUEUE_CLUSTER, "lab-worker-1").condition("Active").reason == "ClientConnectionFailed"
+    assert live().ready  # lab-worker-2 still carries it
+    lab.fleet.workers["lab-worker-2"].api_outage()
+    lab.world.advance(2)
+    result = live()
+    assert not result.ready and "No usable clusters: lab-worker-1, lab-worker-2" in result.message
+    assert "cannot check directly" in lab.exercise("drain", record=False).flow.steps[2].verify(
+        lab.exercise("drain", record=False).ctx).reason
+    for worker in lab.fleet.workers.values():
+        worker.api_restore()
+    lab.world.advance(2)
+    assert live().ready
