@@ -249,7 +249,7 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
         vault = CredentialVault(backend.current_context or "cluster")
         if not vault.usable():
             try:
-                vault._backend()
+                vault.require()
             except Exception as err:
                 print(f"tau-tui: {getattr(err, 'message', err)}", file=sys.stderr)
             return EXIT_NO_KEYRING

@@ -250,7 +250,7 @@ class MultiKueueWizardScreen(PaneScreen):
             if not ok:
                 return False, "\n".join(lines)
             check: Check = exercise.wait_verified(step, VERIFY_TIMEOUT)
-            exercise._record(step, "verified" if check.ok else "not verified", check, lines)
+            exercise.record_step(step, "verified" if check.ok else "not verified", check, lines)
             tail = "verified" if check.ok else f"NOT verified: {check.reason}"
             return check.ok, "\n".join([*lines, f"{step.title}: {tail}"])
 

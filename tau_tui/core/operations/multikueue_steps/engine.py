@@ -327,10 +327,10 @@ class Exercise:
         try:
             lines = step.apply(self.ctx, False)
         except (AccessError, CredentialError) as exc:
-            self._record(step, "apply failed", Check(False, exc.message))
+            self.record_step(step, "apply failed", Check(False, exc.message))
             return False, [exc.message]
         except Refused as exc:
-            self._record(step, "refused", Check(False, exc.message))
+            self.record_step(step, "refused", Check(False, exc.message))
             raise
         self.ctx.forget_workers()
         return True, lines
@@ -348,41 +348,41 @@ class Exercise:
             check = Check(False, f"not verified within {timeout:g} s: {check.reason}", check.evidence)
         return check
 
-    def _record(self, step: Step, result: str, check: Check, applied: Sequence[str] = ()) -> None:
+    def record_step(self, step: Step, result: str, check: Check, applied: Sequence[str] = ()) -> None:
         if self.recorder is not None:
             self.recorder.step(step, result, check, applied)
 
     def run_step(self, step: Step, confirm: Callable[[Preview], bool], timeout: float) -> Outcome:
         check, state = self._check(step)
         if state is StepState.VERIFIED:
-            self._record(step, "already verified", check)
+            self.record_step(step, "already verified", check)
             return Outcome.VERIFIED
         preview = self.preview(step)
         if preview.refusal:
-            self._record(step, "refused", Check(False, preview.refusal))
+            self.record_step(step, "refused", Check(False, preview.refusal))
             return Outcome.REFUSED
         if not preview.dry_run_ok:
-            self._record(step, "server dry-run failed", Check(False, "; ".join(preview.dry_run)))
+            self.record_step(step, "server dry-run failed", Check(False, "; ".join(preview.dry_run)))
             return Outcome.FAILED
         if not confirm(preview):
-            self._record(step, "declined", Check(False, "the operator did not confirm"))
+            self.record_step(step, "declined", Check(False, "the operator did not confirm"))
             return Outcome.DECLINED
         try:
             ok, lines = self.apply(step)
         except Refused as exc:
-            self._record(step, "refused", Check(False, exc.message))
+            self.record_step(step, "refused", Check(False, exc.message))
             return Outcome.REFUSED
         if not ok:
             return Outcome.FAILED
         check = self.wait_verified(step, timeout)
-        self._record(step, "verified" if check.ok else "not verified", check, lines)
+        self.record_step(step, "verified" if check.ok else "not verified", check, lines)
         return Outcome.VERIFIED if check.ok else Outcome.NOT_VERIFIED
 
     def run(self, confirm: Callable[[Preview], bool], timeout: float = 120.0) -> Outcome:
         """Headless: from the first step that does not verify, to the end or the first failure."""
         for status in self.survey():
             if status.state is StepState.VERIFIED:
-                self._record(status.step, "already verified", status.check)
+                self.record_step(status.step, "already verified", status.check)
                 continue
             outcome = self.run_step(status.step, confirm, timeout)
             if outcome is not Outcome.VERIFIED:

@@ -40,7 +40,7 @@ class CredentialVault:
         self.cluster = cluster
 
     @staticmethod
-    def _backend():
+    def require():
         import keyring
         from keyring.backends import fail
 
@@ -54,7 +54,7 @@ class CredentialVault:
 
     def usable(self) -> bool:
         try:
-            self._backend()
+            self.require()
             return True
         except KeyringUnavailable:
             return False
@@ -63,11 +63,11 @@ class CredentialVault:
         return f"{self.cluster}/{worker}/{slot}"
 
     def put(self, worker: str, slot: str, credential: WorkerCredential) -> None:
-        self._backend().set_password(SERVICE, self._key(worker, slot), base64.b64encode(credential.kubeconfig).decode())
+        self.require().set_password(SERVICE, self._key(worker, slot), base64.b64encode(credential.kubeconfig).decode())
 
     def get(self, worker: str, slot: str) -> WorkerCredential | None:
         try:
-            raw = self._backend().get_password(SERVICE, self._key(worker, slot))
+            raw = self.require().get_password(SERVICE, self._key(worker, slot))
         except KeyringUnavailable:
             return None
         if not raw:
@@ -78,7 +78,7 @@ class CredentialVault:
     def forget(self, worker: str) -> None:
         import keyring.errors
 
-        backend = self._backend()
+        backend = self.require()
         for slot in ("pending", "old"):
             try:
                 backend.delete_password(SERVICE, self._key(worker, slot))
@@ -115,7 +115,7 @@ class TakeNewCredentialStep(Step):
         if ctx.keyring is None:
             return "no keyring was configured for this rotation"
         try:
-            ctx.keyring._backend()
+            ctx.keyring.require()
         except KeyringUnavailable as exc:
             return exc.message
         if not ctx.inputs.get("new_kubeconfig") and not ctx.inputs.get("new_context") and ctx.keyring.get(wp.name, "pending") is None:
