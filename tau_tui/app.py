@@ -27,6 +27,7 @@ from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.compose import ComposeScreen
 from tau_tui.screens.logs import LogsScreen
 from tau_tui.screens.multikueue import MultiKueueScreen
+from tau_tui.screens.multikueue_wizard import MultiKueueWizardScreen
 from tau_tui.screens.no_cluster import NoClusterScreen
 from tau_tui.screens.nodes import NodesScreen
 from tau_tui.screens.profiles import ProfilesScreen
@@ -52,6 +53,9 @@ PANE_ALIASES = {
     "nodes": "nodes", "node": "nodes", "no": "nodes", "gpu": "nodes", "gpus": "nodes",
     "multikueue": "multikueue", "mk": "multikueue", "mkc": "multikueue", "admissionchecks": "multikueue", "ac": "multikueue",
 }
+
+
+MULTIKUEUE_FLOWS = ("setup", "drain", "rollback", "rotate")
 
 
 class TauApp(App):
@@ -138,6 +142,8 @@ class TauApp(App):
         self.loaded_settings = settings or load_settings()
         self.settings: AppSettings = self.loaded_settings.settings
         self.audit = audit or AuditLog()
+        #: Tests and embedders may set the MultiKueue wizard's environment directly.
+        self._multikueue_env = None
         self.requested_theme = theme
         self.start_pane = start_pane or self.DEFAULT_MODE
         self.compose_file = compose_file
@@ -410,6 +416,8 @@ class TauApp(App):
             self._command_namespace(args)
         elif verb in ("theme", "skin"):
             self._command_theme(args)
+        elif verb in ("mk", "multikueue") and args and args[0].lower() in MULTIKUEUE_FLOWS:
+            self.open_multikueue_flow(args[0].lower(), args[1:])
         elif verb in PANE_ALIASES:
             pane = PANE_ALIASES[verb]
             if pane == "logs" and args:
@@ -421,6 +429,33 @@ class TauApp(App):
         else:
             self.notify(f"unknown command :{verb}. Try :queue :runs :nodes :logs RUN :ctx :ns :compose :profiles :mk :q",
                         severity="warning")
+
+    def open_multikueue_flow(self, flow: str, args: list[str]) -> None:
+        """``:mk setup [PLAN]``, ``:mk drain [PLAN]``, ``:mk rollback [PLAN]``,
+        ``:mk rotate WORKER NEW_CONTEXT_OR_FILE [PLAN]``."""
+        if self.backend is None:
+            self.notify("no cluster connected", severity="error")
+            return
+        inputs: dict = {}
+        plan = None
+        if flow == "rotate":
+            if len(args) < 2:
+                self.notify("usage: :mk rotate WORKER NEW_CONTEXT_OR_KUBECONFIG_FILE [PLAN]", severity="warning")
+                return
+            worker, new = args[0], args[1]
+            inputs = {"worker": worker, ("new_kubeconfig" if "/" in new or new.endswith((".yaml", ".yml", ".conf")) else "new_context"): new}
+            plan = args[2] if len(args) > 2 else None
+        elif args:
+            plan = args[0]
+        self.push_screen(MultiKueueWizardScreen(flow, inputs, plan))
+
+    def multikueue_environment(self, plan_path: str | None = None):
+        from tau_tui.settings.settings_file import config_dir
+        from tau_tui.startup.multikueue_env import environment_for
+
+        if self._multikueue_env is not None and plan_path is None:
+            return self._multikueue_env
+        return environment_for(self.backend, plan_path or self.settings.multikueue_plan, config_dir())
 
     def _command_context(self, args: list[str]) -> None:
         backend = self.backend

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from .core.cluster.errors import ClusterError
 from .core.cluster.kubeconfig import KubeconfigSource
+from .core.operations.multikueue_steps.access import AccessError
+from .core.operations.multikueue_steps.credentials import CredentialError
 from .core.runconfig.diagnostics import Diagnostic, DiagnosticError, escape_control, report_lines
 from .core.runconfig.loader import load_config
 from .core.runconfig.manifests import to_yaml
@@ -21,7 +23,10 @@ from .core.runconfig.resolve import RenderOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
-COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit")
+COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue")
+#: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
+EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
+OperationError = (AccessError, CredentialError)
 
 DESCRIPTION = """\
 tau-tui: a terminal UI for AI workloads on Kubernetes with Kueue, KubeRay and MultiKueue.
@@ -38,6 +43,11 @@ embedded simulated cluster). The headless commands use the same core and rules a
   tau-tui profiles [--profiles SNAPSHOT] [-n NS] [--team T] [--lane L]
                                         every workload profile and why it is or is not selectable
   tau-tui init [DIR]                    write an example tau.yaml and train.py (never overwrites)
+  tau-tui multikueue setup|drain|rollback|rotate|status|records --plan PLAN [--yes] [--context C]
+                                        platform owners: the MultiKueue setup wizard, drain checklist,
+                                        rollback and credential rotation, headless (docs/multikueue.md);
+                                        exit 0 verified, 3 refused, 4 not verified in time, 5 not
+                                        confirmed (use --yes), 6 no OS keyring (rotate), 1 failure, 2 bad input
   tau-tui audit verify [FILE]           check the audit log's hash chain; exit 0 if intact, 1 naming
                                         the first bad line
 
@@ -90,6 +100,20 @@ def build_parser() -> argparse.ArgumentParser:
     profiles.add_argument("--profiles", metavar="SNAPSHOT", help="offline TauWorkloadProfileSnapshot file")
     init = sub.add_parser("init", help="write an example tau.yaml")
     init.add_argument("dir", nargs="?", default=".", help="directory to write into")
+    mk = sub.add_parser("multikueue", help="MultiKueue setup, drain, rollback, rotation, status, records")
+    mk.add_argument("action", choices=["setup", "drain", "rollback", "rotate", "status", "records"])
+    mk.add_argument("--plan", help="the MultiKueue plan (YAML): workers, namespaces, queue and profile names")
+    mk.add_argument("--context", help="the manager's kubeconfig context (default: current)")
+    mk.add_argument("--kubeconfig", help="kubeconfig file(s) for the manager and worker contexts (default: $KUBECONFIG)")
+    mk.add_argument("--yes", action="store_true", help="apply every step without asking (scripts, CI)")
+    mk.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for each step's verification (default 300)")
+    mk.add_argument("--cancel", action="append", default=[], metavar="NS/KIND/NAME",
+                    help="drain: a pending owner to cancel (repeatable)")
+    mk.add_argument("--cancel-pending", action="store_true", help="drain: cancel every pending owner of the dedicated queue")
+    mk.add_argument("--worker", help="rotate: which worker (default: the plan's first)")
+    mk.add_argument("--new-kubeconfig", help="rotate: the new credential's kubeconfig file")
+    mk.add_argument("--new-context", help="rotate: the new credential as a kubeconfig context")
+    mk.add_argument("--json", action="store_true", help="records: JSON lines instead of a table")
     audit = sub.add_parser("audit", help="check the audit log")
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
     verify = audit_sub.add_parser("verify", help="check the hash chain; name the first bad line")
@@ -245,8 +269,88 @@ def _create_new(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def multikueue_environment(args: argparse.Namespace):
+    """(manager backend, worker connector, wait) for a real cluster; tests replace this."""
+    import time
+
+    from .core.cluster.real import KubernetesBackend
+    from .core.operations.multikueue_steps.credentials import KubeconfigConnector
+
+    backend = KubernetesBackend(args.kubeconfig, context=args.context)
+    return backend, KubeconfigConnector(args.kubeconfig), time.sleep
+
+
+def _print_and_apply(preview) -> bool:
+    print(preview.text())
+    return True
+
+
+def _ask(preview) -> bool:
+    print(preview.text())
+    if not sys.stdin.isatty():
+        print("not confirmed: no terminal to ask on; pass --yes to apply without asking", file=sys.stderr)
+        return False
+    answer = input(f"apply '{preview.step.title}'? [y/N] ").strip().lower()
+    return answer in ("y", "yes")
+
+
+def cmd_multikueue(args: argparse.Namespace) -> int:
+    import json
+
+    from .core.operations.multikueue_steps import open_exercise
+    from .core.operations.multikueue_steps.engine import Outcome
+    from .core.operations.multikueue_steps.plan import load_plan
+    from .core.operations.multikueue_steps.records import list_records
+    from .core.operations.multikueue_steps.rotate import CredentialVault
+
+    if args.action == "records":
+        records = list_records()
+        for rec in records:
+            if args.json:
+                print(json.dumps({"path": str(rec.path), "flow": rec.flow, "cluster": rec.cluster, "started": rec.started,
+                                  "outcome": rec.outcome, "steps": rec.steps, "identity": rec.identity}))
+            else:
+                print(f"{rec.started}  {rec.flow:<8} {rec.cluster:<20} {rec.outcome:<13} {rec.steps:>3} steps  {rec.path}")
+        if not records and not args.json:
+            print("no exercise records yet", file=sys.stderr)
+        return EXIT_OK
+    if not args.plan:
+        print(f"tau-tui: multikueue {args.action} needs --plan FILE (see docs/multikueue.md)", file=sys.stderr)
+        return EXIT_INVALID
+    plan = load_plan(args.plan)
+    backend, connector, wait = multikueue_environment(args)
+    if args.action == "status":
+        for flow in ("setup", "drain"):
+            exercise = open_exercise(flow, backend, connector, plan, wait=wait, record=False)
+            print(f"{exercise.flow.title}:")
+            for status in exercise.survey():
+                print(f"  {status.mark} {status.step.title}" + (f"\n      {status.check.reason}" if status.check.reason else ""))
+        return EXIT_OK
+    inputs: dict = {}
+    vault = None
+    if args.action == "drain":
+        inputs["cancel"] = "all-pending" if args.cancel_pending else list(args.cancel)
+    if args.action == "rotate":
+        vault = CredentialVault(backend.current_context or "cluster")
+        if not vault.usable():
+            try:
+                vault.require()
+            except Exception as err:
+                print(f"tau-tui: {getattr(err, 'message', err)}", file=sys.stderr)
+            return EXIT_NO_KEYRING
+        inputs.update(worker=args.worker, new_kubeconfig=args.new_kubeconfig, new_context=args.new_context)
+    exercise = open_exercise(args.action, backend, connector, plan, wait=wait, inputs=inputs, vault=vault)
+    outcome = exercise.run(_print_and_apply if args.yes else _ask, timeout=args.timeout)
+    for status in exercise.survey():
+        print(f"{status.mark} {status.step.title}" + (f"\n    {status.check.reason}" if status.check.reason else ""))
+    print(f"{exercise.flow.title}: {outcome.value}; record {exercise.recorder.path if exercise.recorder else '-'}")
+    return {Outcome.VERIFIED: EXIT_OK, Outcome.REFUSED: EXIT_REFUSED, Outcome.NOT_VERIFIED: EXIT_NOT_VERIFIED,
+            Outcome.DECLINED: EXIT_DECLINED, Outcome.FAILED: EXIT_FAILED}[outcome]
+
+
 HANDLERS = {"validate": cmd_validate, "render": cmd_render, "submit": cmd_submit, "profiles": cmd_profiles,
-            "init": cmd_init, "audit": cmd_audit}
+            "init": cmd_init, "audit": cmd_audit,
+            "multikueue": cmd_multikueue}
 
 
 def run_command(argv: list[str]) -> int:
@@ -265,6 +369,8 @@ def run_command(argv: list[str]) -> int:
     except ProfileReadError as err:
         print(f"tau-tui: {err}", file=sys.stderr)
         return EXIT_FAILED
+    except OperationError as err:
+        print(f"tau-tui: {err.message}", file=sys.stderr)
     except KeyboardInterrupt:
         return _interrupted()
     except OSError as err:  # the audit log or an output file could not be written

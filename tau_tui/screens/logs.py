@@ -20,7 +20,9 @@ from textual.widgets import Static
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.logspool import LogRequest, LogStream, process_spool_dir, save_narrowed, save_spool
 from tau_tui.core.operations.audit import state_dir
+from tau_tui.core.operations.multikueue_steps.worker_logs import placed_worker, unmapped_message, worker_log_backend
 from tau_tui.screens.base import PaneScreen
+from tau_tui.settings.settings_file import default_config_path
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.input_dialog import InputDialog
 from tau_tui.widgets.log_view import LogView
@@ -133,6 +135,18 @@ class LogsScreen(PaneScreen):
                 Text(f"✗ no Job or RayJob named {ref}; give namespace/name, e.g. :logs team-nlp/{name}", style=style_of("failed")))
             return
         is_job = owner.kind.type.kind == "Job"
+        what = f"{owner.kind.type.kind} {owner.namespace}/{owner.name}"
+        worker = placed_worker(backend, owner.namespace or "", owner.uid or "")
+        self.log_backend = None
+        if worker:
+            self.log_backend = worker_log_backend(backend, worker, self.tau.settings.worker_contexts)
+            if self.log_backend is None:
+                self._close_stream()
+                self.query_one(LogView).set_spool(None, f"{what} runs on MultiKueue worker {worker}")
+                self.query_one("#logs-info", Static).update(
+                    Text(f"⚠ {unmapped_message(worker, what, str(default_config_path()))}", style=style_of("warning")))
+                return
+            what += f" on worker {worker}"
         request = LogRequest(
             namespace=owner.namespace or "",
             job=owner.name if is_job else None,
@@ -141,7 +155,7 @@ class LogsScreen(PaneScreen):
             follow=True,
             since_seconds=SINCE_PRESETS[self.since_index][1],
         )
-        self._open(request, f"{owner.kind.type.kind} {owner.namespace}/{owner.name}")
+        self._open(request, what)
 
     def _open(self, request: LogRequest, title: str) -> None:
         self._close_stream()
@@ -153,7 +167,7 @@ class LogsScreen(PaneScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="logs-open")
     def _open_worker(self, request: LogRequest, title: str) -> None:
-        backend = self.tau.backend
+        backend = getattr(self, "log_backend", None) or self.tau.backend
         if backend is None:
             self.post_message(self.StreamFailed("no cluster connected"))
             return

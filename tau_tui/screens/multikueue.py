@@ -1,4 +1,4 @@
-"""MultiKueue pane (read-only): the live MultiKueueReady evaluation next to what
+"""MultiKueue pane: the live MultiKueueReady evaluation next to what
 the TauCluster condition claims; AdmissionChecks, MultiKueueConfigs and
 MultiKueueClusters with their Active condition; where each MultiKueue workload
 was placed."""
@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.widgets import Label, Static
 
 from tau_tui.core.apifields import Condition
@@ -43,14 +43,21 @@ class MultiKueueScreen(PaneScreen):
     PANE = "multikueue"
     PANE_TITLE = "MultiKueue"
     HELP = (
-        "Read-only.  'live' is MultiKueueReady recomputed now from what this manager sees: an "
+        "'W' opens the setup wizard and 'C' the drain checklist (also :mk setup, :mk drain, :mk rollback, "
+        ":mk rotate WORKER NEW_CONTEXT).  'live' is MultiKueueReady recomputed now from what this manager sees: an "
         "AdmissionCheck with controllerName kueue.x-k8s.io/multikueue that is Active, whose parameters "
         "name a readable MultiKueueConfig, with at least one Active MultiKueueCluster.  'TauCluster says' is "
         "the controller's condition; a disagreement is flagged.  Below: every AdmissionCheck, "
         "MultiKueueConfig and MultiKueueCluster with its Active condition, and every MultiKueue workload "
         "with the worker it was placed on."
     )
-    BINDINGS: ClassVar[list[BindingType]] = []
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("W", "wizard('setup')", "Setup wizard", id="multikueue.setup"),
+        Binding("C", "wizard('drain')", "Drain checklist", id="multikueue.drain"),
+    ]
+
+    def action_wizard(self, flow: str) -> None:
+        self.tau.open_multikueue_flow(flow, [])
     VIEW_KINDS = (ResourceKind.ADMISSION_CHECK, ResourceKind.MULTIKUEUE_CONFIG, ResourceKind.MULTIKUEUE_CLUSTER,
                   ResourceKind.WORKLOAD)
 

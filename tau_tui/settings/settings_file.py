@@ -50,6 +50,10 @@ class AppSettings(BaseModel):
         from tau_tui.core.cluster.kubeconfig import RequestTimeouts
 
         return RequestTimeouts.from_read(self.request_timeout, self.connect_timeout, self.exec_timeout)
+    multikueue_plan: str | None = Field(None, description="the MultiKueue plan file the wizard and checklist use")
+    worker_contexts: dict[str, str] = Field(
+        default_factory=dict,
+        description="MultiKueueCluster name -> kubeconfig context, to read logs of runs placed on that worker")
 
     @field_validator("keymap")
     @classmethod

@@ -24,6 +24,10 @@ def start_demo_backend(scenario: str, namespace: str | None, realtime: bool) -> 
         from tau_tui.core.cluster.sim.scenario import build_world
 
         world = build_world(scenario)
+        if scenario == "demo":
+            from tau_tui.core.cluster.sim.fleet import build_lab_fleet
+
+            build_lab_fleet(world)  # two worker worlds for the MultiKueue wizard (:mk setup)
         backend = SimulatedBackend(world, namespace=namespace, realtime=realtime)
         backend.start()
         backend.wait_synced(10)

@@ -148,6 +148,10 @@ class BaseBackend(ClusterBackend):
     @abc.abstractmethod
     def _now(self) -> datetime: ...
 
+    def _server_version(self) -> dict:
+        """``GET /version`` (raises ApiFailure)."""
+        raise ApiFailure(404, "NotFound", "this backend does not report a server version")
+
     def resource_type_for(self, api_version: str, kind: str) -> ResourceType | None:
         return resource_type_from_table(api_version, kind)
 

@@ -1,0 +1,1 @@
+"""Operations the platform owner runs against a cluster: drains, MultiKueue setup and rotation, audit."""

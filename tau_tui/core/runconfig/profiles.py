@@ -22,6 +22,9 @@ TAUCLUSTER_PLURAL = "clusters"
 TAUCLUSTER_NAME = "cluster"
 SNAPSHOT_KIND = "TauWorkloadProfileSnapshot"
 SET_CONDITION = "WorkloadProfilesReady"
+MULTIKUEUE_READY = "MultiKueueReady"
+MULTIKUEUE_TARGET = "multiKueue"
+DEFAULT_QUEUE = "jobqueue"
 SUB_CONDITIONS = (
     "LocalQueuesResolved",
     "ClusterQueuesReady",
@@ -207,6 +210,13 @@ class ProfileSet:
     profile_set_hash: str
     profiles: list[Profile]
     gate_problems: list[str] = field(default_factory=list)
+    #: TauCluster ``MultiKueueReady`` (None: absent, or an offline snapshot that cannot carry it).
+    multikueue_ready: Condition | None = None
+    #: ``spec.features.multiKueue`` (None: not set, the standard installation's controller support).
+    multikueue_feature: str | None = None
+    #: ``spec.workspaceDefaults.defaultQueue`` (the single-cluster default queue).
+    default_queue: str = DEFAULT_QUEUE
+    offline: bool = False
 
     @property
     def gate_open(self) -> bool:
@@ -265,12 +275,16 @@ def profile_set_from_taucluster(obj: dict[str, Any]) -> ProfileSet:
         generation = None
     conditions = list(parse_conditions(status.get("conditions") if isinstance(status.get("conditions"), list) else None))
     profiles = [] if malformed else [Profile.from_dict(p) for p in workload_profiles.get("profiles") or ()]
+    spec: dict[str, Any] = raw if isinstance(raw := obj.get("spec"), dict) else {}
     return ProfileSet(
         source=f"TauCluster/{TAUCLUSTER_NAME} generation {generation}",
         generation=generation,
         profile_set_hash=str(workload_profiles.get("profileSetHash") or ""),
         profiles=profiles,
         gate_problems=malformed[:20] + _set_gate(generation, workload_profiles if not malformed else {**workload_profiles, "profiles": []}, conditions),
+        multikueue_ready=next((c for c in conditions if c.type == MULTIKUEUE_READY), None),
+        multikueue_feature=(spec.get("features") or {}).get("multiKueue"),
+        default_queue=str((spec.get("workspaceDefaults") or {}).get("defaultQueue") or DEFAULT_QUEUE),
     )
 
 
@@ -308,6 +322,7 @@ def load_snapshot(path: Path | str) -> ProfileSet:
         profile_set_hash=declared,
         profiles=[Profile.from_dict(p) for p in profiles_raw if isinstance(p, dict)],
         gate_problems=gate,
+        offline=True,
     )
 
 
@@ -345,12 +360,50 @@ def _readiness(profile: Profile, generation: int | None) -> list[str]:
     return reasons
 
 
+def _multikueue_boundary(profile: Profile, profile_set: ProfileSet) -> list[str]:
+    """The seed's tenant boundary for dispatch (000_362d573c40e0bbf8): controller
+    support, a *current* MultiKueueReady=True, and a dedicated non-global queue.
+    Selection (explicit or unique implicit) is :func:`select`'s part.  Client
+    dry-run, server dry-run and submit all come through here."""
+    if profile.execution_target != MULTIKUEUE_TARGET:
+        return []
+    reasons: list[str] = []
+    if profile_set.multikueue_feature == "Disabled":
+        reasons.append("MultiKueue controller support is disabled (TauCluster spec.features.multiKueue=Disabled)")
+    ready = profile_set.multikueue_ready
+    if profile_set.offline:
+        reasons.append("an offline snapshot cannot prove a current MultiKueueReady=True; dispatch through a multiKueue "
+                       "profile needs the live TauCluster")
+    elif ready is None:
+        reasons.append("TauCluster reports no MultiKueueReady condition: manager prerequisites are unproven")
+    elif ready.status != "True":
+        reasons.append(f"MultiKueueReady={ready.status}" + (f" ({ready.reason}: {ready.message})" if ready.reason or ready.message else "")
+                       + ": the manager's MultiKueue prerequisites are not ready")
+    elif ready.observed_generation != profile_set.generation:
+        reasons.append(f"MultiKueueReady is not current (observedGeneration {ready.observed_generation}, "
+                       f"generation {profile_set.generation})")
+    defaults = {DEFAULT_QUEUE, profile_set.default_queue}
+    if not profile.namespaces:
+        reasons.append("a multiKueue profile must be non-global (applicability.namespaces is empty)")
+    if profile.default_local_queue in defaults:
+        reasons.append(f"a multiKueue profile must use a dedicated queue, not the default queue {profile.default_local_queue}")
+    for other in profile_set.profiles:
+        if other.name == profile.name or other.namespaces:
+            continue
+        shared = set(other.cluster_queues) & set(profile.cluster_queues)
+        if other.default_local_queue == profile.default_local_queue or shared:
+            reasons.append(f"its queue is shared with global profile {other.name}"
+                           + (f" (ClusterQueue {', '.join(sorted(shared))})" if shared else ""))
+    return reasons
+
+
 def explain(profile_set: ProfileSet, caller: Caller) -> list[ProfileExplanation]:
     """For every profile: selectable or not, and why. The profile pane shows this."""
     out = []
     for profile in sorted(profile_set.profiles, key=lambda p: p.name):
         reasons = [f"profile set unusable: {p}" for p in profile_set.gate_problems]
         reasons += _readiness(profile, profile_set.generation)
+        reasons += _multikueue_boundary(profile, profile_set)
         reasons += _applicability(profile, caller)
         out.append(ProfileExplanation(profile.name, not reasons, tuple(reasons), profile))
     return out

@@ -287,6 +287,12 @@ class SimulatedBackend(BaseBackend):
         finally:
             self._after_write()
 
+    def _server_version(self) -> dict:
+        self._check_online()
+        version = self.world.settings.kubernetes_version
+        major, minor = (version.lstrip("v").split(".") + ["0"])[:2]
+        return {"major": major, "minor": minor, "gitVersion": version}
+
     def _visibility_get(self, path: str, query: Mapping[str, Any]) -> dict[str, Any]:
         self._check_online()
         world = self.world

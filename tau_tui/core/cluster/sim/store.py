@@ -143,6 +143,8 @@ class SimStore:
         #: Schema validation on create and patch (raise ApiFailure 422).
         self.validators: list[Callable[[ResourceType, dict[str, Any]], None]] = []
         self.served: set[TypeKey] | None = None  # None = serve every type
+        #: Bearer tokens this API server accepts, and who they authenticate as.
+        self.tokens: dict[str, str] = {}
 
     # -- ids ---------------------------------------------------------------
 
@@ -312,6 +314,8 @@ class SimStore:
             return [jcopy(o) for o in out] if copy_items else out
 
     def api_create(self, identity: str | None, rt: ResourceType, namespace: str | None, body: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
+        if rt.group in REVIEW_GROUPS:
+            return self.review(identity, rt, body)
         with self.lock:
             self._served(rt)
             self.authorize(identity, "create", rt, namespace)
@@ -388,4 +392,63 @@ class SimStore:
                 self.remove(pod_rt, name, namespace)
 
 
+    # -- access and identity reviews (answered, never stored) ---------------
+
+    def review(self, identity: str | None, rt: ResourceType, body: Mapping[str, Any]) -> dict:
+        """SelfSubjectReview, SelfSubjectAccessReview, SelfSubjectRulesReview and
+        SubjectAccessReview, answered from the RBAC allow rules."""
+        spec = dict(body.get("spec") or {})
+        out = {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": {}, "spec": spec}
+        with self.lock:
+            if rt.plural == "selfsubjectreviews":
+                out["status"] = {"userInfo": {"username": identity or ADMIN_NAME}}
+            elif rt.plural in ("selfsubjectaccessreviews", "subjectaccessreviews"):
+                if rt.plural == "subjectaccessreviews":
+                    self.authorize(identity, "create", rt, None)
+                    who = spec.get("user")
+                else:
+                    who = identity
+                attrs = spec.get("resourceAttributes") or {}
+                resource = attrs.get("resource", "") + (f"/{attrs['subresource']}" if attrs.get("subresource") else "")
+                if attrs.get("group"):
+                    resource = f"{resource}.{attrs['group']}"
+                allowed = self.allowed(who, attrs.get("verb", ""), resource, attrs.get("namespace") or None) if who else False
+                out["status"] = {"allowed": allowed}
+            elif rt.plural == "selfsubjectrulesreviews":
+                namespace = spec.get("namespace")
+                rules = [] if identity is None else [r for r in self.identity(identity).rules
+                                                     if r.namespace is None or r.namespace == namespace]
+                if identity is None:
+                    rules = [Rule(frozenset({"*"}), frozenset({"*"}))]
+                out["status"] = {"resourceRules": [_policy_rule(r) for r in rules], "incomplete": False}
+            else:
+                raise ApiFailure(404, "NotFound", f"the server could not find the requested resource ({qualified(rt)})")
+        return out
+
+    def authenticate(self, token: str) -> str:
+        """The identity a bearer token stands for (401 when the token is unknown or revoked)."""
+        with self.lock:
+            who = self.tokens.get(token)
+        if who is None:
+            raise ApiFailure(401, "Unauthorized", "Unauthorized")
+        return who
+
+
+def _policy_rule(rule: Rule) -> dict:
+    """A Rule as the API's ResourceRule: apiGroups, resources, verbs."""
+    groups, resources = set(), set()
+    for qualified_name in rule.resources:
+        if qualified_name == "*":
+            groups.add("*")
+            resources.add("*")
+            continue
+        base, _, group = qualified_name.partition(".")
+        resources.add(base)
+        groups.add(group)
+    return {"verbs": sorted(rule.verbs), "apiGroups": sorted(groups), "resources": sorted(resources)}
+
+
+REVIEW_GROUPS = frozenset({"authorization.k8s.io", "authentication.k8s.io"})
+#: Who a backend without an identity (cluster admin) is, as SelfSubjectReview reports it.
+ADMIN_NAME = "kubernetes-admin"
 _NAMESPACE = ResourceType("", "v1", "namespaces", "Namespace", False)

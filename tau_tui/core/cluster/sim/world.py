@@ -41,6 +41,8 @@ class SimSettings:
     heartbeat_seconds: float = 240.0
     events: bool = True
     context: str = "sim"
+    #: What ``GET /version`` reports (the MultiKueue dependency matrix compares minors).
+    kubernetes_version: str = "v1.31.4"
 
 
 class SimulatedCluster:
@@ -133,10 +135,12 @@ class SimulatedCluster:
             # One pass of every controller, in the order a change flows through
             # the cluster; the order is part of the simulation's determinism.
             self.kueue.reconcile_owners()
+            self.multikueue.update_clusters()
             self.multikueue.update_admission_checks()
             self.kueue.stop_policies()
             self.kueue.schedule()
             self.multikueue.dispatch()
+            self.multikueue.sync_remote()
             self.jobs.start_admitted()
             self.kubelet.bind_and_run_pods()
             self.kubelet.finish_pods(now)

@@ -4,13 +4,16 @@ admitted workloads to a worker (or evicting them when the worker is lost)."""
 
 from __future__ import annotations
 
+import base64
 import functools
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from tau_tui.core.cluster.convert import format_time
-from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.sim.conditions import cond, get_condition, is_true, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
@@ -20,6 +23,10 @@ if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
 
 R = ResourceKind
+SECRET = ResourceType("", "v1", "secrets", "Secret", True)
+KUEUE_NAMESPACE = "kueue-system"
+PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 
 
 def multikueue_check_of(store: SimStore, cq: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -35,6 +42,100 @@ class MultiKueueController(Controller):
         super().__init__(world)
         #: When each disconnected worker was lost (workloads placed there are evicted after a timeout).
         self.worker_lost_at: dict[str, datetime] = {}
+        #: Worker worlds (``sim/fleet.py``): clusters with a credential Secret are connected for real.
+        self.fleet: Any = None
+
+    # -- worker connections from the credential Secret (kueue.md A1.9, A4.4) --
+
+    def update_clusters(self) -> None:
+        if self.fleet is None:
+            return
+        for mkc in sorted(self.store.items(R.MULTIKUEUE_CLUSTER.type), key=lambda o: o["metadata"]["name"]):
+            name = mkc["metadata"]["name"]
+            spec = mkc.get("spec") or {}
+            source = (spec.get("clusterSource") or {}).get("kubeConfig") or spec.get("kubeConfig") or {}
+            secret = self.store.read(SECRET, source.get("location", ""), KUEUE_NAMESPACE)
+            if secret is None and name not in self.fleet.workers:
+                continue  # a scenario's hand-made cluster: its state is driven by set_cluster_active
+            status, reason, message = self._connect(source, secret)
+            current = get_condition(mkc, "Active") or {}
+            if (current.get("status"), current.get("reason"), current.get("message")) != (status, reason, message):
+                self._set_active(name, status, reason, message)
+
+    def _connect(self, source: Mapping[str, Any], secret: Mapping[str, Any] | None) -> tuple[str, str, str]:
+        from tau_tui.core.operations.multikueue_steps.credentials import insecure_reasons
+
+        if source.get("locationType", "Secret") != "Secret":
+            return "False", "BadKubeConfig", "locationType Path is not available in the simulation"
+        if secret is None:
+            return "False", "BadKubeConfig", f'Secret "{source.get("location")}" not found in {KUEUE_NAMESPACE}'
+        try:
+            doc = yaml.safe_load(base64.b64decode((secret.get("data") or {}).get("kubeconfig", "")).decode())
+            assert isinstance(doc, dict)
+        except Exception:
+            return "False", "BadKubeConfig", f'Secret "{source.get("location")}" has no valid kubeconfig under key kubeconfig'
+        reasons = insecure_reasons(doc)
+        if reasons:
+            return "False", "InsecureKubeConfig", "; ".join(reasons)
+        server = str(doc["clusters"][0]["cluster"]["server"])
+        found = self.fleet.worker_by_server(server)
+        if found is None:
+            return "False", "ClientConnectionFailed", f"dial tcp: lookup {server}: no such host"
+        worker, world = found
+        if world.api_down is not None:
+            return "False", "ClientConnectionFailed", f'Get "{server}/apis/kueue.x-k8s.io/v1beta2/workloads": {world.api_down}'
+        token = str((doc["users"][0].get("user") or {}).get("token") or "")
+        identity = world.store.tokens.get(token)
+        if identity is None:
+            return "False", "ClientConnectionFailed", "Unauthorized: the worker rejects the credential"
+        if not (world.store.allowed(identity, "list", "workloads.kueue.x-k8s.io", None)
+                and world.store.allowed(identity, "watch", "workloads.kueue.x-k8s.io", None)):
+            return "False", "ClientConnectionFailed", (
+                f'workloads.kueue.x-k8s.io is forbidden: User "{identity}" cannot list resource "workloads" '
+                "in API group \"kueue.x-k8s.io\" at the cluster scope")
+        return "True", "Active", "Connected"
+
+    def _set_active(self, name: str, status: str, reason: str, message: str) -> None:
+        now = self.now()
+        if status == "True":
+            self.worker_lost_at.pop(name, None)
+        else:
+            self.worker_lost_at.setdefault(name, now)
+        new = cond("Active", status, reason, message, now)
+        obj = self.store.update(R.MULTIKUEUE_CLUSTER.type, name, None, lambda o: set_condition(o, new))
+        if obj is not None:
+            self.event(obj, "Normal" if status == "True" else "Warning", reason, message)
+
+    def sync_remote(self) -> None:
+        """Copy placed Jobs to their worker (labelled with the prebuilt workload
+        and origin) and delete remote copies whose manager Workload finished or is
+        gone.  Like Kueue's GC, an unreachable worker is skipped."""
+        if self.fleet is None:
+            return
+        placed: dict[str, dict[tuple[str, str], dict]] = {}
+        for wl in self.store.items(R.WORKLOAD.type):
+            where = (wl.get("status") or {}).get("clusterName")
+            if where in self.fleet.workers and not is_true(wl, "Finished"):
+                placed.setdefault(where, {})[(wl["metadata"]["namespace"], wl["metadata"]["name"])] = wl
+        for worker, world in sorted(self.fleet.workers.items()):
+            if world.api_down is not None:
+                continue
+            wanted = placed.get(worker, {})
+            remote = {(o["metadata"]["namespace"], (o["metadata"].get("labels") or {}).get(PREBUILT_LABEL, "")): o
+                      for o in world.store.items(R.JOB.type) if (o["metadata"].get("labels") or {}).get(ORIGIN_LABEL)}
+            for key, job in sorted(remote.items()):
+                if key not in wanted:
+                    world.store.remove(R.JOB.type, job["metadata"]["name"], job["metadata"]["namespace"])
+            for (ns, wl_name), wl in sorted(wanted.items()):
+                if (ns, wl_name) in remote or world.store.read(R.NAMESPACE.type, ns) is None:
+                    continue
+                owner = next((o for o in wl["metadata"].get("ownerReferences") or () if o.get("kind") == "Job"), None)
+                if owner is None:
+                    continue
+                world.store.put(R.JOB.type, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+                    "name": owner["name"], "namespace": ns,
+                    "labels": {PREBUILT_LABEL: wl_name, ORIGIN_LABEL: "multikueue"}},
+                    "spec": {"suspend": False}, "status": {"active": 1}})
 
     def update_admission_checks(self) -> None:
         """AdmissionCheck Active from its config's clusters (kueue.md A1.7)."""

@@ -1,0 +1,264 @@
+"""The MultiKueue wizard (setup, rollback, rotation) and drain checklist: the
+core step engine (``core/operations/multikueue_steps``) shown as a screen.
+
+Left, every step with its state (✓ verified, ▶ next, 🔒 locked, ✗ refused or
+failed, ? unreadable) and why; right, the selected step: what it does, the
+exact objects it creates or deletes (credentials redacted), the live
+verification's evidence, and for the matrix step the per-worker table.
+``a`` applies the next step through the app's mutation flow (server dry-run
+preview, confirmation, audit; refused in --readonly), then waits for its
+verification.  The state always comes from the cluster (and the exercise
+record), so leaving and coming back — or restarting — resumes where it stands."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import DataTable, Label, Static
+
+from tau_tui.core.operations.multikueue_steps import open_exercise
+from tau_tui.core.operations.multikueue_steps.engine import Check, Exercise, Refused, StepState
+from tau_tui.core.operations.multikueue_steps.matrix import COLUMNS, dependency_matrix
+from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
+from tau_tui.mutations.mutation import Mutation
+from tau_tui.screens.base import PaneScreen
+from tau_tui.widgets.cell_text import one_line
+from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.status_text import status_text, style_of
+
+#: Seconds the wizard waits for a step's promised condition after applying it.
+VERIFY_TIMEOUT = 120.0
+#: Ticks between automatic re-verifications (each one asks the manager and every worker).
+RESURVEY_TICKS = 10
+STATE_WORD = {StepState.VERIFIED: "done", StepState.READY: "pending", StepState.LOCKED: "unknown",
+              StepState.REFUSED: "failed", StepState.FAILED: "failed", StepState.ERROR: "warning"}
+
+
+@dataclass
+class WizardData:
+    title: str = ""
+    problem: str = ""
+    rows: list = field(default_factory=list)
+    detail: Text = field(default_factory=Text)
+    matrix_rows: list = field(default_factory=list)
+    status: str = ""
+    current: str | None = None
+
+
+class MultiKueueWizardScreen(PaneScreen):
+    PANE = "multikueue"
+    PANE_TITLE = "MultiKueue"
+    HELP = (
+        "The MultiKueue setup wizard, drain checklist, rollback or credential rotation.  Steps run in order: a step "
+        "unlocks only when every step before it verifies live.  Select a step to see what it does, the exact objects "
+        "it creates or deletes (credentials redacted) and the evidence of its verification.  'a' applies the next "
+        "step: server dry-run preview, confirmation, audit log, then it waits for the promised condition.  'c' (drain) "
+        "cancels every pending owner of the dedicated queue when the hold step runs.  'r' verifies again.  Every run "
+        "writes an exercise record (tau-tui multikueue records)."
+    )
+    MUTATING_ACTIONS = frozenset({"apply", "toggle_cancel"})
+    VIEW_KINDS = ()
+    BINDINGS = [
+        Binding("a", "apply", "Apply next step", id="mkwizard.apply"),
+        Binding("r", "reverify", "Verify again", id="mkwizard.reverify"),
+        Binding("c", "toggle_cancel", "Cancel pending owners", id="mkwizard.cancel"),
+    ]
+
+    def __init__(self, flow: str, inputs: dict | None = None, plan_path: str | None = None) -> None:
+        super().__init__()
+        self.flow_name = flow
+        self.inputs = dict(inputs or {})
+        self.plan_path = plan_path
+        self.exercise: Exercise | None = None
+        self.problem = ""
+        self.selected: str | None = None
+        self._wanted = True
+        self._ticks = 0
+        self.last_statuses: list = []
+        self._placed = False
+
+    def crumbs(self) -> str:
+        return f"MultiKueue › {self.flow_name}"
+
+    def compose_body(self) -> ComposeResult:
+        yield Label(Text(f"MultiKueue {self.flow_name}"), id="wizard-title", classes="section-title")
+        with Horizontal(id="wizard-body"):
+            yield KeyedTable([("state", "State"), ("step", "Step")], id="wizard-steps")
+            with VerticalScroll(id="wizard-detail-scroll"):
+                yield KeyedTable([("worker", "Worker"), *((c.lower().replace(" ", "-"), c) for c in COLUMNS)],
+                                 id="wizard-matrix")
+                yield Static(Text("verifying…"), id="wizard-detail")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#wizard-matrix", KeyedTable).display = False
+
+    # -- refresh: on demand, after an apply, and every RESURVEY_TICKS ----------
+
+    def tick(self) -> None:
+        self._ticks += 1
+        if self._wanted or self._ticks >= RESURVEY_TICKS:
+            self._ticks = 0
+            self._wanted = False
+            super().tick()
+
+    def reverify(self) -> None:
+        self._wanted = True
+        self.tick()
+
+    def _ensure_exercise(self) -> Exercise | None:
+        if self.exercise is not None or self.problem:
+            return self.exercise
+        env = self.tau.multikueue_environment(self.plan_path)
+        if env.plan is None:
+            self.problem = env.problem
+            return None
+        backend = self.tau.backend
+        vault = CredentialVault(backend.current_context or "cluster") if self.flow_name == "rotate" else None
+        self.exercise = open_exercise(self.flow_name, backend, env.connector, env.plan, wait=env.wait,
+                                      inputs=self.inputs, vault=vault)
+        return self.exercise
+
+    def collect(self) -> WizardData:
+        data = WizardData()
+        exercise = self._ensure_exercise()
+        if exercise is None:
+            data.problem = self.problem
+            data.title = f"MultiKueue {self.flow_name}: no plan"
+            return data
+        data.title = f"{exercise.flow.title} · plan {exercise.ctx.plan.source}"
+        statuses = exercise.survey()
+        for status in statuses:
+            word = STATE_WORD[status.state]
+            data.rows.append((status.step.key, [Text(f"{status.mark} {status.state.value}", style=style_of(word)),
+                                                Text(status.step.title)]))
+        selected = next((s for s in statuses if s.step.key == self.selected), None) or exercise.current(statuses) or statuses[-1]
+        data.detail = self._detail(exercise, selected)
+        data.current = selected.step.key
+        if selected.step.kind == "matrix" and selected.state is not StepState.LOCKED:
+            for row in dependency_matrix(exercise.ctx):
+                data.matrix_rows.append((row.worker, [Text(row.worker)] + [
+                    status_text("done" if c.status == "ok" else "failed" if c.status == "bad" else "unknown",
+                                one_line(c.text, 40)) for _, c in row.cells]))
+        done = sum(1 for s in statuses if s.state is StepState.VERIFIED)
+        data.status = f"{done}/{len(statuses)} steps verified" + (
+            "" if done < len(statuses) else f" · {exercise.flow.name} complete")
+        self.last_statuses = statuses
+        return data
+
+    def _detail(self, exercise: Exercise, status) -> Text:
+        step = status.step
+        text = Text()
+        text.append(f"{step.title}\n", style="bold")
+        text.append(f"{step.explanation}\n\n")
+        text.append(f"{status.mark} {status.state.value}", style="bold")
+        if status.check.reason:
+            text.append(f": {status.check.reason}")
+        text.append("\n")
+        if step.kind == "matrix" and status.state is not StepState.LOCKED:
+            text.append("  (the matrix above: one row per worker)\n")
+        else:
+            for line in status.check.evidence:
+                text.append(f"  · {line}\n")
+        if status.state is not StepState.VERIFIED:
+            try:
+                changes = step.changes(exercise.ctx)
+            except Exception as err:  # unreadable or refused input: say so instead of the objects
+                changes = []
+                text.append(f"\nobjects cannot be listed yet: {getattr(err, 'message', err)}\n")
+            if changes:
+                text.append("\nobjects this step changes (credentials redacted):\n", style="bold")
+                for change in changes:
+                    text.append(change.yaml() + "\n")
+        if step.key == "hold-and-drain":
+            cancel = exercise.ctx.inputs.get("cancel")
+            text.append(f"\ncancel pending owners: {'all' if cancel == 'all-pending' else 'none chosen'} (c toggles)\n")
+        return text
+
+    def apply(self, data: WizardData) -> None:
+        self.query_one("#wizard-title", Label).update(Text(data.title, style="bold"))
+        steps = self.query_one("#wizard-steps", KeyedTable)
+        detail = self.query_one("#wizard-detail", Static)
+        if data.problem:
+            steps.apply_rows([], notice=Text(data.problem))
+            detail.update(Text(data.problem))
+            self.set_status("no plan")
+            return
+        steps.apply_rows(data.rows)
+        if not self._placed and data.current is not None:
+            # the cursor starts on the next step to do (and moves there after each apply)
+            self._placed = True
+            self.selected = data.current
+            keys = [key for key, _ in data.rows]
+            steps.move_cursor(row=keys.index(data.current), animate=False)
+        detail.update(data.detail)
+        matrix = self.query_one("#wizard-matrix", KeyedTable)
+        matrix.display = bool(data.matrix_rows)
+        if data.matrix_rows:
+            matrix.apply_rows(data.matrix_rows)
+        self.set_status(data.status)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id != "wizard-steps" or event.row_key is None:
+            return
+        key = str(event.row_key.value)
+        if key != self.selected:
+            self.selected = key
+            self.reverify()
+
+    # -- actions ---------------------------------------------------------------
+
+    def action_reverify(self) -> None:
+        self.reverify()
+
+    def action_toggle_cancel(self) -> None:
+        if self.exercise is None:
+            return
+        inputs = self.exercise.ctx.inputs
+        inputs["cancel"] = None if inputs.get("cancel") == "all-pending" else "all-pending"
+        self.notify("pending owners of the dedicated queue " + ("will be cancelled" if inputs["cancel"] else "are kept"))
+        self.reverify()
+
+    def action_apply(self) -> None:
+        exercise = self.exercise
+        if exercise is None:
+            self.notify(self.problem or "still verifying; try again in a moment", severity="warning")
+            return
+        current = next((s for s in self.last_statuses if s.state is not StepState.VERIFIED), None)
+        if current is None:
+            self.notify(f"every step of {exercise.flow.title} is verified")
+            return
+        step = current.step
+
+        def preview() -> tuple[bool, str, bool]:
+            p = exercise.preview(step)
+            return p.dry_run_ok and p.refusal is None, p.text(), p.allowed
+
+        def run(dry_run: bool) -> Any:
+            if dry_run:
+                p = exercise.preview(step)
+                return p.allowed, p.text()
+            try:
+                ok, lines = exercise.apply(step)
+            except Refused as err:
+                return False, err.message
+            if not ok:
+                return False, "\n".join(lines)
+            check: Check = exercise.wait_verified(step, VERIFY_TIMEOUT)
+            exercise.record_step(step, "verified" if check.ok else "not verified", check, lines)
+            tail = "verified" if check.ok else f"NOT verified: {check.reason}"
+            return check.ok, "\n".join([*lines, f"{step.title}: {tail}"])
+
+        def done(ok: bool, text: str) -> None:
+            self._placed = False
+            self.selected = None
+            self.reverify()
+
+        self.tau.request_mutation(Mutation(
+            verb=f"multikueue {self.flow_name}", target=f"step {step.key}", title=f"Apply: {step.title}",
+            run=run, preview=preview, on_done=done))
