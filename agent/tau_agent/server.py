@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import queue
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -32,6 +34,7 @@ from .config import Server as ServerConfig
 PUBLIC_PATHS = ("/healthz", "/metrics")
 LOCAL_PATHS = ("/healthz", "/metrics", "/status")
 LOCAL_BIND = "127.0.0.1"
+log = logging.getLogger(__name__)
 _BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbusy\n"
 
 
@@ -141,8 +144,10 @@ class AgentHTTPServer(HTTPServer):
 
         return _DeadlineSocketIO(sock, self._local.deadline, timed_out)
 
-    def handle_error(self, request, client_address) -> None:  # a client gone mid-reply is not news
-        return
+    def handle_error(self, request, client_address) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return  # a client gone or too slow mid-reply is not news
+        log.warning("%s listener: request from %s failed", self.name, client_address[0], exc_info=True)
 
     def server_close(self) -> None:
         super().server_close()
@@ -179,10 +184,10 @@ def make_server(
         def setup(self) -> None:
             self.connection = self.request
             self.rfile = io.BufferedReader(self.server.reader_for(self.connection))
-            self.connection.settimeout(self.server.timeout_s)  # bounds each write (sendall: in total)
-            self.wfile = self.connection.makefile("wb")
+            self.wfile = self.connection.makefile("wb")  # bounded by the socket timeout set in _send
 
         def _send(self, code: int, body: bytes, content_type: str) -> None:
+            self.connection.settimeout(self.server.timeout_s)  # the reads left only what remained
             self.send_response(code)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
