@@ -15,7 +15,6 @@ import time
 
 import pytest
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from tau_agent.kube import KubernetesWriter
 from tau_tui.app_config import AppSettings, LoadedSettings
@@ -42,13 +41,6 @@ HOT_GPU = 5
 COL_VERDICT, COL_TEMP, COL_XID, COL_HB, COL_REASON = 1, 3, 6, 7, 9
 # Simulated agent time ends close to the wall clock, so the app judges the heartbeats fresh.
 SIMULATED_SECONDS = 240
-
-
-@pytest.fixture(scope="module")
-def admin(t2):
-    api_client = k8s_config.new_client_from_config(config_file=t2.kubeconfig)
-    yield api_client
-    api_client.close()
 
 
 def settle_reports(node: SimNode, verdict: Verdict, limit_s: float) -> None:
