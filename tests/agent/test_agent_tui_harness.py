@@ -56,6 +56,11 @@ def settle_reports(node: SimNode, verdict: Verdict, limit_s: float) -> None:
 
 
 @pytest.fixture(scope="module")
+def plane(t2):
+    return t2
+
+
+@pytest.fixture(scope="module")
 def reported(t2, admin):
     """Agents on two KWOK GPU nodes have reported unhealthy and degraded; a third node has no agent."""
     with agent_manifests_applied(t2, admin, [NODE_UNHEALTHY, NODE_DEGRADED, NODE_SILENT]):
