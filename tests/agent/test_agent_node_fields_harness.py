@@ -16,6 +16,7 @@ nodeInfo) once, so every field has something to protect.
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 from pathlib import Path
 
@@ -138,9 +139,9 @@ STATUS_REFUSALS = {
     "add a label": (lambda n: {"metadata": {"labels": {"forged": "x"}}}, "labels"),
     "change a label": (lambda n: {"metadata": {"labels": {"nvidia.com/gpu.count": "16"}}}, "labels"),
     "remove a label": (lambda n: {"metadata": {"labels": {"nvidia.com/gpu.present": None}}}, "labels"),
-    "add an annotation": (lambda n: {"metadata": {"annotations": {"forged": "x"}}}, "annotations"),
+    "add an annotation": (lambda n: {"metadata": {"annotations": {"forged": "x"}}}, "annotation"),
     "add a cordon annotation": (lambda n: {"metadata": {"annotations": {ANNOTATION_CORDONED_BY: "tau-agent"}}},
-                                "annotations"),
+                                "annotation"),
     "set Ready False": (lambda n: {"status": {"conditions": [{**_ready(n), "status": "False",
                                                               "reason": "Forged"}]}}, CONDITIONS_ONLY),
     "change another condition": (lambda n: {"status": {"conditions": [{**_other_condition(n), "status": "True",
@@ -196,9 +197,11 @@ def node_actions(plane, admin, applied, agent_core, tmp_path_factory):
     """`kubectl apply -k` an overlay of manifests/agent with the node-actions component, as the
     operations guide says; afterwards remove its RBAC again (shared tier)."""
     overlay = tmp_path_factory.mktemp("agent-node-actions")
-    (overlay / "kustomization.yaml").write_text(
+    base, component = (os.path.relpath(path, overlay) for path in (NODE_ACTIONS_COMPONENT.parent,
+                                                                     NODE_ACTIONS_COMPONENT))
+    (overlay / "kustomization.yaml").write_text(  # kustomize takes only relative paths
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-        f"resources: [{NODE_ACTIONS_COMPONENT.parent}]\ncomponents: [{NODE_ACTIONS_COMPONENT}]\n")
+        f"resources: [{base}]\ncomponents: [{component}]\n")
     result = subprocess.run([kubectl_binary(), "--kubeconfig", plane.kubeconfig, "apply", "-k", str(overlay)],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
