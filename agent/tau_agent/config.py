@@ -66,8 +66,24 @@ class Actions(_Strict):
 
 
 class Server(_Strict):
-    bind: str = "0.0.0.0"
+    """Public listener: /healthz and /metrics only. /status is served on 127.0.0.1:status_port."""
+
+    bind: str = Field(default="0.0.0.0", description="in the pod's network namespace: the pod IP and loopback")
     port: int = Field(default=9464, ge=0, le=65535)
+    status_port: int | None = Field(
+        default=9465, ge=0, le=65535, description="127.0.0.1 only (/status, /healthz, /metrics); null: off"
+    )
+    workers: int = Field(default=4, ge=1, le=64, description="threads serving the public listener")
+    max_pending: int = Field(default=8, ge=1, le=1024, description="accepted connections waiting; past it: 503")
+    connection_timeout_s: float = Field(
+        default=5, gt=0, le=60, description="a request must arrive in full this soon after connecting"
+    )
+
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> Server:
+        if self.port and self.status_port and self.port == self.status_port:
+            raise ValueError("status_port must differ from port")
+        return self
 
 
 class AgentConfig(_Strict):

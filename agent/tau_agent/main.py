@@ -78,7 +78,7 @@ def _kube_api_client(kubeconfig: str | None) -> ApiClient:
 def run_daemon(config: AgentConfig, node_name: str, namespace: str, kubeconfig: str | None) -> int:
     from .agent import Agent
     from .kube import KubernetesWriter
-    from .server import make_server, serve_in_background
+    from .server import make_servers, serve_in_background
     from .xid_watcher import XidWatcher
 
     collector = build_collector(config)
@@ -86,8 +86,9 @@ def run_daemon(config: AgentConfig, node_name: str, namespace: str, kubeconfig: 
     watcher = XidWatcher(collector.reader, wait_ms=config.intervals.xid_wait_ms)
     agent = Agent(config, collector, writer, node_name=node_name, xids=watcher)
     watcher.on_xid = agent.wake.set
-    server = make_server(agent, config.server.bind, config.server.port)
-    serve_in_background(server)
+    servers = make_servers(agent, config.server)
+    for server in servers:
+        serve_in_background(server)
     watcher.start()
 
     stop = threading.Event()
@@ -99,10 +100,15 @@ def run_daemon(config: AgentConfig, node_name: str, namespace: str, kubeconfig: 
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    log.info("tau-agent on node %s, port %s, events in namespace %s", node_name, config.server.port, namespace)
+    log.info(
+        "tau-agent on node %s, port %s (/healthz, /metrics), 127.0.0.1:%s (/status), events in namespace %s",
+        node_name, config.server.port, config.server.status_port, namespace,
+    )
     agent.run(stop)
     watcher.stop()
-    server.shutdown()
+    for server in servers:
+        server.shutdown()
+        server.server_close()
     collector.shutdown()
     return 0
 

@@ -28,6 +28,12 @@ class AgentMetrics:
         self.polls = Counter("tau_agent_polls", "NVML poll cycles", registry=r)
         self.poll_seconds = Gauge("tau_agent_poll_duration_seconds", "duration of the last poll", registry=r)
         self.hung_calls = Gauge("tau_agent_nvml_hung_calls", "NVML calls past their deadline", registry=r)
+        self.http_connections = Counter(
+            "tau_agent_http_connections",
+            "HTTP connections by listener and result (status code, refused when the pool is full, timed_out)",
+            ["listener", "result"],
+            registry=r,
+        )
 
     def observe(self, health: NodeHealth) -> None:
         for verdict in Verdict:

@@ -15,7 +15,6 @@ import time
 
 import pytest
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from tau_agent.agent import Agent
@@ -48,13 +47,6 @@ NODE_B = "agent-test-gpu-b"
 def plane(t2):
     """The control plane under test: tier 2 (KWOK runs the GPU nodes)."""
     return t2
-
-
-@pytest.fixture(scope="module")
-def admin(plane):
-    api_client = k8s_config.new_client_from_config(config_file=plane.kubeconfig)
-    yield api_client
-    api_client.close()
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ import time
 
 import pytest
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from tau_agent.kube import KubernetesWriter
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -45,13 +44,6 @@ COL_VERDICT, COL_TEMP, COL_XID, COL_HB, COL_REASON = 1, 3, 6, 7, 9
 SIMULATED_SECONDS = 240
 
 
-@pytest.fixture(scope="module")
-def admin(t2):
-    api_client = k8s_config.new_client_from_config(config_file=t2.kubeconfig)
-    yield api_client
-    api_client.close()
-
-
 def settle_reports(node: SimNode, verdict: Verdict, limit_s: float) -> None:
     """Step the agent until `verdict` is evaluated and written (the write budget decides when)."""
     end = node.clock.now + limit_s
@@ -62,6 +54,11 @@ def settle_reports(node: SimNode, verdict: Verdict, limit_s: float) -> None:
             return
     raise AssertionError(f"{node.agent.node_name}: {verdict.value} not written within {limit_s:.0f} simulated s "
                          f"(evaluated {node.agent.health.verdict.value if node.agent.health else None})")
+
+
+@pytest.fixture(scope="module")
+def plane(t2):
+    return t2
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,7 @@ import pytest
 from tau_agent.call_guard import CallGuard, CallHung
 from tau_agent.config import ConfigError, load_config
 from tau_agent.nvml_reader import NvmlReader
-from tau_agent.server import make_server, serve_in_background
-from tau_tui.core import gpuhealth
+from tau_agent.server import LOCAL_PATHS, make_server, serve_in_background
 from tau_tui.core.gpuhealth.nodeview import view_from_node
 from tau_tui.core.gpuhealth.verdicts import Verdict
 from tau_tui.core.gpuhealth.xid import CatalogError, load_xid_catalog
@@ -303,10 +302,11 @@ def test_shipped_manifest_config_is_valid():
 
 
 def test_healthz_metrics_and_status_endpoints():
+    # The local listener's routes; the public one (no /status) is in test_http_server.py.
     node = SimNode(h100_node(2))
     node.nvml.emit_xid(1, 13)
     node.run_for(30)
-    server = make_server(node.agent, "127.0.0.1", 0, clock=node.clock)
+    server = make_server(node.agent, "127.0.0.1", 0, clock=node.clock, paths=LOCAL_PATHS, name="local")
     serve_in_background(server)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:

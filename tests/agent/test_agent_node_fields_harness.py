@@ -1,0 +1,287 @@
+"""What the agent may change on its own Node, proven on the real kube-apiserver (tier 1).
+
+The ValidatingAdmissionPolicy `tau-agent-gpu-fields-only` (manifests/agent/admission-policy.yaml):
+- `nodes/status`: only the GPUUnhealthy / GPUDegraded conditions may change;
+- `nodes` (RBAC only with the node-actions component): only its own taint
+  `tau-tui.io/gpu-unhealthy` (NoSchedule/PreferNoSchedule, one at most), `spec.unschedulable` and
+  its own cordon annotations.
+
+Every request here carries the agent's pod-bound service account token for NODE (the DaemonSet's
+identity, node-name claim included); each refusal is a real write that must come back 403 and
+leave the Node as it was, read back with the admin client. Tier 1 has no kubelet: the admin
+client writes a kubelet's status (Ready and pressure conditions, addresses, daemon endpoints,
+nodeInfo) once, so every field has something to protect.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+from tau_agent.kube import MERGE_PATCH, STRATEGIC_MERGE, KubernetesWriter, NodeActionRequest
+from tau_tui.core.gpuhealth.names import (
+    ANNOTATION_CORDON_REASON,
+    ANNOTATION_CORDONED_BY,
+    CONDITION_DEGRADED,
+    CONDITION_UNHEALTHY,
+    TAINT_UNHEALTHY_KEY,
+)
+
+from .harness_support import (
+    EVENTS_NAMESPACE,
+    TEST_TAINT,
+    agent_client,
+    agent_manifests_applied,
+    conditions_of,
+    kubectl_binary,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.harness, pytest.mark.t1]
+
+NODE = "agent-fields-gpu-a"
+NODE_ACTIONS_COMPONENT = Path(__file__).resolve().parents[2] / "manifests" / "agent" / "node-actions"
+CONDITIONS_ONLY = "only the GPUUnhealthy and GPUDegraded conditions"
+
+
+def kubelet_status() -> dict:
+    now = "2026-01-01T00:00:00Z"
+    conditions = [
+        {"type": kind, "status": status, "reason": reason, "message": reason,
+         "lastHeartbeatTime": now, "lastTransitionTime": now}
+        for kind, status, reason in (("Ready", "True", "KubeletReady"),
+                                     ("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+                                     ("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+                                     ("PIDPressure", "False", "KubeletHasSufficientPID"))
+    ]
+    return {"status": {
+        "conditions": conditions,
+        "addresses": [{"type": "InternalIP", "address": "10.0.0.7"}, {"type": "Hostname", "address": NODE}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "nodeInfo": {"machineID": "m", "systemUUID": "s", "bootID": "b", "kernelVersion": "6.8.0",
+                     "osImage": "Ubuntu 24.04", "containerRuntimeVersion": "containerd://2.1.0",
+                     "kubeletVersion": "v1.35.4", "kubeProxyVersion": "", "operatingSystem": "linux",
+                     "architecture": "amd64"},
+    }}
+
+
+@pytest.fixture(scope="module")
+def plane(t1):
+    return t1
+
+
+@pytest.fixture(scope="module")
+def applied(plane, admin):
+    with agent_manifests_applied(plane, admin, [NODE]) as output:
+        k8s.CoreV1Api(admin).patch_node_status(NODE, kubelet_status(), _content_type=STRATEGIC_MERGE)
+        yield output
+
+
+@pytest.fixture(scope="module")
+def agent_core(plane, admin, applied):
+    """CoreV1Api as node NODE's agent, once the new policy is enforced (its informer syncs)."""
+    core = k8s.CoreV1Api(agent_client(plane, admin, NODE))
+
+    def policy_enforced():
+        try:
+            core.patch_node_status(NODE, {"metadata": {"labels": {"probe": "x"}}}, dry_run="All",
+                                   _content_type=STRATEGIC_MERGE)
+        except ApiException as err:
+            return err.status == 403 and "labels" in err.body
+        return False
+
+    wait_for(policy_enforced, "the tau-agent-gpu-fields-only policy to be enforced", timeout=30)
+    return core
+
+
+def node_of(admin) -> dict:
+    return admin.sanitize_for_serialization(k8s.CoreV1Api(admin).read_node(NODE))
+
+
+def refused(call, message: str) -> None:
+    with pytest.raises(ApiException) as denied:
+        call()
+    assert denied.value.status == 403, denied.value.body
+    assert message in denied.value.body, denied.value.body
+
+
+def without_volatile(node: dict) -> dict:
+    """The Node minus the bookkeeping the API server rewrites on any accepted write."""
+    node = copy.deepcopy(node)
+    for key in ("resourceVersion", "managedFields", "generation"):
+        node["metadata"].pop(key, None)
+    return node
+
+
+def gpu_condition(kind: str, status: str, reason: str) -> dict:
+    return {"type": kind, "status": status, "reason": reason, "message": "set by the node-fields test"}
+
+
+# --- nodes/status: only the GPU conditions -------------------------------------------------------
+
+
+def _ready(node: dict) -> dict:
+    return next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+
+
+def _other_condition(node: dict) -> dict:
+    return next(c for c in node["status"]["conditions"] if c["type"] not in ("Ready", CONDITION_UNHEALTHY,
+                                                                              CONDITION_DEGRADED))
+
+
+STATUS_REFUSALS = {
+    "add a label": (lambda n: {"metadata": {"labels": {"forged": "x"}}}, "labels"),
+    "change a label": (lambda n: {"metadata": {"labels": {"nvidia.com/gpu.count": "16"}}}, "labels"),
+    "remove a label": (lambda n: {"metadata": {"labels": {"nvidia.com/gpu.present": None}}}, "labels"),
+    "add an annotation": (lambda n: {"metadata": {"annotations": {"forged": "x"}}}, "annotation"),
+    "add a cordon annotation": (lambda n: {"metadata": {"annotations": {ANNOTATION_CORDONED_BY: "tau-agent"}}},
+                                "annotation"),
+    "set Ready False": (lambda n: {"status": {"conditions": [{**_ready(n), "status": "False",
+                                                              "reason": "Forged"}]}}, CONDITIONS_ONLY),
+    "change another condition": (lambda n: {"status": {"conditions": [{**_other_condition(n), "status": "True",
+                                                                       "reason": "Forged"}]}}, CONDITIONS_ONLY),
+    "add another condition type": (lambda n: {"status": {"conditions": [
+        gpu_condition("GPUHealthUnknown", "True", "Forged")]}}, CONDITIONS_ONLY),
+    "remove Ready": (lambda n: {"status": {"conditions": [{"type": "Ready", "$patch": "delete"}]}},
+                     CONDITIONS_ONLY),
+    "change capacity": (lambda n: {"status": {"capacity": {"nvidia.com/gpu": "16"}}}, "capacity"),
+    "change allocatable": (lambda n: {"status": {"allocatable": {"nvidia.com/gpu": "0"}}}, "allocatable"),
+    "add an address": (lambda n: {"status": {"addresses": [{"type": "ExternalIP", "address": "203.0.113.9"}]}},
+                       "addresses"),
+    "change nodeInfo": (lambda n: {"status": {"nodeInfo": {"kubeletVersion": "v0.0.0-forged"}}}, "nodeInfo"),
+    "change daemonEndpoints": (lambda n: {"status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 1}}}},
+                               "daemon endpoints"),
+}
+
+
+@pytest.mark.parametrize("change", list(STATUS_REFUSALS))
+def test_agent_may_not_change_on_nodes_status(admin, agent_core, change):
+    make_patch, message = STATUS_REFUSALS[change]
+    before = node_of(admin)
+    refused(lambda: agent_core.patch_node_status(NODE, make_patch(before), _content_type=STRATEGIC_MERGE), message)
+    assert without_volatile(node_of(admin)) == without_volatile(before)
+
+
+def test_agent_may_set_its_gpu_conditions_on_nodes_status(admin, agent_core):
+    before = node_of(admin)
+    for unhealthy, degraded in (("True", "True"), ("False", "Unknown")):
+        agent_core.patch_node_status(NODE, {"status": {"conditions": [
+            gpu_condition(CONDITION_UNHEALTHY, unhealthy, "XID79"),
+            gpu_condition(CONDITION_DEGRADED, degraded, "RowRemapPending"),
+        ]}}, _content_type=STRATEGIC_MERGE)
+        conditions = conditions_of(admin, NODE)
+        assert conditions[CONDITION_UNHEALTHY].status == unhealthy
+        assert conditions[CONDITION_DEGRADED].status == degraded
+    after = node_of(admin)
+    assert after["metadata"]["labels"] == before["metadata"]["labels"]
+    assert _ready(after)["status"] == _ready(before)["status"]
+
+
+def test_without_node_actions_the_agent_may_not_patch_its_node_at_all(agent_core):
+    with pytest.raises(ApiException) as denied:
+        agent_core.patch_node(NODE, {"spec": {"unschedulable": True}}, _content_type=MERGE_PATCH)
+    assert denied.value.status == 403  # RBAC: the base grants no patch on nodes
+
+
+# --- nodes, with the node-actions component: only its own taint, cordon and cordon annotations -----
+
+
+@pytest.fixture(scope="module")
+def node_actions(plane, admin, applied, agent_core, tmp_path_factory):
+    """`kubectl apply -k` an overlay of manifests/agent with the node-actions component, as the
+    operations guide says; afterwards remove its RBAC again (shared tier)."""
+    overlay = tmp_path_factory.mktemp("agent-node-actions")
+    base, component = (os.path.relpath(path, overlay) for path in (NODE_ACTIONS_COMPONENT.parent,
+                                                                     NODE_ACTIONS_COMPONENT))
+    (overlay / "kustomization.yaml").write_text(  # kustomize takes only relative paths
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources: [{base}]\ncomponents: [{component}]\n")
+    result = subprocess.run([kubectl_binary(), "--kubeconfig", plane.kubeconfig, "apply", "-k", str(overlay)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    assert "clusterrole.rbac.authorization.k8s.io/tau-agent-node-actions" in result.stdout
+
+    def patch_allowed():
+        try:
+            agent_core.patch_node(NODE, {"spec": {"unschedulable": False}}, dry_run="All", _content_type=MERGE_PATCH)
+        except ApiException as err:
+            assert err.status == 403, err.body
+            return False
+        return True
+
+    wait_for(patch_allowed, "RBAC to grant the agent patch on nodes", timeout=30)
+    try:
+        yield agent_core
+    finally:
+        rbac = k8s.RbacAuthorizationV1Api(admin)
+        for delete in (rbac.delete_cluster_role_binding, rbac.delete_cluster_role):
+            try:
+                delete("tau-agent-node-actions")
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+
+
+def _own_taint(effect: str = "NoSchedule", value: str = "XID79") -> dict:
+    return {"key": TAINT_UNHEALTHY_KEY, "value": value, "effect": effect}
+
+
+NODE_REFUSALS = {
+    "add a label": (lambda n: {"metadata": {"labels": {"forged": "x"}}}, "labels"),
+    "remove a label": (lambda n: {"metadata": {"labels": {"nvidia.com/gpu.count": None}}}, "labels"),
+    "add a foreign annotation": (lambda n: {"metadata": {"annotations": {"forged": "x"}}}, "only its own cordon"),
+    "remove a foreign annotation": (lambda n: {"metadata": {"annotations": {"node.alpha.kubernetes.io/ttl": None}}},
+                                    "only its own cordon"),
+    "remove another taint": (lambda n: {"spec": {"taints": [_own_taint()]}}, "no other taint"),
+    "add a foreign taint": (lambda n: {"spec": {"taints": n["spec"]["taints"] + [
+        {"key": "example.com/forged", "effect": "NoSchedule"}]}}, "no other taint"),
+    "change another taint": (lambda n: {"spec": {"taints": [{**TEST_TAINT, "effect": "PreferNoSchedule"}]}},
+                             "no other taint"),
+    "own taint NoExecute": (lambda n: {"spec": {"taints": n["spec"]["taints"] + [_own_taint("NoExecute")]}},
+                            "NoSchedule or PreferNoSchedule"),
+    "own taint twice": (lambda n: {"spec": {"taints": n["spec"]["taints"] + [
+        _own_taint("NoSchedule"), _own_taint("PreferNoSchedule")]}}, "single"),
+    "set podCIDR": (lambda n: {"spec": {"podCIDR": "10.99.0.0/24", "podCIDRs": ["10.99.0.0/24"]}}, "podCIDR"),
+    "set providerID": (lambda n: {"spec": {"providerID": "kwok://forged"}}, "providerID"),
+}
+
+
+@pytest.mark.parametrize("change", list(NODE_REFUSALS))
+def test_agent_with_node_actions_may_not_change_on_nodes(admin, node_actions, change):
+    make_patch, message = NODE_REFUSALS[change]
+    before = node_of(admin)
+    assert TEST_TAINT in before["spec"]["taints"]
+    for field in ("podCIDR", "providerID"):  # set once, the API's own validation forbids a change
+        assert field not in change or not before["spec"].get(field), f"the test needs a node without {field}"
+    refused(lambda: node_actions.patch_node(NODE, make_patch(before), _content_type=MERGE_PATCH), message)
+    assert without_volatile(node_of(admin)) == without_volatile(before)
+
+
+def test_agent_with_node_actions_may_taint_and_cordon_its_node_and_undo_it(admin, node_actions):
+    writer = KubernetesWriter(node_actions.api_client, NODE, EVENTS_NAMESPACE)
+    before = node_of(admin)
+    for effect in ("NoSchedule", "PreferNoSchedule"):
+        writer.apply_node_actions(NodeActionRequest(
+            taint_reason="XID79", taint_effect=effect, manage_taint=True, cordon=True, reason="XID79",
+            dry_run=False), now=1_800_000_000)
+        node = node_of(admin)
+        assert node["spec"]["unschedulable"] is True
+        assert node["spec"]["taints"] == before["spec"]["taints"] + [_own_taint(effect)]  # others kept
+        assert node["metadata"]["annotations"][ANNOTATION_CORDONED_BY] == "tau-agent"
+        assert node["metadata"]["annotations"][ANNOTATION_CORDON_REASON] == "XID79"
+        assert node["metadata"]["labels"] == before["metadata"]["labels"]
+
+    writer.apply_node_actions(NodeActionRequest(
+        taint_reason=None, taint_effect="NoSchedule", manage_taint=True, cordon=False, reason="GPU health recovered",
+        dry_run=False), now=1_800_000_600)
+    node = node_of(admin)
+    assert not node["spec"].get("unschedulable")
+    assert node["spec"]["taints"] == before["spec"]["taints"]
+    assert ANNOTATION_CORDONED_BY not in node["metadata"]["annotations"]
+    assert node["metadata"]["annotations"] == before["metadata"]["annotations"]
