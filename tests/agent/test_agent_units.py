@@ -15,6 +15,7 @@ from tau_agent.call_guard import CallGuard, CallHung
 from tau_agent.config import ConfigError, load_config
 from tau_agent.nvml_reader import NvmlReader
 from tau_agent.server import LOCAL_PATHS, make_server, serve_in_background
+from tau_tui.core import gpuhealth
 from tau_tui.core.gpuhealth.nodeview import view_from_node
 from tau_tui.core.gpuhealth.verdicts import Verdict
 from tau_tui.core.gpuhealth.xid import CatalogError, load_xid_catalog
