@@ -21,7 +21,7 @@ from .core.runconfig.resolve import RenderOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
-COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit")
+COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "status", "runs")
 
 DESCRIPTION = """\
 tau-tui: a terminal UI for AI workloads on Kubernetes with Kueue, KubeRay and MultiKueue.
@@ -40,6 +40,12 @@ embedded simulated cluster). The headless commands use the same core and rules a
   tau-tui init [DIR]                    write an example tau.yaml and train.py (never overwrites)
   tau-tui audit verify [FILE]           check the audit log's hash chain; exit 0 if intact, 1 naming
                                         the first bad line
+  tau-tui status RUN [-n NS] [-o json|yaml|table] [--watch] [--demo [SCENARIO]]
+                                        the run's state, phases, diagnostics with codes and next actions
+                                        (the document the Runs pane draws); exit 1 if there is no such run;
+                                        --watch prints each change until startup completes (0) or fails (1)
+  tau-tui runs [-n NS] [-o json|yaml|table] [--demo [SCENARIO]]
+                                        every Tau-managed Job and RayJob, as `tau run list`
 
 Commands that talk to the cluster take --request-timeout DURATION (as kubectl: 30s, 1m, 0 = no
 limit; default request_timeout in the app's config.yaml, else 30s; connecting, TLS included,
@@ -94,6 +100,21 @@ def build_parser() -> argparse.ArgumentParser:
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
     verify = audit_sub.add_parser("verify", help="check the hash chain; name the first bad line")
     verify.add_argument("file", nargs="?", help="audit log (default: $XDG_STATE_HOME/tau-tui/audit.jsonl)")
+    for name, text in (("status", "one run's state, phases, diagnostics and next actions"),
+                       ("runs", "list the Tau-managed Jobs and RayJobs")):
+        cmd = sub.add_parser(name, help=text)
+        if name == "status":
+            cmd.add_argument("run", help="name of the Job or RayJob")
+            cmd.add_argument("--watch", action="store_true", help="print every change until startup completes or fails")
+            cmd.add_argument("--interval", metavar="DURATION", type=duration_arg, default=2.0,
+                             help="time between reads with --watch (default 2s)")
+        cmd.add_argument("-n", "--namespace", help="namespace (default: the context's, else default)")
+        cmd.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table", help="output format")
+        cmd.add_argument("--context", help="kubeconfig context (default: current)")
+        cmd.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO",
+                         help="read the embedded simulated cluster instead (scenario: demo, faults, large)")
+        cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
+                         help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
     return parser
 
 
@@ -232,6 +253,97 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
+#: With --demo --watch the simulated clock moves instead of the wall clock; a run still
+#: starting after this much simulated time is reported as such.
+DEMO_WATCH_LIMIT_SECONDS = 3600.0
+
+
+def _read_backend(args: argparse.Namespace):
+    """A backend for one-shot reads: the simulated cluster, or the real one with no watch started."""
+    if args.demo is not None:
+        from .core.cluster.sim.backend import SimulatedBackend
+        from .core.cluster.sim.scenario import build_world
+
+        return SimulatedBackend(build_world(args.demo), namespace=args.namespace)
+    from .core.cluster.real import KubernetesBackend
+
+    return KubernetesBackend(context=args.context, namespace=args.namespace, timeouts=request_timeouts(args))
+
+
+def _namespace_of(args: argparse.Namespace, backend) -> str:
+    return args.namespace or backend.namespace or "default"
+
+
+def _print_document(doc, output: str, lines: list[str], stream_json: bool = False) -> None:
+    import json
+
+    if output == "json":
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":")) if stream_json else json.dumps(doc, indent=2, ensure_ascii=False)
+        print(text)
+    elif output == "yaml":
+        import yaml
+
+        print(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, explicit_start=stream_json), end="")
+    else:
+        # Names and messages come from the cluster: escaped, never printed raw.
+        for line in lines:
+            print(escape_control(line))
+    sys.stdout.flush()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import time
+    from datetime import UTC, datetime
+
+    from .core.operations.rundocument import read_run, status_document, status_lines, unhealthy_nodes
+    from .core.operations.runstatus import compute_run_status
+
+    backend = _read_backend(args)
+    namespace = _namespace_of(args, backend)
+    last = None
+    waited = 0.0
+    while True:
+        now = backend.world.now() if args.demo is not None else datetime.now(UTC)
+        objs = read_run(backend, namespace, args.run, unhealthy_nodes(backend, now))
+        status = compute_run_status(objs)
+        doc = status_document(status, objs)
+        if doc != last:
+            if last is not None and args.output == "table":
+                print()
+            _print_document(doc, args.output, status_lines(status), stream_json=args.watch)
+            last = doc
+        if not args.watch or status.state == "not_found":
+            return EXIT_OK if status.state != "not_found" else EXIT_FAILED
+        if status.state == "failed" or status.startup_failed:
+            return EXIT_FAILED
+        if status.startup_complete or status.state == "succeeded":
+            return EXIT_OK
+        if args.demo is not None:
+            if waited >= DEMO_WATCH_LIMIT_SECONDS:
+                print(f"tau-tui: {namespace}/{args.run} is still {status.display_state} after "
+                      f"{int(waited)}s of simulated time", file=sys.stderr)
+                return EXIT_FAILED
+            backend.world.advance(args.interval)
+        else:
+            time.sleep(args.interval)
+        waited += args.interval
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from .core.operations.rundocument import list_document, list_lines, list_statuses, read_run_owners
+
+    backend = _read_backend(args)
+    # Without -n the list covers every namespace, as the Runs pane does.
+    owners = read_run_owners(backend, args.namespace)
+    statuses = list_statuses(backend, args.namespace, owners)
+    now = backend.world.now() if args.demo is not None else datetime.now(UTC)
+    doc = list_document(args.namespace, owners, now, statuses)
+    _print_document(doc, args.output, list_lines(doc))
+    return EXIT_OK
+
+
 def _create_new(path: Path, text: str) -> None:
     """Create `path` only if nothing is there: O_EXCL fails on any existing name, a dangling symbolic
     link included, so init never writes through a link to somewhere else."""
@@ -241,7 +353,7 @@ def _create_new(path: Path, text: str) -> None:
 
 
 HANDLERS = {"validate": cmd_validate, "render": cmd_render, "submit": cmd_submit, "profiles": cmd_profiles,
-            "init": cmd_init, "audit": cmd_audit}
+            "init": cmd_init, "audit": cmd_audit, "status": cmd_status, "runs": cmd_runs}
 
 
 def run_command(argv: list[str]) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ChangeCallback, ConnectionState, StateCallback, Subscription, ViewState
+from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view
 from tau_tui.core.cluster.errors import ClusterError, describe_api_error
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import MULTIKUEUE_KINDS, ResourceKind, ResourceType
@@ -158,6 +159,28 @@ class BaseBackend(ClusterBackend):
 
     def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> ObjectView | None:
         return self.cache.get(kind, name, namespace)
+
+    # -- live reads (headless commands: no watch, no cache) ------------------
+
+    def fetch(self, kind: ResourceKind, namespace: str | None = None, label_selector: str | None = None) -> builtins.list[ObjectView]:
+        """One list request to the API server, converted to views; 404 (the kind is not installed) is empty."""
+        build = SIMPLE_VIEW_BUILDERS.get(kind)
+        if kind is ResourceKind.NODE:
+            # GPU allocation needs every pod on the node: unknown (None) in a live read.
+            def build(obj: Mapping[str, Any]) -> ObjectView:
+                return node_view(obj, None, None)
+        if build is None:
+            raise ClusterError(f"{kind.type.kind} cannot be read without the cache")
+        try:
+            items = self._api_list(kind.type, namespace, label_selector=label_selector)
+        except ApiFailure as exc:
+            if exc.code == 404:
+                return []
+            raise ClusterError(
+                describe_api_error(exc.code, verb="list", resource=kind.type.qualified, namespace=namespace, body=exc.body, reason=exc.reason),
+                code=exc.code,
+            ) from None
+        return [build(item) for item in items]
 
     def generation(self, kind: ResourceKind) -> int:
         return self.cache.generation(kind)
