@@ -21,7 +21,7 @@ from .core.runconfig.resolve import RenderOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
-COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "status", "runs")
+COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "status", "runs", "cancel")
 
 DESCRIPTION = """\
 tau-tui: a terminal UI for AI workloads on Kubernetes with Kueue, KubeRay and MultiKueue.
@@ -46,6 +46,10 @@ embedded simulated cluster). The headless commands use the same core and rules a
                                         --watch prints each change until startup completes (0) or fails (1)
   tau-tui runs [-n NS] [-o json|yaml|table] [--demo [SCENARIO]]
                                         every Tau-managed Job and RayJob, as `tau run list`
+  tau-tui cancel RUN [-n NS] [--wait] [--dry-run=server] [--demo [SCENARIO]]
+                                        delete the Job or RayJob and its <name>-headless Service (audited);
+                                        --wait shows "releasing compute" until its pods are gone, then
+                                        "cancelled"
 
 Commands that talk to the cluster take --request-timeout DURATION (as kubectl: 30s, 1m, 0 = no
 limit; default request_timeout in the app's config.yaml, else 30s; connecting, TLS included,
@@ -101,8 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
     verify = audit_sub.add_parser("verify", help="check the hash chain; name the first bad line")
     verify.add_argument("file", nargs="?", help="audit log (default: $XDG_STATE_HOME/tau-tui/audit.jsonl)")
     for name, text in (("status", "one run's state, phases, diagnostics and next actions"),
-                       ("runs", "list the Tau-managed Jobs and RayJobs")):
+                       ("runs", "list the Tau-managed Jobs and RayJobs"),
+                       ("cancel", "delete a run and its headless Service")):
         cmd = sub.add_parser(name, help=text)
+        if name == "cancel":
+            cmd.add_argument("run", help="name of the Job or RayJob")
+            cmd.add_argument("--wait", action="store_true", help="wait until the run's pods are gone (compute released)")
+            cmd.add_argument("--dry-run", choices=["server", "none"], default="none", help="server: send with dryRun=All")
+            cmd.add_argument("--interval", metavar="DURATION", type=duration_arg, default=2.0,
+                             help="time between reads with --wait (default 2s)")
         if name == "status":
             cmd.add_argument("run", help="name of the Job or RayJob")
             cmd.add_argument("--watch", action="store_true", help="print every change until startup completes or fails")
@@ -344,6 +355,53 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_cancel(args: argparse.Namespace) -> int:
+    import time
+
+    from .core.cluster.kinds import ResourceKind
+    from .core.operations.audit import AuditLog
+    from .core.operations.rundocument import read_run
+    from .core.operations.runstatus import compute_run_status
+
+    backend = _read_backend(args)
+    namespace = _namespace_of(args, backend)
+    objs = read_run(backend, namespace, args.run)
+    if objs.job is None and objs.ray_job is None:
+        print(escape_control(f"tau-tui: no Job or RayJob {namespace}/{args.run}; tau-tui runs -n {namespace} lists them"),
+              file=sys.stderr)
+        return EXIT_FAILED
+    kind = ResourceKind.JOB if objs.job is not None else ResourceKind.RAY_JOB
+    dry_run = args.dry_run == "server"
+    target = f"{kind.type.kind} {namespace}/{args.run}"
+    audit = AuditLog(source="cli")
+    where = {"context": backend.current_context, "namespace": namespace, "identity": backend.who_am_i()}
+    audit.append("cancel", target, ok=None, message=f"delete {target} and its headless Service", dry_run=dry_run, phase="preview" if dry_run else "intent", **where)
+    result = backend.cancel(kind, namespace, args.run, dry_run=dry_run)
+    audit.append("cancel", target, ok=result.ok, dry_run=dry_run, message=result.message,
+                 phase="preview" if dry_run else "outcome", **where)
+    print(escape_control(result.message), file=sys.stdout if result.ok else sys.stderr)
+    if not result.ok:
+        return EXIT_FAILED
+    if not args.wait or dry_run:
+        return EXIT_OK
+    last = ""
+    while True:
+        status = compute_run_status(read_run(backend, namespace, args.run))
+        if status.state == "not_found":
+            print(f"{namespace}/{args.run}: cancelled; compute released")
+            return EXIT_OK
+        release = status.phase("Compute release")
+        line = f"{namespace}/{args.run}: {status.display_state}" + (f": {release.detail}" if release and release.detail else "")
+        if line != last:
+            print(escape_control(line))
+            sys.stdout.flush()
+            last = line
+        if args.demo is not None:
+            backend.world.advance(args.interval)
+        else:
+            time.sleep(args.interval)
+
+
 def _create_new(path: Path, text: str) -> None:
     """Create `path` only if nothing is there: O_EXCL fails on any existing name, a dangling symbolic
     link included, so init never writes through a link to somewhere else."""
@@ -353,7 +411,8 @@ def _create_new(path: Path, text: str) -> None:
 
 
 HANDLERS = {"validate": cmd_validate, "render": cmd_render, "submit": cmd_submit, "profiles": cmd_profiles,
-            "init": cmd_init, "audit": cmd_audit, "status": cmd_status, "runs": cmd_runs}
+            "init": cmd_init, "audit": cmd_audit, "status": cmd_status, "runs": cmd_runs,
+            "cancel": cmd_cancel}
 
 
 def run_command(argv: list[str]) -> int:

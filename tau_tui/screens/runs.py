@@ -106,7 +106,7 @@ class RunsScreen(PaneScreen):
         pods = backend.pods()
         events = backend.events()
         data = RunsData()
-        order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "not_found": 5}
+        order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "not_found": 5, "releasing": 5}
         items = []
         for owner in owners:
             ns = owner.namespace or ""

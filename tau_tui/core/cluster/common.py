@@ -33,6 +33,8 @@ from tau_tui.core.cluster.positions import (
 )
 from tau_tui.core.cluster.view_types import ObjectView
 
+#: The Service the renderer creates next to a multi-node Job (runconfig/manifests.py).
+HEADLESS_SUFFIX = "-headless"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
 VISIBILITY_PAGE = 1000
@@ -441,7 +443,19 @@ class BaseBackend(ClusterBackend):
                                       f"{rt.kind} {namespace}/{name} is already gone", dry_run)
             return failure_result(exc, "delete", rt, name, namespace, dry_run)
         verb = "would be cancelled (server dry-run)" if dry_run else "cancelled; Kueue releases its quota"
-        return MutationResult(True, "delete", rt.kind, name, namespace, f"{rt.kind} {namespace}/{name} {verb}", dry_run)
+        message = f"{rt.kind} {namespace}/{name} {verb}"
+        if kind is not ResourceKind.WORKLOAD:
+            # The renderer's `<name>-headless` Service outlives its Job otherwise (it has no owner reference).
+            service_rt = EXTRA_TYPES[("", "Service")]
+            service = f"{name}{HEADLESS_SUFFIX}"
+            try:
+                self._api_delete(service_rt, service, namespace, dry_run)
+                message += f"; Service {service} {'would be ' if dry_run else ''}deleted"
+            except ApiFailure as exc:
+                if exc.code != 404:
+                    failed = failure_result(exc, "delete", service_rt, service, namespace, dry_run)
+                    return MutationResult(False, "delete", rt.kind, name, namespace, f"{message}; but {failed.message}", dry_run)
+        return MutationResult(True, "delete", rt.kind, name, namespace, message, dry_run)
 
     def set_stop_policy(
         self, kind: ResourceKind, name: str, policy: StopPolicy, namespace: str | None = None, dry_run: bool = False

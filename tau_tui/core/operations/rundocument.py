@@ -52,7 +52,9 @@ def read_run(backend: BaseBackend, namespace: str, name: str, unhealthy_nodes: M
     job = jobs[0] if jobs else None
     ray_job = ray_jobs[0] if ray_jobs and job is None else None
     if job is None and ray_job is None:
-        return RunObjects(namespace, name, unhealthy_nodes=dict(unhealthy_nodes or {}))
+        # Cancelled (or never there): a Job's pods may still be terminating and holding GPUs.
+        leftover: list[PodView] = _only(backend.fetch(ResourceKind.POD, namespace, f"job-name={name}"), PodView)
+        return RunObjects(namespace, name, pods=tuple(leftover), unhealthy_nodes=dict(unhealthy_nodes or {}))
     workloads: list[WorkloadView] = _only(backend.fetch(ResourceKind.WORKLOAD, namespace), WorkloadView)
     if job is not None:
         selector: str | None = f"job-name={name}"

@@ -18,7 +18,9 @@ from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.view_types import EventView, JobView, PodView, RayJobView, WorkloadView
 
 PhaseStatus = Literal["pending", "active", "done", "warning", "skipped"]
-LifecycleState = Literal["not_found", "queued", "starting", "running", "succeeded", "failed"]
+#: taugrid.md §8.2's states, plus ``releasing``: the Job or RayJob is deleted (cancelled) and its
+#: pods still hold their nodes' GPUs until their grace period ends.
+LifecycleState = Literal["not_found", "queued", "starting", "running", "succeeded", "failed", "releasing"]
 
 PHASE_ORDER = (
     "Submitted",
@@ -397,6 +399,15 @@ def _oom_killed(pods: Sequence[PodView]) -> list[tuple[PodView, str]]:
 
 def compute_run_status(objs: RunObjects) -> RunStatus:
     owner = objs.job or objs.ray_job
+    holding = [p for p in objs.pods if p.node_name and not p.terminal]
+    if owner is None and holding:
+        nodes = sorted({p.node_name or "" for p in holding})
+        release = Phase("Compute release", "active",
+                        f"{len(holding)} pod(s) still hold GPUs on {', '.join(nodes)}; waiting for them to terminate")
+        phases = tuple(release if name == "Compute release" else Phase(name, "skipped", "the run was deleted")
+                       for name in PHASE_ORDER)
+        return RunStatus(objs.namespace, objs.name, "unknown", "releasing", "releasing compute", phases,
+                         actions=(RunAction("list", "list runs in this namespace", ":runs", ("tau-tui", "runs", "-n", objs.namespace)),))
     if owner is None:
         return RunStatus(
             objs.namespace,
@@ -530,6 +541,7 @@ STATE_SYMBOLS: dict[str, str] = {
     "running": "▶",
     "succeeded": "✓",
     "failed": "✗",
+    "releasing": "◑",
 }
 
 
