@@ -12,13 +12,12 @@ from __future__ import annotations
 import functools
 import json
 from datetime import datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
+from tau_tui.core.gpuhealth.datafile import load_data_file
 from tau_tui.core.gpuhealth.verdicts import Verdict, worst
 
 MAPPING_FILE = "data/node_conditions.yaml"
@@ -66,25 +65,7 @@ class MappingError(ValueError):
 
 def load_condition_mapping(path: str | Path | None = None) -> ConditionMapping:
     """Load the mapping (the packaged one unless a path is given)."""
-    if path is None:
-        source = f"tau_tui/core/gpuhealth/{MAPPING_FILE}"
-        text = resources.files("tau_tui.core.gpuhealth").joinpath(MAPPING_FILE).read_text("utf-8")
-    else:
-        source = str(path)
-        try:
-            text = Path(path).read_text("utf-8")
-        except OSError as exc:
-            raise MappingError(f"{source}: cannot read the condition mapping ({exc.strerror})") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise MappingError(f"{source}: not valid YAML: {exc}") from exc
-    try:
-        return ConditionMapping.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise MappingError(f"{source}: key '{where}': {first['msg']}") from exc
+    return load_data_file(path, MAPPING_FILE, ConditionMapping, MappingError, "the condition mapping")
 
 
 @functools.cache
