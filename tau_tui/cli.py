@@ -23,7 +23,7 @@ from .core.runconfig.resolve import RenderOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
-COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue")
+COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel")
 #: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
 EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
 OperationError = (AccessError, CredentialError)
@@ -50,6 +50,16 @@ embedded simulated cluster). The headless commands use the same core and rules a
                                         confirmed (use --yes), 6 no OS keyring (rotate), 1 failure, 2 bad input
   tau-tui audit verify [FILE]           check the audit log's hash chain; exit 0 if intact, 1 naming
                                         the first bad line
+  tau-tui status RUN [-n NS] [-o json|yaml|table] [--watch] [--demo [SCENARIO]]
+                                        the run's state, phases, diagnostics with codes and next actions
+                                        (the document the Runs pane draws); exit 1 if there is no such run;
+                                        --watch prints each change until startup completes (0) or fails (1)
+  tau-tui runs [-n NS] [-o json|yaml|table] [--demo [SCENARIO]]
+                                        every Tau-managed Job and RayJob, as `tau run list`
+  tau-tui cancel RUN [-n NS] [--wait] [--dry-run=server] [--demo [SCENARIO]]
+                                        delete the Job or RayJob and its <name>-headless Service (audited);
+                                        --wait shows "releasing compute" until its pods are gone, then
+                                        "cancelled"
 
 Commands that talk to the cluster take --request-timeout DURATION (as kubectl: 30s, 1m, 0 = no
 limit; default request_timeout in the app's config.yaml, else 30s; connecting, TLS included,
@@ -118,6 +128,28 @@ def build_parser() -> argparse.ArgumentParser:
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
     verify = audit_sub.add_parser("verify", help="check the hash chain; name the first bad line")
     verify.add_argument("file", nargs="?", help="audit log (default: $XDG_STATE_HOME/tau-tui/audit.jsonl)")
+    for name, text in (("status", "one run's state, phases, diagnostics and next actions"),
+                       ("runs", "list the Tau-managed Jobs and RayJobs"),
+                       ("cancel", "delete a run and its headless Service")):
+        cmd = sub.add_parser(name, help=text)
+        if name == "cancel":
+            cmd.add_argument("run", help="name of the Job or RayJob")
+            cmd.add_argument("--wait", action="store_true", help="wait until the run's pods are gone (compute released)")
+            cmd.add_argument("--dry-run", choices=["server", "none"], default="none", help="server: send with dryRun=All")
+            cmd.add_argument("--interval", metavar="DURATION", type=duration_arg, default=2.0,
+                             help="time between reads with --wait (default 2s)")
+        if name == "status":
+            cmd.add_argument("run", help="name of the Job or RayJob")
+            cmd.add_argument("--watch", action="store_true", help="print every change until startup completes or fails")
+            cmd.add_argument("--interval", metavar="DURATION", type=duration_arg, default=2.0,
+                             help="time between reads with --watch (default 2s)")
+        cmd.add_argument("-n", "--namespace", help="namespace (default: the context's, else default)")
+        cmd.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table", help="output format")
+        cmd.add_argument("--context", help="kubeconfig context (default: current)")
+        cmd.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO",
+                         help="read the embedded simulated cluster instead (scenario: demo, faults, large)")
+        cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
+                         help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
     return parser
 
 
@@ -261,6 +293,144 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
+#: With --demo --watch the simulated clock moves instead of the wall clock; a run still
+#: starting after this much simulated time is reported as such.
+DEMO_WATCH_LIMIT_SECONDS = 3600.0
+
+
+def _read_backend(args: argparse.Namespace):
+    """A backend for one-shot reads: the simulated cluster, or the real one with no watch started."""
+    if args.demo is not None:
+        from .core.cluster.sim.backend import SimulatedBackend
+        from .core.cluster.sim.scenario import build_world
+
+        return SimulatedBackend(build_world(args.demo), namespace=args.namespace)
+    from .core.cluster.real import KubernetesBackend
+
+    return KubernetesBackend(context=args.context, namespace=args.namespace, timeouts=request_timeouts(args))
+
+
+def _namespace_of(args: argparse.Namespace, backend) -> str:
+    return args.namespace or backend.namespace or "default"
+
+
+def _print_document(doc, output: str, lines: list[str], stream_json: bool = False) -> None:
+    import json
+
+    if output == "json":
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":")) if stream_json else json.dumps(doc, indent=2, ensure_ascii=False)
+        print(text)
+    elif output == "yaml":
+        import yaml
+
+        print(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, explicit_start=stream_json), end="")
+    else:
+        # Names and messages come from the cluster: escaped, never printed raw.
+        for line in lines:
+            print(escape_control(line))
+    sys.stdout.flush()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import time
+    from datetime import UTC, datetime
+
+    from .core.operations.rundocument import read_run, status_document, status_lines, unhealthy_nodes
+    from .core.operations.runstatus import compute_run_status
+
+    backend = _read_backend(args)
+    namespace = _namespace_of(args, backend)
+    last = None
+    waited = 0.0
+    while True:
+        now = backend.world.now() if args.demo is not None else datetime.now(UTC)
+        objs = read_run(backend, namespace, args.run, unhealthy_nodes(backend, now))
+        status = compute_run_status(objs)
+        doc = status_document(status, objs)
+        if doc != last:
+            if last is not None and args.output == "table":
+                print()
+            _print_document(doc, args.output, status_lines(status), stream_json=args.watch)
+            last = doc
+        if not args.watch or status.state == "not_found":
+            return EXIT_OK if status.state != "not_found" else EXIT_FAILED
+        if status.state == "failed" or status.startup_failed:
+            return EXIT_FAILED
+        if status.startup_complete or status.state == "succeeded":
+            return EXIT_OK
+        if args.demo is not None:
+            if waited >= DEMO_WATCH_LIMIT_SECONDS:
+                print(f"tau-tui: {namespace}/{args.run} is still {status.display_state} after "
+                      f"{int(waited)}s of simulated time", file=sys.stderr)
+                return EXIT_FAILED
+            backend.world.advance(args.interval)
+        else:
+            time.sleep(args.interval)
+        waited += args.interval
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from .core.operations.rundocument import list_document, list_lines, list_statuses, read_run_owners
+
+    backend = _read_backend(args)
+    # Without -n the list covers every namespace, as the Runs pane does.
+    owners = read_run_owners(backend, args.namespace)
+    statuses = list_statuses(backend, args.namespace, owners)
+    now = backend.world.now() if args.demo is not None else datetime.now(UTC)
+    doc = list_document(args.namespace, owners, now, statuses)
+    _print_document(doc, args.output, list_lines(doc))
+    return EXIT_OK
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    import time
+
+    from .core.cluster.kinds import ResourceKind
+    from .core.operations.audit import AuditLog
+    from .core.operations.rundocument import read_run
+    from .core.operations.runstatus import compute_run_status
+
+    backend = _read_backend(args)
+    namespace = _namespace_of(args, backend)
+    objs = read_run(backend, namespace, args.run)
+    if objs.job is None and objs.ray_job is None:
+        print(escape_control(f"tau-tui: no Job or RayJob {namespace}/{args.run}; tau-tui runs -n {namespace} lists them"),
+              file=sys.stderr)
+        return EXIT_FAILED
+    kind = ResourceKind.JOB if objs.job is not None else ResourceKind.RAY_JOB
+    dry_run = args.dry_run == "server"
+    target = f"{kind.type.kind} {namespace}/{args.run}"
+    audit = AuditLog(source="cli")
+    where = {"context": backend.current_context, "namespace": namespace, "identity": backend.who_am_i()}
+    audit.append("cancel", target, ok=None, message=f"delete {target} and its headless Service", dry_run=dry_run, phase="preview" if dry_run else "intent", **where)
+    result = backend.cancel(kind, namespace, args.run, dry_run=dry_run)
+    audit.append("cancel", target, ok=result.ok, dry_run=dry_run, message=result.message,
+                 phase="preview" if dry_run else "outcome", **where)
+    print(escape_control(result.message), file=sys.stdout if result.ok else sys.stderr)
+    if not result.ok:
+        return EXIT_FAILED
+    if not args.wait or dry_run:
+        return EXIT_OK
+    last = ""
+    while True:
+        status = compute_run_status(read_run(backend, namespace, args.run))
+        if status.state == "not_found":
+            print(f"{namespace}/{args.run}: cancelled; compute released")
+            return EXIT_OK
+        release = status.phase("Compute release")
+        line = f"{namespace}/{args.run}: {status.display_state}" + (f": {release.detail}" if release and release.detail else "")
+        if line != last:
+            print(escape_control(line))
+            sys.stdout.flush()
+            last = line
+        if args.demo is not None:
+            backend.world.advance(args.interval)
+        else:
+            time.sleep(args.interval)
+
+
 def _create_new(path: Path, text: str) -> None:
     """Create `path` only if nothing is there: O_EXCL fails on any existing name, a dangling symbolic
     link included, so init never writes through a link to somewhere else."""
@@ -349,8 +519,8 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
 
 
 HANDLERS = {"validate": cmd_validate, "render": cmd_render, "submit": cmd_submit, "profiles": cmd_profiles,
-            "init": cmd_init, "audit": cmd_audit,
-            "multikueue": cmd_multikueue}
+            "init": cmd_init, "audit": cmd_audit, "multikueue": cmd_multikueue, "status": cmd_status,
+            "runs": cmd_runs, "cancel": cmd_cancel}
 
 
 def run_command(argv: list[str]) -> int:

@@ -101,9 +101,14 @@ class NodeDetailScreen(PaneScreen):
                     Text(_pct(t.utilization_gpu if t else None)), Text(mem), Text(_pct(t.temperature_c if t else None, "°C")),
                     Text(ecc),
                 ]))
-            if detail is None:
+            others = [src for src in health.sources if src.source != "tau-agent"]
+            if detail is None and not others:
                 data.gpu_rows.append(("none", [Text("—"), Text("no per-GPU report"), verdict_cell_for(health.verdict.value, stale),
                                                Text(one_line(health.message, 120)), "", "", "", ""]))
+            for src in others:  # conditions of TauGrid's NPD, its collector, GKE, AKS: one row per writer
+                data.gpu_rows.append((f"source-{src.source}", [
+                    Text("node"), Text(src.label), verdict_cell_for(src.verdict.value, stale or src.stale),
+                    Text(one_line(src.message, 120)), "", "", "", ""]))
         for pod in backend.pods():
             if pod.node_name != node.name:
                 continue
@@ -130,7 +135,7 @@ class NodeDetailScreen(PaneScreen):
         self.query_one("#gpus-table", KeyedTable).apply_rows(data.gpu_rows, notice=fresh.notice(ResourceKind.NODE))
         self.query_one("#pods-table", KeyedTable).apply_rows(data.pod_rows, notice=fresh.notice(ResourceKind.POD))
         self.query_one("#events-table", KeyedTable).apply_rows(data.event_rows, notice=fresh.notice(ResourceKind.EVENT))
-        self.set_status(f"{len(data.gpu_rows)} GPUs · {len(data.pod_rows)} pods · {len(data.event_rows)} events")
+        self.set_status(f"{sum(not key.startswith('source-') for key, _ in data.gpu_rows)} GPUs · {len(data.pod_rows)} pods · {len(data.event_rows)} events")
 
     def _mutate(self, verb: str) -> None:
         self.tau.request_mutation(node_mutation(self.tau, verb, self.node_name))

@@ -15,8 +15,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, RayJobView
-from tau_tui.core.operations.runstatus import RunStatus, compute_run_status, objects_for_run
+from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status, objects_for_run
 from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
@@ -106,7 +107,7 @@ class RunsScreen(PaneScreen):
         pods = backend.pods()
         events = backend.events()
         data = RunsData()
-        order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "not_found": 5}
+        order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "not_found": 6}
         # Index once per collect (a scan per run is quadratic at 20,000 runs): workloads by owner
         # uid, pods by job / Ray cluster label, events by involved name, all within a namespace.
         workloads_by_uid: dict[str, list] = {}
@@ -144,8 +145,24 @@ class RunsScreen(PaneScreen):
             if not f.matches(f"{key} {status.state} {status.kind} {status.queue or ''}", owner.labels):
                 continue
             items.append((order[status.state], key, owner, status))
+        # Cancelled Jobs whose pods still terminate on their nodes: "releasing compute" until they are gone.
+        job_names = {(j.namespace or "", j.name) for j in backend.jobs(tau_managed_only=False)}
+        leftovers: dict[tuple[str, str], list] = {}
+        for pod in pods:
+            run = pod.labels.get("job-name")
+            if run and (pod.namespace or "", run) not in job_names and pod.node_name and not pod.terminal \
+                    and any(k.startswith(TAU_LABEL_PREFIX) for k in pod.labels):
+                leftovers.setdefault((pod.namespace or "", run), []).append(pod)
+        for (ns, run), run_pods in leftovers.items():
+            status = compute_run_status(RunObjects(ns, run, pods=tuple(run_pods)))
+            if f.matches(f"{ns}/{run} {status.state}", run_pods[0].labels):
+                items.append((order[status.state], f"{ns}/{run}", None, status))
         for _, key, owner, status in sorted(items, key=lambda item: (item[0], item[1])):
             data.statuses[key] = status
+            if owner is None:
+                data.rows.append((key, [status_text(status.state, status.display_state), Text(key), Text("Job"),
+                                        Text("—"), Text("local"), Text("—")]))
+                continue
             data.owners[key] = owner
             where = status.cluster or ("multikueue" if status.multikueue else "local")
             data.rows.append((key, [status_text(status.state, status.display_state), Text(key), Text(status.kind),

@@ -15,6 +15,7 @@ from typing import Any
 
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ChangeCallback, ConnectionState, StateCallback, Subscription, ViewState
+from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view
 from tau_tui.core.cluster.errors import ClusterError, describe_api_error
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import MULTIKUEUE_KINDS, ResourceKind, ResourceType
@@ -32,6 +33,8 @@ from tau_tui.core.cluster.positions import (
 )
 from tau_tui.core.cluster.view_types import ObjectView
 
+#: The Service the renderer creates next to a multi-node Job (runconfig/manifests.py).
+HEADLESS_SUFFIX = "-headless"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
 VISIBILITY_PAGE = 1000
@@ -162,6 +165,28 @@ class BaseBackend(ClusterBackend):
 
     def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> ObjectView | None:
         return self.cache.get(kind, name, namespace)
+
+    # -- live reads (headless commands: no watch, no cache) ------------------
+
+    def fetch(self, kind: ResourceKind, namespace: str | None = None, label_selector: str | None = None) -> builtins.list[ObjectView]:
+        """One list request to the API server, converted to views; 404 (the kind is not installed) is empty."""
+        build = SIMPLE_VIEW_BUILDERS.get(kind)
+        if kind is ResourceKind.NODE:
+            # GPU allocation needs every pod on the node: unknown (None) in a live read.
+            def build(obj: Mapping[str, Any]) -> ObjectView:
+                return node_view(obj, None, None)
+        if build is None:
+            raise ClusterError(f"{kind.type.kind} cannot be read without the cache")
+        try:
+            items = self._api_list(kind.type, namespace, label_selector=label_selector)
+        except ApiFailure as exc:
+            if exc.code == 404:
+                return []
+            raise ClusterError(
+                describe_api_error(exc.code, verb="list", resource=kind.type.qualified, namespace=namespace, body=exc.body, reason=exc.reason),
+                code=exc.code,
+            ) from None
+        return [build(item) for item in items]
 
     def generation(self, kind: ResourceKind) -> int:
         return self.cache.generation(kind)
@@ -422,7 +447,19 @@ class BaseBackend(ClusterBackend):
                                       f"{rt.kind} {namespace}/{name} is already gone", dry_run)
             return failure_result(exc, "delete", rt, name, namespace, dry_run)
         verb = "would be cancelled (server dry-run)" if dry_run else "cancelled; Kueue releases its quota"
-        return MutationResult(True, "delete", rt.kind, name, namespace, f"{rt.kind} {namespace}/{name} {verb}", dry_run)
+        message = f"{rt.kind} {namespace}/{name} {verb}"
+        if kind is not ResourceKind.WORKLOAD:
+            # The renderer's `<name>-headless` Service outlives its Job otherwise (it has no owner reference).
+            service_rt = EXTRA_TYPES[("", "Service")]
+            service = f"{name}{HEADLESS_SUFFIX}"
+            try:
+                self._api_delete(service_rt, service, namespace, dry_run)
+                message += f"; Service {service} {'would be ' if dry_run else ''}deleted"
+            except ApiFailure as exc:
+                if exc.code != 404:
+                    failed = failure_result(exc, "delete", service_rt, service, namespace, dry_run)
+                    return MutationResult(False, "delete", rt.kind, name, namespace, f"{message}; but {failed.message}", dry_run)
+        return MutationResult(True, "delete", rt.kind, name, namespace, message, dry_run)
 
     def set_stop_policy(
         self, kind: ResourceKind, name: str, policy: StopPolicy, namespace: str | None = None, dry_run: bool = False

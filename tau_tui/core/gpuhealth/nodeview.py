@@ -1,5 +1,9 @@
 """Reading what the agent published, for the TUI: a Node's conditions and its GPUNodeHealth
-object combined into one verdict that fails closed (no report or a stale heartbeat is unknown)."""
+object combined into one verdict that fails closed (no report or a stale heartbeat is unknown).
+
+The GPU conditions other writers put on the node (TauGrid's NPD and gpu-metrics-collector, GKE,
+AKS; :mod:`tau_tui.core.gpuhealth.nodeconditions`) are judged too: a node without tau-agent
+gets their verdict, and where both exist the worst wins and both are listed in ``sources``."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from tau_tui.core.gpuhealth.names import (
     CONDITION_UNHEALTHY,
     STALE_AFTER_PERIODS,
 )
+from tau_tui.core.gpuhealth.nodeconditions import SourceHealth, third_party_health
 from tau_tui.core.gpuhealth.report import NodeHealth
 from tau_tui.core.gpuhealth.verdicts import Verdict
 
@@ -27,6 +32,8 @@ class NodeHealthView(BaseModel):
     stale: bool
     last_heartbeat: datetime | None = None
     detail: NodeHealth | None = None
+    #: Every writer that judged this node, worst first (tau-agent, taugrid-npd, ...).
+    sources: list[SourceHealth] = []
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -47,10 +54,44 @@ def view_from_node(
     now: datetime,
     heartbeat_period_s: float = 300,
 ) -> NodeHealthView:
-    """Combine a Node (as JSON) and its GPUNodeHealth object into one truthful verdict.
+    """Combine a Node (as JSON), its GPUNodeHealth object and the GPU conditions of other
+    writers into one truthful verdict.
 
     Fails closed: no conditions, a stale heartbeat or an unreadable object gives unknown.
     """
+    agent = _agent_view(node, health_object, now, heartbeat_period_s)
+    others = third_party_health(node, now)
+    if not others:
+        if agent.reason != "NoAgentReport":
+            agent.sources = [_as_source(agent)]
+        return agent
+    if agent.reason == "NoAgentReport":
+        # No tau-agent here: the other writers' conditions are the verdict.
+        top = others[0]
+        return NodeHealthView(node_name=agent.node_name, verdict=top.verdict, reason=top.reason,
+                              message=f"{top.label}: {top.message}", stale=top.stale, detail=agent.detail,
+                              sources=others)
+    sources = sorted([_as_source(agent), *others], key=lambda s: -s.verdict.rank)  # stable: the agent first on ties
+    top = sources[0]
+    if top.source == "tau-agent":
+        agent.sources = sources
+        return agent
+    return NodeHealthView(node_name=agent.node_name, verdict=top.verdict, reason=top.reason,
+                          message=f"{top.label}: {top.message}", stale=top.stale,
+                          last_heartbeat=agent.last_heartbeat, detail=agent.detail, sources=sources)
+
+
+def _as_source(view: NodeHealthView) -> SourceHealth:
+    return SourceHealth(source="tau-agent", label="tau-agent", verdict=view.verdict, reason=view.reason,
+                        message=view.message, stale=view.stale)
+
+
+def _agent_view(
+    node: dict[str, Any],
+    health_object: dict[str, Any] | None,
+    now: datetime,
+    heartbeat_period_s: float,
+) -> NodeHealthView:
     name = (node.get("metadata") or {}).get("name", "")
     conditions = {c.get("type"): c for c in ((node.get("status") or {}).get("conditions") or [])}
     unhealthy = conditions.get(CONDITION_UNHEALTHY)

@@ -6,13 +6,12 @@ checks it."""
 from __future__ import annotations
 
 import enum
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from tau_tui.core.gpuhealth.datafile import load_data_file
 from tau_tui.core.gpuhealth.verdicts import Action
 
 
@@ -79,24 +78,4 @@ class CatalogError(ValueError):
 
 def load_xid_catalog(path: str | Path | None = None) -> XidCatalog:
     """Load the versioned XID catalog (the packaged one unless a path is given)."""
-    if path is None:
-        source = "tau_tui/core/gpuhealth/data/xid_catalog.yaml"
-        text = resources.files("tau_tui.core.gpuhealth").joinpath("data/xid_catalog.yaml").read_text("utf-8")
-    else:
-        source = str(path)
-        try:
-            text = Path(path).read_text("utf-8")
-        except OSError as exc:
-            raise CatalogError(f"{source}: cannot read XID catalog ({exc.strerror})") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{source}: not valid YAML: {exc}") from exc
-    try:
-        return XidCatalog.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise CatalogError(f"{source}: key '{where}': {first['msg']}") from exc
-    except ValueError as exc:
-        raise CatalogError(f"{source}: {exc}") from exc
+    return load_data_file(path, "data/xid_catalog.yaml", XidCatalog, CatalogError, "XID catalog")

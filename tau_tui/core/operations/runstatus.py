@@ -9,7 +9,7 @@ never decides a phase itself.  Fail closed: missing data leaves a phase
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -18,7 +18,9 @@ from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.view_types import EventView, JobView, PodView, RayJobView, WorkloadView
 
 PhaseStatus = Literal["pending", "active", "done", "warning", "skipped"]
-LifecycleState = Literal["not_found", "queued", "starting", "running", "succeeded", "failed"]
+#: taugrid.md §8.2's states, plus ``releasing``: the Job or RayJob is deleted (cancelled) and its
+#: pods still hold their nodes' GPUs until their grace period ends.
+LifecycleState = Literal["not_found", "queued", "starting", "running", "succeeded", "failed", "releasing"]
 
 PHASE_ORDER = (
     "Submitted",
@@ -41,6 +43,9 @@ STATUS_SYMBOLS: dict[str, str] = {"pending": "○", "active": "◐", "done": "�
 IMAGE_PULL_FAILURES = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 START_FAILURES = ("CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError")
 MULTIKUEUE_MANAGED_BY = "kueue.x-k8s.io/multikueue"
+#: KubeRay can report jobStatus=SUCCEEDED for a job whose submission failed; the
+#: Python SDK's ``classify`` treats ``status.failed > 0`` or this message as a failure.
+RAY_SUBMISSION_FAILED = "Job submission has failed"
 
 
 @dataclass(frozen=True)
@@ -58,10 +63,14 @@ class Phase:
 
 @dataclass(frozen=True)
 class RunDiagnostic:
-    code: str  # RUN_NOT_FOUND, RUN_FAILED, ADMISSION_REJECTED, KUEUE_PENDING, STARTUP_<PHASE>, STARTUP_FAILED
+    #: RUN_NOT_FOUND, RUN_FAILED, ADMISSION_REJECTED, KUEUE_PENDING, MULTIKUEUE_RETRY,
+    #: STARTUP_<PHASE>, STARTUP_FAILED, OOM_KILLED, GPU_FAULT
+    code: str
     severity: Literal["info", "warning", "error"]
     message: str
     suggestion: str = ""
+    #: Commands that help, each an argv (shown, never run by the engine).
+    commands: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,8 @@ class RunAction:
     name: str  # list, watch, logs, diagnostics, results, cancel
     description: str
     key: str = ""
+    #: The headless equivalent as an argv ("tau-tui status …", "kubectl logs …").
+    command: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,9 @@ class RunObjects:
     events: Sequence[EventView] = ()
     #: True on a MultiKueue manager (the run's pods live on a worker cluster).
     manager_view: bool = False
+    #: Nodes whose GPUs are unhealthy now, with the reason (XID 79, ECC, NVLink...);
+    #: a pod of this run bound to one gives a GPU_FAULT diagnostic.
+    unhealthy_nodes: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -179,6 +193,11 @@ def _multikueue_phase(objs: RunObjects, multikueue: bool) -> tuple[Phase, bool, 
     rejected = [c for c in checks if c.state == "Rejected"]
     if rejected:
         return Phase(name, "warning", f"AdmissionCheck {rejected[0].name} Rejected: {rejected[0].message}"), True, worker
+    retry = [c for c in checks if c.state == "Retry"]
+    if retry:
+        # Retry: the placement was reset (worker lost or evicted there); Kueue requeues it on the manager.
+        return Phase(name, "warning", f"AdmissionCheck {retry[0].name} Retry: {retry[0].message}".rstrip(": "),
+                     "the workload is requeued and placed again"), False, None
     if worker:
         return Phase(name, "done", f"placed on worker {worker}"), False, worker
     nominated = sorted({c for w in objs.workloads for c in w.nominated_cluster_names})
@@ -293,7 +312,9 @@ def _ray_phases(objs: RunObjects, pods: list[PodView]) -> tuple[Phase, Phase, Ph
     else:
         cluster = Phase("RayCluster", "pending", "no RayCluster yet")
     job_status = (rj.job_status or "").upper()
-    if job_status == "SUCCEEDED":
+    if _ray_submission_failed(rj):
+        job = Phase("RayJob", "warning", f"{job_status or deploy} but {_ray_failure_note(rj)}")
+    elif job_status == "SUCCEEDED":
         job = Phase("RayJob", "done", "SUCCEEDED")
     elif job_status in ("FAILED", "STOPPED") or deploy == "Failed":
         job = Phase("RayJob", "warning", job_status or deploy)
@@ -318,14 +339,33 @@ def _ray_phases(objs: RunObjects, pods: list[PodView]) -> tuple[Phase, Phase, Ph
     return cluster, job, release
 
 
+def _ray_submission_failed(rj: RayJobView) -> bool:
+    """The KubeRay quirk: ``status.failed > 0`` or "Job submission has failed" overrides SUCCEEDED."""
+    status = rj.raw.get("status") or {}
+    failed = status.get("failed")
+    return (isinstance(failed, int) and failed > 0) or RAY_SUBMISSION_FAILED in str(status.get("message") or "")
+
+
+def _ray_failure_note(rj: RayJobView) -> str:
+    status = rj.raw.get("status") or {}
+    message = str(status.get("message") or "")
+    reason = message.split("Reason:", 1)[1].strip() if "Reason:" in message else message
+    failed = status.get("failed")
+    note = f"status.failed={failed}" if isinstance(failed, int) and failed > 0 else RAY_SUBMISSION_FAILED.lower()
+    return note + (f" ({reason})" if reason else "")
+
+
 def _failed(objs: RunObjects) -> str | None:
     if objs.job is not None:
         cond = objs.job.condition("Failed")
         if cond is not None and cond.is_true:
             return f"Job failed: {cond.reason}: {cond.message}".rstrip(": ")
     if objs.ray_job is not None:
-        if (objs.ray_job.job_status or "").upper() == "FAILED" or objs.ray_job.job_deployment_status == "Failed":
-            return f"RayJob failed ({objs.ray_job.job_status or objs.ray_job.job_deployment_status})"
+        rj = objs.ray_job
+        if _ray_submission_failed(rj):
+            return f"RayJob failed: {rj.job_status or rj.job_deployment_status or 'no status'} but {_ray_failure_note(rj)}"
+        if (rj.job_status or "").upper() == "FAILED" or rj.job_deployment_status == "Failed":
+            return f"RayJob failed ({rj.job_status or rj.job_deployment_status})"
     return None
 
 
@@ -334,8 +374,22 @@ def _succeeded(objs: RunObjects) -> bool:
         cond = objs.job.condition("Complete")
         return cond is not None and cond.is_true
     if objs.ray_job is not None:
-        return (objs.ray_job.job_status or "").upper() == "SUCCEEDED"
+        return (objs.ray_job.job_status or "").upper() == "SUCCEEDED" and not _ray_submission_failed(objs.ray_job)
     return False
+
+
+def _oom_killed(pods: Sequence[PodView]) -> list[tuple[PodView, str]]:
+    """Containers that ended OOMKilled, now or in their previous run (``lastState``)."""
+    found = []
+    for pod in pods:
+        status = pod.raw.get("status") or {}
+        for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+            for key in ("state", "lastState"):
+                terminated = (cs.get(key) or {}).get("terminated") or {}
+                if terminated.get("reason") == "OOMKilled":
+                    found.append((pod, str(cs.get("name", ""))))
+                    break
+    return found
 
 
 # --------------------------------------------------------------------------
@@ -345,6 +399,15 @@ def _succeeded(objs: RunObjects) -> bool:
 
 def compute_run_status(objs: RunObjects) -> RunStatus:
     owner = objs.job or objs.ray_job
+    holding = [p for p in objs.pods if p.node_name and not p.terminal]
+    if owner is None and holding:
+        nodes = sorted({p.node_name or "" for p in holding})
+        release = Phase("Compute release", "active",
+                        f"{len(holding)} pod(s) still hold GPUs on {', '.join(nodes)}; waiting for them to terminate")
+        phases = tuple(release if name == "Compute release" else Phase(name, "skipped", "the run was deleted")
+                       for name in PHASE_ORDER)
+        return RunStatus(objs.namespace, objs.name, "unknown", "releasing", "releasing compute", phases,
+                         actions=(RunAction("list", "list runs in this namespace", ":runs", ("tau-tui", "runs", "-n", objs.namespace)),))
     if owner is None:
         return RunStatus(
             objs.namespace,
@@ -354,7 +417,7 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
             "not found",
             tuple(Phase(name, "pending") for name in PHASE_ORDER),
             (RunDiagnostic("RUN_NOT_FOUND", "error", f"no Job or RayJob {objs.namespace}/{objs.name}", "check the name and namespace"),),
-            (RunAction("list", "list runs in this namespace", ":runs"),),
+            (RunAction("list", "list runs in this namespace", ":runs", ("tau-tui", "runs", "-n", objs.namespace)),),
         )
     kind: Literal["Job", "RayJob"] = "Job" if objs.job is not None else "RayJob"
     multikueue = _is_multikueue(objs)
@@ -386,36 +449,63 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
     remote_running = remote and (worker is not None or all(c.state == "Ready" for w in objs.workloads for c in w.admission_checks))
     startup_complete = ready.status == "done" or succeeded or bool(remote_running and not rejected)
 
+    retrying = multikueue and placement.status == "warning" and not rejected
     if failure is not None or rejected:
         state: LifecycleState = "failed"
     elif succeeded:
         state = "succeeded"
-    elif admission.status == "active" or admission.status == "pending" or (admission.status == "warning" and not admitted):
+    elif admission.status == "active" or admission.status == "pending" or (admission.status == "warning" and not admitted) or retrying:
         state = "queued"
     elif startup_complete:
         state = "running"
     else:
         state = "starting"
 
+    ns, name = objs.namespace, objs.name
+    resource = "job" if kind == "Job" else "rayjob"
+    describe = ("kubectl", "describe", resource, name, "-n", ns)
+    logs = _logs_command(objs)
     if failure is not None:
-        diagnostics.append(RunDiagnostic("RUN_FAILED", "error", failure, "read the logs of the failed pod (previous container)"))
+        diagnostics.append(RunDiagnostic("RUN_FAILED", "error", failure, "read the logs of the failed pod (previous container)",
+                                         (logs + ("--previous",), describe)))
     if rejected:
-        diagnostics.append(RunDiagnostic("ADMISSION_REJECTED", "error", placement.detail, "check the MultiKueue pane for worker health"))
+        diagnostics.append(RunDiagnostic("ADMISSION_REJECTED", "error", placement.detail, "check the MultiKueue pane for worker health",
+                                         (("kubectl", "get", "multikueueclusters"),)))
+    if retrying:
+        diagnostics.append(RunDiagnostic("MULTIKUEUE_RETRY", "warning", placement.detail,
+                                         "the worker was lost or evicted the run; check the MultiKueue pane for worker health",
+                                         (("kubectl", "get", "multikueueclusters"),)))
     for phase in phases:
         if phase.status == "warning" and phase.name not in ("Kueue admission", "MultiKueue placement"):
             code = "STARTUP_" + phase.name.upper().replace(" ", "_")
-            diagnostics.append(RunDiagnostic(code, "warning", f"{phase.name}: {phase.detail}", phase.hint))
+            diagnostics.append(RunDiagnostic(code, "warning", f"{phase.name}: {phase.detail}", phase.hint, (describe,)))
+    for pod, container in _oom_killed(pods):
+        diagnostics.append(RunDiagnostic(
+            "OOM_KILLED", "error", f"{pod.name}/{container} was OOMKilled (out of memory)",
+            "raise resources.memory or lower the batch size; resume needs --force after an OOM",
+            (("kubectl", "logs", pod.name, "-c", container, "-n", ns, "--previous"),)))
+    for pod in pods:
+        reason = objs.unhealthy_nodes.get(pod.node_name or "")
+        # A pod that failed there was hit too; one that succeeded before the fault was not.
+        if reason and (not pod.terminal or pod.phase == "Failed"):
+            diagnostics.append(RunDiagnostic(
+                "GPU_FAULT", "error", f"{pod.name} runs on node {pod.node_name} whose GPU is unhealthy: {reason}",
+                "cancel and resubmit away from that node, or resume from the last checkpoint",
+                (("kubectl", "describe", "node", pod.node_name or ""),)))
     if startup_failed and failure is None and not rejected:
-        diagnostics.append(RunDiagnostic("STARTUP_FAILED", "error", "startup is failing; see the phases above"))
+        diagnostics.append(RunDiagnostic("STARTUP_FAILED", "error", "startup is failing; see the phases above", "", (describe,)))
 
-    actions = [RunAction("logs", "follow the run's logs (all pods merged)", "l")]
+    actions = [RunAction("logs", "follow the run's logs (all pods merged)", "l", logs + ("-f",))]
     if state in ("queued", "starting", "running"):
-        actions.append(RunAction("watch", "watch the queue position and phases", ":queue"))
-        actions.append(RunAction("cancel", "cancel the run (confirmed, audited)", "ctrl+d"))
+        actions.append(RunAction("watch", "watch the queue position and phases", ":queue",
+                                 ("tau-tui", "status", name, "-n", ns, "--watch")))
+        actions.append(RunAction("cancel", "cancel the run (confirmed, audited)", "ctrl+d",
+                                 ("kubectl", "delete", resource, name, "-n", ns)))
     if state == "failed":
-        actions.append(RunAction("diagnostics", "describe the failing objects and events", "d"))
+        actions.append(RunAction("diagnostics", "describe the failing objects and events", "d", describe))
     if state == "succeeded":
-        actions.append(RunAction("results", "show where the run wrote its results", "y"))
+        actions.append(RunAction("results", "show where the run wrote its results", "y",
+                                 ("kubectl", "get", resource, name, "-n", ns, "-o", "yaml")))
     display = {"not_found": "not found", "queued": "queued", "starting": "starting", "running": "running",
                "succeeded": "succeeded", "failed": "failed"}[state]
     queue = objs.workloads[0].queue_name if objs.workloads else owner.labels.get("kueue.x-k8s.io/queue-name")
@@ -436,6 +526,14 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
     )
 
 
+def _logs_command(objs: RunObjects) -> tuple[str, ...]:
+    if objs.ray_job is not None and objs.ray_job.ray_cluster_name:
+        selector = f"ray.io/cluster={objs.ray_job.ray_cluster_name}"
+    else:
+        selector = f"job-name={objs.name}"
+    return ("kubectl", "logs", "-n", objs.namespace, "-l", selector, "--all-containers", "--prefix")
+
+
 STATE_SYMBOLS: dict[str, str] = {
     "not_found": "?",
     "queued": "◷",
@@ -443,6 +541,7 @@ STATE_SYMBOLS: dict[str, str] = {
     "running": "▶",
     "succeeded": "✓",
     "failed": "✗",
+    "releasing": "◑",
 }
 
 

@@ -151,6 +151,11 @@ class Kubelet(Controller):
 
     def finish_pods(self, now: datetime) -> None:
         for pod in sorted(self.store.items(R.POD.type), key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])):
+            deleting = parse_time(pod["metadata"].get("deletionTimestamp"))
+            if deleting is not None:
+                if now >= deleting:  # the grace period is over: the containers are gone, the GPUs free
+                    self.store.remove(R.POD.type, pod["metadata"]["name"], pod["metadata"]["namespace"])
+                continue
             if (pod.get("status") or {}).get("phase") != "Running":
                 continue
             deadline = self._pod_deadline(pod)

@@ -1,0 +1,286 @@
+"""The run documents the headless commands print: ``tau-tui status`` (the shape of
+``tau run status -o json``, taugrid.md §8.3) and ``tau-tui runs`` (``tau run list -o json``,
+§8.4), and the live reads behind them.
+
+The status document is built from the same :class:`RunStatus` the Runs pane draws, so the
+pane and the command cannot disagree.  Reads go to the API server directly
+(:meth:`BaseBackend.fetch`): a one-shot command starts no watch.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from tau_tui.core.cluster.common import BaseBackend
+from tau_tui.core.cluster.convert import format_time
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME, QUEUE_NAME_LABEL, SUBMISSION_ID_LABEL
+from tau_tui.core.cluster.view_types import (
+    EventView,
+    GpuHealthView,
+    JobView,
+    NodeView,
+    ObjectView,
+    PodView,
+    RayJobView,
+    WorkloadView,
+)
+from tau_tui.core.operations.runstatus import STATE_SYMBOLS, RunObjects, RunStatus, compute_run_status, objects_for_run
+
+API_VERSION = "tau.azure.com/v1alpha1"
+RUN_ID_LABEL = "tau.azure.com/run-id"
+DURABLE_ID_LABEL = "tau.azure.com/durable-id"
+EXPERIMENT_LABEL = "tau.azure.com/experiment"
+RESULT_PATH_ANNOTATION = "tau.azure.com/result-path"
+
+
+def _time(value: datetime | None) -> str | None:
+    return format_time(value) if value is not None else None
+
+
+def _only(views: Sequence[ObjectView], view_type: type[Any]) -> list[Any]:
+    return [v for v in views if isinstance(v, view_type)]
+
+
+def read_run(backend: BaseBackend, namespace: str, name: str, unhealthy_nodes: Mapping[str, str] | None = None) -> RunObjects:
+    """The objects of one run, read live: the Job or RayJob, its Workloads, pods and events."""
+    jobs: list[JobView] = [j for j in _only(backend.fetch(ResourceKind.JOB, namespace), JobView) if j.name == name]
+    ray_jobs: list[RayJobView] = [r for r in _only(backend.fetch(ResourceKind.RAY_JOB, namespace), RayJobView) if r.name == name]
+    job = jobs[0] if jobs else None
+    ray_job = ray_jobs[0] if ray_jobs and job is None else None
+    if job is None and ray_job is None:
+        # Cancelled (or never there): a Job's pods may still be terminating and holding GPUs.
+        leftover: list[PodView] = _only(backend.fetch(ResourceKind.POD, namespace, f"job-name={name}"), PodView)
+        return RunObjects(namespace, name, pods=tuple(leftover), unhealthy_nodes=dict(unhealthy_nodes or {}))
+    workloads: list[WorkloadView] = _only(backend.fetch(ResourceKind.WORKLOAD, namespace), WorkloadView)
+    if job is not None:
+        selector: str | None = f"job-name={name}"
+    elif ray_job is not None and ray_job.ray_cluster_name:
+        selector = f"ray.io/cluster={ray_job.ray_cluster_name}"
+    else:
+        selector = None
+    pods: list[PodView] = _only(backend.fetch(ResourceKind.POD, namespace, selector), PodView) if selector else []
+    events: list[EventView] = _only(backend.fetch(ResourceKind.EVENT, namespace), EventView)
+    objs = objects_for_run(namespace, name, job=job, ray_job=ray_job, workloads=workloads, pods=pods, events=events)
+    if unhealthy_nodes:
+        objs = RunObjects(objs.namespace, objs.name, objs.job, objs.ray_job, objs.workloads, objs.pods, objs.events,
+                          objs.manager_view, dict(unhealthy_nodes))
+    return objs
+
+
+def unhealthy_nodes(backend: BaseBackend, now: datetime) -> dict[str, str]:
+    """Nodes whose GPU verdict is unhealthy now, with the reason, from the agent's report and the
+    conditions of other writers (TauGrid NPD, GKE, AKS); nodes the caller may not read are left out."""
+    from tau_tui.core.cluster.errors import ClusterError
+    from tau_tui.core.gpuhealth.nodeview import view_from_node
+    from tau_tui.core.gpuhealth.verdicts import Verdict
+
+    try:
+        nodes: list[NodeView] = _only(backend.fetch(ResourceKind.NODE), NodeView)
+    except ClusterError:
+        return {}  # a researcher's account often may not list nodes: no GPU_FAULT, never a failure
+    try:
+        reports = {h.node_name: h for h in _only(backend.fetch(ResourceKind.GPU_HEALTH), GpuHealthView)}
+    except ClusterError:
+        reports = {}
+    out = {}
+    for node in nodes:
+        report = reports.get(node.name)
+        view = view_from_node(dict(node.raw), {"status": dict(report.status)} if report else None, now)
+        if view.verdict is Verdict.UNHEALTHY:
+            out[node.name] = f"{view.reason}: {view.message}".strip(": ")
+    return out
+
+
+def read_run_owners(backend: BaseBackend, namespace: str | None) -> list[JobView | RayJobView]:
+    """Every Tau-managed Job and RayJob, without KubeRay's submitter Jobs (``tau run list``)."""
+    jobs: list[JobView] = _only(backend.fetch(ResourceKind.JOB, namespace), JobView)
+    ray_jobs: list[RayJobView] = _only(backend.fetch(ResourceKind.RAY_JOB, namespace), RayJobView)
+    owners: list[JobView | RayJobView] = [j for j in jobs if j.tau_managed and not j.owned_by_rayjob]
+    owners += [r for r in ray_jobs if r.tau_managed]
+    return sorted(owners, key=lambda o: (o.namespace or "", o.name))
+
+
+def _argv(argv: Sequence[str]) -> dict[str, Any]:
+    return {"argv": list(argv), "env": {}, "shell": shlex.join(argv)}
+
+
+def _condition(c: Any) -> dict[str, Any]:
+    return {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message,
+            "lastTransitionTime": _time(c.last_transition_time)}
+
+
+def status_document(status: RunStatus, objs: RunObjects) -> dict[str, Any]:
+    """The §8.3 ``RunStatus`` document of one run."""
+    owner = objs.job or objs.ray_job
+    doc: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "RunStatus",
+        "metadata": {
+            "name": objs.name,
+            "namespace": objs.namespace,
+            "labels": dict(owner.labels) if owner else {},
+            "annotations": dict(owner.annotations) if owner else {},
+        },
+        "status": {
+            "found": owner is not None,
+            "workloadKind": status.kind if owner is not None else None,
+            "state": status.state,
+            "displayState": status.display_state,
+            "startupComplete": status.startup_complete,
+            "startupFailed": status.startup_failed,
+            "queue": status.queue,
+            "cluster": status.cluster,
+            "multiKueue": status.multikueue,
+        },
+        "phases": [
+            {"name": p.name, "status": p.status, "detail": p.detail, "hint": p.hint, "startedAt": _time(p.started_at)}
+            for p in status.phases
+        ],
+    }
+    job = objs.job
+    doc["job"] = {"found": job is not None} if job is None else {
+        "found": True, "uid": job.uid, "createdAt": _time(job.creation_timestamp), "startedAt": _time(job.start_time),
+        "finishedAt": _time(job.completion_time), "suspended": job.suspended, "active": job.active,
+        "succeeded": job.succeeded, "failed": job.failed, "parallelism": job.parallelism, "managedBy": job.managed_by,
+        "conditions": [_condition(c) for c in job.conditions],
+    }
+    if objs.ray_job is not None:
+        rj = objs.ray_job
+        raw_status = rj.raw.get("status") or {}
+        doc["rayJob"] = {
+            "found": True, "uid": rj.uid, "createdAt": _time(rj.creation_timestamp), "jobId": rj.job_id,
+            "rayClusterName": rj.ray_cluster_name, "jobStatus": rj.job_status, "jobDeploymentStatus": rj.job_deployment_status,
+            "failed": raw_status.get("failed"), "message": raw_status.get("message"), "suspended": rj.suspended,
+            "managedBy": rj.managed_by,
+        }
+    doc["workloads"] = [
+        {"name": w.name, "queue": w.queue_name, "clusterQueue": w.cluster_queue, "status": w.status_word, "active": w.active,
+         "clusterName": w.cluster_name, "nominatedClusterNames": list(w.nominated_cluster_names),
+         "admissionChecks": [{"name": c.name, "state": c.state, "message": c.message,
+                              "lastTransitionTime": _time(c.last_transition_time)} for c in w.admission_checks],
+         "conditions": [_condition(c) for c in w.conditions]}
+        for w in objs.workloads
+    ]
+    doc["pods"] = [
+        {"name": p.name, "phase": p.phase, "node": p.node_name, "startedAt": _time(p.start_time),
+         "deleting": p.deletion_timestamp is not None,
+         "containers": [{"name": c.name, "init": c.init, "state": c.state, "reason": c.reason, "ready": c.ready,
+                         "restarts": c.restart_count} for c in p.container_statuses]}
+        for p in objs.pods
+    ]
+    doc["resourceClaims"] = [
+        {"pod": p.name, "claims": list((p.raw.get("status") or {}).get("resourceClaimStatuses") or [])}
+        for p in objs.pods if (p.raw.get("spec") or {}).get("resourceClaims")
+    ]
+    doc["events"] = [
+        {"type": e.type, "reason": e.reason, "message": e.message, "object": f"{e.involved_kind}/{e.involved_name}",
+         "count": e.count, "lastTimestamp": _time(e.last_timestamp)}
+        for e in sorted(objs.events, key=lambda e: (e.last_timestamp is None, e.last_timestamp or datetime.min))
+    ]
+    doc["diagnostics"] = [
+        {"code": d.code, "severity": d.severity, "message": d.message, "suggestion": d.suggestion,
+         "commands": [_argv(c) for c in d.commands]}
+        for d in status.diagnostics
+    ]
+    doc["actions"] = [
+        {"name": a.name, "description": a.description, "key": a.key, "command": _argv(a.command) if a.command else None}
+        for a in status.actions
+    ]
+    return doc
+
+
+def age_bucket(created: datetime | None, now: datetime) -> str:
+    """``30s``, ``45m``, ``2h``, ``3d`` as ``tau run list`` prints them."""
+    if created is None:
+        return "?"
+    seconds = max(0, int((now - created).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def list_document(namespace: str | None, owners: Sequence[JobView | RayJobView], now: datetime,
+                  statuses: Mapping[str, RunStatus] | None = None) -> dict[str, Any]:
+    """The §8.4 document: one row per run; ``state`` added from the phase engine when given."""
+    runs = []
+    for owner in owners:
+        kind = "Job" if isinstance(owner, JobView) else "RayJob"
+        key = f"{owner.namespace}/{owner.name}"
+        status = (statuses or {}).get(key)
+        run: dict[str, Any] = {
+            "name": owner.name, "kind": kind, "status": owner.status_word, "created": _time(owner.creation_timestamp),
+            "age": age_bucket(owner.creation_timestamp, now), "runId": owner.labels.get(RUN_ID_LABEL) or owner.labels.get(SUBMISSION_ID_LABEL),
+            "queue": owner.labels.get(QUEUE_NAME_LABEL), "namespace": owner.namespace,
+            "cluster": status.cluster if status else None, "resourceUid": owner.uid,
+            "durableId": owner.labels.get(DURABLE_ID_LABEL), "source": "kubernetes",
+            "experimentTracking": owner.labels.get(EXPERIMENT_LABEL) is not None,
+            "experimentPath": owner.annotations.get(RESULT_PATH_ANNOTATION),
+            "executionTarget": "multiKueue" if owner.managed_by == MULTIKUEUE_CONTROLLER_NAME else "local",
+        }
+        if status is not None:
+            run["state"] = status.state
+        runs.append(run)
+    return {"namespace": namespace or "", "total": len(runs), "historyState": "live", "runs": runs}
+
+
+def list_statuses(backend: BaseBackend, namespace: str | None,
+                  owners: Sequence[JobView | RayJobView]) -> dict[str, RunStatus]:
+    """The phase engine's state of every run, from one list of Workloads and pods per namespace."""
+    out: dict[str, RunStatus] = {}
+    namespaces = sorted({o.namespace or "" for o in owners})
+    workloads: list[WorkloadView] = _only(backend.fetch(ResourceKind.WORKLOAD, namespace), WorkloadView)
+    pods: list[PodView] = _only(backend.fetch(ResourceKind.POD, namespace), PodView)
+    for ns in namespaces:
+        ns_workloads = [w for w in workloads if w.namespace == ns]
+        ns_pods = [p for p in pods if p.namespace == ns]
+        for owner in owners:
+            if (owner.namespace or "") != ns:
+                continue
+            objs = objects_for_run(ns, owner.name, job=owner if isinstance(owner, JobView) else None,
+                                   ray_job=owner if isinstance(owner, RayJobView) else None,
+                                   workloads=ns_workloads, pods=ns_pods, events=())
+            out[f"{ns}/{owner.name}"] = compute_run_status(objs)
+    return out
+
+
+SEVERITY_MARKS = {"error": "✗", "warning": "⚠", "info": "i"}
+
+
+def status_lines(status: RunStatus) -> list[str]:
+    """The human view of one run: Progress, Attention, Next (as the Runs pane, in plain text)."""
+    head = f"{status.kind} {status.namespace}/{status.name}  {STATE_SYMBOLS[status.state]} {status.display_state}"
+    if status.queue:
+        head += f"  queue {status.queue}"
+    if status.cluster:
+        head += f"  worker {status.cluster}"
+    lines = [head, "", "Progress"]
+    width = max(len(p.name) for p in status.phases)
+    for p in status.phases:
+        line = f"  {p.name:<{width}}  {p.symbol} {p.status:<8}  {p.detail}".rstrip()
+        if p.hint:
+            line += f"  → {p.hint}"
+        lines.append(line)
+    if status.diagnostics:
+        lines += ["", "Attention"]
+        for d in status.diagnostics:
+            lines.append(f"  {SEVERITY_MARKS[d.severity]} {d.code}: {d.message}" + (f"  → {d.suggestion}" if d.suggestion else ""))
+            lines += [f"      $ {shlex.join(c)}" for c in d.commands]
+    if status.actions:
+        lines += ["", "Next"]
+        for a in status.actions:
+            lines.append(f"  {a.name}: {a.description}" + (f"  $ {shlex.join(a.command)}" if a.command else ""))
+    return lines
+
+
+def list_lines(doc: Mapping[str, Any]) -> list[str]:
+    """``tau run list`` as a table: one line per run."""
+    columns = ("namespace", "name", "kind", "state", "status", "queue", "executionTarget", "age")
+    header = ("NAMESPACE", "NAME", "KIND", "STATE", "STATUS", "QUEUE", "WHERE", "AGE")
+    rows = [tuple(str(run.get(c) if run.get(c) is not None else "—") for c in columns) for run in doc.get("runs") or ()]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(columns))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
