@@ -98,6 +98,12 @@ def leftovers_on_worker(worker_api, namespace: str, job_name: str, workload_name
     return found
 
 
+def leftovers_on_workers(t3, apis, job_name: str, workload_name: str) -> list[str]:
+    """leftovers_on_worker on every worker: the one that ran the Job and the one whose copy lost."""
+    return [f"{name}: {item}" for name in t3.worker_names
+            for item in leftovers_on_worker(apis[name], t3.namespace, job_name, workload_name)]
+
+
 def submit_and_find_worker(t3, apis, body: dict) -> tuple[k8s.V1Job, str, str]:
     """Create the Job on the manager; return it, the worker it went to and its Workload name."""
     job = k8s.BatchV1Api(apis["manager"]).create_namespaced_job(t3.namespace, body)
@@ -135,14 +141,14 @@ def test_job_runs_on_worker_kwok_node_and_delete_on_manager_clears_worker(t3, ap
              "status.active=1 synced to the manager's Job")
 
     manager_batch.delete_namespaced_job("t3-running", t3.namespace, propagation_policy="Background")
-    wait_for(lambda: not leftovers_on_worker(worker_api, t3.namespace, "t3-running", workload),
-             f"Job, pods and Workload gone from {chosen}")
+    wait_for(lambda: not leftovers_on_workers(t3, apis, "t3-running", workload),
+             "Job, pods and Workload gone from every worker")
     wait_for(lambda: manager_workload(apis["manager"], t3.namespace, job.metadata.uid) is None,
              "the Workload gone from the manager")
 
 
 def test_completed_job_succeeds_on_manager_and_leaves_nothing_on_worker(t3, apis):
-    job, chosen, workload = submit_and_find_worker(t3, apis, gpu_job("t3-complete", t3.local_queue, keep_running=False))
+    job, _worker, workload = submit_and_find_worker(t3, apis, gpu_job("t3-complete", t3.local_queue, keep_running=False))
     manager_batch = k8s.BatchV1Api(apis["manager"])
 
     def complete():
@@ -152,8 +158,8 @@ def test_completed_job_succeeds_on_manager_and_leaves_nothing_on_worker(t3, apis
     status = wait_for(complete, "Complete=True on the manager's Job (synced from the worker)")
     assert status.succeeded == 1
     # Once the remote Workload is Finished, MultiKueue deletes the remote objects.
-    wait_for(lambda: not leftovers_on_worker(apis[chosen], t3.namespace, "t3-complete", workload),
-             f"Job, pods and Workload gone from {chosen} after completion")
+    wait_for(lambda: not leftovers_on_workers(t3, apis, "t3-complete", workload),
+             "Job, pods and Workload gone from every worker after completion")
     finished = manager_workload(apis["manager"], t3.namespace, job.metadata.uid)
     assert any(c["type"] == "Finished" and c["status"] == "True" for c in finished["status"]["conditions"])
     manager_batch.delete_namespaced_job("t3-complete", t3.namespace, propagation_policy="Background")
