@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import random
+import re
 import threading
 
 from tau_tui.core.cluster.api import LogChunkRequest, LogRequest
@@ -45,6 +47,27 @@ def test_search_save_and_markup_verbatim(tmp_path):
     assert (out.stat().st_mode & 0o777) != 0
     spool.close()
     assert not (tmp_path / spool.path).exists()
+
+
+def test_block_search_finds_what_a_per_line_search_finds(tmp_path, monkeypatch):
+    # Small blocks so that lines straddle many block boundaries; ASCII and non-ASCII blocks both occur.
+    monkeypatch.setattr(LogSpool, "SEARCH_BLOCK", 512)
+    rng = random.Random(7)
+    words = ["error", "ERROR", "Warn", "\u212a", "caf\u00e9", "x", "", "a b", "foo$", "^bar", "[x]", "\u00fcber", "\r"]
+    spool = LogSpool(directory=str(tmp_path))
+    count = spool.append_lines(" ".join(rng.choice(words) for _ in range(rng.randint(0, 4))) for _ in range(3000))
+    assert count == 3000 and spool.committed_count == 3000
+    spool.set_partial("p", "partial error line")
+    everything = spool.lines()
+    cases = [("error", False, True), ("error", False, False), ("k", False, True), ("\u00dcBER", False, True),
+             ("^bar", True, True), ("foo$", True, False), (r"\bx\b", True, True), (r"a\s+b", True, True), ("", False, True),
+             (r"^$", True, True), (r"(?<=a) b", True, True), (r"x\Z", True, True), ("r\n", False, True), ("[x]", False, True)]
+    for pattern, regex, ignore_case in cases:
+        rx = re.compile(pattern if regex else re.escape(pattern), re.IGNORECASE if ignore_case else 0)
+        for start in (0, 1234):
+            expected = [i for i, text in enumerate(everything) if i >= start and rx.search(text)]
+            assert spool.search(pattern, regex=regex, ignore_case=ignore_case, start=start) == expected, pattern
+    spool.close()
 
 
 def test_timestamps_parse_with_nanoseconds_and_offsets():
