@@ -25,23 +25,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from textual.app import App, ComposeResult  # noqa: E402
 
 from tau_tui.core.cluster.api import LogChunkRequest, LogRequest  # noqa: E402
 from tau_tui.core.logspool import LogSpool, LogStream, format_timestamp_ns  # noqa: E402
 from tau_tui.widgets.log_view import LogView  # noqa: E402
+
+from machine_info import machine  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CHUNK_SECONDS = 0.01
@@ -55,20 +55,6 @@ def rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
-
-
-def machine() -> dict:
-    model = ""
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"nproc": os.cpu_count(), "cpu": model, "python": platform.python_version(),
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "loadavg": os.getloadavg()[0]}
 
 
 class PacedSource:
