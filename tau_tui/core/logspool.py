@@ -38,6 +38,9 @@ from tau_tui.core.cluster.api import LogChunkRequest, LogRequest
 # --------------------------------------------------------------------------
 
 _TS_RE = re.compile(rb"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2}) ")
+# The same timestamp on every line of a block at once (one C call per chunk, not a match per line).
+_TS_LINES_RE = re.compile(rb"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2}) ([^\n]*)$", re.M)
+_FRACTION_SCALE = tuple(10 ** (9 - digits) for digits in range(10))
 
 
 @lru_cache(maxsize=1024)
@@ -381,13 +384,16 @@ class _ContainerFollower(threading.Thread):
                     if self.stream._stopped.is_set():
                         break
                     buffer += chunk
-                    *complete, buffer = buffer.split(b"\n")
+                    cut = buffer.rfind(b"\n")
                     batch: list[_Entry] = []
                     queued = time.monotonic()
-                    for raw in complete:
-                        skip_equal = self._emit(raw, skip_before, skip_equal, batch, queued)
-                        if skip_equal < 0:
-                            skip_before, skip_equal = 0, 0
+                    if cut >= 0:
+                        complete, buffer = buffer[:cut], buffer[cut + 1 :]
+                        if skip_before or not self._emit_block(complete, batch, queued):
+                            for raw in complete.split(b"\n"):
+                                skip_equal = self._emit(raw, skip_before, skip_equal, batch, queued)
+                                if skip_equal < 0:
+                                    skip_before, skip_equal = 0, 0
                     self.stream._push(self, batch)
                     if buffer or had_partial:  # most chunks end on a newline: no lock, no wake-up
                         self.stream.spool.set_partial(self, self._display(buffer) if buffer else None)
@@ -434,6 +440,35 @@ class _ContainerFollower(threading.Thread):
         batch: list[_Entry] = []
         self._emit(raw, skip_before, skip_equal, batch, time.monotonic())
         self.stream._push(self, batch)
+
+    def _emit_block(self, block: bytes, batch: list[_Entry], queued: float) -> bool:
+        """Every line of ``block`` (newline-separated, none skipped) into ``batch``, when every line
+        starts with a timestamp: one regex call for the block.  False (nothing added) otherwise;
+        the caller then goes line by line.  Same result as :meth:`_emit` on each line."""
+        parsed = _TS_LINES_RE.findall(block)
+        if len(parsed) != block.count(b"\n") + 1:  # a match is anchored to one line: equal counts = all matched
+            return False
+        order, prefix, seq = self.order, self._prefix_bytes, self._seq
+        last_ns, same = self.last_ns, self.same_ns_count
+        keep_ts = self.stream.request.timestamps
+        strip_cr = b"\r" in block
+        append = batch.append
+        for base, frac, zone, rest in parsed:
+            ns = _epoch_seconds(base, zone) * 1_000_000_000
+            if frac:
+                ns += int(frac) * _FRACTION_SCALE[len(frac)]
+            if ns == last_ns:
+                same += 1
+            else:
+                last_ns, same = ns, 1
+            if strip_cr:
+                rest = rest.rstrip(b"\r")
+            if keep_ts:
+                rest = base + (b"." + frac if frac else b"") + zone + b" " + rest
+            seq += 1
+            append((ns, order, seq, queued, prefix + rest))
+        self._seq, self.last_ns, self.same_ns_count = seq, last_ns, same
+        return True
 
     def _emit(self, raw: bytes, skip_before: int, skip_equal: int, batch: list[_Entry], queued: float) -> int:
         """Add one complete line to ``batch`` unless it was already emitted

@@ -79,6 +79,24 @@ def test_timestamps_parse_with_nanoseconds_and_offsets():
     assert split_timestamp(b"no stamp")[0] is None
 
 
+def test_block_parse_equals_line_by_line(tmp_path):
+    # The follower parses a chunk whose lines all carry timestamps with one regex call; the result
+    # (lines, order keys, resume state) must be what the line-by-line path gives.
+    raw = [b"2026-01-01T00:00:01.5Z a\r", b"2026-01-01T00:00:01.5Z b", b"2026-01-01T01:00:02+01:00 c [x]",
+           b"2026-01-01T00:00:03.123456789Z ", b"2026-01-01T00:00:03.123456789Z \xff\xfe bytes"]
+    for timestamps in (False, True):
+        request = LogRequest(namespace="ns", pods=("a", "b"), follow=True, timestamps=timestamps)
+        by_block, by_line = (LogStream(FlakySource([], 0), request, [("a", "main"), ("b", "main")],
+                                       spool_dir=str(tmp_path))._followers[0] for _ in range(2))
+        block_batch, line_batch = [], []
+        assert by_block._emit_block(b"\n".join(raw), block_batch, 1.0)
+        for line in raw:
+            by_line._emit(line, 0, 0, line_batch, 1.0)
+        assert block_batch == line_batch
+        assert (by_block.last_ns, by_block.same_ns_count, by_block._seq) == (by_line.last_ns, by_line.same_ns_count, by_line._seq)
+        assert not by_block._emit_block(b"\n".join([*raw, b"no timestamp"]), [], 1.0)
+
+
 class FlakySource:
     """A scripted log source: serves lines, breaks once mid-stream, honours sinceTime (seconds)."""
 
