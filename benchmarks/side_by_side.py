@@ -28,8 +28,9 @@ Workloads), then measures, every tool against the same server:
    table counts them (shown / sent). Peak RSS of the tool over that minute: VmHWM.
 Each timing is repeated (--repeat, default 3; latency runs once per tool); the table prints the
 median and min..max, the machine and the date, and the raw numbers go to
-benchmarks/results/side_by_side.json. A peer that is not built is reported as missing and the
-rest still runs (build peers with `bash harness/build.sh k9s kueuectl`).
+benchmarks/results/side_by_side.json. A missing peer (k9s, kueuectl) is built first with
+`bash harness/build.sh <peer>` (unless --no-build, or while another harness/build.sh runs); a peer
+that cannot be built is reported as missing, with why, and the rest still runs.
 
 Run: .venv/bin/python benchmarks/side_by_side.py [--repeat 3] [--rate 200] [--seconds 60]
      [--workloads 20000] [--nodes 2000]
@@ -320,6 +321,25 @@ def med(values: list) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}..{max(values):.2f})"
 
 
+def build_peer(name: str) -> None:
+    """`bash harness/build.sh <name>` (niced; Go builds take minutes), unless a build already runs."""
+    running = subprocess.run(["pgrep", "-f", "harness/build.sh"], capture_output=True, text=True).stdout.split()
+    if running:
+        print(f"peer {name}: not building, another harness/build.sh runs (PIDs {' '.join(running)})", flush=True)
+        return
+    print(f"peer {name}: building with `bash harness/build.sh {name}` ...", flush=True)
+    log = RESULTS / f"build-{name}.log"
+    RESULTS.mkdir(exist_ok=True)
+    with open(log, "w") as out:
+        code = subprocess.run(["nice", "-n", "15", "bash", str(REPO / "harness" / "build.sh"), name],
+                              stdout=out, stderr=subprocess.STDOUT).returncode
+    if code:
+        tail = log.read_text(errors="replace").splitlines()[-5:]
+        print(f"peer {name}: build failed (exit {code}); last lines of {log}:\n  " + "\n  ".join(tail), flush=True)
+    else:
+        log.unlink(missing_ok=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -328,18 +348,21 @@ def main() -> int:
     parser.add_argument("--workloads", type=int, default=20_000)
     parser.add_argument("--nodes", type=int, default=2_000)
     parser.add_argument("--skip", action="append", default=[], choices=("sync", "first-screen", "latency"))
+    parser.add_argument("--no-build", action="store_true", help="do not build missing peers")
     args = parser.parse_args()
     binaries = locate()
     peers: dict[str, Path] = {}
     missing = []
     for name in ("kubectl", "kueuectl", "k9s"):
         path = getattr(binaries, name)
+        if not os.access(path, os.X_OK) and name != "kubectl" and not args.no_build:
+            build_peer(name)
         if os.access(path, os.X_OK):
             peers[name] = path
         else:
             missing.append(name)
-            print(f"peer {name} is not built ({path}): skipped; build it with `bash harness/build.sh "
-                  f"{'k8s' if name == 'kubectl' else name}`", flush=True)
+            print(f"peer {name} is not built ({path}): its measurements are skipped; build it with "
+                  f"`bash harness/build.sh {'k8s' if name == 'kubectl' else name}`", flush=True)
     if not shutil.which("tmux"):
         print("tmux is not installed: the screen measurements are skipped", flush=True)
         args.skip += ["first-screen", "latency"]
