@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -242,15 +243,22 @@ def main() -> int:
     parser.add_argument("--search-gb", type=float, default=1.0)
     parser.add_argument("--skip", choices=("single", "merged", "search"), action="append", default=[])
     parser.add_argument("--spool-dir", default=None, help="where spools go (default: the temp dir)")
+    parser.add_argument("--one-round", choices=("single", "merged"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     spool_dir = args.spool_dir or tempfile.gettempdir()
+    if args.one_round:  # a child: one stream round in a fresh process, so RSS growth is its own
+        streams = 1 if args.one_round == "single" else 8
+        print(json.dumps(asyncio.run(stream_round(streams, args.rate, args.seconds, spool_dir))))
+        return 0
     info = machine()
     results: dict = {"machine": info, "args": vars(args), "single": [], "merged": [], "search": []}
     for _ in range(args.repeat):
-        if "single" not in args.skip:
-            results["single"].append(asyncio.run(stream_round(1, args.rate, args.seconds, spool_dir)))
-        if "merged" not in args.skip:
-            results["merged"].append(asyncio.run(stream_round(8, args.rate, args.seconds, spool_dir)))
+        for kind in ("single", "merged"):
+            if kind not in args.skip:
+                child = subprocess.run([sys.executable, __file__, "--one-round", kind, "--rate", str(args.rate),
+                                        "--seconds", str(args.seconds), "--spool-dir", spool_dir],
+                                       capture_output=True, text=True, check=True)
+                results[kind].append(json.loads(child.stdout.strip().splitlines()[-1]))
         if "search" not in args.skip:
             results["search"].append(search_round(args.search_gb, spool_dir))
     RESULTS.mkdir(exist_ok=True)

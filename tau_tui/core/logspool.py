@@ -189,13 +189,14 @@ class LogSpool:
         # pattern holding "\n" (no line contains one), anchors at the string (\A, \Z) and look-arounds
         # (they would see the neighbouring line's "\n").
         per_line = "\n" in pattern if not regex else any(t in pattern for t in ("\\A", "\\Z", "(?<", "(?=", "(?!"))
+        literal = _required_literal(rx) if regex else None
         line = start
         while line < committed:
             stop = self._block_end(line, committed)
             if per_line:
                 hits.extend(line + i for i, text in enumerate(self.lines(line, stop)) if rx.search(text))
             else:
-                hits.extend(self._search_block(rx, pattern if not regex else None, ignore_case, line, stop))
+                hits.extend(self._search_block(rx, None if regex else pattern, line, stop, literal))
             line = stop
         hits.extend(committed + i for i, text in enumerate(partials) if committed + i >= start and rx.search(text))
         return hits
@@ -209,11 +210,14 @@ class LogSpool:
         limit = offsets[first] + self.SEARCH_BLOCK
         return max(first + 1, min(committed, bisect_right(offsets, limit, first, committed + 1) - 1))
 
-    def _search_block(self, rx: re.Pattern[str], plain: str | None, ignore_case: bool, first: int, stop: int) -> list[int]:
+    def _search_block(self, rx: re.Pattern[str], plain: str | None, first: int, stop: int,
+                      literal: str | None = None) -> list[int]:
         """Matching lines among ``first..stop``.  A plain pattern on an all-ASCII block is found with
         bytes.find (after bytes.lower when ignoring case: on ASCII text that is exactly re.IGNORECASE);
-        otherwise the decoded block is searched with MULTILINE and each candidate confirmed on its own
-        line. After a hit the scan resumes at the next line, so a line counts once."""
+        a regex with a ``literal`` every match contains is found the same way and each line holding
+        the literal is confirmed with the regex; otherwise the decoded block is searched with
+        MULTILINE and each candidate confirmed on its own line. After a hit the scan resumes at the
+        next line, so a line counts once."""
         offsets = self._offsets
         with self._lock:
             if self.closed:
@@ -221,15 +225,19 @@ class LogSpool:
             begin = offsets[first]
             data = os.pread(self._fd, offsets[stop] - begin, begin)
         hits: list[int] = []
-        if plain is not None and data.isascii() and plain.isascii():
-            needle = plain.encode()
-            if ignore_case:
-                data, needle = data.lower(), needle.lower()
-            pos = data.find(needle)
+        needle_text = plain if plain is not None else literal
+        if needle_text is not None and needle_text.isascii() and data.isascii():
+            needle = needle_text.encode()
+            haystack = data
+            if rx.flags & re.IGNORECASE:
+                haystack, needle = data.lower(), needle.lower()
+            pos = haystack.find(needle)
             while pos >= 0:
                 line = bisect_right(offsets, begin + pos, first, stop + 1) - 1
-                hits.append(line)
-                pos = data.find(needle, offsets[line + 1] - begin)
+                start, end = offsets[line] - begin, offsets[line + 1] - begin
+                if plain is not None or rx.search(data[start:end - 1].decode()):
+                    hits.append(line)
+                pos = haystack.find(needle, end)
             return hits
         text = data.decode("utf-8", "replace")  # exactly what lines() returns for these lines
         block_rx = re.compile(rx.pattern, rx.flags | re.MULTILINE)
@@ -288,6 +296,28 @@ class LogSpool:
                 os.unlink(self.path)
             except FileNotFoundError:
                 pass
+
+
+def _required_literal(rx: re.Pattern[str]) -> str | None:
+    """The longest run of plain characters in the top-level sequence of ``rx`` (3 or more), which
+    every match contains: a search finds the lines holding it with bytes.find and runs the regex on
+    those lines only (as grep does).  None when there is no such run, e.g. a top-level alternation."""
+    try:
+        from re import _parser as sre_parse  # type: ignore[attr-defined]  # Python >= 3.11
+        from re._constants import LITERAL  # type: ignore[import-not-found]
+
+        parsed = sre_parse.parse(rx.pattern, rx.flags)
+    except Exception:  # noqa: BLE001 - an internal parser changed: search without the shortcut
+        return None
+    if parsed.state.flags & re.VERBOSE:
+        return None
+    best, run = "", []
+    for op, arg in [*parsed.data, (None, None)]:
+        if op is LITERAL:
+            run.append(chr(arg))
+        else:
+            best, run = max(best, "".join(run), key=len), []
+    return best if len(best) >= 3 else None
 
 
 # --------------------------------------------------------------------------

@@ -61,7 +61,9 @@ def test_block_search_finds_what_a_per_line_search_finds(tmp_path, monkeypatch):
     everything = spool.lines()
     cases = [("error", False, True), ("error", False, False), ("k", False, True), ("\u00dcBER", False, True),
              ("^bar", True, True), ("foo$", True, False), (r"\bx\b", True, True), (r"a\s+b", True, True), ("", False, True),
-             (r"^$", True, True), (r"(?<=a) b", True, True), (r"x\Z", True, True), ("r\n", False, True), ("[x]", False, True)]
+             (r"^$", True, True), (r"(?<=a) b", True, True), (r"x\Z", True, True), ("r\n", False, True), ("[x]", False, True),
+             # regexes with a required literal: found by the literal, confirmed by the regex
+             (r"rror\b", True, True), (r"ERR.R \w+", True, False), (r"(?i)error [x\u212a]", True, False), (r"caf\u00e9 ?\w*", True, True)]
     for pattern, regex, ignore_case in cases:
         rx = re.compile(pattern if regex else re.escape(pattern), re.IGNORECASE if ignore_case else 0)
         for start in (0, 1234):
