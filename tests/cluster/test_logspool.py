@@ -20,6 +20,17 @@ def test_spool_index_reads_any_line_and_has_no_cap(tmp_path):
     spool.close()
 
 
+def test_line_index_widens_to_64_bit_past_4_gib(tmp_path):
+    spool = LogSpool(directory=str(tmp_path))
+    spool.append_encoded([b"first"])
+    assert spool._offsets.typecode == "I"  # 4 bytes a line while the file is under 4 GiB
+    spool._offsets[-1] = 0xFFFF_FFF0  # as if 4 GiB had been written (the index only; nothing is read back)
+    spool.append_encoded([b"x" * 100, b"y"])
+    assert spool._offsets.typecode == "Q"
+    assert list(spool._offsets) == [0, 0xFFFF_FFF0, 0xFFFF_FFF0 + 101, 0xFFFF_FFF0 + 103]
+    spool.close()
+
+
 def test_partial_line_is_visible_then_replaced(tmp_path):
     spool = LogSpool(directory=str(tmp_path))
     spool.append_line("done")
