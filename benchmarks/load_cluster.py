@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
 import json
 import os
 import random
@@ -193,7 +194,7 @@ def cluster_queue_counts(api: Api) -> tuple[int, int]:
     return admitted, pending
 
 
-def load(api: Api, shape: Shape, timeout: float = 1800.0) -> LoadReport:
+def load(api: Api, shape: Shape, timeout: float = 1800.0, kwok: bool = True) -> LoadReport:
     report = LoadReport()
     namespaces = _namespaces(shape)
     per_flavor_nodes = {FLAVORS[0]: shape.nodes // 2, FLAVORS[1]: shape.nodes - shape.nodes // 2}
@@ -297,15 +298,25 @@ def load(api: Api, shape: Shape, timeout: float = 1800.0) -> LoadReport:
     _step(report, "namespaces, flavors, priority classes, cohort, queues", queues)
     _step(report, f"{shape.nodes} nodes", nodes)
     _step(report, f"{shape.workloads} workloads", workloads)
-    _step(report, "KWOK: nodes Ready", nodes_ready)
+    if kwok:
+        _step(report, "KWOK: nodes Ready", nodes_ready)
     _step(report, "Kueue: every workload placed, admissions still for 15 s", kueue_settled)
     _step(report, "pods of admitted workloads", pods)
     report.retries = api.retries
     return report
 
 
-def start_plane(state_dir: Path) -> ControlPlane:
+def start_plane(state_dir: Path, kwok: bool = True) -> ControlPlane:
+    """T2 (KWOK, controller-manager, scheduler); with kwok=False the T1 set only (etcd, apiserver,
+    Kueue): nodes are then plain Node objects (never Ready) and pods stay Pending on their node."""
     binaries = locate()
+    if os.environ.get("TAU_BENCH_KUBE_APISERVER"):  # a kube-apiserver built elsewhere (same version)
+        binaries = dataclasses.replace(binaries, kube_apiserver=Path(os.environ["TAU_BENCH_KUBE_APISERVER"]))
+    if not kwok:
+        binaries.require("etcd", "kube_apiserver", "kueue")
+        plane = ControlPlane("bench", state_dir, binaries)
+        plane.start()
+        return plane
     binaries.require("etcd", "kube_apiserver", "kueue", "kube_controller_manager", "kube_scheduler", "kwok")
     plane = ControlPlane("bench", state_dir, binaries, workloads_controllers=True)
     # 2,000 nodes renewing a 40 s Lease every 10 s are 200 writes/s on a 2-core machine; every 30 s
@@ -315,14 +326,14 @@ def start_plane(state_dir: Path) -> ControlPlane:
     return plane
 
 
-def start_loaded_plane(shape: Shape) -> tuple[ControlPlane, Path, LoadReport]:
+def start_loaded_plane(shape: Shape, kwok: bool = True) -> tuple[ControlPlane, Path, LoadReport]:
     state = Path(tempfile.mkdtemp(prefix="tau-bench-t2-"))
     started = time.monotonic()
-    plane = start_plane(state)
-    print(f"[load] T2 plane up in {time.monotonic() - started:.1f} s: {plane.server}", flush=True)
+    plane = start_plane(state, kwok)
+    print(f"[load] {'T2' if kwok else 'T1 (no KWOK)'} plane up in {time.monotonic() - started:.1f} s: {plane.server}", flush=True)
     api = Api(plane.kubeconfig)
     try:
-        report = load(api, shape)
+        report = load(api, shape, kwok=kwok)
     except BaseException:
         plane.stop()
         shutil.rmtree(state, ignore_errors=True)
@@ -345,9 +356,10 @@ def main() -> int:
     parser.add_argument("--workloads", type=int, default=20_000)
     parser.add_argument("--nodes", type=int, default=2_000)
     parser.add_argument("--keep", action="store_true", help="leave the plane running until Ctrl-C")
+    parser.add_argument("--no-kwok", action="store_true", help="T1 set only: nodes never Ready, pods Pending")
     args = parser.parse_args()
     shape = Shape(workloads=args.workloads, nodes=args.nodes)
-    plane, state, report = start_loaded_plane(shape)
+    plane, state, report = start_loaded_plane(shape, kwok=not args.no_kwok)
     try:
         print_report(report)
         RESULTS.mkdir(exist_ok=True)

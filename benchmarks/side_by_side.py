@@ -349,12 +349,14 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=2_000)
     parser.add_argument("--skip", action="append", default=[], choices=("sync", "first-screen", "latency"))
     parser.add_argument("--no-build", action="store_true", help="do not build missing peers")
+    parser.add_argument("--no-kwok", action="store_true", help="T1 set only (no KWOK/controllers): nodes never Ready")
+    parser.add_argument("--kubectl", help="a kubectl to use when the harness's is not built")
     args = parser.parse_args()
     binaries = locate()
     peers: dict[str, Path] = {}
     missing = []
     for name in ("kubectl", "kueuectl", "k9s"):
-        path = getattr(binaries, name)
+        path = Path(args.kubectl) if name == "kubectl" and args.kubectl else getattr(binaries, name)
         if not os.access(path, os.X_OK) and name != "kubectl" and not args.no_build:
             build_peer(name)
         if os.access(path, os.X_OK):
@@ -368,8 +370,9 @@ def main() -> int:
         args.skip += ["first-screen", "latency"]
     shape = Shape(workloads=args.workloads, nodes=args.nodes)
     info = machine()
-    results: dict = {"machine": info, "args": vars(args), "missing_peers": missing}
-    plane, state, report = start_loaded_plane(shape)
+    results: dict = {"machine": info, "args": vars(args), "missing_peers": missing,
+                     "peers": {name: str(path) for name, path in peers.items()}}
+    plane, state, report = start_loaded_plane(shape, kwok=not args.no_kwok)
     home = tempfile.mkdtemp(prefix="tau-bench-home-")
     api = Api(plane.kubeconfig)
     try:
