@@ -262,38 +262,46 @@ def load(api: Api, shape: Shape, timeout: float = 1800.0, kwok: bool = True) -> 
 
     def pods() -> None:
         free: dict[str, list[list]] = {f: [[f"{f}-{n:04d}", shape.gpus_per_node] for n in range(c)] for f, c in per_flavor_nodes.items()}
-        cursor = {f: 0 for f in FLAVORS}
-        calls = []
+        wanted = []  # (gpus, flavor, namespace, workload, pod index)
         for wl in api.list_all(f"{KUEUE}/workloads"):
             admission = (wl.get("status") or {}).get("admission")
             if not admission:
                 continue
-            flavor = admission["podSetAssignments"][0]["flavors"].get(GPU)
             podset = wl["spec"]["podSets"][0]
             gpus = int(podset["template"]["spec"]["containers"][0]["resources"]["requests"][GPU])
+            flavor = admission["podSetAssignments"][0]["flavors"].get(GPU)
             meta = wl["metadata"]
-            for index in range(int(podset["count"])):
-                # First fit from a moving cursor: nodes fill up in order, as quota allows.
-                nodes = free[flavor]
-                i = cursor[flavor]
-                while i < len(nodes) and nodes[i][1] < gpus:
-                    i += 1
-                if i == len(nodes):
-                    i = next(k for k, n in enumerate(nodes) if n[1] >= gpus)
+            wanted += [(gpus, flavor, meta["namespace"], meta["name"], i) for i in range(int(podset["count"]))]
+        # First fit, largest first: sizes 1/2/4/8 divide a node's 8 GPUs, so this packs without waste and
+        # everything Kueue admitted (within the flavor's total quota) finds a node.
+        wanted.sort(key=lambda w: -w[0])
+        cursor = {f: 0 for f in FLAVORS}
+        calls, unplaced = [], 0
+        for gpus, flavor, namespace, name, index in wanted:
+            nodes = free[flavor]
+            i = cursor[flavor]
+            while i < len(nodes) and nodes[i][1] < gpus:
+                i += 1
+            cursor[flavor] = i
+            if i == len(nodes):
+                unplaced += 1  # left unbound (Pending), as a scheduler would leave it
+                node = None
+            else:
                 nodes[i][1] -= gpus
-                if nodes[i][1] == 0:
-                    cursor[flavor] = i + 1
-                calls.append((f"/api/v1/namespaces/{meta['namespace']}/pods", {
-                    "apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": f"{meta['name']}-{index}", "namespace": meta["namespace"],
-                                 "labels": {"job-name": meta["name"], "kueue.x-k8s.io/podset": "main"},
-                                 "annotations": {KEEP_RUNNING[0]: KEEP_RUNNING[1]}},
-                    "spec": {"nodeName": nodes[i][0], "restartPolicy": "Never", "automountServiceAccountToken": False,
-                             "containers": [{"name": "trainer", "image": "ghcr.io/azure/tau-train:1.4.2",
-                                             "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}}}]},
-                }))
+                node = nodes[i][0]
+            calls.append((f"/api/v1/namespaces/{namespace}/pods", {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{name}-{index}", "namespace": namespace,
+                             "labels": {"job-name": name, "kueue.x-k8s.io/podset": "main"},
+                             "annotations": {KEEP_RUNNING[0]: KEEP_RUNNING[1]}},
+                "spec": {**({"nodeName": node} if node else {}), "restartPolicy": "Never",
+                         "automountServiceAccountToken": False,
+                         "containers": [{"name": "trainer", "image": "ghcr.io/azure/tau-train:1.4.2",
+                                         "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}}}]},
+            }))
         api.parallel(calls)
         report.counts["pods"] = len(calls)
+        report.counts["pods_unplaced"] = unplaced
 
     _step(report, "namespaces, flavors, priority classes, cohort, queues", queues)
     _step(report, f"{shape.nodes} nodes", nodes)
