@@ -99,7 +99,7 @@ class Api:
             with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
                 f.write(base64.b64decode(data))
             paths[key] = path
-        self.http = urllib3.PoolManager(num_pools=2, maxsize=pool, block=True, ca_certs=paths["ca"],
+        self.http = urllib3.PoolManager(num_pools=2, maxsize=max(pool, 48), block=True, ca_certs=paths["ca"],
                                         cert_file=paths["cert"], key_file=paths["key"], cert_reqs="CERT_REQUIRED",
                                         retries=False, timeout=urllib3.Timeout(connect=10, read=120))
         self.retries = 0
