@@ -269,7 +269,8 @@ class Driver(threading.Thread):
         total = int(self.rate * self.seconds)
         start = time.monotonic()
         # PATCHes pass Kueue's webhooks: ~0.1-0.3 s each on a busy machine, so 200/s needs many in flight.
-        with ThreadPoolExecutor(max_workers=48) as pool:
+        pool = ThreadPoolExecutor(max_workers=48)
+        try:
             for n in range(total):
                 due = start + n / self.rate
                 wait = due - time.monotonic()
@@ -280,6 +281,9 @@ class Driver(threading.Thread):
                 seq = self.first_seq + n
                 name = self.names[n % len(self.names)]
                 pool.submit(self._patch, seq, name)
+        finally:
+            # The minute is over: changes the server has not started on are dropped, not sent late.
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _patch(self, seq: int, name: str) -> None:
         self.sent[seq] = (name, time.monotonic())
