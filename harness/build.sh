@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the local control plane binaries for the test harness from Go modules:
-#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kueue, kwok.
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kueue, kwok;
+#   and on request the benchmark peers k9s and kueuectl (never in the default run CI uses).
 # Output: $XDG_CACHE_HOME/tau-tui/harness/<component>-<version>/ (outside the repo),
 # skipped when that directory is complete. Versions come from harness/versions.env only.
-# Usage: bash harness/build.sh [component...]   (components: modules etcd k8s kueue kwok)
+# Usage: bash harness/build.sh [component...]   (components: modules etcd k8s kueue kwok k9s kueuectl;
+#        none given: modules etcd kueue k8s kwok)
 set -euo pipefail
 
 HARNESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -109,16 +111,18 @@ build_k8s() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
-build_kueue() {
-  local out="$CACHE_ROOT/kueue-$KUEUE_VERSION" src="$CACHE_ROOT/src/kueue-$KUEUE_VERSION"
-  [[ -x "$out/kueue" ]] && { log "kueue $KUEUE_VERSION cached"; return; }
-  log "building kueue $KUEUE_VERSION"
-  wrapper "$src" tau-harness/kueue
-  (cd "$src" && "$GO" get -tool "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION") || return 1
+# The Kueue manager, and on request kueuectl (benchmark peer), from the Kueue module at
+# KUEUE_VERSION with the API libraries pinned.
+build_kueue_command() {  # build_kueue_command <kueue|kueuectl>
+  local cmd=$1 out="$CACHE_ROOT/$1-$KUEUE_VERSION" src="$CACHE_ROOT/src/$1-$KUEUE_VERSION"
+  [[ -x "$out/$cmd" ]] && { log "$cmd $KUEUE_VERSION cached"; return; }
+  log "building $cmd $KUEUE_VERSION"
+  wrapper "$src" "tau-harness/$cmd"
+  (cd "$src" && "$GO" get -tool "sigs.k8s.io/kueue/cmd/$cmd@$KUEUE_VERSION") || return 1
   pin_k8s_libs "$src" || return 1
   (cd "$src" && $NICE "$GO" build -trimpath \
           -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
-          -o "$out.tmp/kueue" sigs.k8s.io/kueue/cmd/kueue) || return 1
+          -o "$out.tmp/$cmd" "sigs.k8s.io/kueue/cmd/$cmd") || return 1
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
@@ -130,6 +134,20 @@ build_kwok() {
   (cd "$src" && "$GO" get -tool "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION") || return 1
   pin_k8s_libs "$src" || return 1
   (cd "$src" && $NICE "$GO" build -trimpath -ldflags "-s -w" -o "$out.tmp/kwok" sigs.k8s.io/kwok/cmd/kwok) || return 1
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
+# Benchmark peer (benchmarks/side_by_side.py): k9s is built with the module graph it ships (it has
+# no replace directives), so it runs exactly as its release does.
+build_k9s() {
+  local out="$CACHE_ROOT/k9s-$K9S_VERSION" src="$CACHE_ROOT/src/k9s-$K9S_VERSION"
+  [[ -x "$out/k9s" ]] && { log "k9s $K9S_VERSION cached"; return; }
+  log "building k9s $K9S_VERSION"
+  wrapper "$src" tau-harness/k9s
+  (cd "$src" && "$GO" get -tool "github.com/derailed/k9s@$K9S_VERSION") || return 1
+  (cd "$src" && $NICE "$GO" build -trimpath \
+          -ldflags "-s -w -X github.com/derailed/k9s/cmd.version=$K9S_VERSION -X github.com/derailed/k9s/cmd.commit=module" \
+          -o "$out.tmp/k9s" github.com/derailed/k9s) || return 1
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
@@ -156,9 +174,11 @@ for c in "${components[@]}"; do
     modules) fetch_modules ;;
     etcd) build_etcd ;;
     k8s) build_k8s ;;
-    kueue) build_kueue ;;
+    kueue) build_kueue_command kueue ;;
     kwok) build_kwok ;;
-    *) echo "harness/build.sh: unknown component '$c' (modules etcd k8s kueue kwok)" >&2; exit 2 ;;
+    k9s) build_k9s ;;
+    kueuectl) build_kueue_command kueuectl ;;
+    *) echo "harness/build.sh: unknown component '$c' (modules etcd k8s kueue kwok k9s kueuectl)" >&2; exit 2 ;;
   esac || { echo "harness/build.sh: building '$c' failed (see the Go errors above)" >&2; exit 1; }
   log "$c done in $((SECONDS - start))s"
 done

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import random
+import re
 import threading
 
 from tau_tui.core.cluster.logspool import (
@@ -21,6 +23,17 @@ def test_spool_index_reads_any_line_and_has_no_cap(tmp_path):
     assert spool.line(49_999) == "line 49999 é"
     assert spool.lines(1000, 1003) == ["line 1000 é", "line 1001 é", "line 1002 é"]
     assert spool.lines(-2) == ["line 49998 é", "line 49999 é"]
+    spool.close()
+
+
+def test_line_index_widens_to_64_bit_past_4_gib(tmp_path):
+    spool = LogSpool(directory=str(tmp_path))
+    spool.append_encoded([b"first"])
+    assert spool._offsets.typecode == "I"  # 4 bytes a line while the file is under 4 GiB
+    spool._offsets[-1] = 0xFFFF_FFF0  # as if 4 GiB had been written (the index only; nothing is read back)
+    spool.append_encoded([b"x" * 100, b"y"])
+    assert spool._offsets.typecode == "Q"
+    assert list(spool._offsets) == [0, 0xFFFF_FFF0, 0xFFFF_FFF0 + 101, 0xFFFF_FFF0 + 103]
     spool.close()
 
 
@@ -53,6 +66,29 @@ def test_search_save_and_markup_verbatim(tmp_path):
     assert not (tmp_path / spool.path).exists()
 
 
+def test_block_search_finds_what_a_per_line_search_finds(tmp_path, monkeypatch):
+    # Small blocks so that lines straddle many block boundaries; ASCII and non-ASCII blocks both occur.
+    monkeypatch.setattr(LogSpool, "SEARCH_BLOCK", 512)
+    rng = random.Random(7)
+    words = ["error", "ERROR", "Warn", "\u212a", "caf\u00e9", "x", "", "a b", "foo$", "^bar", "[x]", "\u00fcber", "\r"]
+    spool = LogSpool(directory=str(tmp_path))
+    count = spool.append_lines(" ".join(rng.choice(words) for _ in range(rng.randint(0, 4))) for _ in range(3000))
+    assert count == 3000 and spool.committed_count == 3000
+    spool.set_partial("p", "partial error line")
+    everything = spool.lines()
+    cases = [("error", False, True), ("error", False, False), ("k", False, True), ("\u00dcBER", False, True),
+             ("^bar", True, True), ("foo$", True, False), (r"\bx\b", True, True), (r"a\s+b", True, True), ("", False, True),
+             (r"^$", True, True), (r"(?<=a) b", True, True), (r"x\Z", True, True), ("r\n", False, True), ("[x]", False, True),
+             # regexes with a required literal: found by the literal, confirmed by the regex
+             (r"rror\b", True, True), (r"ERR.R \w+", True, False), (r"(?i)error [x\u212a]", True, False), (r"caf\u00e9 ?\w*", True, True)]
+    for pattern, regex, ignore_case in cases:
+        rx = re.compile(pattern if regex else re.escape(pattern), re.IGNORECASE if ignore_case else 0)
+        for start in (0, 1234):
+            expected = [i for i, text in enumerate(everything) if i >= start and rx.search(text)]
+            assert spool.search(pattern, regex=regex, ignore_case=ignore_case, start=start) == expected, pattern
+    spool.close()
+
+
 def test_timestamps_parse_with_nanoseconds_and_offsets():
     ns, ts, rest = split_timestamp(b"2026-01-01T00:00:01.123456789Z hello world")
     assert rest == b"hello world" and ts == b"2026-01-01T00:00:01.123456789Z"
@@ -60,6 +96,24 @@ def test_timestamps_parse_with_nanoseconds_and_offsets():
     ns2, _, _ = split_timestamp(b"2026-01-01T01:00:01.123456789+01:00 x")
     assert ns2 == ns
     assert split_timestamp(b"no stamp")[0] is None
+
+
+def test_block_parse_equals_line_by_line(tmp_path):
+    # The follower parses a chunk whose lines all carry timestamps with one regex call; the result
+    # (lines, order keys, resume state) must be what the line-by-line path gives.
+    raw = [b"2026-01-01T00:00:01.5Z a\r", b"2026-01-01T00:00:01.5Z b", b"2026-01-01T01:00:02+01:00 c [x]",
+           b"2026-01-01T00:00:03.123456789Z ", b"2026-01-01T00:00:03.123456789Z \xff\xfe bytes"]
+    for timestamps in (False, True):
+        request = LogRequest(namespace="ns", pods=("a", "b"), follow=True, timestamps=timestamps)
+        by_block, by_line = (LogStream(FlakySource([], 0), request, [("a", "main"), ("b", "main")],
+                                       spool_dir=str(tmp_path))._followers[0] for _ in range(2))
+        block_batch, line_batch = [], []
+        assert by_block._emit_block(b"\n".join(raw), block_batch, 1.0)
+        for line in raw:
+            by_line._emit(line, 0, 0, line_batch, 1.0)
+        assert block_batch == line_batch
+        assert (by_block.last_ns, by_block.same_ns_count, by_block._seq) == (by_line.last_ns, by_line.same_ns_count, by_line._seq)
+        assert not by_block._emit_block(b"\n".join([*raw, b"no timestamp"]), [], 1.0)
 
 
 class FlakySource:

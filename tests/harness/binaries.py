@@ -46,6 +46,10 @@ class Binaries:
     kueue_module_dir: Path
     kuberay_module_dir: Path
     kwok_module_dir: Path
+    kubectl: Path
+    # Benchmark peers, built only by `bash harness/build.sh k9s kueuectl`.
+    k9s: Path
+    kueuectl: Path
 
     @property
     def k8s_version(self) -> str:
@@ -86,4 +90,7 @@ def locate() -> Binaries:
         kueue_module_dir=Path(modules["KUEUE_MODULE_DIR"]),
         kuberay_module_dir=Path(modules["KUBERAY_MODULE_DIR"]),
         kwok_module_dir=Path(modules["KWOK_MODULE_DIR"]),
+        kubectl=root / f"kubernetes-{k8s}" / "kubectl",
+        k9s=root / f"k9s-{versions['K9S_VERSION']}" / "k9s",
+        kueuectl=root / f"kueuectl-{versions['KUEUE_VERSION']}" / "kueuectl",
     )

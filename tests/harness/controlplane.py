@@ -101,6 +101,9 @@ class ControlPlane:
         self.extra: list[ManagedProcess] = []
         self.has_visibility_api = False
         self.gpu_nodes: list[str] = []
+        # KWOK renews each node's Lease every quarter of this; benchmarks with thousands of nodes
+        # raise it (staying under the node controller's 50 s grace period) to keep the plane quiet.
+        self.kwok_lease_seconds = 40
         self._api_client: k8s.ApiClient | None = None
 
     # ----- certificates -----------------------------------------------------------

@@ -112,7 +112,7 @@ def start_kwok(plane: ControlPlane) -> ManagedProcess:
         f"--server-address=127.0.0.1:{port}",
         f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}",
         f"--cidr={POD_CIDR}",
-        "--node-lease-duration-seconds=40",
+        f"--node-lease-duration-seconds={plane.kwok_lease_seconds}",
     ], plane.logs_dir / "kwok.log")
     proc.start()
     proc.wait_until(lambda: port_open(port), "kubelet port open", 120)

@@ -1,0 +1,464 @@
+"""tau-tui side by side with kubectl, kueuectl and k9s on one loaded real API server (harness T2).
+
+One run: starts the harness's T2 plane, loads it with the `large` shape (benchmarks/load_cluster.py:
+20,000 Workloads, 50 LocalQueues, 10 ClusterQueues, 2,000 KWOK nodes x 8 GPUs, pods of the admitted
+Workloads), then measures, every tool against the same server:
+
+1. Initial sync of workloads and nodes, wall time and peak RSS of each process (os.wait4 rusage):
+   - tau-tui's backend (KubernetesBackend, in a child process): from process start until its cache
+     holds every Workload and Node; once with only the Workload and Node informers (the same
+     objects kubectl reads, plus the node-pods informer that NODE brings), once with every kind
+     the app watches;
+   - `kubectl get workloads.kueue.x-k8s.io -A -o json` then `kubectl get nodes -o json` (output to
+     /dev/null; the two times add up, RSS is the larger);
+   - `kueuectl list workloads -A` (if built).
+2. Start to the first screen that shows workloads, in tmux at 160x48 (own tmux server), polled
+   with `capture-pane -p` every 50 ms until a row `job-NNNNN` is on screen:
+   - `tau-tui --readonly --pane queue` (all namespaces);
+   - `k9s --readonly -A --command workloads.kueue.x-k8s.io` (the fully qualified name: k9s has a
+     built-in "workloads" view of Deployments/Pods that the short name can land on).
+3. Event-to-screen latency at RATE changes/s for SECONDS (default 200/s for 60 s), one tool at a
+   time, each scoped to the namespace `aaa-bench`, which holds BENCH_ROWS pending Workloads (few
+   enough that every row is on screen in both tools). The driver merge-patches `spec.queueName`
+   of those Workloads round robin to `q-<sequence>`; the Queue column shows it in both tools
+   (tau-tui's "Queue", k9s's "QUEUE" printer column). The LocalQueues named so do not exist, so
+   Kueue never admits these Workloads (it only marks them inadmissible). The screen is captured
+   every 20 ms; a change's latency is first capture showing `q-<sequence>` on its row minus the
+   moment its PATCH was sent. Values overwritten before a tool redrew never reach the screen: the
+   table counts them (shown / sent). Peak RSS of the tool over that minute: VmHWM.
+Each timing is repeated (--repeat, default 3; latency runs once per tool); the table prints the
+median and min..max, the machine and the date, and the raw numbers go to
+benchmarks/results/side_by_side.json. A missing peer (k9s, kueuectl) is built first with
+`bash harness/build.sh <peer>` (unless --no-build, or while another harness/build.sh runs); a peer
+that cannot be built is reported as missing, with why, and the rest still runs.
+
+Run: .venv/bin/python benchmarks/side_by_side.py [--repeat 3] [--rate 200] [--seconds 60]
+     [--workloads 20000] [--nodes 2000]
+Only 127.0.0.1 is contacted; every process started here is stopped by its PID.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from load_cluster import BENCH_NAMESPACE, KUEUE, Api, Shape, print_report, start_loaded_plane  # noqa: E402
+from machine_info import machine  # noqa: E402
+
+from tests.harness.binaries import locate  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+PYTHON = sys.executable
+BENCH_ROWS = 8
+ROW_RE = re.compile(r"job-\d{5}")
+WAIT_LIMIT = 180.0
+
+SYNC_CHILD = r"""
+import sys, time
+started = time.monotonic()
+from tau_tui.core.cluster.api import ResourceKind
+from tau_tui.core.cluster.real import KubernetesBackend
+kubeconfig, scope, workloads, nodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+kinds = [ResourceKind.WORKLOAD, ResourceKind.NODE] if scope == "workloads+nodes" else None
+backend = KubernetesBackend(kubeconfig, all_namespaces=True, kinds=kinds)
+backend.start()
+deadline = started + 600
+while time.monotonic() < deadline:
+    backend.wait_synced(timeout=max(1.0, deadline - time.monotonic()), kinds=[ResourceKind.WORKLOAD, ResourceKind.NODE])
+    if len(backend.workloads()) >= workloads and len(backend.nodes()) >= nodes:
+        print(f"SYNCED {time.time():.3f} {len(backend.workloads())} {len(backend.nodes())}", flush=True)
+        break
+    time.sleep(0.05)
+else:
+    print("TIMEOUT", flush=True)
+backend.close()
+"""
+
+
+def run_measured(argv: list[str], env: dict | None = None, stdout=subprocess.DEVNULL) -> tuple[float, float, int, str, float]:
+    """(wall seconds, peak RSS MB, exit code, stdout text, start epoch) of one child.
+
+    Peak RSS is the child's VmHWM, read from /proc every 10 ms until it exits (the high-water mark
+    only grows, so the last read is its peak to within 10 ms). Not rusage: Linux carries the
+    forked parent's RSS (this Python process) into the child's ru_maxrss across exec."""
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out_file:
+        started_epoch, started = time.time(), time.monotonic()
+        proc = subprocess.Popen(argv, stdout=out_file if stdout == subprocess.PIPE else stdout, stderr=err, env=env)
+        hwm = 0.0
+        while True:
+            pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            try:
+                with open(f"/proc/{proc.pid}/status") as f:
+                    hwm = next((int(ln.split()[1]) / 1024 for ln in f if ln.startswith("VmHWM:")), hwm)
+            except OSError:
+                pass
+            time.sleep(0.01)
+        wall = time.monotonic() - started
+        out_file.seek(0)
+        out = out_file.read()
+        code = os.waitstatus_to_exitcode(status)
+        proc.returncode = code  # reaped here; Popen must not wait again
+        if code:
+            err.seek(0)
+            print(f"  ! {' '.join(argv[:3])} exited {code}: {err.read().decode(errors='replace')[-300:]}", flush=True)
+    return wall, hwm, code, out.decode(errors="replace"), started_epoch
+
+
+def sync_round(kubeconfig: str, shape: Shape, peers: dict[str, Path]) -> dict:
+    out: dict = {}
+    env = dict(os.environ, KUBECONFIG=kubeconfig)
+    for scope in ("workloads+nodes", "all kinds"):
+        wall, rss, rc, text, spawned = run_measured(
+            [PYTHON, "-c", SYNC_CHILD, kubeconfig, scope, str(shape.workloads), str(shape.nodes)],
+            env=dict(env, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE)
+        line = next((ln for ln in text.splitlines() if ln.startswith("SYNCED")), None)
+        # From spawn (interpreter start-up and imports included, as kubectl's process start is) until
+        # the cache held every Workload and Node; closing the informers afterwards is not counted.
+        out[f"tau-tui backend ({scope})"] = {"seconds": float(line.split()[1]) - spawned if line else None,
+                                             "process_seconds": wall, "rss_mb": rss, "ok": bool(line)}
+    if peers.get("kubectl"):
+        w1, r1, c1, _, _ = run_measured([str(peers["kubectl"]), "get", "workloads.kueue.x-k8s.io", "-A", "-o", "json"], env=env)
+        w2, r2, c2, _, _ = run_measured([str(peers["kubectl"]), "get", "nodes", "-o", "json"], env=env)
+        out["kubectl get -o json (workloads + nodes)"] = {"seconds": w1 + w2, "process_seconds": w1 + w2, "rss_mb": max(r1, r2),
+                                                          "ok": c1 == 0 and c2 == 0, "workloads_s": w1, "nodes_s": w2}
+    if peers.get("kueuectl"):
+        w, r, c, _, _ = run_measured([str(peers["kueuectl"]), "list", "workloads", "-A"], env=env)
+        out["kueuectl list workloads -A"] = {"seconds": w, "process_seconds": w, "rss_mb": r, "ok": c == 0}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# tmux
+
+
+class Screen:
+    """One tool in its own tmux server at 160x48; stopped by PID, then that server is killed."""
+
+    def __init__(self, name: str, command: list[str], env: dict):
+        self.socket = f"tau-bench-{uuid.uuid4().hex[:8]}"
+        self.name = name
+        self.env = env
+        self.command = command
+        self.pid: int | None = None
+
+    def _tmux(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True, timeout=30)
+
+    def start(self) -> float:
+        started = time.monotonic()
+        shell = "exec " + " ".join(_quote(a) for a in self.command)
+        self._tmux("new-session", "-d", "-s", "bench", "-x", "160", "-y", "48", shell)
+        pid = self._tmux("display-message", "-p", "-t", "bench", "#{pane_pid}").stdout.strip()
+        self.pid = int(pid) if pid.isdigit() else None
+        return started
+
+    def capture(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "bench").stdout
+
+    def rss(self) -> tuple[float, float]:
+        """(VmRSS, VmHWM) in MB of the tool's process."""
+        values = {"VmRSS": 0.0, "VmHWM": 0.0}
+        try:
+            for line in open(f"/proc/{self.pid}/status"):
+                key = line.split(":")[0]
+                if key in values:
+                    values[key] = int(line.split()[1]) / 1024
+        except (OSError, TypeError):
+            pass
+        return values["VmRSS"], values["VmHWM"]
+
+    def stop(self) -> None:
+        if self.pid:
+            try:
+                os.kill(self.pid, 15)
+                for _ in range(50):
+                    os.kill(self.pid, 0)
+                    time.sleep(0.1)
+                os.kill(self.pid, 9)
+            except ProcessLookupError:
+                pass
+        self._tmux("kill-server")
+
+
+def _quote(arg: str) -> str:
+    return "'" + arg.replace("'", "'\\''") + "'"
+
+
+def tool_commands(kubeconfig: str, peers: dict[str, Path], home: str, namespace: str | None) -> dict[str, tuple[list[str], dict]]:
+    env = dict(os.environ, KUBECONFIG=kubeconfig, TERM="xterm-256color", HOME=home, XDG_CONFIG_HOME=f"{home}/config",
+               XDG_STATE_HOME=f"{home}/state", XDG_DATA_HOME=f"{home}/data", XDG_CACHE_HOME=f"{home}/cache",
+               K9S_CONFIG_DIR=f"{home}/k9s")
+    tau = [str(Path(PYTHON).parent / "tau-tui"), "--readonly", "--pane", "queue"] + (["-n", namespace] if namespace else [])
+    tools = {"tau-tui": (tau, env)}
+    if peers.get("k9s"):
+        scope = ["-n", namespace] if namespace else ["-A"]
+        tools["k9s"] = ([str(peers["k9s"]), "--readonly", *scope, "--command", "workloads.kueue.x-k8s.io"], env)
+    return tools
+
+
+def first_screen_round(kubeconfig: str, peers: dict[str, Path], home: str) -> dict:
+    out = {}
+    for name, (command, env) in tool_commands(kubeconfig, peers, home, None).items():
+        screen = Screen(name, command, env)
+        started = screen.start()
+        seen = None
+        text = ""
+        try:
+            while time.monotonic() - started < WAIT_LIMIT:
+                text = screen.capture()
+                if ROW_RE.search(text):
+                    seen = time.monotonic() - started
+                    break
+                time.sleep(0.05)
+            rss, hwm = screen.rss()
+        finally:
+            screen.stop()
+        out[name] = {"seconds": seen, "rss_mb": hwm, "screen": text if seen is None else ""}
+        print(f"  first screen {name}: {seen if seen is None else round(seen, 2)} s", flush=True)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# event-to-screen
+
+
+def bench_workloads(api: Api) -> list[str]:
+    names = [f"bench-{i:02d}" for i in range(BENCH_ROWS)]
+    for name in names:
+        api.create(f"{KUEUE}/namespaces/{BENCH_NAMESPACE}/workloads", {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": BENCH_NAMESPACE},
+            "spec": {"queueName": "q-0", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox",
+                                                          "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}}}]},
+        })
+    return names
+
+
+class Driver(threading.Thread):
+    """Merge-patches spec.queueName at `rate`/s for `seconds`, paced by the wall clock, from a small pool."""
+
+    def __init__(self, api: Api, names: list[str], rate: float, seconds: float, first_seq: int):
+        super().__init__(daemon=True)
+        self.api, self.names, self.rate, self.seconds = api, names, rate, seconds
+        self.sent: dict[int, tuple[str, float]] = {}
+        self.errors = 0
+        self.first_seq = first_seq
+        self.late = 0
+
+    def run(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        total = int(self.rate * self.seconds)
+        start = time.monotonic()
+        # PATCHes pass Kueue's webhooks: ~0.1-0.3 s each on a busy machine, so 200/s needs many in flight.
+        pool = ThreadPoolExecutor(max_workers=48)
+        try:
+            for n in range(total):
+                due = start + n / self.rate
+                wait = due - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                elif wait < -0.5:
+                    self.late += 1
+                seq = self.first_seq + n
+                name = self.names[n % len(self.names)]
+                pool.submit(self._patch, seq, name)
+        finally:
+            # The minute is over: changes the server has not started on are dropped, not sent late.
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _patch(self, seq: int, name: str) -> None:
+        self.sent[seq] = (name, time.monotonic())
+        try:
+            self.api.request("PATCH", f"{KUEUE}/namespaces/{BENCH_NAMESPACE}/workloads/{name}",
+                             {"spec": {"queueName": f"q-{seq}"}}, content_type="application/merge-patch+json")
+        except RuntimeError:
+            self.errors += 1
+
+
+def latency_run(name: str, command: list[str], env: dict, api: Api, names: list[str], rate: float, seconds: float,
+                first_seq: int) -> dict:
+    screen = Screen(name, command, env)
+    started = screen.start()
+    pair = re.compile(r"(bench-\d\d)\b.*?\bq-(\d+)\b")
+    try:
+        while time.monotonic() - started < WAIT_LIMIT and not re.search(r"bench-\d\d", screen.capture()):
+            time.sleep(0.1)
+        time.sleep(3)  # settle after the first paint
+        driver = Driver(api, names, rate, seconds, first_seq)
+        first_seen: dict[int, float] = {}
+        rss_peak = 0.0
+        driver.start()
+        end = time.monotonic() + seconds + 5
+        captures = 0
+        while time.monotonic() < end:
+            text = screen.capture()
+            now = time.monotonic()
+            captures += 1
+            for line in text.splitlines():
+                m = pair.search(line)
+                if m:
+                    first_seen.setdefault(int(m.group(2)), now)
+            rss_peak = max(rss_peak, screen.rss()[0])
+            time.sleep(0.02)
+        driver.join(timeout=30)
+        _, hwm = screen.rss()
+    finally:
+        screen.stop()
+    latencies = sorted(first_seen[s] - driver.sent[s][1] for s in first_seen if s in driver.sent and first_seen[s] >= driver.sent[s][1])
+    def pct(p: float) -> float | None:
+        return latencies[min(len(latencies) - 1, int(p * len(latencies)))] if latencies else None
+    return {"sent": len(driver.sent), "patch_errors": driver.errors, "driver_late": driver.late, "shown": len(latencies),
+            "p50_s": pct(0.50), "p99_s": pct(0.99), "max_s": latencies[-1] if latencies else None,
+            "captures": captures, "rss_peak_mb": max(rss_peak, hwm), "achieved_rate": len(driver.sent) / seconds}
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def med(values: list) -> str:
+    values = [v for v in values if v is not None]
+    if not values:
+        return "n/a"
+    return f"{statistics.median(values):.2f} ({min(values):.2f}..{max(values):.2f})"
+
+
+def build_peer(name: str) -> None:
+    """`bash harness/build.sh <name>` (niced; Go builds take minutes), unless a build already runs."""
+    running = subprocess.run(["pgrep", "-f", "harness/build.sh"], capture_output=True, text=True).stdout.split()
+    if running:
+        print(f"peer {name}: not building, another harness/build.sh runs (PIDs {' '.join(running)})", flush=True)
+        return
+    print(f"peer {name}: building with `bash harness/build.sh {name}` ...", flush=True)
+    log = RESULTS / f"build-{name}.log"
+    RESULTS.mkdir(exist_ok=True)
+    with open(log, "w") as out:
+        code = subprocess.run(["nice", "-n", "15", "bash", str(REPO / "harness" / "build.sh"), name],
+                              stdout=out, stderr=subprocess.STDOUT).returncode
+    if code:
+        tail = log.read_text(errors="replace").splitlines()[-5:]
+        print(f"peer {name}: build failed (exit {code}); last lines of {log}:\n  " + "\n  ".join(tail), flush=True)
+    else:
+        log.unlink(missing_ok=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--workloads", type=int, default=20_000)
+    parser.add_argument("--nodes", type=int, default=2_000)
+    parser.add_argument("--skip", action="append", default=[], choices=("sync", "first-screen", "latency"))
+    parser.add_argument("--no-build", action="store_true", help="do not build missing peers")
+    parser.add_argument("--no-kwok", action="store_true", help="T1 set only (no KWOK/controllers): nodes never Ready")
+    parser.add_argument("--kubectl", help="a kubectl to use when the harness's is not built")
+    args = parser.parse_args()
+    binaries = locate()
+    peers: dict[str, Path] = {}
+    missing = []
+    for name in ("kubectl", "kueuectl", "k9s"):
+        path = Path(args.kubectl) if name == "kubectl" and args.kubectl else getattr(binaries, name)
+        if not os.access(path, os.X_OK) and name != "kubectl" and not args.no_build:
+            build_peer(name)
+        if os.access(path, os.X_OK):
+            peers[name] = path
+        else:
+            missing.append(name)
+            print(f"peer {name} is not built ({path}): its measurements are skipped; build it with "
+                  f"`bash harness/build.sh {'k8s' if name == 'kubectl' else name}`", flush=True)
+    if not shutil.which("tmux"):
+        print("tmux is not installed: the screen measurements are skipped", flush=True)
+        args.skip += ["first-screen", "latency"]
+    shape = Shape(workloads=args.workloads, nodes=args.nodes)
+    info = machine()
+    results: dict = {"machine": info, "args": vars(args), "missing_peers": missing,
+                     "peers": {name: str(path) for name, path in peers.items()}}
+    plane, state, report = start_loaded_plane(shape, kwok=not args.no_kwok)
+    home = tempfile.mkdtemp(prefix="tau-bench-home-")
+    api = Api(plane.kubeconfig)
+    try:
+        print_report(report)
+        results["load"] = {"steps_s": report.steps, "counts": report.counts}
+        if "sync" not in args.skip:
+            results["sync"] = []
+            for n in range(args.repeat):
+                print(f"[sync {n + 1}/{args.repeat}]", flush=True)
+                results["sync"].append(sync_round(plane.kubeconfig, shape, peers))
+        if "first-screen" not in args.skip:
+            results["first_screen"] = []
+            for n in range(args.repeat):
+                print(f"[first screen {n + 1}/{args.repeat}]", flush=True)
+                results["first_screen"].append(first_screen_round(plane.kubeconfig, peers, home))
+        if "latency" not in args.skip:
+            names = bench_workloads(api)
+            results["latency"] = {}
+            seq = 1
+            for name, (command, env) in tool_commands(plane.kubeconfig, peers, home, BENCH_NAMESPACE).items():
+                print(f"[latency {name}: {args.rate:.0f} changes/s for {args.seconds:.0f} s]", flush=True)
+                results["latency"][name] = latency_run(name, command, env, api, names, args.rate, args.seconds, seq)
+                seq += int(args.rate * args.seconds) + 1
+    finally:
+        api.close()
+        plane.stop()
+        shutil.rmtree(state, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "side_by_side.json").write_text(json.dumps(results, indent=2))
+    print_tables(results)
+    return 0
+
+
+def print_tables(results: dict) -> None:
+    info = results["machine"]
+    print(f"\nside by side, {info['date']}, {info['nproc']} CPU ({info['cpu']}), load {info['loadavg']:.1f}; "
+          f"median (min..max) of {results['args']['repeat']}; peers missing: {', '.join(results['missing_peers']) or 'none'}")
+    if results.get("sync"):
+        rounds = results["sync"]
+        base = "kubectl get -o json (workloads + nodes)"
+        print("\n1. initial sync of workloads and nodes")
+        print(f"  {'tool':44s} {'wall s':>22s} {'peak RSS MB':>22s} {'time / kubectl':>15s}")
+        for tool in rounds[0]:
+            secs = [r[tool]["seconds"] for r in rounds]
+            rss = [r[tool]["rss_mb"] for r in rounds]
+            ratio = ""
+            if base in rounds[0] and all(s is not None for s in secs):
+                ratio = f"{statistics.median(secs) / statistics.median([r[base]['seconds'] for r in rounds]):.2f}x"
+            print(f"  {tool:44s} {med(secs):>22s} {med(rss):>22s} {ratio:>15s}")
+    if results.get("first_screen"):
+        rounds = results["first_screen"]
+        print("\n2. process start to the first screen showing workloads (tmux 160x48)")
+        for tool in rounds[0]:
+            secs = [r[tool]["seconds"] for r in rounds]
+            misses = sum(1 for s in secs if s is None)
+            print(f"  {tool:12s} {med(secs):>24s} s   peak RSS {med([r[tool]['rss_mb'] for r in rounds])} MB"
+                  + (f"   ({misses} of {len(secs)} runs showed nothing within {WAIT_LIMIT:.0f} s)" if misses else ""))
+    if results.get("latency"):
+        print(f"\n3. event-to-screen at {results['args']['rate']:.0f} changes/s for {results['args']['seconds']:.0f} s (one run each)")
+        for tool, r in results["latency"].items():
+            p50 = "n/a" if r["p50_s"] is None else f"{r['p50_s'] * 1000:.0f}"
+            p99 = "n/a" if r["p99_s"] is None else f"{r['p99_s'] * 1000:.0f}"
+            print(f"  {tool:12s} p50 {p50:>6s} ms  p99 {p99:>6s} ms  shown {r['shown']:,} of {r['sent']:,} changes  "
+                  f"peak RSS {r['rss_peak_mb']:.0f} MB  (patch errors {r['patch_errors']}, driver rate {r['achieved_rate']:.0f}/s)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
