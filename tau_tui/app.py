@@ -558,7 +558,8 @@ class TauApp(App):
                 self._audit_worker("declined", mutation.verb, mutation.target, ok=False,
                                    message="declined at the confirmation", namespace=mutation.namespace)
 
-        self.push_screen(ConfirmDialog(mutation.title, preview, verb=mutation.verb.capitalize()), answered)
+        self.push_screen(ConfirmDialog(mutation.title, preview, verb=mutation.verb.capitalize(),
+                                       decline=mutation.decline), answered)
 
     @work(thread=True, exit_on_error=False, group="mutation")
     def _apply_mutation(self, mutation: Mutation) -> None:

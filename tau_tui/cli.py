@@ -103,7 +103,7 @@ def request_timeouts(args: argparse.Namespace):
     given = getattr(args, "request_timeout", None)
     if given is not None:
         return RequestTimeouts.from_read(given)
-    from .app_config import load_settings
+    from .settings.settings_file import load_settings
 
     return load_settings().settings.timeouts()
 

@@ -22,6 +22,7 @@ def cancel_mutation(app: ClusterHost, kind: ResourceKind, namespace: str, name: 
         title=f"Cancel {kind.type.kind} {namespace}/{name}? Its pods stop and Kueue releases the quota.",
         run=run,
         namespace=namespace,
+        decline="Keep",
     )
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from textual.screen import ModalScreen
 
 from tau_tui.app import TauApp
-from tau_tui.app_config import AppSettings, LoadedSettings
+from tau_tui.settings.settings_file import AppSettings, LoadedSettings
 from tau_tui.core.operations.audit import AuditLog, state_dir, verify
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
