@@ -520,11 +520,21 @@ class TauApp(App):
 
     @work(thread=True, exit_on_error=False, group="mutation")
     def _preview_mutation(self, mutation: Mutation) -> None:
+        affects = ""
+        if mutation.affected is not None:
+            try:
+                affects = "affects:\n" + "".join(f"  {line}\n" for line in mutation.affected()) + "\n"
+            except Exception as err:  # the summary is a help; the dry-run below still decides
+                affects = f"affects: unknown ({type(err).__name__}: {err})\n\n"
+        self._preview_mutation_text(mutation, affects)
+
+    def _preview_mutation_text(self, mutation: Mutation, affects: str) -> None:
         if mutation.preview is not None:
             try:
                 ok, text, allowed = mutation.preview()
             except Exception as err:
                 ok, text, allowed = False, f"⚠ preview failed: {getattr(err, 'message', None) or err}", False
+            text = affects + text
             self.write_audit("preview", mutation.verb, mutation.target, ok=ok, message=text,
                              namespace=mutation.namespace, dry_run=True)
             self.post_message(self.MutationPreviewed(mutation, ok, text, allowed))
@@ -537,6 +547,7 @@ class TauApp(App):
                 ok, text = False, f"⚠ server dry-run failed: {getattr(err, 'message', None) or err}"
         else:
             ok, text = True, "this change cannot be previewed by the server; it applies directly"
+        text = affects + text
         self.write_audit("preview", mutation.verb, mutation.target, ok=ok, message=text,
                          namespace=mutation.namespace, dry_run=True)
         self.post_message(self.MutationPreviewed(mutation, ok, text))

@@ -146,6 +146,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from .core.cluster.real import KubernetesBackend
     from .core.runconfig.pipeline import load_profiles, render_run
 
+    from .core.operations.admission_fit import request_totals, server_quota_warnings, summary_line
     from .core.operations.audit import AuditLog
 
     loaded = load_config(args.file)
@@ -158,6 +159,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     main = run.manifests[-1] if run.manifests else {}
     meta = main.get("metadata") or {}
     target = f"{main.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}"
+    totals = request_totals(run.manifests)
+    print(f"{target}: {summary_line(totals)}", file=sys.stderr)
+    for warning in server_quota_warnings(backend(), totals):
+        print(f"{args.file}: warning: {warning}\n  fix: ask for less, or pick a profile/queue with more quota",
+              file=sys.stderr)
     audit = AuditLog(source="cli")
     identity = backend().who_am_i()
     where = {"context": backend().current_context, "namespace": meta.get("namespace"), "identity": identity}

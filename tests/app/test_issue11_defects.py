@@ -1,0 +1,155 @@
+"""The defects of issue #11, each reproduced through the app (pilot, simulated backend)."""
+
+from __future__ import annotations
+
+from textual.widgets import Button, Input
+
+from tau_tui.app import TauApp
+from tau_tui.core.cluster.sim.backend import SimulatedBackend
+from tau_tui.core.operations.admission_fit import request_totals, server_quota_warnings
+from tau_tui.screens.compose import ComposeScreen
+from tau_tui.widgets.confirm_dialog import ConfirmDialog
+from tau_tui.widgets.form_field import FormField
+from tau_tui.widgets.keyed_table import KeyedTable
+from tests.app.conftest import VALID_TAU_YAML
+from tests.app.helpers import async_test, demo_backend, make_app, settle
+from tests.app.test_flows import of_type, wait_until
+
+JOB_TAU_YAML = """\
+name: huge-mem
+image: python:3.12-slim
+entrypoint: train.py
+compute:
+  gpus: 8
+  memory_request: 999Pi
+policy:
+  namespace: taugrid-default
+  profile: azure.research.training.xl
+"""
+
+
+def _preview(app) -> str:
+    return str(app.screen.query_one("#confirm-preview").render())
+
+
+@async_test
+async def test_cancel_dialog_names_the_verb_once_and_offers_keep(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#workloads-table", KeyedTable)
+        table.focus()
+        await pilot.press("ctrl+d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="confirm dialog")
+        labels = [str(b.label) for b in app.screen.query(Button)]
+        assert labels == ["Cancel (y)", "Keep (n)"], labels
+        await pilot.press("n")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmDialog)
+
+
+@async_test
+async def test_hold_confirmation_summarises_workloads_gpus_memory_and_owners(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        queues = app.screen.query_one("#queues-table", KeyedTable)
+        queues.focus()
+        key = next(k for k in queues.keys if k == "cq/jobqueue")
+        queues.move_cursor(row=queues.keys.index(key))
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="confirm dialog")
+        preview = _preview(app)
+        assert "affects:" in preview
+        assert "admitted workload(s)" in preview and "pending" in preview
+        assert "GPU(s)" in preview and "memory" in preview
+        assert "owners: namespace taugrid-default" in preview
+        assert [str(b.label) for b in app.screen.query(Button)] == ["Hold (y)", "Back (n)"]
+
+
+@async_test
+async def test_compose_warns_when_no_flavor_can_hold_the_request_and_submit_says_so(tmp_path, workspace):
+    (workspace / "tau.yaml").write_text(JOB_TAU_YAML)
+    world, backend = demo_backend()
+    app = make_app(tmp_path, backend, start_pane="compose", compose_file="tau.yaml")
+    messages: list = []
+    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: any(m.result.rendered for m in of_type(messages, ComposeScreen.Validated)),
+                         what="rendered validation")
+        await settle(pilot)
+        result = screen.validation
+        assert result.ok  # a warning, not an error: the user may still submit
+        warnings = [d for d in result.diagnostics if d.severity == "warning" and d.path == "compute.memory_request"]
+        assert warnings, result.diagnostics
+        text = warnings[0].message
+        assert "memory 999Pi" in text and "ClusterQueue jobqueue" in text and "4000Gi" in text, text
+        field = screen.query_one("#field-compute-memory-request", FormField)
+        assert "exceeds every flavor's nominal quota" in str(field.query_one(".field-error").render())
+
+        await pilot.press("ctrl+g")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="submit confirmation")
+        preview = _preview(app)
+        assert "1 pod(s): nvidia.com/gpu 8" in preview and "memory 999Pi" in preview
+        assert "queue taugrid-default/jobqueue" in preview
+        assert "⚠ memory 999Pi requested exceeds every flavor's nominal quota" in preview
+        assert [str(b.label) for b in app.screen.query(Button)] == ["Submit (y)", "Back (n)"]
+
+
+def test_cli_submit_quota_check_reads_the_queues_from_the_server():
+    """What `tau-tui submit` prints, against the simulated API server (same primitives as the real one)."""
+    world, backend = demo_backend()
+    try:
+        assert isinstance(backend, SimulatedBackend)
+        manifests = [{"kind": "Job", "metadata": {"namespace": "taugrid-default",
+                                                   "labels": {"kueue.x-k8s.io/queue-name": "jobqueue"}},
+                      "spec": {"parallelism": 2, "template": {"spec": {"containers": [
+                          {"resources": {"requests": {"memory": "999Pi", "nvidia.com/gpu": "8"}}}]}}}}]
+        totals = request_totals(manifests)
+        assert totals.pods == 2 and totals.requests["nvidia.com/gpu"] == 16
+        warnings = server_quota_warnings(backend, totals)
+        assert len(warnings) == 1 and warnings[0].startswith("memory 1998Pi requested exceeds"), warnings
+        fits = request_totals([{**manifests[0], "spec": {"parallelism": 1, "template": {"spec": {"containers": [
+            {"resources": {"requests": {"memory": "16Gi", "nvidia.com/gpu": "8"}}}]}}}}])
+        assert server_quota_warnings(backend, fits) == []
+    finally:
+        backend.close()
+
+
+@async_test
+async def test_compose_has_a_gpus_field_for_a_job(tmp_path, workspace):
+    (workspace / "tau.yaml").write_text(JOB_TAU_YAML.replace("  memory_request: 999Pi\n", "").replace("  gpus: 8\n", ""))
+    app = make_app(tmp_path, start_pane="compose", compose_file="tau.yaml")
+    messages: list = []
+    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: of_type(messages, ComposeScreen.Validated), what="validation")
+        gpus = screen.query_one("#field-compute-gpus", FormField)
+        gpus.input.value = "8"
+        await wait_until(pilot, lambda: screen.document.get("compute.gpus") == 8, what="gpus written")
+        assert "gpus: 8" in screen.document.text()
+
+
+@async_test
+async def test_placeholders_are_never_shown_as_values(tmp_path, workspace):
+    app = make_app(tmp_path, start_pane="compose", compose_file="tau.yaml")
+    messages: list = []
+    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: of_type(messages, ComposeScreen.Validated), what="validation")
+        image = screen.query_one("#field-runtime-image", FormField)
+        assert image.input.value == "python:3.12-slim"
+        image.input.value = ""  # cleared: the example must not read as the value
+        await settle(pilot)
+        assert image.input.placeholder == "e.g. python:3.12-slim"
+        style = image.input.get_component_rich_style("input--placeholder")
+        assert style.italic
+        await pilot.press("ctrl+n")  # a new form: the namespace is empty and says so
+        await settle(pilot)
+        namespace = screen.query_one("#field-policy-namespace", FormField)
+        assert namespace.input.value == ""
+        assert namespace.input.placeholder.startswith("e.g. ")
+        engine = screen.query_one("#field-run-engine", FormField)
+        assert engine.input.placeholder == "one of job | rayjob"
+        rendered = "".join(seg.text for seg in namespace.input.render_line(0))
+        assert "e.g. taugrid-default" in rendered
