@@ -28,7 +28,9 @@ tau-tui: a terminal UI for AI workloads on Kubernetes with Kueue, KubeRay and Mu
 Without a command, starts the interactive app (current kubeconfig context; --demo for the
 embedded simulated cluster). The headless commands use the same core and rules as the app:
 
-  tau-tui validate FILE                 check a tau.yaml; exit 0 if valid, 2 if not (messages on stderr)
+  tau-tui validate FILE [--profiles SNAPSHOT]
+                                        check a tau.yaml; exit 0 if valid, 2 if not (every problem found,
+                                        on stderr); with a snapshot, also whether its profile resolves
   tau-tui render FILE [--profiles SNAPSHOT] [-n NS] [--team T] [--lane L] [--context C]
                                         client dry-run: print the Job/RayJob manifests as YAML
   tau-tui submit FILE [--dry-run=server] [--context C] [-n NS] [--submission-id ID]
@@ -76,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     validate = sub.add_parser("validate", help="check a tau.yaml")
     validate.add_argument("file", help="path to tau.yaml")
+    validate.add_argument("--profiles", metavar="SNAPSHOT",
+                          help="offline TauWorkloadProfileSnapshot to check the profile against "
+                               "(default: policy.workload_profile_snapshot, if set)")
     render = sub.add_parser("render", help="client dry-run: print manifests")
     _common(render)
     render.add_argument("--profiles", metavar="SNAPSHOT", help="offline TauWorkloadProfileSnapshot file")
@@ -125,7 +130,19 @@ def _print_diagnostics(err: DiagnosticError) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    loaded = load_config(args.file)
+    from .core.runconfig.pipeline import render_run, snapshot_path
+    from .core.runconfig.profiles import load_snapshot
+
+    problems: list = []
+    loaded = load_config(args.file, rule_errors=problems)  # shape errors raise, with the rule errors beside them
+    snapshot = snapshot_path(loaded, args.profiles)
+    if snapshot is not None:  # profile errors in the same run as the rule errors
+        try:
+            render_run(loaded, load_snapshot(snapshot), RenderOptions(None, None, None))
+        except DiagnosticError as err:
+            problems += err.diagnostics
+    if problems:
+        raise DiagnosticError(problems)
     for warning in loaded.warnings:
         print(str(warning), file=sys.stderr)
     print(f"{args.file}: valid ({loaded.engine}, config hash {loaded.config_hash[:12]})", file=sys.stderr)
