@@ -153,3 +153,20 @@ async def test_placeholders_are_never_shown_as_values(tmp_path, workspace):
         assert engine.input.placeholder == "one of job | rayjob"
         rendered = "".join(seg.text for seg in namespace.input.render_line(0))
         assert "e.g. taugrid-default" in rendered
+
+
+@async_test
+async def test_unhealthy_filter_matches_the_verdict_not_negative_reason_text(tmp_path):
+    app = make_app(tmp_path, start_pane="nodes")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        table = screen.query_one("#nodes-table", KeyedTable)
+        everyone = list(table.keys)
+        assert len(everyone) > 3
+        screen.set_filter("unhealthy")
+        await settle(pilot)
+        assert list(table.keys) == ["h100-node-5"]  # not every node whose reason says "no unhealthy GPU"
+        screen.set_filter("Xid79")  # a problem's reason is still searchable
+        await settle(pilot)
+        assert list(table.keys) == ["h100-node-5"]
