@@ -78,6 +78,9 @@ class TauApp(App):
         Binding("question_mark,f1", "help", "Help", id="app.help", key_display="?"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", show=False, priority=True),
         *[Binding(key, f"switch_pane('{mode}')", label, id=f"app.pane.{mode}", show=False) for key, mode, label in PANES],
+        # alt+digit switches from inside a text field too, and never types the digit (priority: before the Input).
+        *[Binding(f"alt+{key}", f"switch_pane('{mode}')", label, id=f"app.pane_alt.{mode}", show=False, priority=True)
+          for key, mode, label in PANES],
     ]
 
     class BackendReady(Message):

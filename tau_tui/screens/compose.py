@@ -97,6 +97,8 @@ FIELD_PATHS = [path for _, fields in FORM for path, *_ in fields] + ["policy.pro
 #: written alias path → canonical path
 ALIAS_TO_CANONICAL = {".".join(src): ".".join(canonical) for canonical, sources in ALIASES.items() for src in sources}
 IMPLICIT_PROFILE = "__implicit__"
+#: Digits type into a focused field, so the form says how to leave it.
+KEYS_HINT = "in a field digits are text · esc leaves it, then 1-7 panes · alt+1-7 from anywhere"
 #: requested resource → the field that sets it (GPU resources go to compute.gpus / gpus_per_worker)
 QUOTA_FIELDS = {"cpu": "compute.cpu_request", "memory": "compute.memory_request"}
 
@@ -139,7 +141,8 @@ class ComposeScreen(PaneScreen):
         "picker offers only profiles that are ready and applicable to the namespace/team/lane in the form; "
         "the others are listed with the reason.  ctrl+r client dry-run, ctrl+t server dry-run (dryRun=All, "
         "nothing is created), ctrl+g submit (server dry-run preview, confirmation, audit log), ctrl+s save "
-        "(keeps comments and key order; refuses if it would lose anything), ctrl+o open, ctrl+n new."
+        "(keeps comments and key order; refuses if it would lose anything), ctrl+o open, ctrl+n new.  "
+        "In a field, digits are text: esc leaves the field, then 1-7 switch panes; alt+1..7 switch from anywhere."
     )
     MUTATING_ACTIONS = frozenset({"submit", "save"})  # save writes a file: read-only refuses it too
     VIEW_KINDS = (ResourceKind.TAU_CLUSTER,)
@@ -196,6 +199,7 @@ class ComposeScreen(PaneScreen):
         with Horizontal(id="compose-main"):
             with VerticalScroll(id="compose-form"):
                 yield Static(Text(""), id="compose-file")
+                yield Static(Text(KEYS_HINT, style="dim"), id="compose-keys-hint")
                 for section, fields in FORM:
                     yield Label(Text(section), classes="section-title")
                     for path, label, kind, placeholder in fields:
@@ -482,7 +486,17 @@ class ComposeScreen(PaneScreen):
     def _on_server_dry_run(self, message: ServerDryRunDone) -> None:
         self._result_line(("✓ server dry-run passed:\n" if message.ok else "✗ server dry-run failed:\n") + message.text, message.ok)
 
+    def action_back(self) -> bool:
+        """Esc in a field leaves the field (digits then switch panes); otherwise the usual back."""
+        if isinstance(self.focused, Input):
+            self.set_focus(None)
+            return True
+        return super().action_back()
+
     def action_submit(self) -> None:
+        # The confirmation hands focus back to what had it: not a field, so a digit typed
+        # after the submit switches panes instead of editing the form.
+        self.set_focus(None)
         if self.tau.readonly:
             self.tau.block_mutation("submit", self.document.label)
             return

@@ -170,3 +170,45 @@ async def test_unhealthy_filter_matches_the_verdict_not_negative_reason_text(tmp
         screen.set_filter("Xid79")  # a problem's reason is still searchable
         await settle(pilot)
         assert list(table.keys) == ["h100-node-5"]
+
+
+@async_test
+async def test_pane_keys_never_edit_compose_fields_and_the_form_says_how_to_leave(tmp_path, workspace):
+    world, backend = demo_backend()
+    app = make_app(tmp_path, backend, start_pane="compose", compose_file="tau.yaml")
+    messages: list = []
+    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.validation.ok, what="valid file")
+        hint = str(screen.query_one("#compose-keys-hint").render())
+        assert "esc" in hint and "alt+1-7" in hint
+        name = screen.query_one("#field-run-name", FormField).input
+        name.focus()
+        await pilot.press("end", "3")  # a digit in a field is text
+        assert name.value == "snap-train3" and app.current_mode == "compose"
+        await pilot.press("backspace", "alt+4")  # alt+digit leaves from inside the field, typing nothing
+        await settle(pilot)
+        assert app.current_mode == "runs"
+        await pilot.press("alt+1")
+        await settle(pilot)
+        assert app.current_mode == "compose" and name.value == "snap-train"
+        name.focus()
+        await pilot.press("escape")  # esc leaves the field; then a digit switches
+        assert screen.focused is None and app.current_mode == "compose"
+        await pilot.press("6")
+        await settle(pilot)
+        assert app.current_mode == "nodes" and name.value == "snap-train"
+
+        # after a submit, the next digit switches panes instead of landing in the field it came from
+        await pilot.press("1")
+        await settle(pilot)
+        name.focus()
+        await pilot.press("ctrl+g")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="submit confirmation")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: of_type(messages, TauApp.MutationApplied), what="submit")
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        assert app.current_mode == "runs"
+        assert name.value == "snap-train"
