@@ -448,15 +448,16 @@ class TauApp(App):
             return
         self.theme = args[0]
 
-    async def open_logs_for_run(self, ref: str, container_all: bool = False) -> None:
-        """``:logs RUN`` / ``l``: RUN is ``name`` or ``namespace/name`` of a Job or RayJob."""
-        self.pending_logs = (ref, container_all)
+    async def open_logs_for_run(self, ref: str, container_all: bool = False, pod: str | None = None) -> None:
+        """``:logs RUN`` / ``l``: RUN is ``name`` or ``namespace/name`` of a Job or RayJob.
+        With ``pod`` (a pod of RUN's namespace), that pod's log only, not the merged run log."""
+        self.pending_logs = (ref, container_all, pod)
         if self.current_mode != "logs":
             self.pane_history.append(self.current_mode)
             await self.switch_mode("logs")
         screen = self.screen
         if isinstance(screen, LogsScreen):
-            screen.open_run(ref, all_containers=container_all)
+            screen.open_run(ref, all_containers=container_all, pod=pod)
             self.pending_logs = None
 
     def action_help(self) -> None:
@@ -473,7 +474,7 @@ class TauApp(App):
             title = getattr(screen, "PANE_TITLE", "tau-tui")
             about = getattr(screen, "HELP", about)
             keys = [(self.get_key_display(b), b.description) for b in getattr(screen, "BINDINGS", []) if isinstance(b, Binding)]
-        self.push_screen(HelpDialog(title, about or "tau-tui", keys))
+        self.push_screen(HelpDialog(title, about or "tau-tui", keys, slash=getattr(screen, "SLASH_HELP", None)))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield SystemCommand("Change theme", "tau-dark, tau-light, tau-high-contrast", self.action_change_theme)

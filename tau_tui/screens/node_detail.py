@@ -151,7 +151,7 @@ class NodeDetailScreen(PaneScreen):
             return
         cells = self.query_one("#pods-table", KeyedTable).cells_of(key)
         run = cells[1].plain if cells else key
-        await self.tau.open_logs_for_run(run)
+        await self.tau.open_logs_for_run(run, pod=key.rpartition("/")[2])  # this pod's log, not the run's
 
     def action_yaml(self) -> None:
         backend = self.tau.backend

@@ -212,3 +212,82 @@ async def test_pane_keys_never_edit_compose_fields_and_the_form_says_how_to_leav
         await settle(pilot)
         assert app.current_mode == "runs"
         assert name.value == "snap-train"
+
+
+@async_test
+async def test_pod_logs_on_a_node_open_that_pods_log(tmp_path):
+    from tau_tui.screens.logs import LogsScreen
+    from tau_tui.screens.node_detail import NodeDetailScreen
+
+    world, backend = demo_backend()
+    app = make_app(tmp_path, backend, start_pane="nodes")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        node = next(n.name for n in backend.nodes()
+                    if sum(1 for p in backend.pods() if p.node_name == n.name and any("gpu" in r for r in p.requests)) >= 1)
+        app.push_screen(NodeDetailScreen(node))
+        await settle(pilot)
+        pods = app.screen.query_one("#pods-table", KeyedTable)
+        await wait_until(pilot, lambda: bool(pods.keys), what="pods on the node")
+        pods.focus()
+        key = pods.keys[0]
+        pod_name = key.rpartition("/")[2]
+        await pilot.press("l")
+        await wait_until(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen.request is not None,
+                         what="logs opened")
+        request = app.screen.request
+        assert request.pods == (pod_name,) and request.job is None and request.ray_job is None
+        assert pod_name in app.screen.run_title
+
+
+@async_test
+async def test_logs_search_previous_and_help(tmp_path):
+    from tau_tui.screens.logs import LogsScreen
+    from tau_tui.widgets.help_dialog import HelpDialog
+    from tau_tui.widgets.log_view import LogView
+
+    world, backend = demo_backend()
+    app = make_app(tmp_path, backend, start_pane="runs")
+    async with app.run_test(size=(260, 40)) as pilot:
+        await settle(pilot)
+        await app.open_logs_for_run("taugrid-default/nccl-allreduce-check")
+        await wait_until(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen.stream is not None, what="stream")
+        screen = app.screen
+        view = screen.query_one(LogView)
+        await wait_until(pilot, lambda: view.lines_seen > 10, what="lines")
+
+        # / opens empty: a new term replaces the last one instead of appending to it
+        screen.run_search("level")
+        await wait_until(pilot, lambda: bool(view.hits), what="hits")
+        await pilot.press("slash")
+        await settle(pilot)
+        line = app.screen.query_one("CommandLine")
+        assert line.query_one(Input).value == ""
+        await pilot.press("escape")
+
+        # another run: the old term and its highlight go together (no "no match" over highlighted lines)
+        await app.open_logs_for_run("taugrid-default/tokenizer-sweep")
+        await wait_until(pilot, lambda: screen.stream is not None and "tokenizer-sweep" in screen.run_title, what="2nd run")
+        await settle(pilot)
+        assert screen.search_text == "" and view.search_pattern is None
+        assert "no match" not in str(screen.query_one("#logs-info").render())
+
+        # p with no previous instance: the reason is in the body, whole, not cut off
+        await pilot.press("p")
+        await wait_until(pilot, lambda: screen.stream is not None and screen.request.previous and screen.stream.errors,
+                         what="previous with an error", timeout=20)
+        await settle(pilot)
+        errors = "; ".join(screen.stream.errors)
+        body = " ".join("".join(seg.text for seg in view.render_line(y)).strip() for y in range(view.size.height))
+        assert view.lines_seen == 0 and errors in " ".join(body.split()), (errors, body)
+        info_widget = screen.query_one("#logs-info")
+        info = " ".join("".join(seg.text for seg in info_widget.render_line(y)).strip()
+                        for y in range(info_widget.size.height))
+        assert errors in " ".join(info.split()), info
+
+        # help on Logs says / searches
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpDialog), what="help")
+        table = app.screen.query_one("#help-keys")
+        keys = " ".join("".join(seg.text for seg in table.render_line(y)) for y in range(table.size.height))
+        assert "search the whole log" in keys and "filter rows" not in keys, keys
