@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.widgets import Button, Input
 
 from tau_tui.app import TauApp
+from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.operations.admission_fit import request_totals, server_quota_warnings
 from tau_tui.screens.compose import ComposeScreen
@@ -291,3 +292,39 @@ async def test_logs_search_previous_and_help(tmp_path):
         table = app.screen.query_one("#help-keys")
         keys = " ".join("".join(seg.text for seg in table.render_line(y)) for y in range(table.size.height))
         assert "search the whole log" in keys and "filter rows" not in keys, keys
+
+
+@async_test
+async def test_node_detail_says_what_to_do_and_why_the_verdict(tmp_path):
+    from tau_tui.screens.node_detail import NodeDetailScreen
+
+    app = make_app(tmp_path, start_pane="nodes")
+    async with app.run_test(size=(200, 48)) as pilot:
+        await settle(pilot)
+        app.push_screen(NodeDetailScreen("h100-node-5"))
+        await settle(pilot)
+        advice = " ".join(app.screen.data.advice)
+        # Xid 79 as the catalog rates it: a reboot, latched (not "RESET_GPU" here and "NONE" elsewhere)
+        assert "gpu3 Xid79 → unhealthy; do: drain and reboot the node" in advice, advice
+        assert "latched: it stays until the GPU is reset or the node reboots" in advice
+        await pilot.press("escape")
+        await settle(pilot)
+        app.push_screen(NodeDetailScreen("a100-node-3"))
+        await settle(pilot)
+        advice = " ".join(app.screen.data.advice)
+        assert "degraded" in advice and "not latched: the health policy rates it degraded" in advice, advice
+
+
+def test_the_simulator_rates_an_xid_as_its_catalog_does_everywhere():
+    world, backend = demo_backend()
+    try:
+        for node, verdict in (("h100-node-0", "unhealthy"), ("h100-node-1", "degraded")):
+            world.gpu_fault(node, verdict, "Xid79" if verdict == "unhealthy" else "Xid92", "x", 0, kill_pods=False)
+        reasons = {}
+        for node in ("h100-node-0", "h100-node-1"):
+            status = backend._api_get(ResourceKind.GPU_HEALTH.value, node, None)["status"]
+            reasons[node] = status["gpus"][0]["reasons"][0]
+        assert reasons["h100-node-0"]["action"] == "REBOOT" and reasons["h100-node-0"]["latched"] is True
+        assert reasons["h100-node-1"]["action"] == "CONTACT_SUPPORT" and reasons["h100-node-1"]["latched"] is False
+    finally:
+        backend.close()
