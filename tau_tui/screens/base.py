@@ -27,6 +27,7 @@ from textual.widgets import Footer, Static
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewState, ViewStatus
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.operations.gpufaults import fault_summary, gpu_problems
 from tau_tui.screens.host import PaneHost
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import PANES, HeaderBar
@@ -225,6 +226,8 @@ class PaneScreen(Screen):
     MUTATING_ACTIONS: frozenset[str] = frozenset()
     #: Cache views this pane's data comes from (their state drives the banner and table notices).
     VIEW_KINDS: tuple[ResourceKind, ...] = ()
+    #: Show the cluster's GPU faults in the banner (the panes a user opens first: queue, runs).
+    SHOWS_GPU_FAULTS = False
     COMMANDS = {PaneCommands}
 
     DEFAULT_CSS = """
@@ -236,8 +239,10 @@ class PaneScreen(Screen):
     """
 
     class Collected(Message):
-        def __init__(self, data: Any, generation: int, freshness: Freshness | None = None) -> None:
+        def __init__(self, data: Any, generation: int, freshness: Freshness | None = None,
+                     gpu_faults: str | None = None) -> None:
             super().__init__()
+            self.gpu_faults = gpu_faults
             self.data = data
             self.generation = generation
             self.freshness = freshness or Freshness()
@@ -321,19 +326,25 @@ class PaneScreen(Screen):
             # read before the data: a change in between shows as stale, never as fresh
             freshness = self.read_freshness()
             data = self.collect()
+            backend = self.tau.backend
+            faults = fault_summary(gpu_problems(backend.gpu_health())) if self.SHOWS_GPU_FAULTS and backend else None
         except Exception as err:  # a bug or a backend failure must not kill the app
             self.post_message(self.CollectFailed(f"{type(err).__name__}: {err}"))
             return
-        self.post_message(self.Collected(data, generation, freshness))
+        self.post_message(self.Collected(data, generation, freshness, faults))
 
     def read_freshness(self) -> Freshness:
         """Connection and view states for this pane (any thread; cache reads only)."""
         return Freshness.read(self.tau.backend, self.VIEW_KINDS)
 
-    def show_freshness(self, freshness: Freshness) -> None:
-        """Banner line in the pane and stale marking of its tables (UI thread)."""
+    def show_freshness(self, freshness: Freshness, gpu_faults: str | None = None) -> None:
+        """Banner line in the pane and stale marking of its tables (UI thread); GPU faults
+        of the cluster below it on the panes that show them."""
         self.freshness = freshness
         banner = freshness.banner()
+        if gpu_faults:
+            faults = Text(gpu_faults, style=style_of("warning"))
+            banner = faults if banner is None else Text.assemble(banner, "\n", faults)
         try:
             widget = self.query_one("#pane-banner", Static)
         except Exception:
@@ -347,7 +358,7 @@ class PaneScreen(Screen):
     def _on_collected(self, message: Collected) -> None:
         self.refresh_running = False
         with self.app.batch_update():
-            self.show_freshness(message.freshness)
+            self.show_freshness(message.freshness, message.gpu_faults)
             self.apply(message.data)
         self.refreshes_applied += 1
         self.update_header()

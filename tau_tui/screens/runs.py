@@ -16,6 +16,7 @@ from textual.widgets import Static
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import JobView, RayJobView
+from tau_tui.core.operations.gpufaults import gpu_problems
 from tau_tui.core.operations.runstatus import RunStatus, compute_run_status, objects_for_run
 from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.screens.base import PaneScreen
@@ -69,6 +70,7 @@ def render_run_status(status: RunStatus) -> Group:
 
 class RunsScreen(PaneScreen):
     PANE = "runs"
+    SHOWS_GPU_FAULTS = True
     PANE_TITLE = "Runs"
     HELP = (
         "Every Tau-managed Job and RayJob.  The panel below shows the selected run's phases in order "
@@ -105,6 +107,7 @@ class RunsScreen(PaneScreen):
         workloads = backend.workloads()
         pods = backend.pods()
         events = backend.events()
+        bad_gpus = gpu_problems(backend.gpu_health())
         data = RunsData()
         order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "not_found": 5}
         items = []
@@ -115,7 +118,7 @@ class RunsScreen(PaneScreen):
             objs = objects_for_run(ns, owner.name, job=job, ray_job=ray,
                                    workloads=[w for w in workloads if w.namespace == ns],
                                    pods=[p for p in pods if p.namespace == ns],
-                                   events=[e for e in events if e.namespace == ns])
+                                   events=[e for e in events if e.namespace == ns], gpu_problems=bad_gpus)
             status = compute_run_status(objs)
             key = f"{ns}/{owner.name}"
             if not f.matches(f"{key} {status.state} {status.kind} {status.queue or ''}", owner.labels):

@@ -328,3 +328,33 @@ def test_the_simulator_rates_an_xid_as_its_catalog_does_everywhere():
         assert reasons["h100-node-1"]["action"] == "CONTACT_SUPPORT" and reasons["h100-node-1"]["latched"] is False
     finally:
         backend.close()
+
+
+@async_test
+async def test_demo_faults_shows_the_faults_from_the_first_screen(tmp_path):
+    from tau_tui.core.cluster.sim.scenario import build_world
+    from tau_tui.screens.runs import render_run_status
+
+    world = build_world("faults")
+    backend = SimulatedBackend(world, realtime=False)
+    backend.start()
+    assert backend.wait_synced(10)
+    app = make_app(tmp_path, backend, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        banner = app.screen.query_one("#pane-banner")
+        assert banner.has_class("-shown")
+        text = " ".join("".join(seg.text for seg in banner.render_line(y)) for y in range(banner.size.height))
+        assert "⚠ GPU faults: 1 node unhealthy (gpu-node-1), 1 node degraded (gpu-node-4)" in text, text
+
+        await pilot.press("4")
+        await settle(pilot)
+        runs = app.screen
+        status = runs.data.statuses["team-oncall/burn-in-0"]
+        cells = runs.query_one("#runs-table", KeyedTable).cells_of("team-oncall/burn-in-0")
+        assert "pod failed" in cells[0].plain  # never a plain "◐ starting"
+        attention = [d for d in status.diagnostics if d.code == "POD_FAILED_ON_BAD_GPU"]
+        assert attention and "gpu-node-1" in attention[0].message and "Xid48" in attention[0].message
+        group = render_run_status(status)
+        assert any("Attention" in getattr(part, "plain", "") for part in group.renderables)
+    backend.close()
