@@ -214,6 +214,10 @@ class PaneCommands(Provider):
 # --------------------------------------------------------------------------
 
 
+#: Below this many columns panes use their narrow layout (80x24 must show every key column and value).
+NARROW_WIDTH = 100
+
+
 class PaneScreen(Screen):
     """Base of every pane.  Subclasses set PANE/PANE_TITLE/HELP, compose
     :meth:`compose_body`, and implement :meth:`collect` (thread) and
@@ -282,6 +286,19 @@ class PaneScreen(Screen):
 
     def on_mount(self) -> None:
         self.update_header()
+        self._fit_width(self.app.size.width)
+
+    def on_resize(self, event) -> None:
+        self._fit_width(event.size.width)
+
+    def _fit_width(self, width: int) -> None:
+        """Below 100 columns the footer drops its spacing and the palette key (ctrl+p stays bound,
+        and help lists it), so the pane's own keys fit at 80 columns."""
+        narrow = width < NARROW_WIDTH
+        self.set_class(narrow, "-narrow")
+        for footer in self.query(Footer):
+            footer.compact = narrow
+            footer.show_command_palette = not narrow
 
     def on_screen_resume(self) -> None:
         self.update_header()

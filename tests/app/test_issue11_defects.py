@@ -358,3 +358,26 @@ async def test_demo_faults_shows_the_faults_from_the_first_screen(tmp_path):
         group = render_run_status(status)
         assert any("Attention" in getattr(part, "plain", "") for part in group.renderables)
     backend.close()
+
+
+@async_test
+async def test_80x24_compose_shows_whole_values_and_a_compact_footer(tmp_path, workspace):
+    from textual.widgets import Footer
+
+    app = make_app(tmp_path, start_pane="compose", compose_file="tau.yaml")
+    messages: list = []
+    async with app.run_test(size=(80, 24), message_hook=messages.append) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: of_type(messages, ComposeScreen.Validated), what="validation")
+        await settle(pilot)
+        assert screen.has_class("-narrow")
+        image = screen.query_one("#field-runtime-image", FormField).input
+        assert image.value == "python:3.12-slim"
+        assert image.region.width >= 50, image.region  # the whole width, not half of it
+        side = screen.query_one("#compose-side")
+        assert side.region.y > screen.query_one("#compose-form").region.y  # the preview sits below the form
+        footer = screen.query_one(Footer)
+        assert footer.compact and not footer.show_command_palette
+        await pilot.resize_terminal(160, 48)
+        await settle(pilot)
+        assert not screen.has_class("-narrow") and not footer.compact
