@@ -29,6 +29,11 @@ policy:
 """
 
 
+def _text_of(widget) -> str:
+    """What a widget shows on screen, its lines joined by spaces."""
+    return " ".join("".join(seg.text for seg in widget.render_line(y)).strip() for y in range(widget.size.height))
+
+
 def _preview(app) -> str:
     return str(app.screen.query_one("#confirm-preview").render())
 
@@ -279,18 +284,15 @@ async def test_logs_search_previous_and_help(tmp_path):
                          what="previous with an error", timeout=20)
         await settle(pilot)
         errors = "; ".join(screen.stream.errors)
-        body = " ".join("".join(seg.text for seg in view.render_line(y)).strip() for y in range(view.size.height))
+        body = _text_of(view)
         assert view.lines_seen == 0 and errors in " ".join(body.split()), (errors, body)
-        info_widget = screen.query_one("#logs-info")
-        info = " ".join("".join(seg.text for seg in info_widget.render_line(y)).strip()
-                        for y in range(info_widget.size.height))
+        info = _text_of(screen.query_one("#logs-info"))
         assert errors in " ".join(info.split()), info
 
         # help on Logs says / searches
         await pilot.press("question_mark")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpDialog), what="help")
-        table = app.screen.query_one("#help-keys")
-        keys = " ".join("".join(seg.text for seg in table.render_line(y)) for y in range(table.size.height))
+        keys = _text_of(app.screen.query_one("#help-keys"))
         assert "search the whole log" in keys and "filter rows" not in keys, keys
 
 
@@ -344,7 +346,7 @@ async def test_demo_faults_shows_the_faults_from_the_first_screen(tmp_path):
         await settle(pilot)
         banner = app.screen.query_one("#pane-banner")
         assert banner.has_class("-shown")
-        text = " ".join("".join(seg.text for seg in banner.render_line(y)) for y in range(banner.size.height))
+        text = _text_of(banner)
         assert "⚠ GPU faults: 1 node unhealthy (gpu-node-1), 1 node degraded (gpu-node-4)" in text, text
 
         await pilot.press("4")
