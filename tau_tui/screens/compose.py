@@ -98,7 +98,7 @@ FIELD_PATHS = [path for _, fields in FORM for path, *_ in fields] + ["policy.pro
 ALIAS_TO_CANONICAL = {".".join(src): ".".join(canonical) for canonical, sources in ALIASES.items() for src in sources}
 IMPLICIT_PROFILE = "__implicit__"
 #: Digits type into a focused field, so the form says how to leave it.
-KEYS_HINT = "in a field digits are text · esc leaves it, then 1-7 panes · alt+1-7 from anywhere"
+KEYS_HINT = "digits type into fields · esc leaves a field, then 1-7 · alt+1-7 anywhere"
 #: requested resource → the field that sets it (GPU resources go to compute.gpus / gpus_per_worker)
 QUOTA_FIELDS = {"cpu": "compute.cpu_request", "memory": "compute.memory_request"}
 

@@ -347,7 +347,7 @@ async def test_demo_faults_shows_the_faults_from_the_first_screen(tmp_path):
         banner = app.screen.query_one("#pane-banner")
         assert banner.has_class("-shown")
         text = _text_of(banner)
-        assert "⚠ GPU faults: 1 node unhealthy (gpu-node-1), 1 node degraded (gpu-node-4)" in text, text
+        assert "⚠ GPU faults: 1 node unhealthy (gpu-node-1), 1 degraded (gpu-node-4)" in text, text
 
         await pilot.press("4")
         await settle(pilot)

@@ -34,7 +34,7 @@ class HealthReason(_Camel):
         if self.latched:
             why = "latched: it stays until the GPU is reset or the node reboots, even if the error stopped"
         elif self.severity is Verdict.DEGRADED:
-            why = "not latched: the health policy rates it degraded, and it clears when the error stops"
+            why = "not latched: the health policy rates it degraded; it clears when the error stops"
         elif self.severity is Verdict.UNHEALTHY:
             why = "not latched: unhealthy while the error is observed"
         else:

@@ -42,7 +42,7 @@ class Action(str, enum.Enum):
 
 #: Each action in words an on-call engineer can follow (the catalog's verbs alone read as jargon).
 ACTION_WORDS = {
-    Action.NONE: "no action needed; it clears when the condition stops",
+    Action.NONE: "nothing to do now; watch it",
     Action.RESTART_APP: "restart the application; the GPU itself is fine",
     Action.RESET_GPU: "reset the GPU (nvidia-smi -r, after draining its pods) or reboot the node",
     Action.REBOOT: "drain and reboot the node: the GPU cannot be reset while it is off the bus",

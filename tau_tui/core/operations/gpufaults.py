@@ -26,7 +26,8 @@ def gpu_problems(reports: Iterable[GpuHealthView]) -> dict[str, str]:
 
 
 def fault_summary(problems: dict[str, str], shown: int = 3) -> str | None:
-    """``⚠ GPU faults: 2 nodes unhealthy (gpu-node-1, gpu-node-6), 1 degraded (gpu-node-4); Nodes pane (6)``."""
+    """``⚠ GPU faults: 2 nodes unhealthy (gpu-node-1, gpu-node-6), 1 degraded (gpu-node-4)``
+    (one line at 80 columns for a fault or two; the Nodes pane has the details)."""
     if not problems:
         return None
     parts = []
@@ -34,5 +35,6 @@ def fault_summary(problems: dict[str, str], shown: int = 3) -> str | None:
         nodes = sorted(n for n, p in problems.items() if p.startswith(verdict))
         if nodes:
             names = ", ".join(nodes[:shown]) + (f", +{len(nodes) - shown} more" if len(nodes) > shown else "")
-            parts.append(f"{len(nodes)} node{'s' if len(nodes) > 1 else ''} {verdict} ({names})")
-    return "⚠ GPU faults: " + ", ".join(parts) + "; see the Nodes pane (6)"
+            noun = "" if parts else (" nodes" if len(nodes) > 1 else " node")  # "2 nodes unhealthy (..), 1 degraded (..)"
+            parts.append(f"{len(nodes)}{noun} {verdict} ({names})")
+    return "⚠ GPU faults: " + ", ".join(parts)
