@@ -82,6 +82,9 @@ class TauApp(App):
         Binding("question_mark,f1", "help", "Help", id="app.help", key_display="?"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", show=False, priority=True),
         *[Binding(key, f"switch_pane('{mode}')", label, id=f"app.pane.{mode}", show=False) for key, mode, label in PANES],
+        # alt+digit switches from inside a text field too, and never types the digit (priority: before the Input).
+        *[Binding(f"alt+{key}", f"switch_pane('{mode}')", label, id=f"app.pane_alt.{mode}", show=False, priority=True)
+          for key, mode, label in PANES],
     ]
 
     class BackendReady(Message):
@@ -511,15 +514,16 @@ class TauApp(App):
             return
         self.theme = args[0]
 
-    async def open_logs_for_run(self, ref: str, container_all: bool = False) -> None:
-        """``:logs RUN`` / ``l``: RUN is ``name`` or ``namespace/name`` of a Job or RayJob."""
-        self.pending_logs = (ref, container_all)
+    async def open_logs_for_run(self, ref: str, container_all: bool = False, pod: str | None = None) -> None:
+        """``:logs RUN`` / ``l``: RUN is ``name`` or ``namespace/name`` of a Job or RayJob.
+        With ``pod`` (a pod of RUN's namespace), that pod's log only, not the merged run log."""
+        self.pending_logs = (ref, container_all, pod)
         if self.current_mode != "logs":
             self.pane_history.append(self.current_mode)
             await self.switch_mode("logs")
         screen = self.screen
         if isinstance(screen, LogsScreen):
-            screen.open_run(ref, all_containers=container_all)
+            screen.open_run(ref, all_containers=container_all, pod=pod)
             self.pending_logs = None
 
     def action_help(self) -> None:
@@ -536,7 +540,7 @@ class TauApp(App):
             title = getattr(screen, "PANE_TITLE", "tau-tui")
             about = getattr(screen, "HELP", about)
             keys = [(self.get_key_display(b), b.description) for b in getattr(screen, "BINDINGS", []) if isinstance(b, Binding)]
-        self.push_screen(HelpDialog(title, about or "tau-tui", keys))
+        self.push_screen(HelpDialog(title, about or "tau-tui", keys, slash=getattr(screen, "SLASH_HELP", None)))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield SystemCommand("Change theme", "tau-dark, tau-light, tau-high-contrast", self.action_change_theme)
@@ -586,11 +590,21 @@ class TauApp(App):
 
     @work(thread=True, exit_on_error=False, group="mutation")
     def _preview_mutation(self, mutation: Mutation) -> None:
+        affects = ""
+        if mutation.affected is not None:
+            try:
+                affects = "affects:\n" + "".join(f"  {line}\n" for line in mutation.affected()) + "\n"
+            except Exception as err:  # the summary is a help; the dry-run below still decides
+                affects = f"affects: unknown ({type(err).__name__}: {err})\n\n"
+        self._preview_mutation_text(mutation, affects)
+
+    def _preview_mutation_text(self, mutation: Mutation, affects: str) -> None:
         if mutation.preview is not None:
             try:
                 ok, text, allowed = mutation.preview()
             except Exception as err:
                 ok, text, allowed = False, f"⚠ preview failed: {getattr(err, 'message', None) or err}", False
+            text = affects + text
             self.write_audit("preview", mutation.verb, mutation.target, ok=ok, message=text,
                              namespace=mutation.namespace, dry_run=True)
             self.post_message(self.MutationPreviewed(mutation, ok, text, allowed))
@@ -603,6 +617,7 @@ class TauApp(App):
                 ok, text = False, f"⚠ server dry-run failed: {getattr(err, 'message', None) or err}"
         else:
             ok, text = True, "this change cannot be previewed by the server; it applies directly"
+        text = affects + text
         self.write_audit("preview", mutation.verb, mutation.target, ok=ok, message=text,
                          namespace=mutation.namespace, dry_run=True)
         self.post_message(self.MutationPreviewed(mutation, ok, text))
@@ -624,7 +639,8 @@ class TauApp(App):
                 self._audit_worker("declined", mutation.verb, mutation.target, ok=False,
                                    message="declined at the confirmation", namespace=mutation.namespace)
 
-        self.push_screen(ConfirmDialog(mutation.title, preview, verb=mutation.verb.capitalize()), answered)
+        self.push_screen(ConfirmDialog(mutation.title, preview, verb=mutation.verb.capitalize(),
+                                       decline=mutation.decline), answered)
 
     @work(thread=True, exit_on_error=False, group="mutation")
     def _apply_mutation(self, mutation: Mutation) -> None:

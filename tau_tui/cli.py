@@ -34,7 +34,9 @@ tau-tui: a terminal UI for AI workloads on Kubernetes with Kueue, KubeRay and Mu
 Without a command, starts the interactive app (current kubeconfig context; --demo for the
 embedded simulated cluster). The headless commands use the same core and rules as the app:
 
-  tau-tui validate FILE                 check a tau.yaml; exit 0 if valid, 2 if not (messages on stderr)
+  tau-tui validate FILE [--profiles SNAPSHOT]
+                                        check a tau.yaml; exit 0 if valid, 2 if not (every problem found,
+                                        on stderr); with a snapshot, also whether its profile resolves
   tau-tui render FILE [--profiles SNAPSHOT] [-n NS] [--team T] [--lane L] [--context C]
                                         client dry-run: print the Job/RayJob manifests as YAML
   tau-tui submit FILE [--dry-run=server] [--context C] [-n NS] [--submission-id ID]
@@ -97,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     validate = sub.add_parser("validate", help="check a tau.yaml")
     validate.add_argument("file", help="path to tau.yaml")
+    validate.add_argument("--profiles", metavar="SNAPSHOT",
+                          help="offline TauWorkloadProfileSnapshot to check the profile against "
+                               "(default: policy.workload_profile_snapshot, if set)")
     render = sub.add_parser("render", help="client dry-run: print manifests")
     _common(render)
     render.add_argument("--profiles", metavar="SNAPSHOT", help="offline TauWorkloadProfileSnapshot file")
@@ -186,7 +191,19 @@ def _print_diagnostics(err: DiagnosticError) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    loaded = load_config(args.file)
+    from .core.runconfig.pipeline import render_run, snapshot_path
+    from .core.runconfig.profiles import load_snapshot
+
+    problems: list = []
+    loaded = load_config(args.file, rule_errors=problems)  # shape errors raise, with the rule errors beside them
+    snapshot = snapshot_path(loaded, args.profiles)
+    if snapshot is not None:  # profile errors in the same run as the rule errors
+        try:
+            render_run(loaded, load_snapshot(snapshot), RenderOptions(None, None, None))
+        except DiagnosticError as err:
+            problems += err.diagnostics
+    if problems:
+        raise DiagnosticError(problems)
     for line in report_lines(loaded.warnings):
         print(line, file=sys.stderr)
     print(f"{escape_control(args.file)}: valid ({loaded.engine}, config hash {loaded.config_hash[:12]})", file=sys.stderr)
@@ -206,6 +223,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from .core.cluster.profile_reader import read_profile_set
     from .core.cluster.real import KubernetesBackend
+    from .core.operations.admission_fit import request_totals, server_quota_warnings, summary_line
     from .core.operations.audit import AuditLog, AuditWhere
     from .core.runconfig.pipeline import load_profiles, render_run
 
@@ -219,6 +237,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     main = run.manifests[-1] if run.manifests else {}
     meta = main.get("metadata") or {}
     target = f"{main.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}"
+    totals = request_totals(run.manifests)
+    print(f"{target}: {summary_line(totals)}", file=sys.stderr)
+    for warning in server_quota_warnings(backend(), totals):
+        print(f"{args.file}: warning: {warning}\n  fix: ask for less, or pick a profile/queue with more quota",
+              file=sys.stderr)
     audit = AuditLog(source="cli")
     identity = backend().who_am_i()
     where: AuditWhere = {"context": backend().current_context, "namespace": meta.get("namespace"), "identity": identity}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.mutations import StopPolicy
+from tau_tui.core.operations.admission_fit import human
 from tau_tui.mutations.mutation import ClusterHost, Mutation
 
 
@@ -23,6 +24,7 @@ def cancel_mutation(app: ClusterHost, kind: ResourceKind, namespace: str, name: 
         title=f"Cancel {kind.type.kind} {namespace}/{name}? Its pods stop and Kueue releases the quota.",
         run=run,
         namespace=namespace,
+        decline="Keep",
     )
 
 
@@ -40,13 +42,44 @@ def stop_policy_mutation(app: ClusterHost, kind: ResourceKind, name: str, namesp
         "HoldAndDrain": "stops admitting AND evicts admitted workloads",
         "None": "admits workloads again",
     }[policy]
+    def affected() -> list[str]:
+        assert app.backend is not None
+        return queue_impact(app.backend, kind, name, namespace)
+
     return Mutation(
         verb=STOP_VERBS[policy],
         target=f"{kind.type.kind} {where}",
         title=f"{STOP_VERBS[policy].capitalize()} {kind.type.kind} {where}: {what}.",
         run=run,
         namespace=namespace,
+        affected=affected,
     )
+
+
+def queue_impact(backend, kind: ResourceKind, name: str, namespace: str | None) -> list[str]:
+    """The workloads a stop policy on this queue touches: how many admitted and pending,
+    the GPUs and memory the admitted ones hold, and whose they are (namespaces, teams)."""
+    if kind == ResourceKind.CLUSTER_QUEUE:
+        local = {(q.namespace, q.name) for q in backend.local_queues() if q.cluster_queue == name}
+        mine = [wl for wl in backend.workloads() if wl.cluster_queue == name or (wl.namespace, wl.queue_name) in local]
+    else:
+        mine = [wl for wl in backend.workloads(namespace) if wl.queue_name == name and wl.namespace == namespace]
+    live = [wl for wl in mine if wl.status_word != "finished"]
+    admitted = [wl for wl in live if wl.status_word in ("admitted", "quotaReserved")]
+    held: dict[str, float] = {}
+    for wl in admitted:
+        for pod_set in wl.pod_sets:
+            for resource, value in pod_set.requests.items():
+                held[resource] = held.get(resource, 0.0) + value * pod_set.count
+    gpus = sum(v for r, v in held.items() if r.startswith("nvidia.com/"))
+    owners = sorted({wl.namespace or "" for wl in live})
+    teams = sorted({(wl.labels or {}).get("tau.azure.com/team", "") for wl in live} - {""})
+    lines = [f"{len(admitted)} admitted workload(s), {len(live) - len(admitted)} pending",
+             f"admitted ones hold {human(gpus, 'gpu')} GPU(s), {human(held.get('memory', 0.0), 'memory')} memory, "
+             f"{human(held.get('cpu', 0.0), 'cpu')} CPU"]
+    lines.append("owners: " + (", ".join(f"namespace {ns}" for ns in owners) or "none")
+                 + (f"; teams {', '.join(teams)}" if teams else ""))
+    return lines
 
 
 def node_mutation(app: ClusterHost, verb: str, node: str) -> Mutation:

@@ -37,6 +37,10 @@ class Mutation:
     #: A richer preview than ``run(True)`` (worker thread): (ok, text, allowed).
     #: ``allowed=False`` refuses the change: the dialog shows why and offers no "yes".
     preview: Callable[[], tuple[bool, str, bool]] | None = None
+    #: The dialog's way out; never the verb itself (a "Cancel" dialog must not offer "Cancel" twice).
+    decline: str = "Back"
+    #: What the change affects (worker thread): lines such as GPUs, memory, workloads, owners.
+    affected: Callable[[], list[str]] | None = None
 
 
 def describe_result(result: Any) -> tuple[bool, str]:

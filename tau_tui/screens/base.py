@@ -29,6 +29,7 @@ from textual.widgets import Footer, Static
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewState, ViewStatus
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.operations.gpufaults import fault_summary, gpu_problems
 from tau_tui.screens.host import PaneHost
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import PANES, HeaderBar
@@ -226,6 +227,10 @@ class PaneCommands(Provider):
 # --------------------------------------------------------------------------
 
 
+#: Below this many columns panes use their narrow layout (80x24 must show every key column and value).
+NARROW_WIDTH = 100
+
+
 class PaneScreen(Screen):
     """Base of every pane.  Subclasses set PANE/PANE_TITLE/HELP, compose
     :meth:`compose_body`, and implement :meth:`collect` (thread) and
@@ -242,6 +247,8 @@ class PaneScreen(Screen):
     READ_KINDS: tuple[ResourceKind, ...] = ()
     #: Re-read at least this often even when nothing moved (ages, times in queue).
     MAX_UNCHANGED_S = 5.0
+    #: Show the cluster's GPU faults in the banner (the panes a user opens first: queue, runs).
+    SHOWS_GPU_FAULTS = False
     COMMANDS = {PaneCommands}
 
     DEFAULT_CSS = """
@@ -254,8 +261,9 @@ class PaneScreen(Screen):
 
     class Collected(Message):
         def __init__(self, data: Any, generation: int, freshness: Freshness | None = None,
-                     matched: tuple[int, int] = (0, 0)) -> None:
+                     matched: tuple[int, int] = (0, 0), gpu_faults: str | None = None) -> None:
             super().__init__()
+            self.gpu_faults = gpu_faults
             self.data = data
             self.generation = generation
             self.freshness = freshness or Freshness()
@@ -304,6 +312,19 @@ class PaneScreen(Screen):
 
     def on_mount(self) -> None:
         self.update_header()
+        self._fit_width(self.app.size.width)
+
+    def on_resize(self, event) -> None:
+        self._fit_width(event.size.width)
+
+    def _fit_width(self, width: int) -> None:
+        """Below 100 columns the footer drops its spacing and the palette key (ctrl+p stays bound,
+        and help lists it), so the pane's own keys fit at 80 columns."""
+        narrow = width < NARROW_WIDTH
+        self.set_class(narrow, "-narrow")
+        for footer in self.query(Footer):
+            footer.compact = narrow
+            footer.show_command_palette = not narrow
 
     def on_screen_resume(self) -> None:
         self.update_header()
@@ -385,19 +406,25 @@ class PaneScreen(Screen):
             freshness = self.read_freshness()
             self.collect_filter = row_filter
             data = self.collect()
+            backend = self.tau.backend
+            faults = fault_summary(gpu_problems(backend.gpu_health())) if self.SHOWS_GPU_FAULTS and backend else None
         except Exception as err:  # a bug or a backend failure must not kill the app
             self.post_message(self.CollectFailed(f"{type(err).__name__}: {err}"))
             return
-        self.post_message(self.Collected(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0])))
+        self.post_message(self.Collected(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0]), faults))
 
     def read_freshness(self) -> Freshness:
         """Connection and view states for this pane (any thread; cache reads only)."""
         return Freshness.read(self.tau.backend, self.VIEW_KINDS)
 
-    def show_freshness(self, freshness: Freshness) -> None:
-        """Banner line in the pane and stale marking of its tables (UI thread)."""
+    def show_freshness(self, freshness: Freshness, gpu_faults: str | None = None) -> None:
+        """Banner line in the pane and stale marking of its tables (UI thread); GPU faults
+        of the cluster below it on the panes that show them."""
         self.freshness = freshness
         banner = freshness.banner()
+        if gpu_faults:
+            faults = Text(gpu_faults, style=style_of("warning"))
+            banner = faults if banner is None else Text.assemble(banner, "\n", faults)
         try:
             widget = self.query_one("#pane-banner", Static)
         except Exception:
@@ -412,7 +439,7 @@ class PaneScreen(Screen):
         self.refresh_running = False
         if message.generation == self._collect_generation:  # an older refresh's data never overwrites a newer one
             with self.app.batch_update():
-                self.show_freshness(message.freshness)
+                self.show_freshness(message.freshness, message.gpu_faults)
                 self.apply(message.data)
             self.refreshes_applied += 1
             self.filter_matches = message.matched

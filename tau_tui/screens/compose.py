@@ -21,6 +21,7 @@ from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Select, Static
 
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.operations.admission_fit import quota_warnings, request_totals, summary_line
 from tau_tui.core.runconfig.config import ALIASES
 from tau_tui.core.runconfig.diagnostics import (
     MAX_MESSAGES,
@@ -66,7 +67,8 @@ FORM: tuple[tuple[str, tuple[tuple[str, str, str, str], ...]], ...] = (
     )),
     ("compute", (
         ("compute.workers", "workers", "int", "1"),
-        ("compute.gpus_per_worker", "gpus_per_worker", "int", "0-8"),
+        ("compute.gpus", "gpus", "int", "8 (Job: GPUs in all; 0 for CPU only)"),
+        ("compute.gpus_per_worker", "gpus_per_worker", "int", "0-8 (RayJob: per worker)"),
         ("compute.gpu_resource_mode", "gpu_resource_mode", "text", "device-plugin | nvidia | dra | mig"),
         ("compute.mig_profile", "mig_profile", "text", "1g.10gb (gpu_resource_mode mig)"),
         ("compute.cpu_request", "cpu_request", "text", "4"),
@@ -104,6 +106,10 @@ FIELD_PATHS = [path for _, fields in FORM for path, *_ in fields] + ["policy.pro
 #: written alias path → canonical path
 ALIAS_TO_CANONICAL = {".".join(src): ".".join(canonical) for canonical, sources in ALIASES.items() for src in sources}
 IMPLICIT_PROFILE = "__implicit__"
+#: Digits type into a focused field, so the form says how to leave it.
+KEYS_HINT = "digits type into fields · esc leaves a field, then 1-7 · alt+1-7 anywhere"
+#: requested resource → the field that sets it (GPU resources go to compute.gpus / gpus_per_worker)
+QUOTA_FIELDS = {"cpu": "compute.cpu_request", "memory": "compute.memory_request"}
 
 
 def field_for(diagnostic_path: str) -> str | None:
@@ -130,6 +136,9 @@ class Validation:
     excluded: list[tuple[str, str]] = field(default_factory=list)
     profile_source: str = ""
     rendered: bool = False
+    #: "2 pod(s): nvidia.com/gpu 16, ..." and the quota lines for the submit confirmation.
+    request_summary: str = ""
+    quota_warnings: list[str] = field(default_factory=list)
 
 
 class ComposeScreen(PaneScreen):
@@ -141,7 +150,8 @@ class ComposeScreen(PaneScreen):
         "picker offers only profiles that are ready and applicable to the namespace/team/lane in the form; "
         "the others are listed with the reason.  ctrl+r client dry-run, ctrl+t server dry-run (dryRun=All, "
         "nothing is created), ctrl+g submit (server dry-run preview, confirmation, audit log), ctrl+s save "
-        "(keeps comments and key order; refuses if it would lose anything), ctrl+o open, ctrl+n new."
+        "(keeps comments and key order; refuses if it would lose anything), ctrl+o open, ctrl+n new.  "
+        "In a field, digits are text: esc leaves the field, then 1-7 switch panes; alt+1..7 switch from anywhere."
     )
     MUTATING_ACTIONS = frozenset({"submit", "save"})  # save writes a file: read-only refuses it too
     VIEW_KINDS = (ResourceKind.TAU_CLUSTER,)
@@ -198,6 +208,7 @@ class ComposeScreen(PaneScreen):
         with Horizontal(id="compose-main"):
             with VerticalScroll(id="compose-form"):
                 yield Static(Text(""), id="compose-file")
+                yield Static(Text(KEYS_HINT, style="dim"), id="compose-keys-hint")
                 for section, fields in FORM:
                     yield Label(Text(section), classes="section-title")
                     for path, label, kind, placeholder in fields:
@@ -369,12 +380,27 @@ class ComposeScreen(PaneScreen):
                 result.manifests_yaml = to_yaml(run.manifests)
                 result.submission_id = run.submission_id
                 result.rendered = True
+                self._check_quota(result, label, loaded.engine)
             except DiagnosticError as err:
                 result.diagnostics += err.diagnostics
             except Exception as err:  # a renderer bug must not take the pane down
                 result.diagnostics.append(Diagnostic(label, f"rendering failed: {type(err).__name__}: {err}"))
         result.ok = result.rendered and not any(d.severity == "error" for d in result.diagnostics)
         return result
+
+    def _check_quota(self, result: Validation, label: str, engine: str) -> None:
+        """Warn (next to the field) when no flavor of the queue's ClusterQueue can ever hold the request."""
+        totals = request_totals(result.manifests)
+        result.request_summary = summary_line(totals)
+        backend = self.tau.backend
+        if backend is None:
+            return
+        result.quota_warnings = quota_warnings(totals, backend.local_queues(totals.namespace or None), backend.cluster_queues())
+        for warning in result.quota_warnings:
+            resource = warning.split(" ", 1)[0]
+            path = QUOTA_FIELDS.get(resource) or ("compute.gpus" if engine == "job" else "compute.gpus_per_worker")
+            result.diagnostics.append(Diagnostic(label, warning, path=path, severity="warning",
+                                                 hint="ask for less, or pick a profile/queue with more quota"))
 
     @on(Validated)
     def _on_validated(self, message: Validated) -> None:
@@ -489,7 +515,17 @@ class ComposeScreen(PaneScreen):
     def _on_server_dry_run(self, message: ServerDryRunDone) -> None:
         self._result_line(("✓ server dry-run passed:\n" if message.ok else "✗ server dry-run failed:\n") + message.text, message.ok)
 
+    def action_back(self) -> bool:
+        """Esc in a field leaves the field (digits then switch panes); otherwise the usual back."""
+        if isinstance(self.focused, Input):
+            self.set_focus(None)
+            return True
+        return super().action_back()
+
     def action_submit(self) -> None:
+        # The confirmation hands focus back to what had it: not a field, so a digit typed
+        # after the submit switches panes instead of editing the form.
+        self.set_focus(None)
         if self.tau.readonly:
             self.tau.block_mutation("submit", self.document.label)
             return
@@ -510,10 +546,21 @@ class ComposeScreen(PaneScreen):
         def done(ok: bool, text: str) -> None:
             self._result_line(("✓ submitted:\n" if ok else "✗ submit failed:\n") + text, ok)
 
+        def affected() -> list[str]:
+            backend = self.tau.backend
+            totals = request_totals(manifests)
+            who = ((backend.who_am_i() if backend is not None else None) or {}).get("username")
+            lines = [summary_line(totals),
+                     f"queue {totals.namespace}/{totals.queue or '(none)'}; submitted as {who or 'unknown identity'}"]
+            if backend is not None:
+                lines += [f"⚠ {w}" for w in quota_warnings(totals, backend.local_queues(totals.namespace or None),
+                                                            backend.cluster_queues())]
+            return lines
+
         self.tau.request_mutation(Mutation(
             verb="submit", target=target,
             title=f"Submit {target} (submission id {v.submission_id})?",
-            run=run, namespace=meta.get("namespace"), on_done=done,
+            run=run, namespace=meta.get("namespace"), on_done=done, affected=affected,
         ))
 
     def action_save(self) -> None:

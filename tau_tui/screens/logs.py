@@ -10,6 +10,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from rich.console import Group
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -42,6 +43,8 @@ class LogsScreen(PaneScreen):
         "p shows the previous container instance, j pretty-prints JSON lines, / searches, n/N jump between "
         "matches, ctrl+s saves every line to a file.  Open a run with :logs RUN or l on a run."
     )
+    #: What ``/`` does here (the help's global list says "filter rows" elsewhere).
+    SLASH_HELP = "search the whole log (regex, case-insensitive); n / N jump to the next / previous match"
     BINDINGS = [
         Binding("f", "toggle_follow", "Follow", id="logs.follow"),
         Binding("w", "toggle_wrap", "Wrap", id="logs.wrap"),
@@ -103,7 +106,7 @@ class LogsScreen(PaneScreen):
         pending = self.tau.pending_logs
         if pending is not None:
             self.tau.pending_logs = None
-            self.open_run(pending[0], all_containers=pending[1])
+            self.open_run(pending[0], all_containers=pending[1], pod=pending[2] if len(pending) > 2 else None)
 
     def on_unmount(self) -> None:
         self._close_stream()
@@ -116,12 +119,21 @@ class LogsScreen(PaneScreen):
 
     # -- opening -------------------------------------------------------------------
 
-    def open_run(self, ref: str, all_containers: bool = False) -> None:
+    def open_run(self, ref: str, all_containers: bool = False, pod: str | None = None) -> None:
+        """``pod``: one pod of the run (``l`` on a pod row), not the merged log of every pod."""
         self.run_ref = ref
         self.update_header()
         backend = self.tau.backend
         if backend is None:
             self.query_one("#logs-info", Static).update(Text("no cluster connected"))
+            return
+        if pod is not None:
+            namespace = ref.rpartition("/")[0]
+            request = LogRequest(namespace=namespace, pods=(pod,), all_containers=all_containers, follow=True,
+                                 since_seconds=SINCE_PRESETS[self.since_index][1])
+            self.run_ref = f"{namespace}/{pod}"
+            self.update_header()
+            self._open(request, f"Pod {namespace}/{pod} (run {ref})")
             return
         namespace, _, name = ref.rpartition("/")
         owner = None
@@ -194,6 +206,12 @@ class LogsScreen(PaneScreen):
         self.request = message.request
         view = self.query_one(LogView)
         view.set_spool(message.stream.spool)
+        if self.search_text:
+            # The hits belonged to the previous log: drop the term and its highlight together,
+            # so the header never says "no match" over highlighted lines that n cannot reach.
+            self.notify(f"search /{self.search_text} cleared: a new log is open; / searches it")
+            self.search_text = ""
+            view.set_search(None, [])
         view.set_following(True)
         view.focus()
         self._update_info()
@@ -254,8 +272,12 @@ class LogsScreen(PaneScreen):
             containers = "all containers" if request.all_containers else "default container"
             info.append(f" [{containers}{' · previous' if request.previous else ''} · since {SINCE_PRESETS[self.since_index][0]}]")
         info.append(f" · {self.stream_state()}")
-        if self.stream is not None and self.stream.errors:
-            info.append(" · ⚠ " + "; ".join(self.stream.errors)[:80], style=style_of("warning"))
+        errors = "; ".join(self.stream.errors) if self.stream is not None else ""
+        if errors:  # on a line of its own, whole: it often is the only thing to read (p with no previous instance)
+            view.empty_reason = f"no lines: {errors}" if view.lines_seen == 0 else ""
+            self.query_one("#logs-info", Static).update(Group(info, Text(f"⚠ {errors}", style=style_of("warning"))))
+            return
+        view.empty_reason = ""
         self.query_one("#logs-info", Static).update(info)
 
     @on(LogView.FollowChanged)
@@ -308,9 +330,10 @@ class LogsScreen(PaneScreen):
     # -- search ---------------------------------------------------------------------
 
     def action_search(self) -> None:
+        # Empty: a new search replaces the last term instead of appending to it.
         lines = self.query(CommandLine)
         if lines:
-            lines.first().open("search", self.search_text)
+            lines.first().open("search", "")
 
     def run_search(self, text: str) -> None:
         self.search_text = text

@@ -29,6 +29,8 @@ class NodeDetailData:
     pod_rows: list = field(default_factory=list)
     event_rows: list = field(default_factory=list)
     found: bool = True
+    #: One line per GPU problem: what to do, and why the verdict is what it is (latched or not).
+    advice: list[str] = field(default_factory=list)
 
 
 def _pct(value: float | int | None, unit: str = "%") -> str:
@@ -64,6 +66,7 @@ class NodeDetailScreen(PaneScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Label(Text(f"node {self.node_name}"), id="node-title", classes="section-title")
+        yield Label(Text(""), id="node-advice")
         yield KeyedTable([("gpu", "GPU"), ("name", "Model"), ("verdict", "Health"), ("reasons", "Reasons"),
                           ("util", "Util"), ("mem", "Mem"), ("temp", "Temp"), ("ecc", "ECC d/s")], id="gpus-table")
         yield Label(Text("Pods using GPUs on this node"), classes="section-title")
@@ -91,7 +94,9 @@ class NodeDetailScreen(PaneScreen):
             detail = health.detail
             for gpu in detail.gpus if detail else []:
                 t = gpu.telemetry
-                reasons = "; ".join(f"{r.code} ({r.action.value}): {r.message}" for r in gpu.reasons) or "—"
+                reasons = "; ".join(f"{r.code} ({r.action.value}{', latched' if r.latched else ''}): {r.message}"
+                                    for r in gpu.reasons) or "—"
+                data.advice += [f"gpu{gpu.index} {r.explain()}" for r in gpu.reasons]
                 mem = "—"
                 if t and t.memory_used_bytes is not None and t.memory_total_bytes:
                     mem = f"{t.memory_used_bytes / t.memory_total_bytes * 100:.0f}%"
@@ -131,6 +136,9 @@ class NodeDetailScreen(PaneScreen):
     def apply(self, data: NodeDetailData) -> None:
         self.data = data
         self.query_one("#node-title", Label).update(Text(data.title, style="bold"))
+        advice = self.query_one("#node-advice", Label)
+        advice.update(Text("\n".join(data.advice)))
+        advice.display = bool(data.advice)
         fresh = self.freshness
         self.query_one("#gpus-table", KeyedTable).apply_rows(data.gpu_rows, notice=fresh.notice(ResourceKind.NODE))
         self.query_one("#pods-table", KeyedTable).apply_rows(data.pod_rows, notice=fresh.notice(ResourceKind.POD))
@@ -156,7 +164,7 @@ class NodeDetailScreen(PaneScreen):
             return
         cells = self.query_one("#pods-table", KeyedTable).cells_of(key)
         run = cells[1].plain if cells else key
-        await self.tau.open_logs_for_run(run)
+        await self.tau.open_logs_for_run(run, pod=key.rpartition("/")[2])  # this pod's log, not the run's
 
     def action_yaml(self) -> None:
         backend = self.tau.backend

@@ -32,6 +32,18 @@ class NodesData:
     status: str = ""
 
 
+def filter_text(name: str, health, stale: bool) -> str:
+    """What ``/`` matches for a node: its name, the verdict word as shown, and the reason only when
+    it explains a problem.  A healthy node's reason is negative text ("NoUnhealthyGPUs: no unhealthy
+    GPU") that ``/unhealthy`` would otherwise match on every healthy node (issue #11)."""
+    if health is None:
+        return f"{name} no GPUs"
+    word = "unknown stale" if stale and health.verdict is Verdict.HEALTHY else health.verdict.value
+    if health.verdict is Verdict.HEALTHY:
+        return f"{name} {word}"
+    return f"{name} {word} {health.reason} {health.message or ''}"
+
+
 class NodesScreen(PaneScreen):
     PANE = "nodes"
     PANE_TITLE = "Nodes"
@@ -80,8 +92,7 @@ class NodesScreen(PaneScreen):
         for node in backend.nodes():
             health = node_health(node, now)
             verdict = health.verdict if health else None
-            word = verdict.value if verdict else "no GPUs"
-            if not f.matches(f"{node.name} {word} {health.reason if health else ''}", node.labels):
+            if not f.matches(filter_text(node.name, health, stale), node.labels):
                 continue
             items.append((rank[verdict], node.name, node, health))
         for _, name, node, health in sorted(items, key=lambda i: (i[0], i[1])):

@@ -88,6 +88,7 @@ class QueueData:
 
 class QueueScreen(PaneScreen):
     PANE = "queue"
+    SHOWS_GPU_FAULTS = True
     PANE_TITLE = "Queue"
     HELP = (
         "ClusterQueues (CQ) and LocalQueues (LQ) with used/nominal quota per flavor and resource, "

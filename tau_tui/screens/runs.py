@@ -17,6 +17,7 @@ from textual.widgets import Static
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, RayJobView
+from tau_tui.core.operations.gpufaults import gpu_problems
 from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status, objects_for_run
 from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.screens.base import PaneScreen
@@ -70,6 +71,7 @@ def render_run_status(status: RunStatus) -> Group:
 
 class RunsScreen(PaneScreen):
     PANE = "runs"
+    SHOWS_GPU_FAULTS = True
     PANE_TITLE = "Runs"
     HELP = (
         "Every Tau-managed Job and RayJob.  The panel below shows the selected run's phases in order "
@@ -106,6 +108,7 @@ class RunsScreen(PaneScreen):
         workloads = backend.workloads()
         pods = backend.pods()
         events = backend.events()
+        bad_gpus = gpu_problems(backend.gpu_health())
         data = RunsData()
         order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "not_found": 6}
         # Index once per collect (a scan per run is quadratic at 20,000 runs): workloads by owner
@@ -139,7 +142,7 @@ class RunsScreen(PaneScreen):
             names = {owner.name} | {w.name for w in run_workloads} | {p.name for p in run_pods}
             run_events = [e for _, e in sorted(item for name in names for item in events_by_name.get((ns, name), ()))]
             objs = objects_for_run(ns, owner.name, job=job, ray_job=ray, workloads=run_workloads, pods=run_pods,
-                                   events=run_events)
+                                   events=run_events, gpu_problems=bad_gpus)
             status = compute_run_status(objs)
             key = f"{ns}/{owner.name}"
             if not f.matches(f"{key} {status.state} {status.kind} {status.queue or ''}", owner.labels):

@@ -29,9 +29,11 @@ class ConfirmDialog(ModalScreen[bool]):
     ]
 
     def __init__(self, title: str, preview: str | Text, verb: str = "Confirm", danger: bool = True,
-                 can_confirm: bool = True) -> None:
-        """``can_confirm=False``: the preview says why the change is refused; only "close" is offered."""
+                 can_confirm: bool = True, decline: str = "Back") -> None:
+        """``can_confirm=False``: the preview says why the change is refused; only "close" is offered.
+        ``decline`` names the way out; it must not repeat the verb ("Cancel" a run → "Keep")."""
         super().__init__()
+        self.decline = decline
         self.can_confirm = can_confirm
         self.title_text = title
         self.preview = preview if isinstance(preview, Text) else Text(preview)
@@ -46,7 +48,7 @@ class ConfirmDialog(ModalScreen[bool]):
             with Horizontal(id="confirm-buttons"):
                 if self.can_confirm:
                     yield Button(f"{self.verb} (y)", id="confirm-yes", variant="error" if self.danger else "primary")
-                yield Button("Cancel (n)" if self.can_confirm else "Close (n)", id="confirm-no")
+                yield Button(f"{self.decline} (n)" if self.can_confirm else "Close (n)", id="confirm-no")
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()

@@ -27,6 +27,16 @@ def parse_key_values(raw: str) -> dict[str, str]:
     return out
 
 
+def placeholder_hint(example: str) -> str:
+    """What an empty field shows: never a bare value that could pass for one (issue #11: a cleared
+    image field read ``python:3.12-slim``).  Examples get "e.g. ", choices "one of ", notes stay."""
+    if not example or example.startswith("("):
+        return example
+    if "|" in example:
+        return f"one of {example}"
+    return f"e.g. {example}"
+
+
 class FormField(Vertical):
     """``path`` is the canonical tau.yaml key (``compute.gpus_per_worker``)."""
 
@@ -36,6 +46,7 @@ class FormField(Vertical):
     FormField Label.field-label { width: 18; color: $text-muted; }
     FormField Input { border: none; height: 1; padding: 0 1; width: 1fr; background: $boost; }
     FormField Input:focus { border: none; background: $primary 30%; }
+    FormField Input > .input--placeholder { color: $text-disabled; text-style: italic; }
     FormField .field-error { display: none; padding: 0 0 0 18; height: auto; }
     FormField.-error .field-error { display: block; }
     """
@@ -45,7 +56,7 @@ class FormField(Vertical):
         self.path = path
         self.label_text = label
         self.kind = kind  # text | int | list | map
-        self.placeholder = placeholder
+        self.placeholder = placeholder_hint(placeholder)
         # Textual's help panel reads HELP from the focused widget itself, so each field carries its own text.
         self.HELP = help_text or f"tau.yaml key {path}"  # type: ignore[misc]
 

@@ -30,8 +30,10 @@ class HelpDialog(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close")]
 
-    def __init__(self, title: str, about: str, keys: list[tuple[str, str]]) -> None:
+    def __init__(self, title: str, about: str, keys: list[tuple[str, str]], slash: str | None = None) -> None:
+        """``slash``: what ``/`` does on this pane when it is not the row filter (Logs searches)."""
         super().__init__()
+        self.slash = slash
         self.title_text = title
         self.about = about
         self.keys = keys
@@ -52,6 +54,8 @@ class HelpDialog(ModalScreen[None]):
         table.add_row("", "")
         table.add_row(Text("global", style="bold underline"), "")
         for key, description in GLOBAL_KEYS:
+            if key == "/" and self.slash:
+                description = self.slash
             table.add_row(Text(key, style="bold"), Text(description))
         return table
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+import textwrap
 from array import array
 from collections import deque
 
@@ -159,6 +160,8 @@ class LogView(ScrollView, can_focus=True):
         self.hits: list[int] = []
         self.hit_index = -1
         self.placeholder = "no log open"
+        #: Why an open log has no lines (the stream's errors), shown wrapped in the empty body.
+        self.empty_reason = ""
         self._lines = LRUCache[int, str](CACHE_LINES)
         self._partials: dict[int, str] = {}
         self._text_console = text_console()
@@ -458,6 +461,10 @@ class LogView(ScrollView, can_focus=True):
                 return Strip([Segment(self.placeholder[:width], Style(dim=True))]).extend_cell_length(width)
             return Strip.blank(width)
         if row >= self._rows_total:
+            if self.empty_reason and self._rows_total == 0:
+                wrapped = textwrap.wrap(self.empty_reason, max(width - 1, 10)) or [""]
+                if y < len(wrapped):
+                    return Strip([Segment(wrapped[y], Style(italic=True))]).extend_cell_length(width)
             return Strip.blank(width, self.rich_style)
         index, sub = self.line_at_row(row)
         text = self._cached_line(index)

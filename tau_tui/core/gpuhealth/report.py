@@ -9,7 +9,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from tau_tui.core.gpuhealth.verdicts import Action, Verdict
+from tau_tui.core.gpuhealth.verdicts import Action, Verdict, action_in_words
 
 
 class _Camel(BaseModel):
@@ -23,6 +23,23 @@ class HealthReason(_Camel):
     message: str
     since: datetime | None = None
     latched: bool = False
+
+    def explain(self) -> str:
+        """What to do and why the verdict is what it is, in words (issue #11: the same XID read
+        "unhealthy (RESET_GPU)" on one node and "degraded (NONE)" on another with no reason given).
+
+        A latched reason stays until the GPU is reset or the node reboots, even when the error
+        stopped; one that is not latched is the policy's rating of what is happening now and
+        clears when it stops."""
+        if self.latched:
+            why = "latched: it stays until the GPU is reset or the node reboots, even if the error stopped"
+        elif self.severity is Verdict.DEGRADED:
+            why = "not latched: the health policy rates it degraded; it clears when the error stops"
+        elif self.severity is Verdict.UNHEALTHY:
+            why = "not latched: unhealthy while the error is observed"
+        else:
+            why = f"{self.severity.value}: the agent could not judge this GPU"
+        return f"{self.code} → {self.severity.value}; do: {action_in_words(self.action)} ({why})"
 
 
 class GpuTelemetry(_Camel):

@@ -38,3 +38,18 @@ class Action(str, enum.Enum):
     REBOOT = "REBOOT"
     CONTACT_SUPPORT = "CONTACT_SUPPORT"
     CHECK_AGENT = "CHECK_AGENT"
+
+
+#: Each action in words an on-call engineer can follow (the catalog's verbs alone read as jargon).
+ACTION_WORDS = {
+    Action.NONE: "nothing to do now; watch it",
+    Action.RESTART_APP: "restart the application; the GPU itself is fine",
+    Action.RESET_GPU: "reset the GPU (nvidia-smi -r, after draining its pods) or reboot the node",
+    Action.REBOOT: "drain and reboot the node: the GPU cannot be reset while it is off the bus",
+    Action.CONTACT_SUPPORT: "drain the node and contact hardware support if it recurs",
+    Action.CHECK_AGENT: "check that the node agent (tau-agent) runs and can reach NVML",
+}
+
+
+def action_in_words(action: Action) -> str:
+    return ACTION_WORDS.get(action, action.value)

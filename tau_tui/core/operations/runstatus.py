@@ -98,6 +98,9 @@ class RunObjects:
     #: Nodes whose GPUs are unhealthy now, with the reason (XID 79, ECC, NVLink...);
     #: a pod of this run bound to one gives a GPU_FAULT diagnostic.
     unhealthy_nodes: Mapping[str, str] = field(default_factory=dict)
+    #: node name → "unhealthy: Xid79" for nodes whose GPU health is not healthy (a failed pod there
+    #: is most likely the GPU's fault, and the run must say so).
+    gpu_problems: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -492,6 +495,22 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
                 "GPU_FAULT", "error", f"{pod.name} runs on node {pod.node_name} whose GPU is unhealthy: {reason}",
                 "cancel and resubmit away from that node, or resume from the last checkpoint",
                 (("kubectl", "describe", "node", pod.node_name or ""),)))
+    if failure is None:
+        for pod in pods:
+            if pod.phase != "Failed":
+                continue
+            why = next((c.reason for c in pod.container_statuses if c.state == "terminated" and c.reason), "")
+            where = f" on node {pod.node_name}" if pod.node_name else ""
+            gpu = objs.gpu_problems.get(pod.node_name or "")
+            if gpu:
+                diagnostics.append(RunDiagnostic(
+                    "POD_FAILED_ON_BAD_GPU", "error",
+                    f"pod {pod.name} failed{f' ({why})' if why else ''}{where}, whose GPU health is {gpu}",
+                    "the Job starts a new pod if retries remain; cordon or drain the node in Nodes (6)"))
+            else:
+                diagnostics.append(RunDiagnostic(
+                    "POD_FAILED", "warning", f"pod {pod.name} failed{f' ({why})' if why else ''}{where}",
+                    "read its log (p: previous container); the Job starts a new pod if retries remain"))
     if startup_failed and failure is None and not rejected:
         diagnostics.append(RunDiagnostic("STARTUP_FAILED", "error", "startup is failing; see the phases above", "", (describe,)))
 
@@ -508,6 +527,8 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
                                  ("kubectl", "get", resource, name, "-n", ns, "-o", "yaml")))
     display = {"not_found": "not found", "queued": "queued", "starting": "starting", "running": "running",
                "succeeded": "succeeded", "failed": "failed"}[state]
+    if state in ("starting", "running") and any(d.code.startswith("POD_FAILED") for d in diagnostics):
+        display += ", pod failed"  # never a plain "starting" over a failed pod
     queue = objs.workloads[0].queue_name if objs.workloads else owner.labels.get("kueue.x-k8s.io/queue-name")
     return RunStatus(
         objs.namespace,
@@ -554,6 +575,7 @@ def objects_for_run(
     workloads: Sequence[WorkloadView],
     pods: Sequence[PodView],
     events: Sequence[EventView],
+    gpu_problems: Mapping[str, str] | None = None,
 ) -> RunObjects:
     """Pick the objects that belong to one run from namespace-wide lists."""
     owner = job or ray_job
@@ -568,4 +590,5 @@ def objects_for_run(
     names = {name} | {w.name for w in wls} | {p.name for p in run_pods}
     run_events = [e for e in events if e.involved_name in names]
     manager_view = any(w.admission_checks for w in wls) and (owner is not None and owner.managed_by == MULTIKUEUE_CONTROLLER_NAME)
-    return RunObjects(namespace, name, job, ray_job, tuple(wls), tuple(run_pods), tuple(run_events), manager_view)
+    return RunObjects(namespace, name, job, ray_job, tuple(wls), tuple(run_pods), tuple(run_events), manager_view,
+                      dict(gpu_problems or {}))

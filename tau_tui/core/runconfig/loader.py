@@ -33,24 +33,48 @@ def load_config_text(text: str, file: str = "tau.yaml", base_dir: Path | None = 
     return _validate(raw, smap, file, base_dir or Path.cwd())
 
 
-def load_config(path: Path | str, label: str | None = None) -> LoadedConfig:
+def load_config(path: Path | str, label: str | None = None, *, rule_errors: list | None = None) -> LoadedConfig:
+    """``rule_errors``: when given, rule errors of a config whose shape is valid are appended to it
+    instead of raised, so a caller (``tau-tui validate``) can go on to check the profile too."""
     path = Path(path)
     name = label or str(path)
     raw, smap = load_mapping_file(path, name)
-    return _validate(raw, smap, name, path.resolve().parent)
+    return _validate(raw, smap, name, path.resolve().parent, rule_errors)
 
 
-def _validate(raw: dict[str, Any], smap: SourceMap, file: str, base_dir: Path) -> LoadedConfig:
+def _validate(raw: dict[str, Any], smap: SourceMap, file: str, base_dir: Path,
+              rule_errors: list | None = None) -> LoadedConfig:
     data, origins, problems = canonicalise(raw, file, smap)
     try:
         config = TauConfig.model_validate(data)
     except ValidationError as err:
-        raise DiagnosticError(problems + pydantic_diagnostics(err, file, smap, origins)) from None
+        shape = pydantic_diagnostics(err, file, smap, origins)
+        raise DiagnosticError(problems + shape + _rules_beside_shape_errors(data, err, smap, file, base_dir, origins)) from None
     engine = infer_engine(config)
     loaded = LoadedConfig(config, engine, file, base_dir, smap, config_hash(config, engine), origins)
     problems += check_rules(loaded)
     errors = [p for p in problems if p.severity == "error"]
-    if errors:
+    if errors and rule_errors is None:
         raise DiagnosticError(errors)
+    if errors:
+        rule_errors.extend(errors)
     loaded.warnings = [p for p in problems if p.severity != "error"]
     return loaded
+
+
+def _rules_beside_shape_errors(data: dict[str, Any], err: ValidationError, smap: SourceMap, file: str,
+                               base_dir: Path, origins) -> list:
+    """Rule errors of the sections whose shape is valid, so one run reports all it can.
+
+    The sections with shape errors are left out (their defaults stand in) and any rule message
+    about them is dropped: it would speak about values the user did not write."""
+    broken = {str(e["loc"][0]) for e in err.errors() if e.get("loc")}
+    partial = {key: value for key, value in data.items() if key not in broken}
+    try:
+        config = TauConfig.model_validate(partial)
+    except ValidationError:
+        return []  # the shape errors are all we can say
+    engine = infer_engine(config)
+    loaded = LoadedConfig(config, engine, file, base_dir, smap, config_hash(config, engine), origins)
+    return [p for p in check_rules(loaded)
+            if p.severity == "error" and p.path.split(".", 1)[0].split("[", 1)[0] not in broken]

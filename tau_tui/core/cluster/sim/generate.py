@@ -4,7 +4,6 @@ week so Kueue ordering is meaningful."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -84,5 +83,8 @@ def generate_large(builder: ScenarioBuilder, spec: Mapping[str, Any]) -> None:
         }, notify=False)
     for index in range(faulty):
         node = f"h100-{(index * 37) % max(1, n_nodes // 2)}"
-        world.at(0, functools.partial(world.gpu_fault, node, "unhealthy" if index % 3 else "degraded", "Xid79",
-                                      "GPU has fallen off the bus (Xid 79)", index % gpus_per_node, kill_pods=False))
+        # As the catalog rates them: Xid 79 is always unhealthy (reboot); a degraded GPU has its own code.
+        fault = (("unhealthy", "Xid79", "GPU has fallen off the bus (Xid 79)") if index % 3
+                 else ("degraded", "Xid92", "High single-bit ECC error rate (Xid 92)"))
+        world.at(0, lambda node=node, index=index, fault=fault: world.gpu_fault(node, *fault, index % gpus_per_node,
+                                                                                kill_pods=False))

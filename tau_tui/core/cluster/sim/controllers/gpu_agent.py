@@ -4,6 +4,7 @@ injected GPU faults and recoveries."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -14,11 +15,26 @@ from tau_tui.core.cluster.names import GPU_RESOURCE_NAMES
 from tau_tui.core.cluster.sim.conditions import cond, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.gpuhealth.report import GpuTelemetry
+from tau_tui.core.gpuhealth.xid import load_xid_catalog
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
 
 R = ResourceKind
+
+
+@functools.cache
+def _catalog():
+    return load_xid_catalog()
+
+
+def _action_for(code: str, verdict: str) -> tuple[str, bool]:
+    """(action, latched) as the real agent reports them: an XID takes its catalog action, and a
+    fatal one latches until reset/reboot; other codes: reset when unhealthy, nothing when degraded."""
+    if code.startswith("Xid") and code[3:].isdigit():
+        entry = _catalog().classify(int(code[3:]))
+        return entry.action.value, verdict == "unhealthy" and entry.severity.value == "unhealthy"
+    return ("RESET_GPU" if verdict == "unhealthy" else "NONE"), False
 
 
 class GpuAgent(Controller):
@@ -151,8 +167,9 @@ class GpuAgent(Controller):
         for i in range(count):
             if i in bad:
                 code, msg = bad[i]
+                action, latched = _action_for(code, verdict)
                 gpu = {"index": i, "uuid": f"GPU-{node}-{i:02d}", "name": model, "verdict": verdict,
-                       "reasons": [{"code": code, "severity": verdict, "action": "RESET_GPU" if verdict == "unhealthy" else "NONE",
+                       "reasons": [{"code": code, "severity": verdict, "action": action, "latched": latched,
                                     "message": msg, "since": format_time(now)}]}
             else:
                 gpu = {"index": i, "uuid": f"GPU-{node}-{i:02d}", "name": model, "verdict": "healthy", "reasons": []}
