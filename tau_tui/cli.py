@@ -564,6 +564,7 @@ def run_command(argv: list[str]) -> int:
         return EXIT_FAILED
     except OperationError as err:
         print(f"tau-tui: {err.message}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         return _interrupted()
     except OSError as err:  # the audit log or an output file could not be written

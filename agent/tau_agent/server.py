@@ -25,11 +25,18 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from .agent import Agent
 from .config import Server as ServerConfig
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
+# What socketserver hands a server: a socket for TCP (always, here), a (data, socket) pair for UDP.
+_Request: TypeAlias = "socket.socket | tuple[bytes, socket.socket]"
 
 PUBLIC_PATHS = ("/healthz", "/metrics")
 LOCAL_PATHS = ("/healthz", "/metrics", "/status")
@@ -43,15 +50,16 @@ class _DeadlineSocketIO(socket.SocketIO):
 
     def __init__(self, sock: socket.socket, deadline: float, on_timeout: Callable[[], None]):
         super().__init__(sock, "rb")
+        self._socket = sock
         self._deadline = deadline
         self._on_timeout = on_timeout
 
-    def readinto(self, b):  # type: ignore[override]
+    def readinto(self, b: WriteableBuffer) -> int | None:
         remaining = self._deadline - time.monotonic()
         try:
             if remaining <= 0:
                 raise TimeoutError("request not complete within the connection timeout")
-            self._sock.settimeout(remaining)
+            self._socket.settimeout(remaining)
             return super().readinto(b)
         except TimeoutError:
             self._on_timeout()
@@ -102,7 +110,8 @@ class AgentHTTPServer(HTTPServer):
         with self._lock:
             return self.counts["open"]
 
-    def process_request(self, request, client_address) -> None:  # runs on the accept thread
+    def process_request(self, request: _Request, client_address: Any) -> None:  # runs on the accept thread
+        assert isinstance(request, socket.socket)  # a TCP server accepts sockets only
         self._count("accepted")
         self._count("open")
         try:
@@ -117,7 +126,7 @@ class AgentHTTPServer(HTTPServer):
                 pass
             self.shutdown_request(request)
 
-    def shutdown_request(self, request) -> None:
+    def shutdown_request(self, request: _Request) -> None:
         super().shutdown_request(request)
         self._count("open", -1)
 
@@ -144,7 +153,7 @@ class AgentHTTPServer(HTTPServer):
 
         return _DeadlineSocketIO(sock, self._local.deadline, timed_out)
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: _Request, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
             return  # a client gone or too slow mid-reply is not news
         log.warning("%s listener: request from %s failed", self.name, client_address[0], exc_info=True)

@@ -100,12 +100,12 @@ class MultiKueueWizardScreen(PaneScreen):
 
     # -- refresh: on demand, after an apply, and every RESURVEY_TICKS ----------
 
-    def tick(self) -> None:
+    def tick(self, force: bool = False) -> None:
         self._ticks += 1
-        if self._wanted or self._ticks >= RESURVEY_TICKS:
+        if force or self._wanted or self._ticks >= RESURVEY_TICKS:
             self._ticks = 0
             self._wanted = False
-            super().tick()
+            super().tick(force)
 
     def reverify(self) -> None:
         self._wanted = True
@@ -119,6 +119,8 @@ class MultiKueueWizardScreen(PaneScreen):
             self.problem = env.problem
             return None
         backend = self.tau.backend
+        if backend is None:  # the pane collects only when connected (needs_backend); keep verifying until then
+            return None
         vault = CredentialVault(backend.current_context or "cluster") if self.flow_name == "rotate" else None
         self.exercise = open_exercise(self.flow_name, backend, env.connector, env.plan, wait=env.wait,
                                       inputs=self.inputs, vault=vault)

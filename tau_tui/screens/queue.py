@@ -194,12 +194,12 @@ class QueueScreen(PaneScreen):
         warnings: dict[tuple[str, str], EventView] = {}
         for e in backend.events():
             if e.involved_kind == "Workload" and e.type == "Warning":
-                key = (e.namespace or "", e.involved_name)
-                have = warnings.get(key)
+                warning_key = (e.namespace or "", e.involved_name)
+                have = warnings.get(warning_key)
                 stamp = e.last_timestamp or e.creation_timestamp
                 have_stamp = (have.last_timestamp or have.creation_timestamp) if have is not None else None
                 if have is None or (stamp is not None and (have_stamp is None or stamp > have_stamp)):
-                    warnings[key] = e  # the newest warning per workload
+                    warnings[warning_key] = e  # the newest warning per workload
 
         def entry_of(w: WorkloadView) -> PendingPosition | None:
             cached = reports.get((w.namespace or "", w.queue_name or ""))
@@ -220,7 +220,7 @@ class QueueScreen(PaneScreen):
             data.workloads[key] = wl
             entry = entry_of(wl)
             cached_report = reports.get((wl.namespace or "", wl.queue_name or ""))
-            pos: Text | str = ""
+            pos = ""
             change = ""
             if entry is not None and entry.position_in_local_queue is not None:
                 pos = display_position(entry.position_in_local_queue, bool(cached_report and cached_report.report.estimated))

@@ -127,7 +127,8 @@ class RunsScreen(PaneScreen):
         events_by_name: dict[tuple[str, str], list] = {}
         for index, e in enumerate(events):
             events_by_name.setdefault((e.namespace or "", e.involved_name), []).append((index, e))
-        items = []
+        # (state rank, key, owner or None for pods left by a cancelled Job, status)
+        items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = []
         for owner in owners:
             ns = owner.namespace or ""
             job = owner if isinstance(owner, JobView) else None
@@ -160,16 +161,16 @@ class RunsScreen(PaneScreen):
             status = compute_run_status(RunObjects(ns, run, pods=tuple(run_pods)))
             if f.matches(f"{ns}/{run} {status.state}", run_pods[0].labels):
                 items.append((order[status.state], f"{ns}/{run}", None, status))
-        for _, key, owner, status in sorted(items, key=lambda item: (item[0], item[1])):
+        for _, key, run_owner, status in sorted(items, key=lambda item: (item[0], item[1])):
             data.statuses[key] = status
-            if owner is None:
+            if run_owner is None:
                 data.rows.append((key, [status_text(status.state, status.display_state), Text(key), Text("Job"),
                                         Text("—"), Text("local"), Text("—")]))
                 continue
-            data.owners[key] = owner
+            data.owners[key] = run_owner
             where = status.cluster or ("multikueue" if status.multikueue else "local")
             data.rows.append((key, [status_text(status.state, status.display_state), Text(key), Text(status.kind),
-                                    Text(status.queue or "—"), Text(where), Text(since(owner.creation_timestamp, now))]))
+                                    Text(status.queue or "—"), Text(where), Text(since(run_owner.creation_timestamp, now))]))
         counts: dict[str, int] = {}
         for status in data.statuses.values():
             counts[status.state] = counts.get(status.state, 0) + 1

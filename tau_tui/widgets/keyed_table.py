@@ -272,9 +272,9 @@ class KeyedTable(DataTable):
             self._reorder(keys)
         self._fit_columns()
         if selected is not None and selected in new_cells:
-            index = self._row_locations.get(RowKey(selected))
-            if index is not None and index != self.cursor_row:
-                self.move_cursor(row=index, animate=False, scroll=False)
+            row_index = self._row_locations.get(RowKey(selected))
+            if row_index is not None and row_index != self.cursor_row:
+                self.move_cursor(row=row_index, animate=False, scroll=False)
 
     def _insert_rows(self, rows: list[tuple[str, tuple]]) -> None:
         """Append rows in one batch: what DataTable.add_row does per row (its column list, cursor

@@ -151,7 +151,7 @@ class BaseBackend(ClusterBackend):
     @abc.abstractmethod
     def _now(self) -> datetime: ...
 
-    def _server_version(self) -> dict:
+    def _server_version(self) -> dict[str, Any]:
         """``GET /version`` (raises ApiFailure)."""
         raise ApiFailure(404, "NotFound", "this backend does not report a server version")
 

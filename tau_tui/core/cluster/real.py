@@ -531,8 +531,9 @@ class KubernetesBackend(BaseBackend):
         body: dict[str, Any] = self.http.request("GET", path, list(query.items()))
         return body
 
-    def _server_version(self) -> dict:
-        return self.http.request("GET", "/version")
+    def _server_version(self) -> dict[str, Any]:
+        version: dict[str, Any] = self.http.request("GET", "/version")
+        return version
 
     def open_container_log(self, request: LogChunkRequest) -> _LogResponse:
         query = [("container", request.container), ("timestamps", "true"),

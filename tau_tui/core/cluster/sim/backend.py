@@ -287,7 +287,7 @@ class SimulatedBackend(BaseBackend):
         finally:
             self._after_write()
 
-    def _server_version(self) -> dict:
+    def _server_version(self) -> dict[str, Any]:
         self._check_online()
         version = self.world.settings.kubernetes_version
         major, minor = (version.lstrip("v").split(".") + ["0"])[:2]

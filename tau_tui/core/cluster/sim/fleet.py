@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from tau_tui.core.cluster.clock import ManualClock
-from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.cluster.sim.store import ADMIN_NAME
 from tau_tui.core.cluster.sim.world import SimSettings, SimulatedCluster
@@ -34,6 +34,9 @@ from tau_tui.core.operations.multikueue_steps.credentials import (
     load_kubeconfig_file,
     standalone,
 )
+
+if TYPE_CHECKING:  # lab_plan imports the plan only when called, as before
+    from tau_tui.core.operations.multikueue_steps.plan import MultiKueuePlan
 
 R = ResourceKind
 TOKEN_SECRET_TYPE = "kubernetes.io/service-account-token"
@@ -66,15 +69,15 @@ class SimFleet:
     def __init__(self, manager: SimulatedCluster, workers: Mapping[str, SimulatedCluster]):
         self.manager = manager
         self.workers = dict(workers)
-        self.contexts: dict[str, dict] = {}
+        self.contexts: dict[str, dict[str, Any]] = {}
         self._minted = 0
         for world in self.workers.values():
             world.store.delete_hooks.append(self._on_delete(world))
         manager.multikueue.fleet = self
 
     @staticmethod
-    def _on_delete(world: SimulatedCluster):
-        def hook(rt, obj: dict) -> None:
+    def _on_delete(world: SimulatedCluster) -> Callable[[ResourceType, dict[str, Any]], None]:
+        def hook(rt: ResourceType, obj: dict[str, Any]) -> None:
             if rt.plural == "secrets" and obj.get("type") == TOKEN_SECRET_TYPE:
                 token = base64.b64decode((obj.get("data") or {}).get("token") or "").decode()
                 world.store.tokens.pop(token, None)
@@ -87,7 +90,7 @@ class SimFleet:
         return None
 
     def mint(self, worker: str, identity: str = WORKER_IDENTITY, *, context: str | None = None,
-             insecure: bool = False) -> dict:
+             insecure: bool = False) -> dict[str, Any]:
         """A ServiceAccount token for ``identity`` on ``worker`` (a token Secret in
         kube-system), as a kubeconfig; also offered as kubeconfig context ``context``."""
         world = self.workers[worker]
@@ -118,7 +121,7 @@ class SimFleet:
         for ns in namespaces:
             store.grant(identity, ("create", "delete", "get", "list", "watch", "update", "patch"), KUEUE_WORKER_RESOURCES, ns)
 
-    def token_secrets(self, worker: str, identity: str) -> list[dict]:
+    def token_secrets(self, worker: str, identity: str) -> list[dict[str, Any]]:
         return [s for s in self.workers[worker].store.items(SECRET)
                 if s.get("type") == TOKEN_SECRET_TYPE and (s["metadata"].get("annotations") or {}).get("tau.sim/identity") == identity]
 
@@ -215,7 +218,7 @@ def build_lab_fleet(manager: SimulatedCluster, workers: Iterable[str] = ("lab-wo
     return fleet
 
 
-def lab_plan(workers: Iterable[str] = ("lab-worker-1", "lab-worker-2"), *, admin: bool = True):
+def lab_plan(workers: Iterable[str] = ("lab-worker-1", "lab-worker-2"), *, admin: bool = True) -> MultiKueuePlan:
     """The plan that fits :func:`build_lab_fleet` on the demo manager (``--demo``'s MultiKueue wizard)."""
     from tau_tui.core.operations.multikueue_steps.plan import MultiKueuePlan, WorkerPlan
 

@@ -394,7 +394,7 @@ class SimStore:
 
     # -- access and identity reviews (answered, never stored) ---------------
 
-    def review(self, identity: str | None, rt: ResourceType, body: Mapping[str, Any]) -> dict:
+    def review(self, identity: str | None, rt: ResourceType, body: Mapping[str, Any]) -> dict[str, Any]:
         """SelfSubjectReview, SelfSubjectAccessReview, SelfSubjectRulesReview and
         SubjectAccessReview, answered from the RBAC allow rules."""
         spec = dict(body.get("spec") or {})
@@ -434,7 +434,7 @@ class SimStore:
         return who
 
 
-def _policy_rule(rule: Rule) -> dict:
+def _policy_rule(rule: Rule) -> dict[str, Any]:
     """A Rule as the API's ResourceRule: apiGroups, resources, verbs."""
     groups, resources = set(), set()
     for qualified_name in rule.resources:

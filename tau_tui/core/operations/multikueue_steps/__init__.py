@@ -6,6 +6,7 @@ and by ``tau-tui multikueue`` alike.  Exercise records: ``records.py``."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,8 @@ def flow_for(name: str) -> Flow:
 
 
 def open_exercise(flow_name: str, backend: Any, connector: Any, plan: Any, *, wait: Callable[[float], None],
-                  inputs: dict | None = None, vault: Any = None, record: bool = True,
-                  records_dir: Path | None = None, clock: Callable | None = None, poll_seconds: float = 2.0) -> Exercise:
+                  inputs: dict[str, Any] | None = None, vault: Any = None, record: bool = True,
+                  records_dir: Path | None = None, clock: Callable[[], datetime] | None = None, poll_seconds: float = 2.0) -> Exercise:
     """The exercise for ``flow_name`` on the manager behind ``backend``, with its record opened (or resumed)."""
     cluster = backend.current_context or "cluster"
     manager = BackendAccess(backend, f"manager {cluster}")

@@ -10,6 +10,7 @@ that is never started (no watches)."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,7 +66,7 @@ class BackendAccess:
                                   body=exc.body, reason=exc.reason)
         return AccessError(f"{self.name}: {text}", exc.code)
 
-    def get(self, rt: ResourceType, name: str, namespace: str | None = None) -> dict | None:
+    def get(self, rt: ResourceType, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """The object, or None when it does not exist."""
         try:
             return self.backend._api_get(rt, name, namespace if rt.namespaced else None)
@@ -74,7 +75,7 @@ class BackendAccess:
                 return None
             raise self._fail(exc, "get", rt, name, namespace) from None
 
-    def list(self, rt: ResourceType, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
+    def list(self, rt: ResourceType, namespace: str | None = None, label_selector: str | None = None) -> list[dict[str, Any]]:
         try:
             return self.backend._api_list(rt, namespace if rt.namespaced else None, label_selector)
         except ApiFailure as exc:
@@ -82,7 +83,7 @@ class BackendAccess:
                 return []  # the CRD is not installed: nothing of that kind exists
             raise self._fail(exc, "list", rt, "", namespace) from None
 
-    def create(self, rt: ResourceType, body: Mapping[str, Any], namespace: str | None = None, dry_run: bool = False) -> dict:
+    def create(self, rt: ResourceType, body: Mapping[str, Any], namespace: str | None = None, dry_run: bool = False) -> dict[str, Any]:
         name = (body.get("metadata") or {}).get("name", "")
         try:
             return self.backend._api_create(rt, namespace if rt.namespaced else None, body, dry_run)
@@ -90,7 +91,7 @@ class BackendAccess:
             raise self._fail(exc, "create", rt, name, namespace) from None
 
     def patch(self, rt: ResourceType, name: str, patch: Mapping[str, Any], namespace: str | None = None,
-              dry_run: bool = False) -> dict:
+              dry_run: bool = False) -> dict[str, Any]:
         try:
             return self.backend._api_patch(rt, name, namespace if rt.namespaced else None, patch, dry_run)
         except ApiFailure as exc:
@@ -127,7 +128,7 @@ class BackendAccess:
         return str(((out.get("status") or {}).get("userInfo") or {}).get("username") or "unknown")
 
     @staticmethod
-    def _attributes(p: Permission) -> dict:
+    def _attributes(p: Permission) -> dict[str, Any]:
         attrs = {"verb": p.verb, "group": p.group, "resource": p.resource}
         if p.namespace:
             attrs["namespace"] = p.namespace
@@ -157,7 +158,7 @@ class BackendAccess:
             raise self._fail(exc, "create", SAR) from None
         return bool((out.get("status") or {}).get("allowed"))
 
-    def rules(self, namespace: str) -> list[dict]:
+    def rules(self, namespace: str) -> builtins.list[dict[str, Any]]:
         """SelfSubjectRulesReview: the resource rules that apply in ``namespace``."""
         body = {"apiVersion": SSRR.api_version, "kind": SSRR.kind, "metadata": {}, "spec": {"namespace": namespace}}
         try:

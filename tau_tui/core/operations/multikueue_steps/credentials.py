@@ -46,8 +46,9 @@ class WorkerCredential:
         """Names this credential in records without revealing it."""
         return "sha256:" + hashlib.sha256(self.kubeconfig).hexdigest()[:16]
 
-    def document(self) -> dict:
-        return yaml.safe_load(self.kubeconfig.decode("utf-8"))
+    def document(self) -> dict[str, Any]:
+        doc: dict[str, Any] = yaml.safe_load(self.kubeconfig.decode("utf-8"))
+        return doc
 
     def secret_data(self) -> str:
         return base64.b64encode(self.kubeconfig).decode("ascii")
@@ -58,7 +59,7 @@ class WorkerCredential:
     __str__ = __repr__
 
 
-def _named(entries: Any, name: str) -> dict | None:
+def _named(entries: Any, name: str | None) -> dict[str, Any] | None:
     for entry in entries or ():
         if isinstance(entry, Mapping) and entry.get("name") == name:
             return dict(entry)
@@ -98,7 +99,7 @@ def insecure_reasons(doc: Mapping[str, Any]) -> list[str]:
     return reasons
 
 
-def standalone(doc: Mapping[str, Any], context: str | None, where: str) -> dict:
+def standalone(doc: Mapping[str, Any], context: str | None, where: str) -> dict[str, Any]:
     """One context of a kubeconfig, with its cluster and user, as a standalone document."""
     name = context or doc.get("current-context")
     if not name:
@@ -116,7 +117,7 @@ def standalone(doc: Mapping[str, Any], context: str | None, where: str) -> dict:
             "clusters": [cluster], "users": [user], "contexts": [{"name": name, "context": ctx}]}
 
 
-def credential_from_document(worker: str, doc: dict, source: str) -> WorkerCredential:
+def credential_from_document(worker: str, doc: dict[str, Any], source: str) -> WorkerCredential:
     reasons = insecure_reasons(doc)
     if reasons:
         raise CredentialError(f"worker {worker}: kubeconfig from {source} refused: " + "; ".join(reasons))
@@ -124,7 +125,7 @@ def credential_from_document(worker: str, doc: dict, source: str) -> WorkerCrede
     return WorkerCredential(worker, yaml.safe_dump(doc, sort_keys=True).encode("utf-8"), server, source)
 
 
-def load_kubeconfig_file(path: str, where: str) -> dict:
+def load_kubeconfig_file(path: str, where: str) -> dict[str, Any]:
     try:
         with open(os.path.expanduser(path), "rb") as handle:
             raw = handle.read(1 << 20)
@@ -157,7 +158,7 @@ def credential_from_secret(worker: str, secret: Mapping[str, Any] | None) -> Wor
     return WorkerCredential(worker, raw, server, f"Secret {secret.get('metadata', {}).get('name')}")
 
 
-def redacted_kubeconfig(doc: Mapping[str, Any]) -> dict:
+def redacted_kubeconfig(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The kubeconfig with every credential field replaced (for previews)."""
     out = dict(doc)
     users = []
@@ -199,10 +200,10 @@ class KubeconfigConnector:
         from tau_tui.core.cluster.kubeconfig import KubeconfigSource
 
         source = KubeconfigSource(self.kubeconfig)
-        doc = source._config()
-        if doc is None:
+        config = source._config()
+        if config is None:
             raise CredentialError(f"worker {worker}: no kubeconfig found to take context {context!r} from")
-        return credential_from_document(worker, standalone(doc, context, "kubeconfig"), f"context {context}")
+        return credential_from_document(worker, standalone(config, context, "kubeconfig"), f"context {context}")
 
     def connect(self, credential: WorkerCredential) -> BackendAccess:
         from kubernetes import client as k8s

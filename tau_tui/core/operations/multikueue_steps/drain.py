@@ -16,6 +16,8 @@ longer verifies)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.multikueue_steps.access import SECRET, AccessError, BackendAccess
 from tau_tui.core.operations.multikueue_steps.credentials import WorkerCredential, credential_from_secret
@@ -34,11 +36,11 @@ ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 
 
-def _terminal(wl: dict) -> bool:
+def _terminal(wl: dict[str, Any]) -> bool:
     return (condition(wl, "Finished") or {}).get("status") == "True"
 
 
-def dedicated_workloads(ctx: StepContext) -> list[dict]:
+def dedicated_workloads(ctx: StepContext) -> list[dict[str, Any]]:
     """Manager Workloads of the dedicated queue (by LocalQueue, ClusterQueue or the AdmissionCheck)."""
     plan = ctx.plan
     out = []
@@ -52,7 +54,7 @@ def dedicated_workloads(ctx: StepContext) -> list[dict]:
     return out
 
 
-def _ref(obj: dict) -> str:
+def _ref(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return f"{obj.get('kind', '')} {meta.get('namespace')}/{meta.get('name')}"
 

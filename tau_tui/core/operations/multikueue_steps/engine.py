@@ -23,7 +23,7 @@ import yaml
 
 from tau_tui.core.cluster.kinds import ResourceType
 from tau_tui.core.operations.multikueue_steps.access import AccessError, BackendAccess
-from tau_tui.core.operations.multikueue_steps.credentials import REDACTED, CredentialError
+from tau_tui.core.operations.multikueue_steps.credentials import REDACTED, CredentialError, WorkerCredential
 
 
 class StepState(str, enum.Enum):
@@ -66,10 +66,10 @@ class Change:
         where = f"{self.namespace}/" if self.namespace else ""
         return f"{self.rt.kind} {where}{self.name}" + ("" if self.cluster == "manager" else f" on {self.cluster}")
 
-    def shown_body(self) -> dict:
-        body = _plain(self.body or {})
+    def shown_body(self) -> dict[str, Any]:
+        body: dict[str, Any] = _plain(self.body or {})
         for path in self.redact:
-            node = body
+            node: Any = body
             *parents, leaf = path.split(".")
             for part in parents:
                 node = node.get(part) if isinstance(node, dict) else None
@@ -157,14 +157,14 @@ class StepContext:
     #: Inputs the operator gives while running (cancel choices, rotation's new credential).
     inputs: dict[str, Any] = field(default_factory=dict)
     _workers: dict[str, BackendAccess] = field(default_factory=dict)
-    _credentials: dict[str, Any] = field(default_factory=dict)
+    _credentials: dict[str, WorkerCredential] = field(default_factory=dict)
 
     def cluster(self, name: str) -> BackendAccess:
         if name == "manager":
             return self.manager
         return self.worker(name)
 
-    def credential(self, worker: str):
+    def credential(self, worker: str) -> WorkerCredential:
         """The credential the plan names for ``worker`` (loaded and checked once)."""
         if worker not in self._credentials:
             wp = self.plan.worker(worker)

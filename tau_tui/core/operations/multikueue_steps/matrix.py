@@ -25,6 +25,8 @@ from tau_tui.core.operations.multikueue_steps.access import (
     AccessError,
     BackendAccess,
 )
+from tau_tui.core.operations.multikueue_steps.engine import StepContext
+from tau_tui.core.operations.multikueue_steps.plan import MultiKueuePlan
 
 R = ResourceKind
 OK, BAD, UNREADABLE = "ok", "bad", "unreadable"
@@ -104,7 +106,7 @@ def _served(access: BackendAccess, name: str) -> list[str] | None:
     return sorted(v.get("name", "") for v in (crd.get("spec") or {}).get("versions") or () if v.get("served"))
 
 
-def worker_row(manager: BackendAccess, worker: BackendAccess, name: str, plan) -> MatrixRow:
+def worker_row(manager: BackendAccess, worker: BackendAccess, name: str, plan: MultiKueuePlan) -> MatrixRow:
     namespaces = list(plan.namespaces)
     cells: list[tuple[str, Cell]] = []
     mgr_k8s = manager.version()
@@ -190,7 +192,7 @@ def worker_row(manager: BackendAccess, worker: BackendAccess, name: str, plan) -
     return MatrixRow(name, tuple(cells))
 
 
-def dependency_matrix(ctx) -> list[MatrixRow]:
+def dependency_matrix(ctx: StepContext) -> list[MatrixRow]:
     rows = []
     for wp in ctx.plan.workers:
         try:

@@ -7,12 +7,13 @@ refused with ``file:line:col key: message``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
-from tau_tui.core.runconfig.yamlsource import load_mapping_file
+from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError, Position
+from tau_tui.core.runconfig.yamlsource import KeyPath, load_mapping_file
 
 DEFAULT_QUEUE = "jobqueue"
 KUEUE_NAMESPACE = "kueue-system"
@@ -68,10 +69,11 @@ _LISTS = {"namespaces": "namespaces", "teams": "teams", "lanes": "lanes", "tenan
 _WORKER_FIELDS = {"name": "name", "kubeconfig": "kubeconfig", "context": "context", "adminContext": "admin_context"}
 
 
-def plan_from_mapping(data: dict[str, Any], source: str, position=lambda path: None) -> MultiKueuePlan:
+def plan_from_mapping(data: dict[str, Any], source: str,
+                      position: Callable[[KeyPath], Position | None] = lambda path: None) -> MultiKueuePlan:
     problems: list[Diagnostic] = []
 
-    def bad(path: tuple, message: str, hint: str) -> None:
+    def bad(path: KeyPath, message: str, hint: str) -> None:
         problems.append(Diagnostic(source, message, path=".".join(str(p) for p in path), position=position(path), hint=hint))
 
     kwargs: dict[str, Any] = {}

@@ -65,7 +65,7 @@ class Recorder:
     def _now(self) -> str:
         return self.clock().isoformat(timespec="seconds")
 
-    def _unfinished(self, flow: str, cluster: str) -> tuple[Path, dict] | None:
+    def _unfinished(self, flow: str, cluster: str) -> tuple[Path, dict[str, Any]] | None:
         for path in sorted(self.directory.glob(f"*-{flow}-*.json"), reverse=True):
             try:
                 data = json.loads(path.read_text())
@@ -92,7 +92,7 @@ class Recorder:
         _write(self.path.with_suffix(".md"), markdown(self.data))
 
 
-def markdown(data: dict) -> str:
+def markdown(data: dict[str, Any]) -> str:
     lines = [f"# MultiKueue {data['flow']} exercise on {data['cluster']}", "",
              f"- started: {data['started']}", f"- finished: {data.get('finished') or '—'}",
              f"- identity: {data['identity']}", f"- outcome: **{data['outcome']}**"]

@@ -14,12 +14,14 @@ for the credential again instead of writing a file."""
 from __future__ import annotations
 
 import base64
+import types
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.credentials import WorkerCredential, credential_from_secret
 from tau_tui.core.operations.multikueue_steps.drain import credential_rejected, revoke_on_worker
 from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Step, StepContext
+from tau_tui.core.operations.multikueue_steps.plan import WorkerPlan
 from tau_tui.core.operations.multikueue_steps.setup import condition, describe_condition
 from tau_tui.core.operations.multikueue_steps.worker_access import review_worker_access
 
@@ -40,7 +42,7 @@ class CredentialVault:
         self.cluster = cluster
 
     @staticmethod
-    def require():
+    def require() -> types.ModuleType:
         import keyring
         from keyring.backends import fail
 
@@ -86,9 +88,9 @@ class CredentialVault:
                 pass
 
 
-def _worker(ctx: StepContext):
+def _worker(ctx: StepContext) -> WorkerPlan:
     name = ctx.inputs.get("worker") or ctx.plan.workers[0].name
-    wp = ctx.plan.worker(name)
+    wp: WorkerPlan | None = ctx.plan.worker(name)
     if wp is None:
         raise KeyError(name)
     return wp
@@ -105,10 +107,11 @@ class TakeNewCredentialStep(Step):
 
     def _new(self, ctx: StepContext) -> WorkerCredential:
         wp = _worker(ctx)
-        pending = ctx.keyring.get(wp.name, "pending") if ctx.keyring else None
+        pending: WorkerCredential | None = ctx.keyring.get(wp.name, "pending") if ctx.keyring else None
         if pending is not None:
             return pending
-        return ctx.connector.load(wp.name, ctx.inputs.get("new_kubeconfig"), ctx.inputs.get("new_context"))
+        loaded: WorkerCredential = ctx.connector.load(wp.name, ctx.inputs.get("new_kubeconfig"), ctx.inputs.get("new_context"))
+        return loaded
 
     def refusal(self, ctx: StepContext) -> str | None:
         wp = _worker(ctx)

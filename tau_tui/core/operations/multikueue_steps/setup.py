@@ -32,21 +32,21 @@ MANAGED_BY = "tau-tui-multikueue"
 DRAINED_TEAM = "tau-multikueue-drained"
 
 
-def tau_cluster(ctx: StepContext) -> dict | None:
+def tau_cluster(ctx: StepContext) -> dict[str, Any] | None:
     return ctx.manager.get(R.TAU_CLUSTER.type, "cluster")
 
 
-def default_queues(ctx: StepContext, tc: dict | None) -> set[str]:
+def default_queues(ctx: StepContext, tc: dict[str, Any] | None) -> set[str]:
     """The single-cluster default queue: ``jobqueue`` and whatever TauCluster names."""
     named = (((tc or {}).get("spec") or {}).get("workspaceDefaults") or {}).get("defaultQueue")
     return {ctx.default_queue} | ({named} if named else set())
 
 
-def condition(obj: dict | None, type_: str) -> dict | None:
+def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
     return next((c for c in ((obj or {}).get("status") or {}).get("conditions") or () if c.get("type") == type_), None)
 
 
-def describe_condition(c: dict | None) -> str:
+def describe_condition(c: dict[str, Any] | None) -> str:
     if c is None:
         return "no condition yet"
     return f"{c.get('type')}={c.get('status')} ({c.get('reason') or '-'}: {c.get('message') or '-'})"
@@ -218,7 +218,7 @@ class AdmissionCheckStep(Step):
         return Check(not problems, "; ".join(problems), tuple(evidence))
 
 
-def _profile_entry(ctx: StepContext) -> dict:
+def _profile_entry(ctx: StepContext) -> dict[str, Any]:
     plan = ctx.plan
     applicability: dict[str, Any] = {"namespaces": list(plan.namespaces)}
     if plan.teams:
@@ -232,11 +232,11 @@ def _profile_entry(ctx: StepContext) -> dict:
             "priorities": {"workloadPriorityClassName": plan.priority_class, "podPriorityClassName": plan.priority_class}}
 
 
-def declared_profiles(tc: dict | None) -> list[dict]:
+def declared_profiles(tc: dict[str, Any] | None) -> list[dict[str, Any]]:
     return list(((tc or {}).get("spec") or {}).get("workloadProfiles") or ())
 
 
-def queue_guard(ctx: StepContext, tc: dict | None) -> str | None:
+def queue_guard(ctx: StepContext, tc: dict[str, Any] | None) -> str | None:
     """The default-queue guard: a MultiKueue AdmissionCheck never goes on the
     default queue, nor on any queue a global profile uses (taugrid.md §3.7)."""
     plan = ctx.plan

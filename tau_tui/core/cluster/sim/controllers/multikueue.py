@@ -112,10 +112,10 @@ class MultiKueueController(Controller):
         gone.  Like Kueue's GC, an unreachable worker is skipped."""
         if self.fleet is None:
             return
-        placed: dict[str, dict[tuple[str, str], dict]] = {}
+        placed: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
         for wl in self.store.items(R.WORKLOAD.type):
             where = (wl.get("status") or {}).get("clusterName")
-            if where in self.fleet.workers and not is_true(wl, "Finished"):
+            if isinstance(where, str) and where in self.fleet.workers and not is_true(wl, "Finished"):
                 placed.setdefault(where, {})[(wl["metadata"]["namespace"], wl["metadata"]["name"])] = wl
         for worker, world in sorted(self.fleet.workers.items()):
             if world.api_down is not None:
