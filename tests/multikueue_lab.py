@@ -12,11 +12,16 @@ import keyring.errors
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
-from tau_tui.core.cluster.sim.fleet import SimFleet, SimFleetConnector, build_lab_fleet, lab_plan
 from tau_tui.core.cluster.sim.scenario import build_world
 from tau_tui.core.cluster.sim.world import SimulatedCluster
 from tau_tui.core.operations.multikueue_steps import open_exercise
 from tau_tui.core.operations.multikueue_steps.plan import MultiKueuePlan
+from tau_tui.core.operations.multikueue_steps.simulated_fleet import (
+    SimFleet,
+    SimFleetConnector,
+    build_lab_fleet,
+    lab_plan,
+)
 
 R = ResourceKind
 

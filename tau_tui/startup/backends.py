@@ -25,7 +25,7 @@ def start_demo_backend(scenario: str, namespace: str | None, realtime: bool) -> 
 
         world = build_world(scenario)
         if scenario == "demo":
-            from tau_tui.core.cluster.sim.fleet import build_lab_fleet
+            from tau_tui.core.operations.multikueue_steps.simulated_fleet import build_lab_fleet
 
             build_lab_fleet(world)  # two worker worlds for the MultiKueue wizard (:mk setup)
         backend = SimulatedBackend(world, namespace=namespace, realtime=realtime)

@@ -34,7 +34,7 @@ def environment_for(backend: Any, plan_path: str | None, config_dir: Path) -> Mu
     fleet = getattr(getattr(getattr(backend, "world", None), "multikueue", None), "fleet", None)
     if fleet is not None:
         from tau_tui.core.cluster.clock import ManualClock
-        from tau_tui.core.cluster.sim.fleet import SimFleetConnector, lab_plan
+        from tau_tui.core.operations.multikueue_steps.simulated_fleet import SimFleetConnector, lab_plan
 
         world = backend.world
         wait = world.advance if isinstance(world.clock, ManualClock) else time.sleep

@@ -77,7 +77,7 @@ def test_module_imports_and_dotted_strings_follow_the_move():
 
 
 def test_unmoved_imports_stay_byte_for_byte_and_a_second_run_changes_nothing():
-    text = "from tau_tui.core.cluster import real\nfrom  tau_tui.formatting   import age\nfrom tau_tui.core.cluster.api import QUEUE_NAME_LABEL\n"
+    text = "from tau_tui.core.cluster import real\nfrom  tau_tui.widgets.status_text   import style_of\nfrom tau_tui.core.cluster.api import QUEUE_NAME_LABEL\n"
     once, _ = rewrite(text)
     assert once.splitlines()[:2] == text.splitlines()[:2]
     twice, problems = rewrite(once)

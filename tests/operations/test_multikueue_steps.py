@@ -10,7 +10,6 @@ import pytest
 from keyring.backends import fail
 
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.sim.fleet import WORKER_IDENTITY
 from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.credentials import (
     CredentialError,
@@ -22,6 +21,7 @@ from tau_tui.core.operations.multikueue_steps.engine import Outcome, Refused, St
 from tau_tui.core.operations.multikueue_steps.matrix import dependency_matrix
 from tau_tui.core.operations.multikueue_steps.records import list_records
 from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
+from tau_tui.core.operations.multikueue_steps.simulated_fleet import WORKER_IDENTITY
 from tau_tui.core.runconfig.profiles import Caller, SelectionError, profile_set_from_taucluster, select
 from tests.multikueue_lab import Lab, MemoryKeyring, lab_job, make_lab
 

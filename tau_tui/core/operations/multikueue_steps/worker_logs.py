@@ -27,7 +27,7 @@ def worker_log_backend(backend: Any, worker: str, contexts: Mapping[str, str]) -
         return None
     fleet = getattr(getattr(getattr(backend, "world", None), "multikueue", None), "fleet", None)
     if fleet is not None:
-        from tau_tui.core.cluster.sim.fleet import SimFleetConnector
+        from tau_tui.core.operations.multikueue_steps.simulated_fleet import SimFleetConnector
 
         return SimFleetConnector(fleet).admin(context).backend
     from tau_tui.core.cluster.real import KubernetesBackend
