@@ -73,7 +73,10 @@ async def test_wizard_applies_a_step_after_preview_and_resumes_after_restart(tmp
         assert step_marks(app) == ["✓", "▶", "○", "○", "○"]
     assert lab.world.store.read(SECRET, "lab-worker-1-kubeconfig", "kueue-system") is not None
     audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
-    assert [(e["verb"], e["target"], e["ok"]) for e in audit] == [("multikueue setup", "step credential", True)]
+    # The audit log writes the preview and the intent before the call and the outcome after it.
+    assert [(e["verb"], e["target"], e["ok"]) for e in audit if e["phase"] == "outcome"] == [
+        ("multikueue setup", "step credential", True)]
+    assert [e["phase"] for e in audit].index("intent") < [e["phase"] for e in audit].index("outcome")
 
     restarted = wizard_app(tmp_path, lab)  # a new app on the same cluster: the state comes from the cluster
     async with restarted.run_test(size=(160, 48)) as pilot:

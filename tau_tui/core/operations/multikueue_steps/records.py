@@ -56,7 +56,13 @@ class Recorder:
         else:
             started = self._now()
             stamp = started.replace(":", "").replace("-", "")[:15]
-            self.path = self.directory / f"{stamp}-{flow}-{cluster}.json".replace("/", "_")
+            name = f"{stamp}-{flow}-{cluster}".replace("/", "_")
+            self.path = self.directory / f"{name}.json"
+            # Two exercises in the same second each keep their own record.
+            serial = 2
+            while self.path.exists():
+                self.path = self.directory / f"{name}-{serial}.json"
+                serial += 1
             self.data = {"flow": flow, "cluster": cluster, "identity": identity, "started": started, "finished": None,
                          "outcome": IN_PROGRESS, "plan": plan, "steps": []}
         self.data["identity"] = identity
