@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from tau_tui.core.cluster.worker_kubeconfig import insecure_reasons, named_entry
 from tau_tui.core.operations.multikueue_steps.access import AccessError, BackendAccess
 
 REDACTED = "<redacted>"
@@ -59,58 +60,18 @@ class WorkerCredential:
     __str__ = __repr__
 
 
-def _named(entries: Any, name: str | None) -> dict[str, Any] | None:
-    for entry in entries or ():
-        if isinstance(entry, Mapping) and entry.get("name") == name:
-            return dict(entry)
-    return None
-
-
-def insecure_reasons(doc: Mapping[str, Any]) -> list[str]:
-    """Why Kueue (and we) refuse this standalone kubeconfig; empty = acceptable."""
-    reasons: list[str] = []
-    ctx_name = doc.get("current-context")
-    ctx = (_named(doc.get("contexts"), ctx_name) or {}).get("context") or {}
-    cluster = (_named(doc.get("clusters"), ctx.get("cluster")) or {}).get("cluster") or {}
-    user = (_named(doc.get("users"), ctx.get("user")) or {}).get("user") or {}
-    server = str(cluster.get("server") or "")
-    if not server:
-        reasons.append("the cluster has no server")
-    elif server.startswith("http://"):
-        reasons.append(f"server {server} is plain http: the credential would travel unencrypted; use https")
-    elif not server.startswith("https://"):
-        reasons.append(f"server {server} is not an https URL")
-    if cluster.get("insecure-skip-tls-verify"):
-        reasons.append("insecure-skip-tls-verify is set: the worker's identity would not be checked; give its CA instead")
-    if cluster.get("certificate-authority") and not cluster.get("certificate-authority-data"):
-        reasons.append("certificate-authority is a file path, which the manager cannot read; embed it as certificate-authority-data")
-    elif not cluster.get("certificate-authority-data"):
-        reasons.append("no certificate-authority-data: the worker's TLS certificate cannot be verified")
-    if user.get("tokenFile") or user.get("token-file"):
-        reasons.append("tokenFile is a path on this machine; embed the token")
-    if user.get("username") or user.get("password"):
-        reasons.append("basic auth (username/password) is refused by Kueue")
-    if user.get("exec"):
-        reasons.append("an exec credential plugin cannot run inside the Kueue controller")
-    if user.get("auth-provider"):
-        reasons.append("an auth-provider cannot run inside the Kueue controller")
-    if not (user.get("token") or (user.get("client-certificate-data") and user.get("client-key-data"))):
-        reasons.append("no embedded token or client certificate")
-    return reasons
-
-
 def standalone(doc: Mapping[str, Any], context: str | None, where: str) -> dict[str, Any]:
     """One context of a kubeconfig, with its cluster and user, as a standalone document."""
     name = context or doc.get("current-context")
     if not name:
         raise CredentialError(f"{where}: no context given and no current-context set; name one")
-    entry = _named(doc.get("contexts"), name)
+    entry = named_entry(doc.get("contexts"), name)
     if entry is None:
         known = ", ".join(str(c.get("name")) for c in doc.get("contexts") or () if isinstance(c, Mapping))
         raise CredentialError(f"{where}: context {name!r} not found" + (f"; known contexts: {known}" if known else ""))
     ctx = dict(entry.get("context") or {})
-    cluster = _named(doc.get("clusters"), ctx.get("cluster"))
-    user = _named(doc.get("users"), ctx.get("user"))
+    cluster = named_entry(doc.get("clusters"), ctx.get("cluster"))
+    user = named_entry(doc.get("users"), ctx.get("user"))
     if cluster is None or user is None:
         raise CredentialError(f"{where}: context {name!r} names a cluster or user that is not in the file")
     return {"apiVersion": "v1", "kind": "Config", "current-context": name,

@@ -63,7 +63,7 @@ class MultiKueueController(Controller):
                 self._set_active(name, status, reason, message)
 
     def _connect(self, source: Mapping[str, Any], secret: Mapping[str, Any] | None) -> tuple[str, str, str]:
-        from tau_tui.core.operations.multikueue_steps.credentials import insecure_reasons
+        from tau_tui.core.cluster.worker_kubeconfig import insecure_reasons
 
         if source.get("locationType", "Secret") != "Secret":
             return "False", "BadKubeConfig", "locationType Path is not available in the simulation"
