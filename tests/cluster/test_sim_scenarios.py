@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tau_tui.core.cluster.changes import ViewStatus
@@ -119,7 +117,7 @@ def test_faults_scenario_requeues_from_stalled_worker():
 
 
 def test_large_scenario_shape():
-    started = time.perf_counter()
+    # Shape only: how long building takes is benchmarks/cluster_large.py's job, never a test's.
     world = build_world("large")
     backend = SimulatedBackend(world)
     backend.start()
@@ -128,7 +126,6 @@ def test_large_scenario_shape():
     nodes = backend.nodes()
     assert len(nodes) == 2000 and all(n.gpu["nvidia.com/gpu"].capacity == 8 for n in nodes)
     assert {w.status_word for w in backend.workloads()} >= {"pending", "admitted"}
-    assert time.perf_counter() - started < 120  # a loose bound; benchmarks measure it
     backend.close()
 
 
