@@ -122,7 +122,7 @@ def quota_warnings(totals: RequestTotals, local_queues: Iterable[LocalQueueView]
     return warnings
 
 
-def server_quota_warnings(backend, totals: RequestTotals) -> list[str]:
+def server_quota_warnings(backend: Any, totals: RequestTotals) -> list[str]:
     """:func:`quota_warnings` with the two queues read from the API server, for a one-shot
     ``tau-tui submit`` whose backend runs no watches.  A queue that cannot be read gives no
     warning: the server dry-run and the submit itself report it."""

@@ -30,7 +30,7 @@ def fault_summary(problems: dict[str, str], shown: int = 3) -> str | None:
     (one line at 80 columns for a fault or two; the Nodes pane has the details)."""
     if not problems:
         return None
-    parts = []
+    parts: list[str] = []
     for verdict in FAULT_VERDICTS:
         nodes = sorted(n for n, p in problems.items() if p.startswith(verdict))
         if nodes:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tau_tui.core.runconfig.config import LoadedConfig, canonicalise, pydantic_diagnostics
-from tau_tui.core.runconfig.diagnostics import DiagnosticError
+from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
 from tau_tui.core.runconfig.rules import check_rules, infer_engine
 from tau_tui.core.runconfig.schema import TauConfig
 from tau_tui.core.runconfig.yamlsource import SourceMap, load_mapping_file, load_mapping_text
@@ -33,7 +33,7 @@ def load_config_text(text: str, file: str = "tau.yaml", base_dir: Path | None = 
     return _validate(raw, smap, file, base_dir or Path.cwd())
 
 
-def load_config(path: Path | str, label: str | None = None, *, rule_errors: list | None = None) -> LoadedConfig:
+def load_config(path: Path | str, label: str | None = None, *, rule_errors: list[Diagnostic] | None = None) -> LoadedConfig:
     """``rule_errors``: when given, rule errors of a config whose shape is valid are appended to it
     instead of raised, so a caller (``tau-tui validate``) can go on to check the profile too."""
     path = Path(path)
@@ -43,7 +43,7 @@ def load_config(path: Path | str, label: str | None = None, *, rule_errors: list
 
 
 def _validate(raw: dict[str, Any], smap: SourceMap, file: str, base_dir: Path,
-              rule_errors: list | None = None) -> LoadedConfig:
+              rule_errors: list[Diagnostic] | None = None) -> LoadedConfig:
     data, origins, problems = canonicalise(raw, file, smap)
     try:
         config = TauConfig.model_validate(data)
@@ -54,16 +54,16 @@ def _validate(raw: dict[str, Any], smap: SourceMap, file: str, base_dir: Path,
     loaded = LoadedConfig(config, engine, file, base_dir, smap, config_hash(config, engine), origins)
     problems += check_rules(loaded)
     errors = [p for p in problems if p.severity == "error"]
-    if errors and rule_errors is None:
-        raise DiagnosticError(errors)
     if errors:
+        if rule_errors is None:
+            raise DiagnosticError(errors)
         rule_errors.extend(errors)
     loaded.warnings = [p for p in problems if p.severity != "error"]
     return loaded
 
 
 def _rules_beside_shape_errors(data: dict[str, Any], err: ValidationError, smap: SourceMap, file: str,
-                               base_dir: Path, origins) -> list:
+                               base_dir: Path, origins: Any) -> list[Diagnostic]:
     """Rule errors of the sections whose shape is valid, so one run reports all it can.
 
     The sections with shape errors are left out (their defaults stand in) and any rule message

@@ -4,6 +4,7 @@ week so Kueue ordering is meaningful."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -86,5 +87,6 @@ def generate_large(builder: ScenarioBuilder, spec: Mapping[str, Any]) -> None:
         # As the catalog rates them: Xid 79 is always unhealthy (reboot); a degraded GPU has its own code.
         fault = (("unhealthy", "Xid79", "GPU has fallen off the bus (Xid 79)") if index % 3
                  else ("degraded", "Xid92", "High single-bit ECC error rate (Xid 92)"))
-        world.at(0, lambda node=node, index=index, fault=fault: world.gpu_fault(node, *fault, index % gpus_per_node,
-                                                                                kill_pods=False))
+        verdict, code, message = fault
+        world.at(0, functools.partial(world.gpu_fault, node, verdict, code, message, index % gpus_per_node,
+                                      kill_pods=False))

@@ -15,7 +15,7 @@ from tau_tui.core.cluster.names import GPU_RESOURCE_NAMES
 from tau_tui.core.cluster.sim.conditions import cond, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.gpuhealth.report import GpuTelemetry
-from tau_tui.core.gpuhealth.xid import load_xid_catalog
+from tau_tui.core.gpuhealth.xid import XidCatalog, load_xid_catalog
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
@@ -24,7 +24,7 @@ R = ResourceKind
 
 
 @functools.cache
-def _catalog():
+def _catalog() -> XidCatalog:
     return load_xid_catalog()
 
 
