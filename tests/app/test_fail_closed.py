@@ -16,8 +16,10 @@ PANES = ("compose", "profiles", "queue", "runs", "logs", "nodes", "multikueue")
 
 
 def banner_text(screen: PaneScreen) -> str:
+    """The freshness part of the pane banner (the GPU-fault line beside it is the cluster's state)."""
     banner = screen.query_one("#pane-banner")
-    return str(banner.render()) if banner.display and banner.has_class("-shown") else ""
+    text = str(banner.render()) if banner.display and banner.has_class("-shown") else ""
+    return "\n".join(line for line in text.splitlines() if not line.startswith("⚠ GPU faults"))
 
 
 @async_test
