@@ -495,22 +495,22 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
                 "GPU_FAULT", "error", f"{pod.name} runs on node {pod.node_name} whose GPU is unhealthy: {reason}",
                 "cancel and resubmit away from that node, or resume from the last checkpoint",
                 (("kubectl", "describe", "node", pod.node_name or ""),)))
-    if failure is None:
-        for pod in pods:
-            if pod.phase != "Failed":
-                continue
-            why = next((c.reason for c in pod.container_statuses if c.state == "terminated" and c.reason), "")
-            where = f" on node {pod.node_name}" if pod.node_name else ""
-            gpu = objs.gpu_problems.get(pod.node_name or "")
-            if gpu:
-                diagnostics.append(RunDiagnostic(
-                    "POD_FAILED_ON_BAD_GPU", "error",
-                    f"pod {pod.name} failed{f' ({why})' if why else ''}{where}, whose GPU health is {gpu}",
-                    "the Job starts a new pod if retries remain; cordon or drain the node in Nodes (6)"))
-            else:
-                diagnostics.append(RunDiagnostic(
-                    "POD_FAILED", "warning", f"pod {pod.name} failed{f' ({why})' if why else ''}{where}",
-                    "read its log (p: previous container); the Job starts a new pod if retries remain"))
+    for pod in pods:
+        if pod.phase != "Failed":
+            continue
+        why = next((c.reason for c in pod.container_statuses if c.state == "terminated" and c.reason), "")
+        where = f" on node {pod.node_name}" if pod.node_name else ""
+        gpu = objs.gpu_problems.get(pod.node_name or "")
+        # A pod that failed on a bad GPU is named even when the run already failed: it says why.
+        if gpu:
+            diagnostics.append(RunDiagnostic(
+                "POD_FAILED_ON_BAD_GPU", "error",
+                f"pod {pod.name} failed{f' ({why})' if why else ''}{where}, whose GPU health is {gpu}",
+                "the Job starts a new pod if retries remain; cordon or drain the node in Nodes (6)"))
+        elif failure is None:
+            diagnostics.append(RunDiagnostic(
+                "POD_FAILED", "warning", f"pod {pod.name} failed{f' ({why})' if why else ''}{where}",
+                "read its log (p: previous container); the Job starts a new pod if retries remain"))
     if startup_failed and failure is None and not rejected:
         diagnostics.append(RunDiagnostic("STARTUP_FAILED", "error", "startup is failing; see the phases above", "", (describe,)))
 
@@ -591,4 +591,4 @@ def objects_for_run(
     run_events = [e for e in events if e.involved_name in names]
     manager_view = any(w.admission_checks for w in wls) and (owner is not None and owner.managed_by == MULTIKUEUE_CONTROLLER_NAME)
     return RunObjects(namespace, name, job, ray_job, tuple(wls), tuple(run_pods), tuple(run_events), manager_view,
-                      dict(gpu_problems or {}))
+                      gpu_problems=dict(gpu_problems or {}))
