@@ -48,9 +48,9 @@ class LogsScreen(PaneScreen):
     BINDINGS = [
         Binding("f", "toggle_follow", "Follow", id="logs.follow"),
         Binding("w", "toggle_wrap", "Wrap", id="logs.wrap"),
-        Binding("t", "toggle_timestamps", "Timestamps", id="logs.timestamps"),
+        Binding("t", "toggle_timestamps", "Times", id="logs.timestamps"),
         Binding("s", "cycle_since", "Since", id="logs.since"),
-        Binding("p", "toggle_previous", "Previous", id="logs.previous"),
+        Binding("p", "toggle_previous", "Prev", id="logs.previous"),
         Binding("a", "toggle_all_containers", "All ctrs", id="logs.all_containers"),
         Binding("j", "toggle_json", "JSON", id="logs.json"),
         Binding("n", "next_match", "Next", id="logs.next"),
