@@ -44,7 +44,7 @@ def run_app(argv: list[str]) -> int:
         except ValueError as err:
             parser.error(f"--request-timeout: {err}")
     try:  # spools of earlier runs that were killed before they could remove them
-        from ..core.cluster.logspool import clean_stale_spools
+        from ..core.cluster.logspool.spool_dirs import clean_stale_spools
         from ..core.operations.audit import state_dir
 
         clean_stale_spools(state_dir() / "spool")
