@@ -22,9 +22,12 @@ from textual.theme import Theme
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.audit import AuditLog
+from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
+from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.mutations.mutation import Mutation, describe_result
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.compose import ComposeScreen
+from tau_tui.screens.evidence import EvidenceScreen
 from tau_tui.screens.logs import LogsScreen
 from tau_tui.screens.multikueue import MultiKueueScreen
 from tau_tui.screens.multikueue_wizard import MultiKueueWizardScreen
@@ -52,6 +55,7 @@ PANE_ALIASES = {
     "logs": "logs", "log": "logs",
     "nodes": "nodes", "node": "nodes", "no": "nodes", "gpu": "nodes", "gpus": "nodes",
     "multikueue": "multikueue", "mk": "multikueue", "mkc": "multikueue", "admissionchecks": "multikueue", "ac": "multikueue",
+    "evidence": "evidence", "ev": "evidence", "records": "evidence",
 }
 
 
@@ -72,6 +76,7 @@ class TauApp(App):
         "logs": LogsScreen,
         "nodes": NodesScreen,
         "multikueue": MultiKueueScreen,
+        "evidence": EvidenceScreen,
     }
     DEFAULT_MODE = "queue"
 
@@ -135,6 +140,7 @@ class TauApp(App):
         compose_file: str | None = None,
         demo_realtime: bool = True,
         request_timeouts=None,
+        evidence: EvidenceStore | None = None,
     ) -> None:
         super().__init__()
         self.backend = backend
@@ -145,6 +151,9 @@ class TauApp(App):
         self.loaded_settings = settings or load_settings()
         self.settings: AppSettings = self.loaded_settings.settings
         self.audit = audit or AuditLog()
+        self.evidence = evidence or EvidenceStore()
+        #: Captures a run's evidence when it finishes (a core thread; see core/operations/evidence/recorder.py).
+        self.evidence_recorder: EvidenceRecorder | None = None
         #: Tests and embedders may set the MultiKueue wizard's environment directly.
         self._multikueue_env = None
         self.requested_theme = theme
@@ -244,10 +253,21 @@ class TauApp(App):
         self._backend_started(message.backend)
 
     def _backend_started(self, backend: ClusterBackend) -> None:
+        self._start_recorder(backend)
         self.connection_label = backend.connection_state().label
         if self.namespace_name and backend.namespace != self.namespace_name:
             self._set_namespace(self.namespace_name)
         self._tick()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="evidence-recorder")
+    def _start_recorder(self, backend: ClusterBackend) -> None:
+        old, self.evidence_recorder = self.evidence_recorder, None
+        if old is not None:
+            old.close()
+        try:
+            self.evidence_recorder = EvidenceRecorder(backend, self.evidence, self.now).start()
+        except Exception as err:  # evidence is a record, not the app: say so and go on
+            self.call_from_thread(self.notify, f"evidence recorder not started: {err}", severity="warning")
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
@@ -266,6 +286,9 @@ class TauApp(App):
         backend.close()
 
     async def action_quit(self) -> None:
+        recorder, self.evidence_recorder = self.evidence_recorder, None
+        if recorder is not None:
+            recorder.close()
         backend = self.backend
         self.backend = None
         if backend is not None:
@@ -430,7 +453,7 @@ class TauApp(App):
             if args and isinstance(self.screen, PaneScreen) and pane != "logs":
                 self.screen.set_filter(" ".join(args))
         else:
-            self.notify(f"unknown command :{verb}. Try :queue :runs :nodes :logs RUN :ctx :ns :compose :profiles :mk :q",
+            self.notify(f"unknown command :{verb}. Try :queue :runs :nodes :logs RUN :evidence :ctx :ns :compose :profiles :mk :q",
                         severity="warning")
 
     def open_multikueue_flow(self, flow: str, args: list[str]) -> None:

@@ -34,7 +34,8 @@ from tau_tui.core.gpuhealth.names import CONDITION_DEGRADED, CONDITION_UNHEALTHY
 from tau_tui.core.gpuhealth.nodeview import view_from_node
 from tau_tui.core.operations.evidence.redaction import redact_object, redact_text
 from tau_tui.core.operations.evidence.store import EvidenceStore, RecordSummary, Submission
-from tau_tui.core.operations.runstatus import RunObjects, RunStatus
+from tau_tui.core.operations.rundocument import read_run
+from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
 
 RECORD_FORMAT = "tau.azure.com/evidence-record/v1"
 CONFIG_HASH_ANNOTATION = "tau.azure.com/config-hash"
@@ -396,3 +397,22 @@ def capture(backend: ClusterBackend, store: EvidenceStore, objs: RunObjects, out
     summary, files = build_files(inputs)
     record, created = store.add_record(summary, files)
     return CaptureResult(record, created)
+
+
+def capture_live(backend: BaseBackend, store: EvidenceStore, namespace: str, name: str, now: datetime,
+                 *, source: str) -> CaptureResult:
+    """The CLI's capture: read the run live and store its record if it is finished.  A run that is
+    gone from the cluster but was captured before returns that record."""
+    objs = read_run(backend, namespace, name)
+    status = compute_run_status(objs)
+    outcome = outcome_of(status)
+    if outcome is None:
+        stored = store.find(namespace, name)
+        if stored is not None:
+            return CaptureResult(stored, created=False, message="already captured")
+        if status.state == "not_found":
+            return CaptureResult(None, message=f"no Job or RayJob {namespace}/{name}, and no evidence record of it")
+        return CaptureResult(None, message=f"{namespace}/{name} is {status.display_state}, not finished; "
+                                           "evidence is captured when it succeeds, fails or is cancelled")
+    nodes, reports = live_nodes(backend)
+    return capture(backend, store, objs, outcome, now, source=source, nodes=nodes, gpu_reports=reports)

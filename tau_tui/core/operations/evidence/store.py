@@ -90,6 +90,9 @@ class RecordSummary:
 class EvidenceStore:
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path is not None else default_store_path()
+        #: Records this process added (a pane re-reads when it moves; other processes' records
+        #: show at the pane's periodic re-read).
+        self.writes = 0
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -138,6 +141,7 @@ class EvidenceStore:
                  summary.finished_at, summary.captured_at, summary.source, summary.config_hash, summary.nodes))
             created = cursor.rowcount == 1
             if created:
+                self.writes += 1
                 db.executemany("INSERT INTO record_files VALUES (?, ?, ?)",
                                [(cursor.lastrowid, path, content) for path, content in sorted(files.items())])
         stored = self.find(summary.namespace, summary.name, summary.submission_id)
