@@ -44,11 +44,14 @@ class EvidenceRecorder:
         self.captured = 0
         self.last_error = ""
 
-    def start(self) -> EvidenceRecorder:
+    def start(self, thread: bool = True) -> EvidenceRecorder:
+        """Subscribe and queue every run there is now.  ``thread=False``: no thread of its own; the
+        caller runs :meth:`drain` (tests on a frozen clock)."""
         self._subscription = self.backend.subscribe(self._on_changes, (ResourceKind.JOB, ResourceKind.RAY_JOB,
                                                                         ResourceKind.WORKLOAD, ResourceKind.POD))
-        self._thread = threading.Thread(target=self._run, name="evidence-recorder", daemon=True)
-        self._thread.start()
+        if thread:
+            self._thread = threading.Thread(target=self._run, name="evidence-recorder", daemon=True)
+            self._thread.start()
         for owner in [*self.backend.jobs(), *self.backend.ray_jobs()]:
             self._queue.put(((owner.namespace or "", owner.name), False))
         return self
@@ -79,7 +82,7 @@ class EvidenceRecorder:
                 self._queue.put((key, False))
 
     def drain(self) -> None:
-        """Process what is queued now, on the calling thread (tests with a frozen clock)."""
+        """Process what is queued now, on the calling thread (after ``start(thread=False)``)."""
         while True:
             try:
                 key, deleted = self._queue.get_nowait()
