@@ -99,7 +99,6 @@ class EvidenceScreen(PaneScreen):
             counts[record.outcome] = counts.get(record.outcome, 0) + 1
         recorder = self.tau.evidence_recorder
         data.status = f"{len(data.rows)} records · " + (", ".join(f"{n} {o}" for o, n in sorted(counts.items())) or "none yet")
-        data.status += f" · {self.tau.evidence.path}"
         if recorder is not None and recorder.last_error:
             data.status += f" · ⚠ last capture failed: {recorder.last_error}"
         return data
