@@ -18,7 +18,7 @@ from textual.widgets import DataTable
 from tau_tui.core.operations.evidence.store import RecordSummary
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.evidence_record import EvidenceRecordScreen, export_record
-from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.status_text import status_text
 
 #: Outcome → the status word status_text knows (symbol and word, never colour alone).
@@ -69,8 +69,11 @@ class EvidenceScreen(PaneScreen):
         self.data = EvidenceData()
 
     def compose_body(self) -> ComposeResult:
-        yield KeyedTable([("outcome", "Outcome"), ("run", "Run"), ("kind", "Kind"), ("finished", "Finished"),
-                          ("nodes", "Nodes"), ("files", "Files"), ("size", "Size"), ("submission", "Submission")],
+        yield KeyedTable([ColumnSpec("outcome", "Outcome", "O"), ColumnSpec("run", "Run", "R", flexible=True, min_width=20),
+                          ColumnSpec("kind", "Kind", "K", optional=True), ColumnSpec("finished", "Finished", "F"),
+                          ColumnSpec("nodes", "Nodes", "N", flexible=True, min_width=12),
+                          ColumnSpec("files", "Files", optional=True), ColumnSpec("size", "Size", "Z", optional=True),
+                          ColumnSpec("submission", "Submission", "S", optional=True, flexible=True)],
                          id="evidence-table")
 
     def needs_backend(self) -> bool:

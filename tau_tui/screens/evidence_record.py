@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Label, Static
+from textual.widgets import Static
 
 from tau_tui.core.operations.evidence.bundle import ExportError, default_bundle_name, sha256_hex, write_bundle
 from tau_tui.core.operations.evidence.store import RecordSummary
@@ -33,22 +33,31 @@ class RecordData:
     summary: list[str] = field(default_factory=list)
 
 
+def _when(value: str | None) -> str:
+    """``2025-03-03T08:05:10Z`` → ``2025-03-03 08:05:10``."""
+    return value.replace("T", " ").rstrip("Z") if value else "—"
+
+
 def summary_lines(record: RecordSummary, files: dict[str, bytes]) -> list[str]:
     """What a reader asks first, from ``record.json``: outcome, times, config, images, nodes, gaps."""
     try:
         doc: dict[str, Any] = json.loads(files.get("record.json", b"{}"))
     except ValueError:
         doc = {}
-    digests = ", ".join(doc.get("imageDigests") or []) or "unknown"
     wait = doc.get("queueWaitSeconds")
+    finished = _when(record.finished_at)
+    started = _when(doc.get("startedAt"))
+    same_day = finished[:10] == started[:10]
     lines = [
-        f"{record.kind} {record.run}  {record.outcome}  submission {record.submission_id}",
-        f"started {doc.get('startedAt') or '—'}  finished {record.finished_at or '—'}  captured {record.captured_at} by {record.source}"
-        + (f"  queue wait {wait:.0f}s" if isinstance(wait, (int, float)) else ""),
-        f"config hash {record.config_hash or 'unknown'}  images {', '.join(doc.get('images') or []) or 'unknown'}  digests {digests}",
-        f"nodes {record.nodes.replace(',', ', ') or '—'}  checkpoint {', '.join(doc.get('checkpointPaths') or []) or 'none'}",
+        f"{record.kind} {record.run} · {record.outcome} · submission {record.submission_id}",
+        f"ran {started} → {finished[11:] if same_day else finished}"
+        + (f" · queue wait {wait:.0f}s" if isinstance(wait, (int, float)) else "")
+        + f" · captured {_when(record.captured_at)} by {record.source}",
+        f"config hash {record.config_hash or 'unknown'} · image digests {', '.join(doc.get('imageDigests') or []) or 'unknown'}",
+        f"images {', '.join(doc.get('images') or []) or 'unknown'}",
+        f"nodes {record.nodes.replace(',', ', ') or '—'} · checkpoint {', '.join(doc.get('checkpointPaths') or []) or 'none'}",
     ]
-    lines += [f"⚠ unavailable: {gap}" for gap in doc.get("unavailable") or []]
+    lines += [f"⚠ {gap}" for gap in doc.get("unavailable") or []]
     return lines
 
 
@@ -67,6 +76,7 @@ class EvidenceRecordScreen(PaneScreen):
     DEFAULT_CSS = """
     EvidenceRecordScreen #record-summary { height: auto; padding: 0 1; }
     EvidenceRecordScreen #record-files { height: auto; max-height: 10; }
+    EvidenceRecordScreen.-narrow #record-files { max-height: 5; }
     EvidenceRecordScreen #record-file-view { height: 1fr; border-top: solid $panel-lighten-2; }
     """
 
@@ -79,7 +89,7 @@ class EvidenceRecordScreen(PaneScreen):
         return f"Evidence › {self.record.run}"
 
     def compose_body(self) -> ComposeResult:
-        yield Label(Text(f"{self.record.run}: loading"), id="record-summary")
+        yield Static(Text(f"{self.record.run}: loading"), id="record-summary")
         yield KeyedTable([("path", "File"), ("size", "Bytes"), ("sha", "SHA-256")], id="record-files")
         with VerticalScroll(id="record-file-view"):
             yield Static(Text(""), id="record-file-text")
@@ -98,7 +108,7 @@ class EvidenceRecordScreen(PaneScreen):
 
     def apply(self, data: RecordData) -> None:
         self.data = data
-        self.query_one("#record-summary", Label).update(Text("\n".join(data.summary)))
+        self.query_one("#record-summary", Static).update(Text("\n".join(data.summary)))
         self.query_one("#record-files", KeyedTable).apply_rows(data.rows, notice=None if data.rows else Text("the record has no files"))
         self.set_status(f"{len(data.files)} files · {sum(len(c) for c in data.files.values())} bytes · x export · esc back")
         self._show_file()

@@ -263,7 +263,7 @@ def build_files(inputs: CaptureInputs) -> tuple[RecordSummary, dict[str, bytes]]
     if submission is not None and submission.tau_yaml is not None:
         files["tau.yaml"] = submission.tau_yaml.encode("utf-8")
     else:
-        unavailable.append("tau.yaml: not submitted through tau-tui on this machine; the cluster keeps no copy")
+        unavailable.append("tau.yaml: not submitted from this machine (the cluster keeps no copy)")
     if submission is not None:
         files["manifests.yaml"] = submission.manifests.encode("utf-8")
         manifests_source = "rendered by tau-tui at submission"
@@ -276,14 +276,14 @@ def build_files(inputs: CaptureInputs) -> tuple[RecordSummary, dict[str, bytes]]
         manifests_source = "as served by the API server (the render was not kept)"
     else:
         manifests_source = "unavailable"
-        unavailable.append("manifests: the run's object was already gone when it was captured")
+        unavailable.append("manifests: the run's object was gone when it was captured")
 
     containers = [c for p in objs.pods for c in _pod_containers(p)]
     digests = sorted({c["digest"] for c in containers if c["digest"]})
     if not digests and annotations.get(IMAGE_DIGEST_ANNOTATION):
         digests = [annotations[IMAGE_DIGEST_ANNOTATION]]
     if not digests:
-        unavailable.append("image digest: no pod status reported an imageID with a digest")
+        unavailable.append("image digest: no pod status had an imageID with a digest")
     checkpoints = [annotations[a] for a in CHECKPOINT_ANNOTATIONS if annotations.get(a)]
     checkpoints += _resume_paths(owner.raw) if owner else []
 
