@@ -25,33 +25,10 @@ from tau_tui.core.operations.evidence.submission import keep_submission
 from tau_tui.core.operations.evidence.verify import verify_bundle
 from tau_tui.core.operations.rundocument import read_run
 from tau_tui.core.operations.runstatus import compute_run_status
+from tests.core.test_cli_runs import TINY
 
 FAILED = ("team-nlp", "eval-mmlu-0301")  # failed in the demo scenario
 RUNNING = ("taugrid-default", "llama-70b-sft")  # running on two nodes in the demo scenario
-#: One 8-GPU node and one queue: "short" runs 30 s from the start, "long" for an hour.
-TWO_RUNS = """\
-name: two-runs
-seed: 5
-start: "2025-03-04T02:00:00Z"
-warmupSeconds: 10
-namespaces: [team-a]
-nodes:
-  - {prefix: gpu-, count: 1, gpus: {nvidia.com/gpu: 8}, labels: {tau.azure.com/gpu-class: h100-80gb}}
-objects:
-  - {apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, metadata: {name: h100}, spec: {nodeLabels: {tau.azure.com/gpu-class: h100-80gb}}}
-  - apiVersion: kueue.x-k8s.io/v1beta2
-    kind: ClusterQueue
-    metadata: {name: cq}
-    spec:
-      namespaceSelector: {}
-      resourceGroups:
-        - coveredResources: [cpu, memory, nvidia.com/gpu]
-          flavors: [{name: h100, resources: [{name: cpu, nominalQuota: 64}, {name: memory, nominalQuota: 512Gi}, {name: nvidia.com/gpu, nominalQuota: 8}]}]
-  - {apiVersion: kueue.x-k8s.io/v1beta2, kind: LocalQueue, metadata: {name: q, namespace: team-a}, spec: {clusterQueue: cq}}
-jobs:
-  - {at: -5, kind: Job, name: short, namespace: team-a, queue: q, gpus: 4, durationSeconds: 30}
-  - {at: -5, kind: Job, name: long, namespace: team-a, queue: q, gpus: 4, durationSeconds: 3600}
-"""
 
 
 @pytest.fixture
@@ -303,9 +280,9 @@ def test_missing_bundle_is_named(tmp_path):
 
 
 @pytest.fixture
-def two_runs(tmp_path):
-    scenario = tmp_path / "two-runs.yaml"
-    scenario.write_text(TWO_RUNS)
+def tiny(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
     world = build_world(str(scenario))
     backend = SimulatedBackend(world)
     backend.start()
@@ -314,21 +291,20 @@ def two_runs(tmp_path):
     backend.close()
 
 
-def test_recorder_captures_a_run_it_sees_finish_and_one_it_sees_cancelled(two_runs, store):
-    world, backend = two_runs
+def test_recorder_captures_a_run_it_sees_finish_and_one_it_sees_cancelled(tiny, store):
+    world, backend = tiny
     recorder = EvidenceRecorder(backend, store, world.now).start(thread=False)
     recorder.drain()
-    assert store.records() == []  # both runs are unfinished when it starts
+    assert store.records() == []  # no run has finished yet
 
-    world.advance(40)
-    backend.wait_synced(5)
+    world.advance(40)  # "blocker" ends (45 s after its pod started); "first" starts in its place
     _settle(backend, recorder, lambda: store.records())
     [record] = store.records()
-    assert (record.name, record.outcome, record.source) == ("short", "succeeded", "app")
+    assert (record.name, record.outcome, record.source) == ("blocker", "succeeded", "app")
 
-    assert backend.cancel(ResourceKind.JOB, "team-a", "long").ok
+    assert backend.cancel(ResourceKind.JOB, "team-a", "first").ok
     _settle(backend, recorder, lambda: len(store.records()) == 2)
-    cancelled = store.find("team-a", "long")
+    cancelled = store.find("team-a", "first")
     assert cancelled is not None and cancelled.outcome == "cancelled" and cancelled.kind == "Job"
     assert json.loads(store.files(cancelled.id)["record.json"])["nodes"] == ["gpu-0"]
     assert recorder.captured == 2 and not recorder.last_error

@@ -14,7 +14,7 @@ without reading anything more.  What could not be read is said in ``record.json`
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -111,40 +111,33 @@ def _pod_containers(pod: PodView) -> list[dict[str, Any]]:
     return out
 
 
+def _mappings(value: Any) -> Iterator[Mapping[str, Any]]:
+    """Every mapping nested in ``value`` (a spec), depth first."""
+    if isinstance(value, Mapping):
+        yield value
+        for v in value.values():
+            yield from _mappings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _mappings(v)
+
+
 def _spec_images(raw: Mapping[str, Any]) -> list[str]:
     """Every container image the object's spec names (Job template or RayJob groups)."""
     found: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, Mapping):
-            for key in ("containers", "initContainers"):
-                for c in value.get(key) or ():
-                    if isinstance(c, Mapping) and c.get("image") and c["image"] not in found:
-                        found.append(str(c["image"]))
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
-    walk(raw.get("spec") or {})
+    for m in _mappings(raw.get("spec") or {}):
+        for c in [*(m.get("initContainers") or ()), *(m.get("containers") or ())]:
+            if isinstance(c, Mapping) and c.get("image") and str(c["image"]) not in found:
+                found.append(str(c["image"]))
     return found
 
 
 def _resume_paths(raw: Mapping[str, Any]) -> list[str]:
+    """``TAU_RESUME_FROM`` values of the spec's containers (the checkpoint the run resumes from)."""
     paths: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, Mapping):
-            if value.get("name") == RESUME_ENV and isinstance(value.get("value"), str) and value["value"] not in paths:
-                paths.append(value["value"])
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
-    walk(raw.get("spec") or {})
+    for m in _mappings(raw.get("spec") or {}):
+        if m.get("name") == RESUME_ENV and isinstance(m.get("value"), str) and m["value"] not in paths:
+            paths.append(m["value"])
     return paths
 
 
