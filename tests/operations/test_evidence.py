@@ -336,3 +336,17 @@ def test_capture_from_cached_objects_names_unreadable_nodes(demo, store):
     nodes = json.loads(store.files(result.record.id)["nodes.json"])
     assert nodes == [{"name": "h100-node-1", "verdict": "unknown", "reason": "nodes could not be read"}]
     assert live_nodes(backend)[0]  # the admin demo identity may list nodes
+
+
+def test_a_bomb_in_the_headers_stops_at_the_unpacked_size_limit(tmp_path, monkeypatch):
+    """A PAX header can claim any size; the decompressed stream is bounded before tarfile reads it."""
+    monkeypatch.setattr(verify_module, "MAX_TOTAL_BYTES", 100)
+    monkeypatch.setattr(verify_module, "_HEADER_ALLOWANCE", 4096)
+    path = tmp_path / "bomb.tar.gz"
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo(MANIFEST_NAME)
+        info.pax_headers = {"comment": "x" * 100_000}
+        info.size = len(MANIFEST)
+        tar.addfile(info, io.BytesIO(MANIFEST))
+    result = verify_bundle(path)
+    assert "unpacks to more than 4196 bytes" in result.refused

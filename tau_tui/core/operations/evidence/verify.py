@@ -12,6 +12,7 @@ kept elsewhere (as the audit log prints its head).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import tarfile
@@ -29,6 +30,8 @@ MAX_TOTAL_BYTES = 256 * 1024 * 1024
 MAX_BUNDLE_BYTES = 128 * 1024 * 1024
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 _CHUNK = 1024 * 1024
+#: Room for tar headers on top of the members' data.
+_HEADER_ALLOWANCE = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -83,13 +86,31 @@ def _member_path(name: str) -> str:
     return clean
 
 
+class _Bounded:
+    """The decompressed archive, cut off with a refusal past ``limit`` bytes: headers (a PAX
+    header can claim any size) and data alike count, so a gzip bomb stops early."""
+
+    def __init__(self, stream: gzip.GzipFile, limit: int) -> None:
+        self.stream = stream
+        self.limit = limit
+        self.seen = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(min(size, _CHUNK) if size is not None and size >= 0 else _CHUNK)
+        self.seen += len(data)
+        if self.seen > self.limit:
+            raise _Refused(f"the archive unpacks to more than {self.limit} bytes")
+        return data
+
+
 def _read_members(path: Path) -> tuple[dict[str, bytes | str], int]:
     """Regular files by path: their bytes for the manifest, else their SHA-256 and size as text
     ``"sha256:size"`` (hashed while read, never kept whole).  Second value: the member count."""
     contents: dict[str, bytes | str] = {}
     total = 0
     count = 0
-    with tarfile.open(path, mode="r:gz") as tar:
+    with open(path, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as unzipped, \
+            tarfile.open(fileobj=_Bounded(unzipped, MAX_TOTAL_BYTES + _HEADER_ALLOWANCE), mode="r|") as tar:  # type: ignore[call-overload]  # stream mode only reads; typeshed's _Fileobj also asks for write, seek and tell
         while True:
             member = tar.next()
             if member is None:
