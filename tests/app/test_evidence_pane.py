@@ -143,3 +143,26 @@ def test_evidence_record_snapshot(snap_compare, tmp_path, size):
         await settle(pilot)
 
     assert snap_compare(app_with_records(tmp_path), terminal_size=size, run_before=run_before)
+
+
+@async_test
+async def test_the_app_captures_a_run_it_sees_finish(tmp_path):
+    """The recorder starts with the backend; a run that finishes while the app watches gets a record."""
+    from tau_tui.core.cluster.sim.backend import SimulatedBackend
+    from tau_tui.core.cluster.sim.scenario import build_world
+    from tests.core.test_cli_runs import TINY
+
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    world = build_world(str(scenario))
+    backend = SimulatedBackend(world)
+    backend.start()
+    assert backend.wait_synced(10)
+    app = make_app(tmp_path, backend, start_pane="runs")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: app.evidence_recorder is not None)
+        world.advance(40)  # "blocker" succeeds
+        await settle_until(pilot, lambda: app.evidence.find("team-a", "blocker") is not None, rounds=100)
+        pane = await open_evidence(pilot)
+        assert [r.run for r in pane.data.records.values()] == ["team-a/blocker"]
+        assert next(iter(pane.data.records.values())).outcome == "succeeded"
