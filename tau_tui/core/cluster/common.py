@@ -240,8 +240,13 @@ class BaseBackend(ClusterBackend):
                 return None, f"the visibility API failed (HTTP {exc.code or 'no response'})"
         return None, last_reason or "the visibility API is not available"
 
-    def _pending_since(self) -> dict[tuple[str, str], datetime | None]:
-        return {(w.namespace or "", w.name): w.queue_order_timestamp for w in self.workloads()}
+    def _pending_since(self, report: PositionReport) -> dict[tuple[str, str], datetime | None]:
+        """When each workload of the report started waiting: one cache look-up per entry, not a scan of all workloads."""
+        since: dict[tuple[str, str], datetime | None] = {}
+        for entry in report.entries:
+            workload = self.cache.get(ResourceKind.WORKLOAD, entry.name, entry.namespace)
+            since[(entry.namespace, entry.name)] = getattr(workload, "queue_order_timestamp", None)
+        return since
 
     def _workloads_caveat(self) -> str:
         state = self.view_state(ResourceKind.WORKLOAD)
@@ -263,7 +268,7 @@ class BaseBackend(ClusterBackend):
                 f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
                 now,
             )
-        self.tracker.record(report, self._pending_since())
+        self.tracker.record(report, self._pending_since(report))
         return report
 
     def pending_positions_cluster_queue(self, name: str) -> PositionReport:
@@ -280,7 +285,7 @@ class BaseBackend(ClusterBackend):
                 f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
                 now,
             )
-        self.tracker.record(report, self._pending_since())
+        self.tracker.record(report, self._pending_since(report))
         return report
 
     def position_history(self, namespace: str, name: str) -> PositionHistory | None:
