@@ -23,7 +23,7 @@ from .core.runconfig.resolve import RenderOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
-COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel")
+COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel", "evidence")
 #: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
 EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
 OperationError = (AccessError, CredentialError)
@@ -62,6 +62,13 @@ embedded simulated cluster). The headless commands use the same core and rules a
                                         delete the Job or RayJob and its <name>-headless Service (audited);
                                         --wait shows "releasing compute" until its pods are gone, then
                                         "cancelled"
+  tau-tui evidence list [-n NS] [-o table|json]
+                                        evidence records of finished runs kept on this machine
+  tau-tui evidence export RUN [-n NS] [-o FILE|DIR] [--force] [--demo [SCENARIO]]
+                                        a .tar.gz bundle with a manifest and a SHA-256 per file (captured
+                                        first if the run is finished and has no record); nothing is uploaded
+  tau-tui evidence verify BUNDLE        exit 0 if every file matches the manifest, 1 naming each edited,
+                                        missing or extra file, or why the archive was refused
 
 Commands that talk to the cluster take --request-timeout DURATION (as kubectl: 30s, 1m, 0 = no
 limit; default request_timeout in the app's config.yaml, else 30s; connecting, TLS included,
@@ -155,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="read the embedded simulated cluster instead (scenario: demo, faults, large)")
         cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
                          help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
+    from .evidence_cli import add_evidence_parser
+
+    add_evidence_parser(sub)
     return parser
 
 
@@ -256,8 +266,26 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(outcome.message, file=stream)
     if all(o.ok for o in outcomes):
         print(f"submission id {run.submission_id}", file=sys.stdout)
+        if not dry_run:
+            _keep_submission(args.file, run)
         return EXIT_OK
     return EXIT_FAILED
+
+
+def _keep_submission(file: str, run) -> None:
+    """The cluster keeps no tau.yaml: keep it, and the render, for the run's evidence record."""
+    import sqlite3
+    from datetime import UTC, datetime
+
+    from .core.operations.evidence.store import EvidenceStore
+    from .core.operations.evidence.submission import keep_submission
+
+    try:
+        keep_submission(EvidenceStore(), run.manifests, run.submission_id, Path(file).read_text(encoding="utf-8"),
+                        str(Path(file).resolve()), source="cli", now=datetime.now(UTC))
+    except (OSError, UnicodeDecodeError, sqlite3.Error) as err:
+        print(f"{file}: warning: submitted, but the tau.yaml was not kept for the run's evidence record: {err}",
+              file=sys.stderr)
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
@@ -541,9 +569,15 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
             Outcome.DECLINED: EXIT_DECLINED, Outcome.FAILED: EXIT_FAILED}[outcome]
 
 
+def cmd_evidence(args: argparse.Namespace) -> int:
+    from .evidence_cli import cmd_evidence as evidence
+
+    return evidence(args)
+
+
 HANDLERS = {"validate": cmd_validate, "render": cmd_render, "submit": cmd_submit, "profiles": cmd_profiles,
             "init": cmd_init, "audit": cmd_audit, "multikueue": cmd_multikueue, "status": cmd_status,
-            "runs": cmd_runs, "cancel": cmd_cancel}
+            "runs": cmd_runs, "cancel": cmd_cancel, "evidence": cmd_evidence}
 
 
 def run_command(argv: list[str]) -> int:
