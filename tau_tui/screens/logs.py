@@ -19,7 +19,10 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tau_tui.core.cluster.errors import ClusterError
-from tau_tui.core.cluster.logspool import LogRequest, LogStream, process_spool_dir, save_narrowed, save_spool
+from tau_tui.core.cluster.logspool.log_requests import LogRequest
+from tau_tui.core.cluster.logspool.saving import save_narrowed, save_spool
+from tau_tui.core.cluster.logspool.spool_dirs import process_spool_dir
+from tau_tui.core.cluster.logspool.stream import LogStream
 from tau_tui.core.operations.audit import state_dir
 from tau_tui.core.operations.multikueue_steps.worker_logs import placed_worker, unmapped_message, worker_log_backend
 from tau_tui.screens.base import PaneScreen

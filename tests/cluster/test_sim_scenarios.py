@@ -5,7 +5,7 @@ import pytest
 from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.logspool import LogRequest
+from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.cluster.sim.scenario import build_world, scenario_names
 from tau_tui.core.runconfig import profiles

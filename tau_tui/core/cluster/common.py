@@ -19,7 +19,8 @@ from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view
 from tau_tui.core.cluster.errors import ClusterError, describe_api_error
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import MULTIKUEUE_KINDS, ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool import ClosableIterator, LogChunkRequest, LogRequest, LogStream
+from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest, LogRequest
+from tau_tui.core.cluster.logspool.stream import ClosableIterator, LogStream
 from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
 from tau_tui.core.cluster.positions import (

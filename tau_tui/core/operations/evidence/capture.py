@@ -27,7 +27,7 @@ from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.logspool import LogRequest
+from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
 from tau_tui.core.cluster.view_types import GpuHealthView, NodeView, PodView
 from tau_tui.core.gpuhealth.names import CONDITION_DEGRADED, CONDITION_UNHEALTHY

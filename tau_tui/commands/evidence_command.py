@@ -1,8 +1,5 @@
 """`evidence list|export|verify`: the local evidence records of finished runs (docs/evidence.md).
 
-Kept beside cli.py until the CLI split (tau_tui/commands/) lands; then this module becomes
-tau_tui/commands/evidence_command.py and registers in commands/registry.py.
-
 ``export`` captures the run first when it is finished and not yet recorded (reading it live),
 then writes the bundle where ``-o`` says (default: the current directory); nothing is uploaded.
 ``verify`` needs no cluster: exit 0 when every file matches the bundle's manifest, 1 naming each
@@ -18,13 +15,14 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .cli import EXIT_FAILED, EXIT_OK, _namespace_of, _read_backend, duration_arg
-from .core.cluster.errors import ClusterError
-from .core.runconfig.diagnostics import escape_control
+from ..core.cluster.errors import ClusterError
+from ..core.runconfig.diagnostics import escape_control
+from .parser import EXIT_FAILED, EXIT_OK, duration_arg
+from .run_commands import _namespace_of, _read_backend
 
 
 def cmd_evidence(args: argparse.Namespace) -> int:
-    from .core.operations.evidence.store import EvidenceStore
+    from ..core.operations.evidence.store import EvidenceStore
 
     store = EvidenceStore()
     try:
@@ -60,8 +58,8 @@ def _list(args: argparse.Namespace, store) -> int:
 
 
 def _export(args: argparse.Namespace, store) -> int:
-    from .core.operations.evidence.bundle import ExportError, write_bundle
-    from .core.operations.evidence.capture import capture_live
+    from ..core.operations.evidence.bundle import ExportError, write_bundle
+    from ..core.operations.evidence.capture import capture_live
 
     backend = _read_backend(args)
     namespace = _namespace_of(args, backend)
@@ -84,7 +82,7 @@ def _export(args: argparse.Namespace, store) -> int:
     except ExportError as err:
         print(f"tau-tui: {err}", file=sys.stderr)
         return EXIT_FAILED
-    from .core.operations.evidence.verify import verify_bundle
+    from ..core.operations.evidence.verify import verify_bundle
 
     check = verify_bundle(written)
     print(f"{written}: evidence of {record.kind} {record.run} ({record.outcome}), {record.file_count} files; "
@@ -93,7 +91,7 @@ def _export(args: argparse.Namespace, store) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from .core.operations.evidence.verify import verify_bundle
+    from ..core.operations.evidence.verify import verify_bundle
 
     result = verify_bundle(args.bundle)
     stream = sys.stdout if result.ok else sys.stderr
