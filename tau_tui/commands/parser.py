@@ -144,7 +144,25 @@ def build_parser() -> argparse.ArgumentParser:
                          help="read the embedded simulated cluster instead (scenario: demo, faults, large)")
         cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
                          help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
-    from .evidence_command import add_evidence_parser
-
     add_evidence_parser(sub)
     return parser
+
+
+def add_evidence_parser(sub) -> None:
+    evidence = sub.add_parser("evidence", help="evidence records of finished runs: list, export, verify")
+    actions = evidence.add_subparsers(dest="evidence_command", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="the records kept on this machine")
+    listing.add_argument("-n", "--namespace", help="only this namespace")
+    listing.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    export = actions.add_parser("export", help="write a run's evidence as a .tar.gz bundle (captured first if needed)")
+    export.add_argument("run", help="the Job or RayJob name")
+    export.add_argument("-n", "--namespace", help="its namespace (default: the context's)")
+    export.add_argument("-o", "--output", dest="output_file", metavar="FILE",
+                        help="bundle path or directory (default: ./evidence-NS-NAME-SUBMISSION.tar.gz)")
+    export.add_argument("--force", action="store_true", help="replace an existing file")
+    export.add_argument("--context", help="kubeconfig context (default: current)")
+    export.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
+                        help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
+    export.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO", help="the embedded simulated cluster")
+    verify = actions.add_parser("verify", help="check a bundle against its manifest")
+    verify.add_argument("bundle", help="the .tar.gz bundle")
