@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
+import sqlite3
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .core.cluster.errors import ClusterError
@@ -162,8 +165,6 @@ def build_parser() -> argparse.ArgumentParser:
                          help="read the embedded simulated cluster instead (scenario: demo, faults, large)")
         cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
                          help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
-    from .evidence_cli import add_evidence_parser
-
     add_evidence_parser(sub)
     return parser
 
@@ -569,10 +570,106 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
             Outcome.DECLINED: EXIT_DECLINED, Outcome.FAILED: EXIT_FAILED}[outcome]
 
 
-def cmd_evidence(args: argparse.Namespace) -> int:
-    from .evidence_cli import cmd_evidence as evidence
+# -- evidence (docs/evidence.md); moves to tau_tui/commands/evidence_command.py with the CLI split --
 
-    return evidence(args)
+
+def cmd_evidence(args: argparse.Namespace) -> int:
+    from .core.operations.evidence.store import EvidenceStore
+
+    store = EvidenceStore()
+    try:
+        if args.evidence_command == "list":
+            return _evidence_list(args, store)
+        if args.evidence_command == "export":
+            return _evidence_export(args, store)
+        return _evidence_verify(args)
+    except (OSError, sqlite3.Error) as err:
+        print(f"tau-tui: evidence store {store.path}: {getattr(err, 'strerror', None) or err}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _evidence_list(args: argparse.Namespace, store) -> int:
+    records = store.records(args.namespace)
+    if args.output == "json":
+        print(json.dumps({"store": str(store.path), "total": len(records),
+                          "records": [{"id": r.id, "namespace": r.namespace, "name": r.name, "kind": r.kind,
+                                       "submissionId": r.submission_id, "outcome": r.outcome, "finishedAt": r.finished_at,
+                                       "capturedAt": r.captured_at, "capturedBy": r.source, "configHash": r.config_hash,
+                                       "nodes": [n for n in r.nodes.split(",") if n], "files": r.file_count,
+                                       "bytes": r.total_bytes} for r in records]}, indent=2))
+        return EXIT_OK
+    header = ("NAMESPACE", "NAME", "KIND", "OUTCOME", "FINISHED", "NODES", "FILES", "SUBMISSION")
+    rows = [(r.namespace, r.name, r.kind, r.outcome, r.finished_at or "—", r.nodes or "—", str(r.file_count),
+             r.submission_id) for r in records]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print(escape_control("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()))
+    if not records:
+        print(f"(no evidence records in {store.path})", file=sys.stderr)
+    return EXIT_OK
+
+
+def _evidence_export(args: argparse.Namespace, store) -> int:
+    from .core.operations.evidence.bundle import ExportError, write_bundle
+    from .core.operations.evidence.capture import capture_live
+
+    backend = _read_backend(args)
+    namespace = _namespace_of(args, backend)
+    now = backend.world.now() if args.demo is not None else datetime.now(UTC)
+    try:
+        result = capture_live(backend, store, namespace, args.run, now, source="cli")
+        record, message = result.record, result.message
+    except ClusterError as err:
+        # The cluster is out of reach: a record captured before still exports.
+        record = store.find(namespace, args.run)
+        message = f"cannot read {namespace}/{args.run} from the cluster ({err})"
+        if record is not None:
+            print(f"tau-tui: {message}; exporting the record captured at {record.captured_at}", file=sys.stderr)
+    if record is None:
+        print(f"tau-tui: {escape_control(message)}", file=sys.stderr)
+        return EXIT_FAILED
+    target = Path(args.output_file).expanduser() if args.output_file else Path.cwd()
+    try:
+        written = write_bundle(record, store.files(record.id), target, overwrite=args.force)
+    except ExportError as err:
+        print(f"tau-tui: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    from .core.operations.evidence.verify import verify_bundle
+
+    check = verify_bundle(written)
+    print(f"{written}: evidence of {record.kind} {record.run} ({record.outcome}), {record.file_count} files; "
+          f"manifest sha256 {check.manifest_sha256}")
+    return EXIT_OK if check.ok else EXIT_FAILED
+
+
+def _evidence_verify(args: argparse.Namespace) -> int:
+    from .core.operations.evidence.verify import verify_bundle
+
+    result = verify_bundle(args.bundle)
+    stream = sys.stdout if result.ok else sys.stderr
+    for line in result.lines():
+        print(escape_control(line), file=stream)
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def add_evidence_parser(sub) -> None:
+    evidence = sub.add_parser("evidence", help="evidence records of finished runs: list, export, verify")
+    actions = evidence.add_subparsers(dest="evidence_command", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="the records kept on this machine")
+    listing.add_argument("-n", "--namespace", help="only this namespace")
+    listing.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    export = actions.add_parser("export", help="write a run's evidence as a .tar.gz bundle (captured first if needed)")
+    export.add_argument("run", help="the Job or RayJob name")
+    export.add_argument("-n", "--namespace", help="its namespace (default: the context's)")
+    export.add_argument("-o", "--output", dest="output_file", metavar="FILE",
+                        help="bundle path or directory (default: ./evidence-NS-NAME-SUBMISSION.tar.gz)")
+    export.add_argument("--force", action="store_true", help="replace an existing file")
+    export.add_argument("--context", help="kubeconfig context (default: current)")
+    export.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
+                        help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
+    export.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO", help="the embedded simulated cluster")
+    verify = actions.add_parser("verify", help="check a bundle against its manifest")
+    verify.add_argument("bundle", help="the .tar.gz bundle")
 
 
 HANDLERS = {"validate": cmd_validate, "render": cmd_render, "submit": cmd_submit, "profiles": cmd_profiles,
