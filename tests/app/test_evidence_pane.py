@@ -148,16 +148,9 @@ def test_evidence_record_snapshot(snap_compare, tmp_path, size):
 @async_test
 async def test_the_app_captures_a_run_it_sees_finish(tmp_path):
     """The recorder starts with the backend; a run that finishes while the app watches gets a record."""
-    from tau_tui.core.cluster.sim.backend import SimulatedBackend
-    from tau_tui.core.cluster.sim.scenario import build_world
-    from tests.core.test_cli_runs import TINY
+    from tests.operations.test_evidence import tiny_backend
 
-    scenario = tmp_path / "tiny.yaml"
-    scenario.write_text(TINY)
-    world = build_world(str(scenario))
-    backend = SimulatedBackend(world)
-    backend.start()
-    assert backend.wait_synced(10)
+    world, backend = tiny_backend(tmp_path)
     app = make_app(tmp_path, backend, start_pane="runs")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until(pilot, lambda: app.evidence_recorder is not None)

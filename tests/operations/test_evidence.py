@@ -279,14 +279,20 @@ def test_missing_bundle_is_named(tmp_path):
 # -- the app's recorder ------------------------------------------------------------
 
 
-@pytest.fixture
-def tiny(tmp_path):
+def tiny_backend(tmp_path):
+    """The tiny CLI scenario ("blocker" succeeds 30-40 s in, "first" then runs), watched."""
     scenario = tmp_path / "tiny.yaml"
     scenario.write_text(TINY)
     world = build_world(str(scenario))
     backend = SimulatedBackend(world)
     backend.start()
     assert backend.wait_synced(10)
+    return world, backend
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    world, backend = tiny_backend(tmp_path)
     yield world, backend
     backend.close()
 
