@@ -25,8 +25,11 @@ from tau_tui.app_parts.keys import APP_BINDINGS
 from tau_tui.app_parts.mutation_flow import MutationFlow
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.audit import AuditLog
+from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
+from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.compose import ComposeScreen
+from tau_tui.screens.evidence import EvidenceScreen
 from tau_tui.screens.logs import LogsScreen
 from tau_tui.screens.multikueue import MultiKueueScreen
 from tau_tui.screens.no_cluster import NoClusterScreen
@@ -57,6 +60,7 @@ class TauApp(CommandMode, MutationFlow):
         "logs": LogsScreen,
         "nodes": NodesScreen,
         "multikueue": MultiKueueScreen,
+        "evidence": EvidenceScreen,
     }
     DEFAULT_MODE = "queue"
 
@@ -89,6 +93,7 @@ class TauApp(CommandMode, MutationFlow):
         compose_file: str | None = None,
         demo_realtime: bool = True,
         request_timeouts=None,
+        evidence: EvidenceStore | None = None,
     ) -> None:
         super().__init__()
         self.backend = backend
@@ -99,6 +104,9 @@ class TauApp(CommandMode, MutationFlow):
         self.loaded_settings = settings or load_settings()
         self.settings: AppSettings = self.loaded_settings.settings
         self.audit = audit or AuditLog()
+        self.evidence = evidence or EvidenceStore()
+        #: Captures a run's evidence when it finishes (a core thread; see core/operations/evidence/recorder.py).
+        self.evidence_recorder: EvidenceRecorder | None = None
         #: Tests and embedders may set the MultiKueue wizard's environment directly.
         self._multikueue_env = None
         self.requested_theme = theme
@@ -198,10 +206,21 @@ class TauApp(CommandMode, MutationFlow):
         self._backend_started(message.backend)
 
     def _backend_started(self, backend: ClusterBackend) -> None:
+        self._start_recorder(backend)
         self.connection_label = backend.connection_state().label
         if self.namespace_name and backend.namespace != self.namespace_name:
             self._set_namespace(self.namespace_name)
         self._tick()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="evidence-recorder")
+    def _start_recorder(self, backend: ClusterBackend) -> None:
+        old, self.evidence_recorder = self.evidence_recorder, None
+        if old is not None:
+            old.close()
+        try:
+            self.evidence_recorder = EvidenceRecorder(backend, self.evidence, self.now).start()
+        except Exception as err:  # evidence is a record, not the app: say so and go on
+            self.call_from_thread(self.notify, f"evidence recorder not started: {err}", severity="warning")
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
@@ -220,6 +239,9 @@ class TauApp(CommandMode, MutationFlow):
         backend.close()
 
     async def action_quit(self) -> None:
+        recorder, self.evidence_recorder = self.evidence_recorder, None
+        if recorder is not None:
+            recorder.close()
         backend = self.backend
         self.backend = None
         if backend is not None:

@@ -122,7 +122,7 @@ class CommandMode(App):
             if args and isinstance(self.screen, PaneScreen) and pane != "logs":
                 self.screen.set_filter(" ".join(args))
         else:
-            self.notify(f"unknown command :{verb}. Try :queue :runs :nodes :logs RUN :ctx :ns :compose :profiles :mk :q",
+            self.notify(f"unknown command :{verb}. Try :queue :runs :nodes :logs RUN :evidence :ctx :ns :compose :profiles :mk :q",
                         severity="warning")
 
     def open_multikueue_flow(self, flow: str, args: list[str]) -> None:

@@ -16,6 +16,7 @@ PANE_ALIASES = {
     "logs": "logs", "log": "logs",
     "nodes": "nodes", "node": "nodes", "no": "nodes", "gpu": "nodes", "gpus": "nodes",
     "multikueue": "multikueue", "mk": "multikueue", "mkc": "multikueue", "admissionchecks": "multikueue", "ac": "multikueue",
+    "evidence": "evidence", "ev": "evidence", "records": "evidence",
 }
 
 

@@ -83,8 +83,26 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(outcome.message, file=stream)
     if all(o.ok for o in outcomes):
         print(f"submission id {run.submission_id}", file=sys.stdout)
+        if not dry_run:
+            _keep_submission(args.file, run)
         return EXIT_OK
     return EXIT_FAILED
+
+
+def _keep_submission(file: str, run) -> None:
+    """The cluster keeps no tau.yaml: keep it, and the render, for the run's evidence record."""
+    import sqlite3
+    from datetime import UTC, datetime
+
+    from ..core.operations.evidence.store import EvidenceStore
+    from ..core.operations.evidence.submission import keep_submission
+
+    try:
+        keep_submission(EvidenceStore(), run.manifests, run.submission_id, Path(file).read_text(encoding="utf-8"),
+                        str(Path(file).resolve()), source="cli", now=datetime.now(UTC))
+    except (OSError, UnicodeDecodeError, sqlite3.Error) as err:
+        print(f"{file}: warning: submitted, but the tau.yaml was not kept for the run's evidence record: {err}",
+              file=sys.stderr)
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
-COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel")
+COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel", "evidence")
 #: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
 EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
 
@@ -44,6 +44,13 @@ embedded simulated cluster). The headless commands use the same core and rules a
                                         delete the Job or RayJob and its <name>-headless Service (audited);
                                         --wait shows "releasing compute" until its pods are gone, then
                                         "cancelled"
+  tau-tui evidence list [-n NS] [-o table|json]
+                                        evidence records of finished runs kept on this machine
+  tau-tui evidence export RUN [-n NS] [-o FILE|DIR] [--force] [--demo [SCENARIO]]
+                                        a .tar.gz bundle with a manifest and a SHA-256 per file (captured
+                                        first if the run is finished and has no record); nothing is uploaded
+  tau-tui evidence verify BUNDLE        exit 0 if every file matches the manifest, 1 naming each edited,
+                                        missing or extra file, or why the archive was refused
 
 Commands that talk to the cluster take --request-timeout DURATION (as kubectl: 30s, 1m, 0 = no
 limit; default request_timeout in the app's config.yaml, else 30s; connecting, TLS included,
@@ -137,4 +144,25 @@ def build_parser() -> argparse.ArgumentParser:
                          help="read the embedded simulated cluster instead (scenario: demo, faults, large)")
         cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
                          help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
+    add_evidence_parser(sub)
     return parser
+
+
+def add_evidence_parser(sub) -> None:
+    evidence = sub.add_parser("evidence", help="evidence records of finished runs: list, export, verify")
+    actions = evidence.add_subparsers(dest="evidence_command", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="the records kept on this machine")
+    listing.add_argument("-n", "--namespace", help="only this namespace")
+    listing.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    export = actions.add_parser("export", help="write a run's evidence as a .tar.gz bundle (captured first if needed)")
+    export.add_argument("run", help="the Job or RayJob name")
+    export.add_argument("-n", "--namespace", help="its namespace (default: the context's)")
+    export.add_argument("-o", "--output", dest="output_file", metavar="FILE",
+                        help="bundle path or directory (default: ./evidence-NS-NAME-SUBMISSION.tar.gz)")
+    export.add_argument("--force", action="store_true", help="replace an existing file")
+    export.add_argument("--context", help="kubeconfig context (default: current)")
+    export.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
+                        help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
+    export.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO", help="the embedded simulated cluster")
+    verify = actions.add_parser("verify", help="check a bundle against its manifest")
+    verify.add_argument("bundle", help="the .tar.gz bundle")

@@ -186,6 +186,10 @@ class Freshness:
 # --------------------------------------------------------------------------
 
 
+#: Panes reached by ``:name`` and the palette only (no digit key, no tab in the header).
+COMMAND_ONLY_PANES = (("evidence", "Evidence"),)
+
+
 class PaneCommands(Provider):
     """The current pane's verbs (as its bindings say) plus pane switching."""
 
@@ -199,6 +203,8 @@ class PaneCommands(Provider):
                             (screen, binding.action)))
         for key, mode, label in PANES:
             out.append((f"Go to {label}", f"pane {key} (:{mode})", (app, f"switch_pane('{mode}')")))
+        for mode, label in COMMAND_ONLY_PANES:
+            out.append((f"Go to {label}", f":{mode}", (app, f"switch_pane('{mode}')")))
         out.append(("Help for this pane", "? or F1", (app, "help")))
         return out
 

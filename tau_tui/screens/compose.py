@@ -8,6 +8,7 @@ file's comments and key order."""
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.admission_fit import quota_warnings, request_totals, summary_line
+from tau_tui.core.operations.evidence.submission import keep_submission
 from tau_tui.core.runconfig.config import ALIASES
 from tau_tui.core.runconfig.diagnostics import (
     MAX_MESSAGES,
@@ -538,10 +540,21 @@ class ComposeScreen(PaneScreen):
         meta = main.get("metadata", {})
         target = f"{main.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}"
 
-        def run(dry_run: bool):
+        tau_yaml, tau_yaml_path = self.document.text(), str(self.document.path) if self.document.path else None
+
+        def run(dry_run: bool):  # a worker thread
             backend = self.tau.backend
             assert backend is not None
-            return backend.submit(manifests, dry_run=dry_run)
+            results = backend.submit(manifests, dry_run=dry_run)
+            if not dry_run and results and all(r.ok for r in results):
+                # The cluster keeps no tau.yaml: the run's evidence record takes it from here.
+                try:
+                    keep_submission(self.tau.evidence, manifests, v.submission_id, tau_yaml, tau_yaml_path,
+                                    source="app", now=self.tau.now())
+                except (OSError, sqlite3.Error) as err:  # the run exists; only its evidence lacks the tau.yaml
+                    self.app.call_from_thread(self.notify, f"submitted, but the tau.yaml was not kept for its "
+                                              f"evidence record: {err}", severity="warning", timeout=10)
+            return results
 
         def done(ok: bool, text: str) -> None:
             self._result_line(("✓ submitted:\n" if ok else "✗ submit failed:\n") + text, ok)

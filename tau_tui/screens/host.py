@@ -11,6 +11,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
+from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.mutations.mutation import ClusterHost, Mutation
 from tau_tui.settings.settings_file import AppSettings
 from tau_tui.widgets.header_bar import HeaderState
@@ -28,6 +30,9 @@ class PaneHost(ClusterHost, Protocol):
     compose_file: str | None
     #: ``(run ref, all containers)`` the logs pane opens when it mounts, then clears.
     pending_logs: tuple | None
+    #: The local evidence store (app state, written in --readonly too) and the recorder that fills it.
+    evidence: EvidenceStore
+    evidence_recorder: EvidenceRecorder | None
 
     def now(self) -> datetime:
         """Cluster time (the backend's clock when it has one)."""

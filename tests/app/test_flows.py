@@ -10,6 +10,7 @@ import time
 from tau_tui.app import TauApp
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.audit import verify
+from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.screens.compose import ComposeScreen
 from tau_tui.screens.logs import LogsScreen
 from tau_tui.screens.node_detail import NodeDetailScreen
@@ -105,6 +106,10 @@ async def test_compose_fix_error_server_dry_run_submit_then_queue_position(tmp_p
                for e in audit)
     assert verify(tmp_path / "audit.jsonl").ok
     assert "STEPS" not in (tmp_path / "audit.jsonl").read_text()
+    # The cluster keeps no tau.yaml: the submit kept it for the run's evidence record.
+    kept = EvidenceStore().submission("taugrid-default", name, fixed.submission_id)
+    assert kept is not None and kept.source == "app" and "name: snap-train" in (kept.tau_yaml or "")
+    assert kept.config_hash and f"name: {name}" in kept.manifests
 
 
 @async_test

@@ -22,7 +22,9 @@ from textual.screen import ModalScreen
 
 from tau_tui.app import TauApp
 from tau_tui.core.operations.audit import AuditLog, state_dir, verify
-from tau_tui.screens.base import PaneScreen
+from tau_tui.core.operations.evidence.capture import capture_live
+from tau_tui.core.operations.evidence.store import EvidenceStore
+from tau_tui.screens.base import COMMAND_ONLY_PANES, PaneScreen
 from tau_tui.settings.settings_file import AppSettings, LoadedSettings
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
 from tau_tui.widgets.header_bar import PANES
@@ -164,6 +166,8 @@ async def test_readonly_walks_every_binding_of_every_pane_and_nothing_mutates(tm
     from tau_tui.core.cluster.logspool.log_requests import LogRequest  # noqa: F401  (the logs pane is opened on a run below)
 
     world, backend = demo_backend()
+    # A record, so that the evidence pane's export has a target (and is refused).
+    capture_live(backend, EvidenceStore(), "team-nlp", "eval-mmlu-0301", world.now(), source="cli")
     calls = count_mutations(backend)
     app_state = state_dir()
     app = TauApp(backend, readonly=True, settings=LoadedSettings(AppSettings(refresh_tick=0.5), tmp_path / "config.yaml"),
@@ -174,7 +178,7 @@ async def test_readonly_walks_every_binding_of_every_pane_and_nothing_mutates(tm
     async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
         await settle(pilot)
         # Runs first: its "logs" binding opens the logs pane on a live stream, so saving has a spool.
-        order = ["runs"] + [mode for _, mode, _ in PANES if mode != "runs"]
+        order = ["runs"] + [mode for _, mode, _ in PANES if mode != "runs"] + [mode for mode, _ in COMMAND_ONLY_PANES]
         for mode in order:
             app.switch_mode(mode)
             await settle(pilot)
@@ -195,10 +199,10 @@ async def test_readonly_walks_every_binding_of_every_pane_and_nothing_mutates(tm
     assert after == before, f"files written outside {app_state}: {sorted(set(after) ^ set(before))}"
     screens = {w.split(":")[0] for w in walked}
     assert {"ComposeScreen", "QueueScreen", "RunsScreen", "LogsScreen", "NodesScreen", "NodeDetailScreen",
-            "ProfilesScreen", "MultiKueueScreen"} <= screens, screens
+            "ProfilesScreen", "MultiKueueScreen", "EvidenceScreen", "EvidenceRecordScreen"} <= screens, screens
     # Every mutating action of every walked pane was refused in words and in the audit log.
     blocked = {m.verb for m in messages if isinstance(m, TauApp.MutationBlocked)}
-    assert {"cancel", "hold", "hold-and-drain", "resume", "cordon", "uncordon", "drain", "submit", "save"} <= blocked, blocked
+    assert {"cancel", "hold", "hold-and-drain", "resume", "cordon", "uncordon", "drain", "submit", "save", "export"} <= blocked, blocked
     entries = [json.loads(line) for line in (app_state / "audit.jsonl").read_text().splitlines()]
     assert entries and all(e["phase"] == "refused" and e["readonly_blocked"] for e in entries)
     assert {e["verb"] for e in entries} == blocked

@@ -14,6 +14,7 @@ from kubernetes.client.rest import ApiException
 
 from tau_tui.cli import main
 from tau_tui.core.cluster.real import KubernetesBackend
+from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.runconfig.profiles import GROUP, TAUCLUSTER_NAME, TAUCLUSTER_PLURAL, VERSION, taucluster_status
 from tests.data.cases import CASES_DIR
 from tests.data.regen import build_catalog
@@ -124,6 +125,10 @@ def test_submit_is_admitted_and_resubmit_creates_no_duplicate(run_dir, cluster, 
     submission_id = job.metadata.labels[SUBMISSION]
     same = k8s.BatchV1Api(api_client).list_namespaced_job(NAMESPACE, label_selector=f"{SUBMISSION}={submission_id}").items
     assert len(same) == 1
+    # The submit kept the tau.yaml for the run's evidence record (the cluster keeps no copy).
+    kept = EvidenceStore().submission(NAMESPACE, "submitted-once", submission_id)
+    assert kept is not None and kept.source == "cli" and "name: submitted-once" in (kept.tau_yaml or "")
+    assert kept.config_hash == job.metadata.annotations["tau.azure.com/config-hash"]
 
 
 def test_changed_file_with_the_same_name_is_refused(run_dir, cluster, capsys):

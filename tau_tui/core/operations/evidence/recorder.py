@@ -1,0 +1,139 @@
+"""The app's evidence recorder: captures a run's record when the app sees it finish.
+
+Runs on its own core thread (no Textual): the backend's change callback (on the dispatcher
+thread) only queues the Job and RayJob keys that changed; the recorder thread reads the watch
+cache, and captures a run that it saw unfinished and now sees succeeded, failed, or deleted
+(cancelled: captured from the objects it saw last, while its pods may still be terminating).
+A run already finished when the app started is not captured here: ``tau-tui evidence export``
+captures it on demand.  Capture is idempotent (one record per run and submission id), so the
+app and the CLI capturing the same run leave one record.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from datetime import datetime
+
+from tau_tui.core.cluster.changes import ChangeBatch, ChangeType, Subscription
+from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.view_types import JobView, RayJobView
+from tau_tui.core.operations.evidence.capture import CaptureResult, capture, outcome_of
+from tau_tui.core.operations.evidence.store import EvidenceStore
+from tau_tui.core.operations.runstatus import RunObjects, compute_run_status, objects_for_run
+
+RunKey = tuple[str, str]
+_STOP = ("", "")
+
+
+class EvidenceRecorder:
+    def __init__(self, backend: ClusterBackend, store: EvidenceStore, clock: Callable[[], datetime],
+                 on_captured: Callable[[CaptureResult], None] | None = None) -> None:
+        self.backend = backend
+        self.store = store
+        self.clock = clock
+        self.on_captured = on_captured
+        #: Unfinished runs and the objects last seen of them (what a cancelled run is recorded from).
+        self._watching: dict[RunKey, RunObjects] = {}
+        self._deleted: set[RunKey] = set()
+        self._queue: queue.Queue[tuple[RunKey, bool]] = queue.Queue()
+        self._subscription: Subscription | None = None
+        self._thread: threading.Thread | None = None
+        self.captured = 0
+        self.last_error = ""
+
+    def start(self, thread: bool = True) -> EvidenceRecorder:
+        """Subscribe and queue every run there is now.  ``thread=False``: no thread of its own; the
+        caller runs :meth:`drain` (tests on a frozen clock)."""
+        self._subscription = self.backend.subscribe(self._on_changes, (ResourceKind.JOB, ResourceKind.RAY_JOB,
+                                                                        ResourceKind.WORKLOAD, ResourceKind.POD))
+        if thread:
+            self._thread = threading.Thread(target=self._run, name="evidence-recorder", daemon=True)
+            self._thread.start()
+        for owner in [*self.backend.jobs(), *self.backend.ray_jobs()]:
+            self._queue.put(((owner.namespace or "", owner.name), False))
+        return self
+
+    def close(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+        self._queue.put((_STOP, False))
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _on_changes(self, batch: ChangeBatch) -> None:
+        """Dispatcher thread: queue keys only (reads and captures happen on the recorder thread)."""
+        for event in batch.events:
+            obj = event.obj
+            if isinstance(obj, (JobView, RayJobView)):
+                if not getattr(obj, "owned_by_rayjob", False):
+                    self._queue.put(((obj.namespace or "", obj.name), event.type is ChangeType.DELETED))
+            elif event.kind in (ResourceKind.WORKLOAD, ResourceKind.POD):
+                # A Workload's or pod's change can finish a run whose owner did not change (RayJob).
+                owner = getattr(obj, "owner_name", None) or obj.labels.get("job-name")
+                if owner and (obj.namespace or "", owner) in self._watching:
+                    self._queue.put(((obj.namespace or "", owner), False))
+        if batch.relisted & {ResourceKind.JOB, ResourceKind.RAY_JOB}:  # rebuilt from a list: look at every run again
+            for owner in [*self.backend.jobs(), *self.backend.ray_jobs()]:
+                self._queue.put(((owner.namespace or "", owner.name), False))
+            for key in list(self._watching):
+                self._queue.put((key, False))
+
+    def drain(self) -> None:
+        """Process what is queued now, on the calling thread (after ``start(thread=False)``)."""
+        while True:
+            try:
+                key, deleted = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if key != _STOP:
+                self._handle(key, deleted)
+
+    def _run(self) -> None:
+        while True:
+            key, deleted = self._queue.get()
+            if key == _STOP:
+                return
+            try:
+                self._handle(key, deleted)
+            except Exception as err:  # a failed capture must not end the recorder
+                self.last_error = f"{key[0]}/{key[1]}: {type(err).__name__}: {err}"
+
+    def _objects(self, key: RunKey) -> RunObjects | None:
+        namespace, name = key
+        job = next((j for j in self.backend.jobs(namespace) if j.name == name), None)
+        ray_job = None if job else next((r for r in self.backend.ray_jobs(namespace) if r.name == name), None)
+        if job is None and ray_job is None:
+            return None
+        return objects_for_run(namespace, name, job=job, ray_job=ray_job, workloads=self.backend.workloads(namespace),
+                               pods=self.backend.pods(namespace), events=self.backend.events(namespace))
+
+    def _handle(self, key: RunKey, deleted: bool) -> None:
+        objs = None if deleted else self._objects(key)
+        if objs is None:
+            last = self._watching.pop(key, None)
+            if last is not None:  # seen unfinished, now gone: cancelled
+                self._capture(last, "cancelled")
+            return
+        outcome = outcome_of(compute_run_status(objs))
+        if outcome is None:
+            self._watching[key] = objs
+            return
+        if self._watching.pop(key, None) is not None:
+            self._capture(objs, outcome)
+
+    def _capture(self, objs: RunObjects, outcome: str) -> None:
+        try:
+            nodes = self.backend.nodes()
+            reports = {h.node_name: h for h in self.backend.gpu_health()}
+            result = capture(self.backend, self.store, objs, outcome, self.clock(), source="app",
+                             nodes=nodes, gpu_reports=reports)
+        except Exception as err:
+            self.last_error = f"{objs.namespace}/{objs.name}: {type(err).__name__}: {err}"
+            return
+        if result.created:
+            self.captured += 1
+        if self.on_captured is not None:
+            self.on_captured(result)
