@@ -35,8 +35,10 @@ from .multikueue import (
 KEEP_STATE_ENV = "TAU_HARNESS_KEEP"
 # What a worker's kube-controller-manager runs: Jobs make pods (job), the namespace's default
 # ServiceAccount exists for them (serviceaccount), deleting a Job removes its pods and Workload
-# (garbagecollector). Nothing else, to save CPU with three planes on one host.
-WORKER_CONTROLLERS = ["job", "garbagecollector", "serviceaccount"]
+# (garbagecollector), and KWOK nodes lose the not-ready:NoSchedule taint the apiserver puts on
+# every new node once they report Ready (nodelifecycle; without it no pod is ever scheduled).
+# Nothing else, to save CPU with three planes on one host.
+WORKER_CONTROLLERS = ["job", "garbagecollector", "serviceaccount", "nodelifecycle"]
 
 
 @dataclass

@@ -20,7 +20,6 @@ import argparse
 import http.client
 import json
 import re
-import socket
 import ssl
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -132,7 +131,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             self._relay(response, is_version)
-        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, socket.timeout):
+        except (TimeoutError, BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.close_connection = True
         finally:
             upstream.close()
