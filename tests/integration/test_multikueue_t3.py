@@ -26,8 +26,9 @@ from kubernetes import client as k8s
 
 from tau_tui.core.cluster.convert import admission_check_view, multikueue_cluster_view, multikueue_config_view
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.logspool import LogRequest
+from tau_tui.core.cluster.logspool import LogRequest, process_spool_dir
 from tau_tui.core.cluster.real import KubernetesBackend
+from tau_tui.core.operations.audit import state_dir
 from tau_tui.core.operations.multikueue import evaluate_multikueue_ready
 from tau_tui.core.operations.multikueue_steps import open_exercise
 from tau_tui.core.operations.multikueue_steps.access import SECRET, AccessError, BackendAccess
@@ -276,11 +277,12 @@ def log_targets(backend, worker: str, job: str) -> list[tuple[str, str]]:
     return targets
 
 
-def read_log_lines(backend, worker: str, job: str, spool_dir: Path) -> list[str]:
-    """The run's log lines, streamed from the worker the way the Logs pane streams them (KWOK serves
+def read_log_lines(backend, worker: str, job: str) -> list[str]:
+    """The run's log lines, streamed from the worker into the spool the Logs pane uses (KWOK serves
     FAKE_LOG_LINES for every container)."""
     logs_backend = worker_log_backend(backend, worker, {worker: worker.removeprefix("tau-")})
-    stream = logs_backend.open_logs(LogRequest(namespace=NAMESPACE, job=job), spool_dir=str(spool_dir))
+    spool_dir = process_spool_dir(state_dir() / "spool")
+    stream = logs_backend.open_logs(LogRequest(namespace=NAMESPACE, job=job), spool_dir=spool_dir)
     try:
         stream.spool.wait_for_lines(len(FAKE_LOG_LINES), TIMEOUT)
         return stream.spool.lines()
@@ -309,8 +311,7 @@ def test_enablement_dispatch_status_logs_cancel_then_drain_rollback_drain(t3, fl
     # logs resolve on the worker through the mapped context
     targets = log_targets(backend, worker, name)
     assert targets and targets[0][1] == "trainer", targets
-    spool = fleet["root"] / "app" / "xdg_cache_home" / "tau-tui" / "logs"
-    assert FAKE_LOG_LINES[0] in " ".join(read_log_lines(backend, worker, name, spool))
+    assert FAKE_LOG_LINES[0] in " ".join(read_log_lines(backend, worker, name))
     # drain step 1: authorization removed; a new submission is refused, the existing run keeps status, logs, cancel
     drain = exercise(fleet, "drain", tmp_path, inputs={"cancel": "all-pending"})
     assert drain.run_step(drain.flow.steps[0], YES, timeout=TIMEOUT) is Outcome.VERIFIED, reasons(drain)
@@ -320,7 +321,7 @@ def test_enablement_dispatch_status_logs_cancel_then_drain_rollback_drain(t3, fl
     with pytest.raises(SelectionError, match="team is not set"):
         select(live_profiles(backend), plan.profile, Caller(NAMESPACE, None, None))
     assert worker in run_status(backend, name).phase("MultiKueue placement").detail
-    assert FAKE_LOG_LINES[-1] in " ".join(read_log_lines(backend, worker, name, spool))
+    assert FAKE_LOG_LINES[-1] in " ".join(read_log_lines(backend, worker, name))
     revoke = drain.flow.steps[4]
     assert workload in (revoke.refusal(drain.ctx) or "")  # revocation refused while remote work is active
     assert backend.cancel(R.JOB, NAMESPACE, name).ok
