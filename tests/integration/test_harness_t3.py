@@ -14,7 +14,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from tests.harness.controlplane import kubeconfig_yaml
-from tests.harness.kwok import GPUS_PER_NODE
+from tests.harness.kwok import GPUS_PER_NODE, KEEP_RUNNING_ANNOTATIONS
 from tests.harness.multikueue import (
     add_cluster,
     admission_check_active_condition,
@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.harness, pytest.mark.t3]
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
+KEEP_RUNNING = KEEP_RUNNING_ANNOTATIONS
 # Kueue's Job and RayJob webhooks on the manager hand a Job on a MultiKueue queue to MultiKueue.
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 

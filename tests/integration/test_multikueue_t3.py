@@ -7,7 +7,7 @@ these tests use a second, dedicated set of names (`tau-mk-*`, MultiKueueClusters
 `tau-worker1/2`) so both can share the session's planes.  The harness runs no TauGrid
 controller, so `publish_tau_status()` stands in for it: it writes TauCluster/cluster
 status (profiles resolved, MultiKueueReady from the live evaluation in
-core/multikueue.py) the way tau-core does, and nothing else.
+core/operations/multikueue.py) the way tau-core does, and nothing else.
 
 Every credential minted here is remembered; the last test scans every file the app
 wrote (exercise records, the audit log, anything under the XDG directories the
@@ -54,7 +54,7 @@ from tau_tui.core.runconfig.profiles import (
 )
 from tests.harness import multikueue as harness_multikueue
 from tests.harness.controlplane import KUEUE_NAMESPACE
-from tests.harness.kwok import FAKE_LOG_LINES
+from tests.harness.kwok import FAKE_LOG_LINES, KEEP_RUNNING_ANNOTATIONS
 from tests.multikueue_lab import MemoryKeyring
 
 pytestmark = [pytest.mark.harness, pytest.mark.t3]
@@ -196,7 +196,7 @@ def submit(fleet, name: str, profile_name: str) -> dict:
         "name": name, "namespace": NAMESPACE,
         "labels": {"kueue.x-k8s.io/queue-name": queue, "tau.azure.com/submission-id": f"t3-{name}",
                    "tau.azure.com/profile": profile.name}},
-        "spec": {"suspend": True, "template": {"metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}},
+        "spec": {"suspend": True, "template": {"metadata": {"annotations": KEEP_RUNNING_ANNOTATIONS},
                  "spec": {"restartPolicy": "Never", "containers": [{"name": "trainer", "image": "registry.invalid/t:1",
                           "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
                                         "limits": {"nvidia.com/gpu": "1"}}}]}}}}
