@@ -63,6 +63,8 @@ R = ResourceKind
 NAMESPACE = "taugrid-default"
 YES = lambda preview: True  # noqa: E731
 TIMEOUT = 180.0
+#: Longer than Kueue's longest reconnect back-off for a lost worker (~320 s), on a loaded machine.
+RECONNECT_TIMEOUT = 600.0
 
 
 #: Every credential (token, and the kubeconfig bytes the Secrets held) seen in this module.
@@ -452,8 +454,8 @@ def test_readiness_follows_worker_outages(t3, fleet, tmp_path):
         view = multikueue_cluster_view(access.get(R.MULTIKUEUE_CLUSTER.type, cluster) or {"metadata": {"name": cluster}})
         return [cell.plain for cell in condition_cells(view.condition("Active"))]
 
-    def wait(predicate, what):
-        deadline = time.monotonic() + TIMEOUT
+    def wait(predicate, what, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if predicate():
                 return
@@ -476,7 +478,9 @@ def test_readiness_follows_worker_outages(t3, fleet, tmp_path):
         for name in t3.worker_names:
             t3.start_worker_apiserver(name)
     wait(lambda: live().ready, "MultiKueueReady live True again")
-    wait(lambda: all(active_status(access, f"tau-{n}") == "True" for n in t3.worker_names), "both workers Active again")
+    # Kueue retries a lost worker after 5 s, 10 s, 20 s ... up to ~320 s; the bound covers the longest wait.
+    wait(lambda: all(active_status(access, f"tau-{n}") == "True" for n in t3.worker_names), "both workers Active again",
+         timeout=RECONNECT_TIMEOUT)
     assert all("Active=True" in pane_cells(f"tau-{n}")[0] for n in t3.worker_names)
 
 
