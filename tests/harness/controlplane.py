@@ -52,16 +52,20 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def write_kubeconfig(path: Path, name: str, server: str, ca_pem: bytes, user: dict) -> Path:
-    doc = {
+def kubeconfig_yaml(name: str, server: str, ca_pem: bytes, user: dict) -> str:
+    """One-context kubeconfig with inline CA data (the form MultiKueue accepts)."""
+    return yaml.safe_dump({
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority-data": _b64(ca_pem)}}],
         "users": [{"name": name, "user": user}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
         "current-context": name,
-    }
-    path.write_text(yaml.safe_dump(doc))
+    })
+
+
+def write_kubeconfig(path: Path, name: str, server: str, ca_pem: bytes, user: dict) -> Path:
+    path.write_text(kubeconfig_yaml(name, server, ca_pem, user))
     path.chmod(0o600)
     return path
 
@@ -70,12 +74,16 @@ class ControlPlane:
     """etcd + kube-apiserver (+ Kueue) (+ kube-controller-manager, kube-scheduler, KWOK)."""
 
     def __init__(self, name: str, state_dir: Path, binaries: Binaries, *, kueue: KueueOptions | None = None,
-                 workloads_controllers: bool = False, garbage_collector: bool = False):
+                 workloads_controllers: bool = False, garbage_collector: bool = False,
+                 controllers: list[str] | None = None):
         self.name = name
         self.state_dir = state_dir
         self.binaries = binaries
         self.kueue_options = kueue or KueueOptions()
         self.workloads_controllers = workloads_controllers
+        # kube-controller-manager's --controllers with workloads_controllers; None: all that run
+        # without a cloud or pod CIDRs. A short list keeps CPU low where several planes share a host.
+        self.controllers = controllers
         # Only the garbage collector (and namespace controller) of kube-controller-manager, so that
         # deleting a Job removes its Workload; implied by workloads_controllers.
         self.garbage_collector = garbage_collector
@@ -414,7 +422,8 @@ class ControlPlane:
         from .kwok import start_kwok  # T2 only
 
         # nodeipam and the cloud controllers need a cloud or pod CIDRs the harness does not have.
-        self._start_controller_manager(["*", "-nodeipam", "-service-lb-controller", "-cloud-node-lifecycle"])
+        self._start_controller_manager(
+            self.controllers or ["*", "-nodeipam", "-service-lb-controller", "-cloud-node-lifecycle"])
         scheduler = ManagedProcess(f"{self.name}/kube-scheduler", [
             str(self.binaries.kube_scheduler),
             f"--kubeconfig={self.kubeconfig}",

@@ -2,7 +2,8 @@
 
 t1: etcd + kube-apiserver + Kueue (webhooks, visibility API, Kueue/KubeRay/Tau CRDs).
 t2: t1 + kube-controller-manager + kube-scheduler + KWOK with fake GPU nodes.
-t3: a MultiKueue manager and two workers, wired with kubeconfig Secrets.
+t3: a MultiKueue manager and two workers, each with Kueue; the workers also run a lean
+    kube-controller-manager, kube-scheduler and KWOK GPU nodes; wired with kubeconfig Secrets.
 A tier that cannot start fails with the reason; nothing is skipped.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,10 +26,19 @@ from .multikueue import (
     MULTIKUEUE_LOCAL_QUEUE,
     MULTIKUEUE_NAMESPACE,
     WORKER_NAMES,
+    WorkerCredential,
+    cluster_active_condition,
+    start_version_proxy,
     wire,
 )
 
 KEEP_STATE_ENV = "TAU_HARNESS_KEEP"
+# What a worker's kube-controller-manager runs: Jobs make pods (job), the namespace's default
+# ServiceAccount exists for them (serviceaccount), deleting a Job removes its pods and Workload
+# (garbagecollector), and KWOK nodes lose the not-ready:NoSchedule taint the apiserver puts on
+# every new node once they report Ready (nodelifecycle; without it no pod is ever scheduled).
+# Nothing else, to save CPU with three planes on one host.
+WORKER_CONTROLLERS = ["job", "garbagecollector", "serviceaccount", "nodelifecycle"]
 
 
 @dataclass
@@ -40,6 +51,29 @@ class MultiKueueTier:
     cluster_queue: str = MULTIKUEUE_CLUSTER_QUEUE
     admission_check: str = MULTIKUEUE_ADMISSION_CHECK
     planes: list[ControlPlane] = field(default_factory=list)
+    # The credential each worker's Secret on the manager (`<name>-secret`) holds now.
+    credentials: dict[str, WorkerCredential] = field(default_factory=dict)
+
+    def worker(self, name: str) -> ControlPlane:
+        """The worker control plane behind MultiKueueCluster `name`."""
+        return self.workers[self.worker_names.index(name)]
+
+    def stop_worker_apiserver(self, name: str) -> None:
+        """Kill the worker's kube-apiserver (its etcd, Kueue, controllers and KWOK keep running)."""
+        self.worker(name).stop_apiserver(kill=True)
+
+    def start_worker_apiserver(self, name: str) -> None:
+        """Start it again on the same port and etcd; returns when /readyz is ok."""
+        self.worker(name).start_apiserver()
+
+    def cluster_active(self, name: str) -> dict | None:
+        """The manager's `Active` condition of MultiKueueCluster `name` (type, status, reason, message)."""
+        return cluster_active_condition(self.manager, name)
+
+    def report_version(self, name: str, git_version: str) -> str:
+        """URL of a proxy in front of worker `name` whose /version reports `git_version` (e.g. "v1.34.4");
+        every other request reaches the real apiserver (tests/harness/versionproxy.py)."""
+        return start_version_proxy(self.worker(name), git_version)
 
 
 def _state_dir(tier: str) -> Path:
@@ -53,16 +87,23 @@ def _cleanup(state_dir: Path) -> None:
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
-def _start(planes: list[ControlPlane]) -> None:
-    """Start all planes or none; on failure keep only the logs (the error names them)."""
-    started: list[ControlPlane] = []
+def _start(planes: list[ControlPlane], parallel: bool = False) -> None:
+    """Start all planes or none; on failure keep only the logs (the error names them).
+
+    `parallel` starts them side by side: start-up is mostly waiting for readiness, so three
+    planes come up in little more than the time of one.
+    """
     try:
-        for plane in planes:
-            plane.start()
-            started.append(plane)
+        if parallel:
+            with ThreadPoolExecutor(len(planes)) as pool:
+                for future in [pool.submit(plane.start) for plane in planes]:
+                    future.result()
+        else:
+            for plane in planes:
+                plane.start()
     except BaseException:
-        for plane in reversed(started):
-            plane.stop()
+        for plane in reversed(planes):
+            plane.stop()  # a plane that failed has stopped itself; stop() on a stopped plane is a no-op
         for plane in planes:
             shutil.rmtree(plane.state_dir / "etcd", ignore_errors=True)
         raise
@@ -97,27 +138,28 @@ def t2():
 @pytest.fixture(scope="session")
 def t3():
     binaries = locate()
-    binaries.require("etcd", "kube_apiserver", "kueue", "kube_controller_manager")
+    binaries.require("etcd", "kube_apiserver", "kueue", "kube_controller_manager", "kube_scheduler", "kwok")
     state = _state_dir("t3")
     manager = ControlPlane(
         "manager", state / "manager", binaries, garbage_collector=True,
         kueue=KueueOptions(multikueue={"gcInterval": "5s", "origin": "multikueue", "workerLostTimeout": "60s"}),
     )
     workers = [
-        ControlPlane(name, state / name, binaries, kueue=KueueOptions(visibility=False))
+        ControlPlane(name, state / name, binaries, kueue=KueueOptions(visibility=False),
+                     workloads_controllers=True, controllers=WORKER_CONTROLLERS)
         for name in WORKER_NAMES
     ]
     planes = [manager, *workers]
-    _start(planes)
+    _start(planes, parallel=True)
     try:
-        wire(manager, workers)
+        credentials = wire(manager, workers)
     except BaseException:
         for plane in reversed(planes):
             plane.stop()
             shutil.rmtree(plane.state_dir / "etcd", ignore_errors=True)
         raise
     try:
-        yield MultiKueueTier(manager=manager, workers=workers, planes=planes)
+        yield MultiKueueTier(manager=manager, workers=workers, planes=planes, credentials=credentials)
     finally:
         for plane in reversed(planes):
             plane.stop()

@@ -2,7 +2,8 @@
 
 Stages come from the kwok module directory: node "fast" initialize, heartbeat-with-lease, and the
 "general" pod stages. A Job pod becomes Running about 1-6 s after binding and Succeeded 1-6 s
-later, unless the pod template sets the annotation `pod-complete.stage.kwok.x-k8s.io/delay` (e.g. "1h") to keep it Running.
+later. The annotation `pod-complete.stage.kwok.x-k8s.io/delay` alone postpones completion by at most 5 s (KWOK
+caps the delay at the stage's jitter); `KEEP_RUNNING_ANNOTATIONS` (delay and jitter-delay) keep a pod Running.
 Logs: every container of every pod serves the lines of `FAKE_LOG_LINES`, followed live, and
 `FAKE_PREVIOUS_LOG_LINES` as its previous (terminated) container.
 """
@@ -29,6 +30,10 @@ GPU_CLASS = "h100-80gb"
 FAKE_LOG_LINES = [f"tau-harness fake log line {n}" for n in range(1, 6)]
 FAKE_PREVIOUS_LOG_LINES = [f"tau-harness previous container line {n}" for n in range(1, 4)]
 POD_CIDR = "10.244.0.0/16"
+# KWOK caps the pod-complete stage's delay at its jitter (5 s unless the jitter-delay annotation says
+# otherwise), so a pod stays Running for an hour only with both annotations.
+KEEP_RUNNING_ANNOTATIONS = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h",
+                            "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1h"}
 
 
 def gpu_node_manifest(name: str) -> dict:

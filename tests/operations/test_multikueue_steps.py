@@ -373,3 +373,31 @@ def test_worker_outages_turn_clusters_inactive_and_readiness_false_then_back(lab
         worker.api_restore()
     lab.world.advance(2)
     assert live().ready
+
+
+def test_the_dedicated_cluster_queue_covers_cpu_and_memory_with_the_plan_quotas(lab):
+    """Kueue admits a workload only when its ClusterQueue covers every resource it requests, and every
+    TauGrid pod requests cpu and memory ("resource cpu unavailable in ClusterQueue" otherwise)."""
+    from tau_tui.core.operations.multikueue_steps.plan import plan_from_mapping
+
+    plan = plan_from_mapping({"workers": [{"name": w.name, "context": w.context} for w in lab.plan.workers],
+                              "namespaces": list(lab.plan.namespaces), "clusterQueue": lab.plan.cluster_queue,
+                              "cpuQuota": 96, "memoryQuota": "1843Gi", "gpuQuota": 8}, "plan.yaml")
+    exercise = lab.exercise("setup", plan=plan, record=False)
+    queue_step = exercise.flow.steps[3]
+    cq = next(c for c in queue_step.changes(exercise.ctx) if c.rt.kind == "ClusterQueue")
+    [group] = cq.body["spec"]["resourceGroups"]
+    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
+    assert {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]} == {
+        "cpu": "96", "memory": "1843Gi", "nvidia.com/gpu": 8}
+
+
+@pytest.mark.parametrize("value", [[96], True, ""])
+def test_a_quota_that_is_not_a_quantity_is_refused_with_the_key(value):
+    from tau_tui.core.operations.multikueue_steps.plan import plan_from_mapping
+    from tau_tui.core.runconfig.diagnostics import DiagnosticError
+
+    with pytest.raises(DiagnosticError) as err:
+        plan_from_mapping({"workers": [{"name": "w", "context": "w"}], "namespaces": ["team-a"], "cpuQuota": value},
+                          "plan.yaml")
+    assert "cpuQuota" in str(err.value) and "Kubernetes quantity" in str(err.value)

@@ -46,6 +46,10 @@ class MultiKueuePlan:
     profile: str = "azure.research.multicluster.dedicated"
     flavor: str = "multikueue-gpu"
     gpu_quota: int = 16
+    #: Kueue admits a workload only when the ClusterQueue covers every resource it requests, and every
+    #: TauGrid pod requests cpu and memory besides GPUs; these bound them on the manager (workers keep their own).
+    cpu_quota: str = "384"
+    memory_quota: str = "7372Gi"
     gpus_per_worker: int = 8
     worker_count: int = 1
     priority_class: str = "taugrid-default"
@@ -63,8 +67,10 @@ class MultiKueuePlan:
 
 _FIELDS = {"admissionCheck": "admission_check", "config": "config", "clusterQueue": "cluster_queue",
            "localQueue": "local_queue", "profile": "profile", "flavor": "flavor", "gpuQuota": "gpu_quota",
+           "cpuQuota": "cpu_quota", "memoryQuota": "memory_quota",
            "gpusPerWorker": "gpus_per_worker", "workerCount": "worker_count", "priorityClass": "priority_class",
            "kueueNamespace": "kueue_namespace"}
+_QUANTITIES = ("cpuQuota", "memoryQuota")
 _LISTS = {"namespaces": "namespaces", "teams": "teams", "lanes": "lanes", "tenants": "tenants"}
 _WORKER_FIELDS = {"name": "name", "kubeconfig": "kubeconfig", "context": "context", "adminContext": "admin_context"}
 
@@ -78,7 +84,13 @@ def plan_from_mapping(data: dict[str, Any], source: str,
 
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
-        if key in _FIELDS:
+        if key in _QUANTITIES:
+            # A Kubernetes quantity: 384 and "384" alike, or "7372Gi".
+            if isinstance(value, bool) or not isinstance(value, (int, str)) or str(value).strip() == "":
+                bad((key,), "must be a Kubernetes quantity such as 384 or 7372Gi", "fix the value")
+            else:
+                kwargs[_FIELDS[key]] = str(value)
+        elif key in _FIELDS:
             want = int if key in ("gpuQuota", "gpusPerWorker", "workerCount") else str
             if not isinstance(value, want) or isinstance(value, bool):
                 bad((key,), f"must be {'an integer' if want is int else 'a string'}", "fix the value")

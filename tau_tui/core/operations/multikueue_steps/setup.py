@@ -301,8 +301,10 @@ class QueueStep(Step):
             "metadata": {"name": plan.cluster_queue, "labels": {MANAGED_LABEL: MANAGED_BY}},
             "spec": {"namespaceSelector": {"matchExpressions": [
                 {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(plan.namespaces)}]},
-                "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
-                    {"name": plan.flavor, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": plan.gpu_quota}]}]}],
+                "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [
+                    {"name": plan.flavor, "resources": [{"name": "cpu", "nominalQuota": plan.cpu_quota},
+                                                        {"name": "memory", "nominalQuota": plan.memory_quota},
+                                                        {"name": "nvidia.com/gpu", "nominalQuota": plan.gpu_quota}]}]}],
                 "admissionChecksStrategy": {"admissionChecks": [{"name": plan.admission_check}]}}}))
         for ns in plan.namespaces:
             out.append(Change("create", R.LOCAL_QUEUE.type, plan.local_queue, ns, {
