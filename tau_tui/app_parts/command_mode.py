@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import App
+from textual.widgets import Input, TextArea
 
 from tau_tui.app_parts.keys import MULTIKUEUE_FLOWS, PANE_ALIASES
 from tau_tui.core.cluster.interfaces import ClusterBackend
@@ -33,10 +35,21 @@ class CommandMode(App):
     open_logs_for_run: Callable[..., Awaitable[None]]
     tau_theme_names: Callable[[], list[str]]
 
+    # ":" and "/" are priority bindings: the app opens the line and focuses it before the next key is
+    # routed, so keys typed right after them land in the line, never in the table behind it.  Typed
+    # into a text field, or on a screen without a command line, they are left to that screen.
+
+    def _keys_belong_to_the_screen(self) -> bool:
+        return isinstance(self.focused, (Input, TextArea)) or not self.screen.query(CommandLine)
+
     def action_command(self) -> None:
+        if self._keys_belong_to_the_screen():
+            raise SkipAction()
         self._open_command_line("command")
 
     def action_filter(self) -> None:
+        if self._keys_belong_to_the_screen():
+            raise SkipAction()
         screen = self.screen
         if hasattr(screen, "action_search"):
             screen.action_search()  # the logs pane searches the whole spool instead

@@ -25,8 +25,9 @@ MULTIKUEUE_FLOWS = ("setup", "drain", "rollback", "rotate")
 
 #: The app's own keys (panes add theirs).
 APP_BINDINGS: list[BindingType] = [
-    Binding("colon", "command", ":cmd", id="app.command", key_display=":"),
-    Binding("slash", "filter", "/filter", id="app.filter", key_display="/"),
+    # priority: handled before the next key is routed (see CommandMode); skipped inside text fields
+    Binding("colon", "command", ":cmd", id="app.command", key_display=":", priority=True),
+    Binding("slash", "filter", "/filter", id="app.filter", key_display="/", priority=True),
     Binding("escape", "back", "Back", id="app.back", show=False),
     Binding("question_mark,f1", "help", "Help", id="app.help", key_display="?"),
     Binding("ctrl+q", "quit", "Quit", id="app.quit", show=False, priority=True),

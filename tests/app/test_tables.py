@@ -226,6 +226,36 @@ async def test_keys_typed_right_after_slash_go_to_the_filter(tmp_path):
         assert app.screen is not None and len(app.screen_stack) == 1  # no Describe dialog
 
 
+def post_key_without_waiting(app, key: str, char: str) -> None:
+    """A key as the terminal driver posts it, with no wait for the app to go idle (Pilot.press
+    waits, which hid keys typed faster than the app routed the one before)."""
+    from textual import events
+
+    event = events.Key(key, char)
+    event.set_sender(app)
+    app._driver.send_message(event)
+
+
+@async_test
+async def test_keys_sent_back_to_back_after_slash_and_colon_land_in_the_line(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(KeyedTable)
+        cursor = table.cursor_row
+        for key, char in [("slash", "/"), ("j", "j"), ("o", "o"), ("b", "b")]:
+            post_key_without_waiting(app, key, char)
+        field = app.screen.query_one(CommandLine).query_one(Input)
+        await settle_until(pilot, lambda: field.value == "job")
+        assert field.value == "job" and table.cursor_row == cursor  # no "j" went to the table
+
+        # "/" and ":" typed inside the line are text, not a new line
+        for key, char in [("slash", "/"), ("colon", ":")]:
+            post_key_without_waiting(app, key, char)
+        await settle_until(pilot, lambda: field.value == "job/:")
+        assert field.value == "job/:"
+
+
 @async_test
 async def test_queue_pane_at_80x24_keeps_name_state_position_and_why(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
