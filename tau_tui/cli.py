@@ -358,7 +358,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     import time
     from datetime import UTC, datetime
 
-    from .core.operations.rundocument import read_run, status_document, status_lines, unhealthy_nodes
+    from .core.operations.rundocument import read_gpu_faults, read_run, status_document, status_lines
     from .core.operations.runstatus import compute_run_status
 
     backend = _read_backend(args)
@@ -367,7 +367,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     waited = 0.0
     while True:
         now = backend.world.now() if args.demo is not None else datetime.now(UTC)
-        objs = read_run(backend, namespace, args.run, unhealthy_nodes(backend, now))
+        objs = read_run(backend, namespace, args.run, read_gpu_faults(backend, now))
         status = compute_run_status(objs)
         doc = status_document(status, objs)
         if doc != last:

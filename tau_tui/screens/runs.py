@@ -17,7 +17,7 @@ from textual.widgets import Static
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, RayJobView
-from tau_tui.core.operations.gpufaults import gpu_problems
+from tau_tui.core.operations.gpufaults import node_gpu_faults
 from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status, objects_for_run
 from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.screens.base import PaneScreen
@@ -81,6 +81,8 @@ class RunsScreen(PaneScreen):
     )
     MUTATING_ACTIONS = frozenset({"cancel"})
     VIEW_KINDS = (ResourceKind.JOB, ResourceKind.RAY_JOB, ResourceKind.WORKLOAD, ResourceKind.POD, ResourceKind.EVENT)
+    #: Node GPU health marks the runs a fault hit: a change there redraws the pane too.
+    READ_KINDS = VIEW_KINDS + (ResourceKind.NODE, ResourceKind.GPU_HEALTH)
     BINDINGS = [
         Binding("l", "logs", "Logs", id="runs.logs"),
         Binding("a", "logs_all", "Logs (all ctrs)", id="runs.logs_all"),
@@ -108,7 +110,7 @@ class RunsScreen(PaneScreen):
         workloads = backend.workloads()
         pods = backend.pods()
         events = backend.events()
-        bad_gpus = gpu_problems(backend.gpu_health())
+        gpu_faults = node_gpu_faults(backend.nodes(), now)
         data = RunsData()
         order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "not_found": 6}
         # Index once per collect (a scan per run is quadratic at 20,000 runs): workloads by owner
@@ -143,7 +145,7 @@ class RunsScreen(PaneScreen):
             names = {owner.name} | {w.name for w in run_workloads} | {p.name for p in run_pods}
             run_events = [e for _, e in sorted(item for name in names for item in events_by_name.get((ns, name), ()))]
             objs = objects_for_run(ns, owner.name, job=job, ray_job=ray, workloads=run_workloads, pods=run_pods,
-                                   events=run_events, gpu_problems=bad_gpus)
+                                   events=run_events, gpu_faults=gpu_faults)
             status = compute_run_status(objs)
             key = f"{ns}/{owner.name}"
             if not f.matches(f"{key} {status.state} {status.kind} {status.queue or ''}", owner.labels):

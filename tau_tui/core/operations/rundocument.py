@@ -28,6 +28,7 @@ from tau_tui.core.cluster.view_types import (
     RayJobView,
     WorkloadView,
 )
+from tau_tui.core.operations.gpufaults import NodeGpuFault, node_gpu_faults
 from tau_tui.core.operations.runstatus import STATE_SYMBOLS, RunObjects, RunStatus, compute_run_status, objects_for_run
 
 API_VERSION = "tau.azure.com/v1alpha1"
@@ -45,7 +46,8 @@ def _only(views: Sequence[ObjectView], view_type: type[Any]) -> list[Any]:
     return [v for v in views if isinstance(v, view_type)]
 
 
-def read_run(backend: BaseBackend, namespace: str, name: str, unhealthy_nodes: Mapping[str, str] | None = None) -> RunObjects:
+def read_run(backend: BaseBackend, namespace: str, name: str,
+             gpu_faults: Mapping[str, NodeGpuFault] | None = None) -> RunObjects:
     """The objects of one run, read live: the Job or RayJob, its Workloads, pods and events."""
     jobs: list[JobView] = [j for j in _only(backend.fetch(ResourceKind.JOB, namespace), JobView) if j.name == name]
     ray_jobs: list[RayJobView] = [r for r in _only(backend.fetch(ResourceKind.RAY_JOB, namespace), RayJobView) if r.name == name]
@@ -54,7 +56,7 @@ def read_run(backend: BaseBackend, namespace: str, name: str, unhealthy_nodes: M
     if job is None and ray_job is None:
         # Cancelled (or never there): a Job's pods may still be terminating and holding GPUs.
         leftover: list[PodView] = _only(backend.fetch(ResourceKind.POD, namespace, f"job-name={name}"), PodView)
-        return RunObjects(namespace, name, pods=tuple(leftover), unhealthy_nodes=dict(unhealthy_nodes or {}))
+        return RunObjects(namespace, name, pods=tuple(leftover), gpu_faults=dict(gpu_faults or {}))
     workloads: list[WorkloadView] = _only(backend.fetch(ResourceKind.WORKLOAD, namespace), WorkloadView)
     if job is not None:
         selector: str | None = f"job-name={name}"
@@ -64,19 +66,15 @@ def read_run(backend: BaseBackend, namespace: str, name: str, unhealthy_nodes: M
         selector = None
     pods: list[PodView] = _only(backend.fetch(ResourceKind.POD, namespace, selector), PodView) if selector else []
     events: list[EventView] = _only(backend.fetch(ResourceKind.EVENT, namespace), EventView)
-    objs = objects_for_run(namespace, name, job=job, ray_job=ray_job, workloads=workloads, pods=pods, events=events)
-    if unhealthy_nodes:
-        objs = RunObjects(objs.namespace, objs.name, objs.job, objs.ray_job, objs.workloads, objs.pods, objs.events,
-                          objs.manager_view, dict(unhealthy_nodes))
-    return objs
+    return objects_for_run(namespace, name, job=job, ray_job=ray_job, workloads=workloads, pods=pods, events=events,
+                           gpu_faults=gpu_faults)
 
 
-def unhealthy_nodes(backend: BaseBackend, now: datetime) -> dict[str, str]:
-    """Nodes whose GPU verdict is unhealthy now, with the reason, from the agent's report and the
-    conditions of other writers (TauGrid NPD, GKE, AKS); nodes the caller may not read are left out."""
+def read_gpu_faults(backend: BaseBackend, now: datetime) -> dict[str, NodeGpuFault]:
+    """Nodes whose GPUs are unhealthy or degraded now, from the agent's report and the conditions of
+    other writers (TauGrid NPD, GKE, AKS); nodes the caller may not read are left out."""
+    from tau_tui.core.cluster.convert import node_view
     from tau_tui.core.cluster.errors import ClusterError
-    from tau_tui.core.gpuhealth.nodeview import view_from_node
-    from tau_tui.core.gpuhealth.verdicts import Verdict
 
     try:
         nodes: list[NodeView] = _only(backend.fetch(ResourceKind.NODE), NodeView)
@@ -86,13 +84,9 @@ def unhealthy_nodes(backend: BaseBackend, now: datetime) -> dict[str, str]:
         reports = {h.node_name: h for h in _only(backend.fetch(ResourceKind.GPU_HEALTH), GpuHealthView)}
     except ClusterError:
         reports = {}
-    out = {}
-    for node in nodes:
-        report = reports.get(node.name)
-        view = view_from_node(dict(node.raw), {"status": dict(report.status)} if report else None, now)
-        if view.verdict is Verdict.UNHEALTHY:
-            out[node.name] = f"{view.reason}: {view.message}".strip(": ")
-    return out
+    # A live read knows no GPU allocation (no pod scan): allocated stays unknown, the verdict does not need it.
+    with_reports = [node_view(n.raw, None, reports.get(n.name)) for n in nodes]
+    return node_gpu_faults(with_reports, now)
 
 
 def read_run_owners(backend: BaseBackend, namespace: str | None) -> list[JobView | RayJobView]:
@@ -180,6 +174,12 @@ def status_document(status: RunStatus, objs: RunObjects) -> dict[str, Any]:
         {"type": e.type, "reason": e.reason, "message": e.message, "object": f"{e.involved_kind}/{e.involved_name}",
          "count": e.count, "lastTimestamp": _time(e.last_timestamp)}
         for e in sorted(objs.events, key=lambda e: (e.last_timestamp is None, e.last_timestamp or datetime.min))
+    ]
+    doc["gpuFaults"] = [
+        {"pod": h.pod, "node": h.fault.node, "verdict": h.fault.verdict, "reason": h.fault.reason,
+         "message": h.fault.message, "gpus": list(h.fault.gpus), "since": _time(h.fault.since),
+         "sources": list(h.fault.sources), "podFailed": h.failed}
+        for h in status.gpu_hits
     ]
     doc["diagnostics"] = [
         {"code": d.code, "severity": d.severity, "message": d.message, "suggestion": d.suggestion,
