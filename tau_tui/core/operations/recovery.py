@@ -508,3 +508,52 @@ def derive_manifests(manifests: Sequence[Mapping[str, Any]], *, new_name: str, s
                 _avoid(pod_spec, avoid_nodes)
         out.append(obj)
     return out
+
+
+# --------------------------------------------------------------------------
+# applying (the one place that writes: the app's mutations and the CLI both call these)
+# --------------------------------------------------------------------------
+
+
+def _kind_of(objs: RunObjects) -> Any:
+    from tau_tui.core.cluster.kinds import ResourceKind
+
+    return ResourceKind.JOB if objs.job is not None else ResourceKind.RAY_JOB
+
+
+def _submit_and_link(backend: Any, objs: RunObjects, manifests: Sequence[Mapping[str, Any]], link: str,
+                     new_name: str, dry_run: bool) -> list[Any]:
+    """Create the successor (server dry-run first when ``dry_run``), then record it on the failed
+    object; an already-submitted successor (same derived submission id) is linked too."""
+    results = list(backend.submit(manifests, dry_run=dry_run))
+    if all(r.ok for r in results):
+        results.append(backend.annotate(_kind_of(objs), objs.namespace, objs.name, {link: new_name}, dry_run=dry_run))
+    return results
+
+
+def perform_retry(backend: Any, objs: RunObjects, now: datetime, dry_run: bool) -> tuple[RetryDecision, list[Any]]:
+    """Decide on the objects as read now and, when the decision is "retry", apply it."""
+    decision = retry_decision(objs, now)
+    if decision.verdict != "retry":
+        return decision, []
+    manifests = retry_manifests(objs, decision)
+    return decision, _submit_and_link(backend, objs, manifests, RETRIED_AS_ANNOTATION, decision.new_name, dry_run)
+
+
+def perform_resume(backend: Any, objs: RunObjects, plan: ResumePlan, dry_run: bool) -> list[Any]:
+    if not plan.allowed:
+        return []
+    return _submit_and_link(backend, objs, plan.manifests, RESUMED_AS_ANNOTATION, plan.new_name, dry_run)
+
+
+def plan_lines(plan: ResumePlan, offered: Sequence[str] = ()) -> list[str]:
+    """The resume preview in words: where from, what it avoids and why, where it may land, warnings."""
+    lines = [plan.message]
+    for fault in plan.faults:
+        lines.append(f"  avoid {fault.node}: GPU {fault.verdict}, {fault.describe()}")
+    if plan.avoid_nodes:
+        shown = ", ".join(offered[:5]) + (f" (+{len(offered) - 5} more)" if len(offered) > 5 else "")
+        lines.append(f"  healthy nodes it can land on: {shown}" if offered else
+                     "  no healthy node with free GPUs now: the run waits in the queue until one frees up")
+    lines += [f"  ⚠ {w}" for w in plan.warnings]
+    return lines
