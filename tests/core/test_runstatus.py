@@ -171,13 +171,14 @@ def test_starting_running_succeeded_and_failed():
     done = status_of(job((("Complete", "Completed"),)), workloads=(workload(("Finished", "True", "Succeeded")),))
     assert done.state == "succeeded"
     assert phase(done, "Kueue admission") == ("done", "finished; quota released")
-    assert [a.name for a in done.actions] == ["logs", "results"]
+    assert [a.name for a in done.actions] == ["logs", "results", "resume"]
     failed = status_of(job((("Failed", "BackoffLimitExceeded"),)))
     assert failed.state == "failed"
     assert codes(failed) == ["RUN_FAILED"]
     assert "BackoffLimitExceeded" in failed.diagnostics[0].message
     assert ("kubectl", "logs", "-n", NS, "-l", f"job-name={NAME}", "--all-containers", "--prefix", "--previous") in failed.diagnostics[0].commands
-    assert [a.name for a in failed.actions] == ["logs", "diagnostics"]
+    assert [a.name for a in failed.actions] == ["logs", "diagnostics", "retry", "resume"]
+    assert failed.actions[2].command == ("tau-tui", "runs", "retry", NAME, "-n", NS)
 
 
 def test_phase_order_is_fixed_in_every_state():

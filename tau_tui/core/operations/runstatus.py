@@ -76,7 +76,7 @@ class RunDiagnostic:
 
 @dataclass(frozen=True)
 class RunAction:
-    name: str  # list, watch, logs, diagnostics, results, cancel
+    name: str  # list, watch, logs, diagnostics, results, cancel, retry, resume
     description: str
     key: str = ""
     #: The headless equivalent as an argv ("tau-tui status …", "kubectl logs …").
@@ -519,9 +519,14 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
                                  ("kubectl", "delete", resource, name, "-n", ns)))
     if state == "failed":
         actions.append(RunAction("diagnostics", "describe the failing objects and events", "d", describe))
+        actions.append(RunAction("retry", "retry as resilience.* allows (retry_on, max_retries, backoff)", "r",
+                                 ("tau-tui", "runs", "retry", name, "-n", ns)))
     if state == "succeeded":
         actions.append(RunAction("results", "show where the run wrote its results", "y",
                                  ("kubectl", "get", resource, name, "-n", ns, "-o", "yaml")))
+    if state in ("failed", "succeeded"):
+        actions.append(RunAction("resume", "resubmit from the last checkpoint (TAU_RESUME_FROM), away from faulty GPUs", "R",
+                                 ("tau-tui", "runs", "resume", name, "-n", ns)))
     display = {"not_found": "not found", "queued": "queued", "starting": "starting", "running": "running",
                "succeeded": "succeeded", "failed": "failed"}[state]
     failed_on_bad_gpu = any(h.failed for h in hits)
