@@ -85,9 +85,8 @@ class NodesScreen(PaneScreen):
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable(
-            [("node", "Node"), ("verdict", "Health"), ("gpus", "GPUs alloc/cap"), ("temp", "Temp"), ("util", "Util"),
-             ("ecc", "ECC d/s"), ("xid", "XIDs"), ("hb", "HB"), ("sched", "Sched"), ("hit", "Runs hit"),
-             ("reason", "Reason")],
+            [("node", "Node"), ("verdict", "Health"), ("hit", "Runs hit"), ("gpus", "GPUs alloc/cap"), ("temp", "Temp"), ("util", "Util"),
+             ("ecc", "ECC d/s"), ("xid", "XIDs"), ("hb", "HB"), ("sched", "Sched"), ("reason", "Reason")],
             id="nodes-table",
         )
 
@@ -122,9 +121,8 @@ class NodesScreen(PaneScreen):
                 hb = age((now - health.last_heartbeat).total_seconds()) if health.last_heartbeat else "never"
                 temp, util, ecc, xids = telemetry_summary(health.detail)
             sched = status_text("cordoned") if node.unschedulable else Text("schedulable" if node.ready else "✗ NotReady")
-            data.rows.append((name, [Text(name), verdict_cell, Text(gpu_summary(node)), Text(temp), Text(util),
-                                     Text(ecc), Text(xids), Text(hb), sched, runs_hit_cell(hit.get(name, [])),
-                                     Text(reason)]))
+            data.rows.append((name, [Text(name), verdict_cell, runs_hit_cell(hit.get(name, [])), Text(gpu_summary(node)),
+                                     Text(temp), Text(util), Text(ecc), Text(xids), Text(hb), sched, Text(reason)]))
         data.status = f"{len(data.rows)} nodes · GPU health: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none")
         return data
 

@@ -381,6 +381,14 @@ def _succeeded(objs: RunObjects) -> bool:
     return False
 
 
+def _exit_reason(pod: PodView) -> str:
+    """Why a failed pod's containers ended (Error, OOMKilled ...): the app containers' reason, not an
+    init container's "Completed"."""
+    ended = [c.reason for c in pod.container_statuses if c.state == "terminated" and c.reason]
+    app = [c.reason for c in pod.container_statuses if not c.init and c.state == "terminated" and c.reason]
+    return next(iter(app or [r for r in ended if r != "Completed"]), "")
+
+
 def _oom_killed(pods: Sequence[PodView]) -> list[tuple[PodView, str]]:
     """Containers that ended OOMKilled, now or in their previous run (``lastState``)."""
     found = []
@@ -491,7 +499,7 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
     for hit in hits:
         fault = hit.fault
         pod = next(p for p in pods if p.name == hit.pod)
-        why = next((c.reason for c in pod.container_statuses if c.state == "terminated" and c.reason), "")
+        why = _exit_reason(pod)
         what = f"pod {pod.name} failed{f' ({why})' if why else ''}" if hit.failed else f"pod {pod.name} runs"
         # Named even when the run already failed: it says why, and resume should avoid the node.
         diagnostics.append(RunDiagnostic(
@@ -503,7 +511,7 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
     for pod in pods:
         if pod.phase != "Failed" or failure is not None or pod.name in hit_pods:
             continue
-        why = next((c.reason for c in pod.container_statuses if c.state == "terminated" and c.reason), "")
+        why = _exit_reason(pod)
         where = f" on node {pod.node_name}" if pod.node_name else ""
         diagnostics.append(RunDiagnostic(
             "POD_FAILED", "warning", f"pod {pod.name} failed{f' ({why})' if why else ''}{where}",
