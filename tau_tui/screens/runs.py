@@ -45,13 +45,9 @@ MUTATING_RUN_ACTIONS = frozenset({"cancel", "retry", "resume"})
 
 def recovery_lines(status: RunStatus, decision: RetryDecision | None) -> list[Text]:
     """What the run's GPU fault and its retry policy mean now: the mark, and retry now / in N s / never."""
-    lines = []
-    for hit in status.gpu_hits:
-        fault = hit.fault
-        lines.append(Text(f"✗ GPU fault: {hit.pod} on {fault.node}: {fault.describe()}", style=style_of("failed")))
+    lines = [Text(hit.line, style=style_of("failed")) for hit in status.gpu_hits]
     if decision is not None:
-        mark = {"retry": "↻", "wait": "◷", "refused": "–"}[decision.verdict]
-        lines.append(Text(f"{mark} retry: {decision.message}"))
+        lines.append(Text(decision.line))
     return lines
 
 

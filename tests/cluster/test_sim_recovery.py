@@ -26,7 +26,6 @@ from tau_tui.core.operations.runstatus import compute_run_status
 from tests.recovery_world import NS, recovery_world, running_pod
 
 
-
 @pytest.fixture
 def cluster(tmp_path: Path):
     return recovery_world(tmp_path)

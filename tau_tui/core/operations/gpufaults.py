@@ -90,6 +90,11 @@ class GpuHit:
     #: True when the pod failed (rather than still running on the bad GPU).
     failed: bool
 
+    @property
+    def line(self) -> str:
+        """``✗ GPU fault: pod on node: gpu3 GPU-… Xid79: … (tau-agent)``: the run's mark."""
+        return f"✗ GPU fault: {self.pod} on {self.fault.node}: {self.fault.describe()}"
+
 
 def node_health_view(node: NodeView, now: datetime) -> NodeHealthView | None:
     """The node's GPU verdict from every writer (agent and node conditions); None without GPUs."""
@@ -184,9 +189,10 @@ def runs_hit_by_node(pods: Iterable[PodView], ray_jobs: Iterable[RayJobView],
     clusters = {(r.namespace or "", r.ray_cluster_name or ""): r.name for r in ray_jobs if r.ray_cluster_name}
     out: dict[str, set[str]] = {}
     for pod in pods:
-        if pod.node_name not in faults or not gpu_hits((pod,), faults):
+        node = pod.node_name or ""
+        if node not in faults or not gpu_hits((pod,), faults):
             continue
         key = run_key_of_pod(pod, clusters)
         if key:
-            out.setdefault(pod.node_name, set()).add(key)
+            out.setdefault(node, set()).add(key)
     return {node: sorted(keys) for node, keys in out.items()}

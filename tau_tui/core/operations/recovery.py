@@ -28,7 +28,7 @@ import copy
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -76,7 +76,7 @@ class RetryPolicy:
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait before retry ``attempt`` (1-based): 30s, 60s, 120s ... capped at backoff_max."""
-        return min(self.backoff_initial_s * (2 ** max(0, attempt - 1)), self.backoff_max_s)
+        return float(min(self.backoff_initial_s * 2.0 ** max(0, attempt - 1), self.backoff_max_s))
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,9 @@ class Failure:
     reason: str  # Preempted, Evicted, OOMKilled, or Failed (anything else)
     detail: str
     at: datetime | None
+
+
+RETRY_MARKS = {"retry": "↻", "wait": "◷", "refused": "–"}
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,11 @@ class RetryDecision:
     @property
     def allowed(self) -> bool:
         return self.verdict != "refused"
+
+    @property
+    def line(self) -> str:
+        """``↻ retry: …`` (now), ``◷ retry: …`` (after the backoff), ``– retry: …`` (never, and why)."""
+        return f"{RETRY_MARKS[self.verdict]} retry: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -256,19 +264,19 @@ def retry_decision(objs: RunObjects, now: datetime) -> RetryDecision:
         return RetryDecision("refused", "the run has not failed; nothing to retry")
     policy = retry_policy(owner)
     attempt = attempt_of(owner) + 1
-    common = {"attempt": attempt, "max_retries": policy.max_retries, "reason": failure.reason}
+    refused = RetryDecision("refused", "", attempt=attempt, max_retries=policy.max_retries, reason=failure.reason)
     if policy.problem:
-        return RetryDecision("refused", policy.problem, **common)
+        return replace(refused, message=policy.problem)
     if failure.reason not in policy.retry_on:
         opt_in = " (OOMKilled is retried only when resilience.retry_on lists it; resume with --force instead)" \
             if failure.reason == "OOMKilled" else ""
-        return RetryDecision("refused", f"failed with {failure.reason}, which resilience.retry_on "
-                             f"({', '.join(policy.retry_on) or 'empty'}) does not list{opt_in}: {failure.detail}", **common)
+        return replace(refused, message=f"failed with {failure.reason}, which resilience.retry_on "
+                       f"({', '.join(policy.retry_on) or 'empty'}) does not list{opt_in}: {failure.detail}")
     if policy.max_retries == 0:
-        return RetryDecision("refused", "resilience.max_retries is 0: retry is off for this run", **common)
+        return replace(refused, message="resilience.max_retries is 0: retry is off for this run")
     if attempt > policy.max_retries:
-        return RetryDecision("refused", f"retries exhausted: {attempt - 1} of resilience.max_retries "
-                             f"{policy.max_retries} used ({failure.reason})", **common)
+        return replace(refused, message=f"retries exhausted: {attempt - 1} of resilience.max_retries "
+                       f"{policy.max_retries} used ({failure.reason})")
     base = owner.annotations.get(RETRY_OF_ANNOTATION) or owner.name
     new_name = derived_name(base, f"retry-{attempt}", kind)
     delay = policy.backoff(attempt)
@@ -276,10 +284,10 @@ def retry_decision(objs: RunObjects, now: datetime) -> RetryDecision:
     what = f"retry {attempt}/{policy.max_retries} after {failure.reason} as {new_name}"
     if now < not_before:
         wait = int((not_before - now).total_seconds() + 0.999)
-        return RetryDecision("wait", f"{what}: backoff {delay:g}s, in {wait}s", not_before=not_before,
-                             new_name=new_name, **common)
-    return RetryDecision("retry", f"{what} (backoff {delay:g}s passed)", not_before=not_before,
-                         new_name=new_name, **common)
+        return replace(refused, verdict="wait", message=f"{what}: backoff {delay:g}s, in {wait}s",
+                       not_before=not_before, new_name=new_name)
+    return replace(refused, verdict="retry", message=f"{what} (backoff {delay:g}s passed)", not_before=not_before,
+                   new_name=new_name)
 
 
 def retry_manifests(objs: RunObjects, decision: RetryDecision) -> list[dict[str, Any]]:

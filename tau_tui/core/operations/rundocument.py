@@ -29,6 +29,7 @@ from tau_tui.core.cluster.view_types import (
     WorkloadView,
 )
 from tau_tui.core.operations.gpufaults import NodeGpuFault, node_gpu_faults
+from tau_tui.core.operations.recovery import RetryDecision
 from tau_tui.core.operations.runstatus import STATE_SYMBOLS, RunObjects, RunStatus, compute_run_status, objects_for_run
 
 API_VERSION = "tau.azure.com/v1alpha1"
@@ -107,8 +108,8 @@ def _condition(c: Any) -> dict[str, Any]:
             "lastTransitionTime": _time(c.last_transition_time)}
 
 
-def status_document(status: RunStatus, objs: RunObjects) -> dict[str, Any]:
-    """The §8.3 ``RunStatus`` document of one run."""
+def status_document(status: RunStatus, objs: RunObjects, retry: RetryDecision | None = None) -> dict[str, Any]:
+    """The §8.3 ``RunStatus`` document of one run; ``retry`` (a failed run's retry decision) adds ``retry``."""
     owner = objs.job or objs.ray_job
     doc: dict[str, Any] = {
         "apiVersion": API_VERSION,
@@ -181,6 +182,10 @@ def status_document(status: RunStatus, objs: RunObjects) -> dict[str, Any]:
          "sources": list(h.fault.sources), "podFailed": h.failed}
         for h in status.gpu_hits
     ]
+    if retry is not None:
+        doc["retry"] = {"verdict": retry.verdict, "message": retry.message, "attempt": retry.attempt,
+                        "maxRetries": retry.max_retries, "reason": retry.reason or None,
+                        "notBefore": _time(retry.not_before), "newName": retry.new_name or None}
     doc["diagnostics"] = [
         {"code": d.code, "severity": d.severity, "message": d.message, "suggestion": d.suggestion,
          "commands": [_argv(c) for c in d.commands]}
@@ -251,14 +256,18 @@ def list_statuses(backend: BaseBackend, namespace: str | None,
 SEVERITY_MARKS = {"error": "✗", "warning": "⚠", "info": "i"}
 
 
-def status_lines(status: RunStatus) -> list[str]:
+def status_lines(status: RunStatus, retry: RetryDecision | None = None) -> list[str]:
     """The human view of one run: Progress, Attention, Next (as the Runs pane, in plain text)."""
     head = f"{status.kind} {status.namespace}/{status.name}  {STATE_SYMBOLS[status.state]} {status.display_state}"
     if status.queue:
         head += f"  queue {status.queue}"
     if status.cluster:
         head += f"  worker {status.cluster}"
-    lines = [head, "", "Progress"]
+    lines = [head]
+    lines += [hit.line for hit in status.gpu_hits]
+    if retry is not None:
+        lines.append(retry.line)
+    lines += ["", "Progress"]
     width = max(len(p.name) for p in status.phases)
     for p in status.phases:
         line = f"  {p.name:<{width}}  {p.symbol} {p.status:<8}  {p.detail}".rstrip()

@@ -34,7 +34,7 @@ def _affinity_allows(node: dict[str, Any], terms: list[dict[str, Any]]) -> bool:
     labels.setdefault("kubernetes.io/hostname", node["metadata"]["name"])
 
     def holds(e: dict[str, Any]) -> bool:
-        op, value, values = e.get("operator"), labels.get(e.get("key", "")), e.get("values") or []
+        op, value, values = str(e.get("operator")), labels.get(str(e.get("key", ""))), e.get("values") or []
         return {"In": value in values, "NotIn": value not in values,
                 "Exists": value is not None, "DoesNotExist": value is None}.get(op, False)
     return any(all(holds(e) for e in term.get("matchExpressions") or ()) for term in terms)
