@@ -229,13 +229,16 @@ def list_document(namespace: str | None, owners: Sequence[JobView | RayJobView],
         }
         if status is not None:
             run["state"] = status.state
+            if status.gpu_hits:
+                run["gpuFaultNodes"] = sorted({h.fault.node for h in status.gpu_hits})
         runs.append(run)
     return {"namespace": namespace or "", "total": len(runs), "historyState": "live", "runs": runs}
 
 
-def list_statuses(backend: BaseBackend, namespace: str | None,
-                  owners: Sequence[JobView | RayJobView]) -> dict[str, RunStatus]:
-    """The phase engine's state of every run, from one list of Workloads and pods per namespace."""
+def list_statuses(backend: BaseBackend, namespace: str | None, owners: Sequence[JobView | RayJobView],
+                  gpu_faults: Mapping[str, NodeGpuFault] | None = None) -> dict[str, RunStatus]:
+    """The phase engine's state of every run, from one list of Workloads and pods per namespace
+    (with ``gpu_faults``, the runs a GPU fault hit are marked)."""
     out: dict[str, RunStatus] = {}
     namespaces = sorted({o.namespace or "" for o in owners})
     workloads: list[WorkloadView] = _only(backend.fetch(ResourceKind.WORKLOAD, namespace), WorkloadView)
@@ -248,7 +251,7 @@ def list_statuses(backend: BaseBackend, namespace: str | None,
                 continue
             objs = objects_for_run(ns, owner.name, job=owner if isinstance(owner, JobView) else None,
                                    ray_job=owner if isinstance(owner, RayJobView) else None,
-                                   workloads=ns_workloads, pods=ns_pods, events=())
+                                   workloads=ns_workloads, pods=ns_pods, events=(), gpu_faults=gpu_faults)
             out[f"{ns}/{owner.name}"] = compute_run_status(objs)
     return out
 
@@ -290,6 +293,11 @@ def list_lines(doc: Mapping[str, Any]) -> list[str]:
     """``tau run list`` as a table: one line per run."""
     columns = ("namespace", "name", "kind", "state", "status", "queue", "executionTarget", "age")
     header = ("NAMESPACE", "NAME", "KIND", "STATE", "STATUS", "QUEUE", "WHERE", "AGE")
-    rows = [tuple(str(run.get(c) if run.get(c) is not None else "—") for c in columns) for run in doc.get("runs") or ()]
+    def cell(run: Mapping[str, Any], column: str) -> str:
+        value = run.get(column)
+        if column == "state" and run.get("gpuFaultNodes"):
+            return f"{value or '—'}, GPU fault ({', '.join(run['gpuFaultNodes'])})"
+        return str(value) if value is not None else "—"
+    rows = [tuple(cell(run, c) for c in columns) for run in doc.get("runs") or ()]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(columns))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
