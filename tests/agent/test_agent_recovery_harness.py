@@ -66,7 +66,8 @@ def plane(t2):
 
 
 def _queues(admin: k8s.ApiClient) -> None:
-    create_from_file(admin, REPO / "manifests" / "kueue" / "resourceflavors.yaml")
+    for name in ("resourceflavors.yaml", "workloadpriorityclasses.yaml"):  # the renderer's default priority class
+        create_from_file(admin, REPO / "manifests" / "kueue" / name)
     core = k8s.CoreV1Api(admin)
     try:
         core.create_namespace({"metadata": {"name": NS}})
@@ -107,11 +108,21 @@ def _on_test_nodes(manifests: list[dict]) -> list[dict]:
     return manifests
 
 
-def _running_pod(core: k8s.CoreV1Api, job: str) -> k8s.V1Pod:
+def _running_pod(core: k8s.CoreV1Api, job: str, admin: k8s.ApiClient) -> k8s.V1Pod:
     def running():
         pods = core.list_namespaced_pod(NS, label_selector=f"job-name={job}").items
         return next((p for p in pods if p.status.phase == "Running" and p.spec.node_name), None)
-    return wait_for(running, f"a Running pod of {job}", timeout=120)
+    try:
+        return wait_for(running, f"a Running pod of {job}", timeout=120)
+    except AssertionError as err:
+        # Say where it stuck: the Workloads' conditions, the pods' phases and scheduling.
+        workloads = k8s.CustomObjectsApi(admin).list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", NS, "workloads")
+        seen = [(w["metadata"]["name"], [(c["type"], c["status"], c.get("message", "")[:120])
+                                         for c in (w.get("status") or {}).get("conditions") or ()]) for w in workloads["items"]]
+        pods = [(p.metadata.name, p.status.phase, [(c.type, c.status, c.message) for c in p.status.conditions or ()])
+                for p in core.list_namespaced_pod(NS).items]
+        events = [(e.involved_object.name, e.reason, (e.message or "")[:160]) for e in core.list_namespaced_event(NS).items][-15:]
+        raise AssertionError(f"{err}\nworkloads: {seen}\npods: {pods}\nevents: {events}") from None
 
 
 def test_a_run_whose_node_reports_xid_79_is_marked_and_resumed_on_another_node(t2, admin, tmp_path):
@@ -125,7 +136,7 @@ def test_a_run_whose_node_reports_xid_79_is_marked_and_resumed_on_another_node(t
                          RenderOptions(NS, None, None, None))
         results = backend.submit(_on_test_nodes(run.manifests))
         assert all(r.ok for r in results), [r.message for r in results]
-        pod = _running_pod(core, RUN)
+        pod = _running_pod(core, RUN, admin)
         bad = pod.spec.node_name
         other = next(n for n in NODES if n != bad)
 
@@ -161,7 +172,7 @@ def test_a_run_whose_node_reports_xid_79_is_marked_and_resumed_on_another_node(t
         results = perform_resume(backend, objs, plan, dry_run=False)
         assert all(r.ok for r in results), [r.message for r in results]
 
-        resumed = _running_pod(core, plan.new_name)
+        resumed = _running_pod(core, plan.new_name, admin)
         assert resumed.spec.node_name == other
         env = {e.name: e.value for e in resumed.spec.containers[0].env or []}
         assert env["TAU_RESUME_FROM"] == CHECKPOINT

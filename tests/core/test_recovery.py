@@ -283,3 +283,12 @@ def test_resume_of_a_rayjob_sets_the_env_in_every_group():
     for group in [rcs["headGroupSpec"], *rcs["workerGroupSpecs"]]:
         env = {e["name"]: e["value"] for e in group["template"]["spec"]["containers"][0]["env"]}
         assert env["TAU_RESUME_FROM"] == "/data/c"
+
+
+def test_an_object_from_an_api_list_without_kind_and_api_version_resumes():
+    listed = dict(job().raw)
+    listed.pop("kind"), listed.pop("apiVersion")
+    plan = resume_plan(objs(job_view(listed), pod()))
+    assert plan.allowed and plan.checkpoint == "/data/checkpoints/finetunes/train"
+    (new,) = plan.manifests
+    assert (new["apiVersion"], new["kind"]) == ("batch/v1", "Job")

@@ -311,7 +311,7 @@ def retry_manifests(objs: RunObjects, decision: RetryDecision) -> list[dict[str,
 
 def checkpoint_of(owner: JobView | RayJobView) -> str | None:
     """The run's ``TAU_RESUME_FROM`` (``resilience.checkpoint_path``, rendered into the env)."""
-    for container in _containers(owner.raw):
+    for container in _containers(_as_served(owner)):
         for entry in container.get("env") or ():
             if entry.get("name") == "TAU_RESUME_FROM" and entry.get("value"):
                 return str(entry["value"])
@@ -414,10 +414,18 @@ _SERVER_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation",
 _JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 
 
+def _as_served(owner: JobView | RayJobView) -> dict[str, Any]:
+    """A deep copy of the object with ``apiVersion`` and ``kind`` (the items of an API list carry neither)."""
+    obj = copy.deepcopy(dict(owner.raw))
+    obj.setdefault("apiVersion", owner.kind.type.api_version)
+    obj.setdefault("kind", owner.kind.type.kind)
+    return obj
+
+
 def copy_of_live(owner: JobView | RayJobView) -> list[dict[str, Any]]:
     """The owner object as it was submitted (no status, no server-set fields), plus the headless
     Service a multi-node Job needs (``<name>-headless``, rebuilt from the pod template's subdomain)."""
-    obj = copy.deepcopy(dict(owner.raw))
+    obj = _as_served(owner)
     obj.pop("status", None)
     out = [obj]
     spec = obj.get("spec") or {}
@@ -442,8 +450,8 @@ def _pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def _containers(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [c for t in _pod_templates(copy.deepcopy(dict(obj))) for c in (t.get("spec") or {}).get("containers") or ()]
+def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for t in _pod_templates(obj) for c in (t.get("spec") or {}).get("containers") or ()]
 
 
 def _set_env(container: dict[str, Any], env: Mapping[str, str], drop: Sequence[str] = ()) -> None:
