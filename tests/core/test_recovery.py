@@ -292,3 +292,15 @@ def test_an_object_from_an_api_list_without_kind_and_api_version_resumes():
     assert plan.allowed and plan.checkpoint == "/data/checkpoints/finetunes/train"
     (new,) = plan.manifests
     assert (new["apiVersion"], new["kind"]) == ("batch/v1", "Job")
+
+
+def test_what_kueue_injected_into_the_failed_template_does_not_carry_over():
+    started = dict(job().raw)
+    template = started["spec"]["template"]
+    template["metadata"]["annotations"] = {"kueue.x-k8s.io/workload": "job-train-8fcea",
+                                           "kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"}
+    template["metadata"]["labels"]["kueue.x-k8s.io/podset"] = "main"
+    (new,) = resume_plan(objs(job_view(started), pod())).manifests
+    meta = new["spec"]["template"]["metadata"]
+    assert meta["annotations"] == {"kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"}
+    assert "kueue.x-k8s.io/podset" not in meta["labels"] and meta["labels"]["kueue.x-k8s.io/queue-name"] == "q"

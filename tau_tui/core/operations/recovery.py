@@ -412,6 +412,18 @@ def healthy_nodes_offered(nodes: Iterable[Any], faults: Mapping[str, NodeGpuFaul
 _SERVER_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "ownerReferences",
                     "finalizers", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink")
 _JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
+#: What Kueue wrote into the pod templates when it started the failed run (its PodSetInfo: the
+#: workload's name, the pod set label).  Copied into the successor they conflict with what Kueue
+#: injects for the new Workload ("invalid admission check PodSetUpdate: conflict for annotations").
+#: The topology requests the renderer wrote stay.
+_KUEUE_PREFIX = "kueue.x-k8s.io/"
+_KUEUE_KEPT = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
+               "kueue.x-k8s.io/podset-unconstrained-topology", "kueue.x-k8s.io/queue-name",
+               "kueue.x-k8s.io/priority-class")
+
+
+def _without_kueue_injected(values: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in values.items() if not k.startswith(_KUEUE_PREFIX) or k in _KUEUE_KEPT}
 
 
 def _as_served(owner: JobView | RayJobView) -> dict[str, Any]:
@@ -511,10 +523,13 @@ def derive_manifests(manifests: Sequence[Mapping[str, Any]], *, new_name: str, s
             spec.pop("manualSelector", None)
         for template in _pod_templates(obj):
             tmeta = template.setdefault("metadata", {})
-            tlabels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _JOB_CONTROLLER_LABELS}
+            tlabels = {k: v for k, v in _without_kueue_injected(tmeta.get("labels") or {}).items()
+                       if k not in _JOB_CONTROLLER_LABELS}
             if SUBMISSION_ID_LABEL in tlabels:
                 tlabels[SUBMISSION_ID_LABEL] = submission_id
             tmeta["labels"] = tlabels
+            if "annotations" in tmeta:
+                tmeta["annotations"] = _without_kueue_injected(tmeta["annotations"] or {})
             pod_spec = template.setdefault("spec", {})
             if pod_spec.get("subdomain") == old_headless:
                 pod_spec["subdomain"] = new_headless
