@@ -39,7 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine_info import machine  # noqa: E402
 from textual.app import App, ComposeResult  # noqa: E402
 
-from tau_tui.core.cluster.logspool import LogChunkRequest, LogRequest, LogSpool, LogStream, format_timestamp_ns  # noqa: E402  # noqa: E402
+from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest, LogRequest  # noqa: E402
+from tau_tui.core.cluster.logspool.spool import LogSpool
+from tau_tui.core.cluster.logspool.stream import LogStream
+from tau_tui.core.cluster.logspool.timestamps import format_timestamp_ns
 from tau_tui.widgets.log_view import LogView  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

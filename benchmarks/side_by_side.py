@@ -50,7 +50,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -58,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from load_cluster import BENCH_NAMESPACE, KUEUE, Api, Shape, print_report, start_loaded_plane  # noqa: E402
 from machine_info import machine  # noqa: E402
+from tmux_screen import Screen  # noqa: E402
 
 from tests.harness.binaries import locate  # noqa: E402
 
@@ -145,62 +145,6 @@ def sync_round(kubeconfig: str, shape: Shape, peers: dict[str, Path]) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# tmux
-
-
-class Screen:
-    """One tool in its own tmux server at 160x48; stopped by PID, then that server is killed."""
-
-    def __init__(self, name: str, command: list[str], env: dict):
-        self.socket = f"tau-bench-{uuid.uuid4().hex[:8]}"
-        self.name = name
-        self.env = env
-        self.command = command
-        self.pid: int | None = None
-
-    def _tmux(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True, timeout=30)
-
-    def start(self) -> float:
-        started = time.monotonic()
-        shell = "exec " + " ".join(_quote(a) for a in self.command)
-        self._tmux("new-session", "-d", "-s", "bench", "-x", "160", "-y", "48", shell)
-        pid = self._tmux("display-message", "-p", "-t", "bench", "#{pane_pid}").stdout.strip()
-        self.pid = int(pid) if pid.isdigit() else None
-        return started
-
-    def capture(self) -> str:
-        return self._tmux("capture-pane", "-p", "-t", "bench").stdout
-
-    def rss(self) -> tuple[float, float]:
-        """(VmRSS, VmHWM) in MB of the tool's process."""
-        values = {"VmRSS": 0.0, "VmHWM": 0.0}
-        try:
-            for line in open(f"/proc/{self.pid}/status"):
-                key = line.split(":")[0]
-                if key in values:
-                    values[key] = int(line.split()[1]) / 1024
-        except (OSError, TypeError):
-            pass
-        return values["VmRSS"], values["VmHWM"]
-
-    def stop(self) -> None:
-        if self.pid:
-            try:
-                os.kill(self.pid, 15)
-                for _ in range(50):
-                    os.kill(self.pid, 0)
-                    time.sleep(0.1)
-                os.kill(self.pid, 9)
-            except ProcessLookupError:
-                pass
-        self._tmux("kill-server")
-
-
-def _quote(arg: str) -> str:
-    return "'" + arg.replace("'", "'\\''") + "'"
-
-
 def tool_commands(kubeconfig: str, peers: dict[str, Path], home: str, namespace: str | None) -> dict[str, tuple[list[str], dict]]:
     env = dict(os.environ, KUBECONFIG=kubeconfig, TERM="xterm-256color", HOME=home, XDG_CONFIG_HOME=f"{home}/config",
                XDG_STATE_HOME=f"{home}/state", XDG_DATA_HOME=f"{home}/data", XDG_CACHE_HOME=f"{home}/cache",

@@ -1,7 +1,8 @@
-"""The Textual app: panes, navigation, themes, settings, the refresh tick and mutations.
+"""The Textual app: panes, navigation, themes, settings and the refresh tick; the key tables and
+the command line and the mutation flow it is built from are in :mod:`tau_tui.app_parts`.
 
 ``tau-tui`` with no sub-command (or with app flags) is launched by
-:func:`tau_tui.cli.run_app`.  Every cluster call runs in a thread worker that
+:func:`tau_tui.commands.app_command.run_app`.  Every cluster call runs in a thread worker that
 only posts messages; the backend itself keeps its cache current on its own
 core threads.  Screens reach the app through :class:`tau_tui.screens.host.PaneHost`
 only; the app imports them, never the other way round.
@@ -12,22 +13,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from rich.text import Text
 from textual import on, work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
 
+from tau_tui.app_parts.command_mode import CommandMode
+from tau_tui.app_parts.keys import APP_BINDINGS
+from tau_tui.app_parts.mutation_flow import MutationFlow
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.audit import AuditLog
-from tau_tui.mutations.mutation import Mutation, describe_result
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.compose import ComposeScreen
 from tau_tui.screens.logs import LogsScreen
 from tau_tui.screens.multikueue import MultiKueueScreen
-from tau_tui.screens.multikueue_wizard import MultiKueueWizardScreen
 from tau_tui.screens.no_cluster import NoClusterScreen
 from tau_tui.screens.nodes import NodesScreen
 from tau_tui.screens.profiles import ProfilesScreen
@@ -38,27 +39,11 @@ from tau_tui.settings.theme_files import load_theme_files
 from tau_tui.startup.backends import BackendUnavailable, connect_kubeconfig_backend, start_demo_backend
 from tau_tui.widgets import status_text
 from tau_tui.widgets.command_line import CommandLine
-from tau_tui.widgets.confirm_dialog import ConfirmDialog
-from tau_tui.widgets.header_bar import PANES, HeaderState
+from tau_tui.widgets.header_bar import HeaderState
 from tau_tui.widgets.help_dialog import HelpDialog
 
-#: ``:`` command aliases → pane.
-PANE_ALIASES = {
-    "compose": "compose", "new": "compose", "edit": "compose", "co": "compose",
-    "profiles": "profiles", "profile": "profiles", "prof": "profiles", "pr": "profiles",
-    "queue": "queue", "queues": "queue", "qu": "queue", "kq": "queue", "cq": "queue", "lq": "queue",
-    "wl": "queue", "workloads": "queue", "workload": "queue",
-    "runs": "runs", "run": "runs", "jobs": "runs", "job": "runs", "rayjobs": "runs", "rj": "runs",
-    "logs": "logs", "log": "logs",
-    "nodes": "nodes", "node": "nodes", "no": "nodes", "gpu": "nodes", "gpus": "nodes",
-    "multikueue": "multikueue", "mk": "multikueue", "mkc": "multikueue", "admissionchecks": "multikueue", "ac": "multikueue",
-}
 
-
-MULTIKUEUE_FLOWS = ("setup", "drain", "rollback", "rotate")
-
-
-class TauApp(App):
+class TauApp(CommandMode, MutationFlow):
     """tau-tui."""
 
     TITLE = "tau-tui"
@@ -75,17 +60,7 @@ class TauApp(App):
     }
     DEFAULT_MODE = "queue"
 
-    BINDINGS = [
-        Binding("colon", "command", ":cmd", id="app.command", key_display=":"),
-        Binding("slash", "filter", "/filter", id="app.filter", key_display="/"),
-        Binding("escape", "back", "Back", id="app.back", show=False),
-        Binding("question_mark,f1", "help", "Help", id="app.help", key_display="?"),
-        Binding("ctrl+q", "quit", "Quit", id="app.quit", show=False, priority=True),
-        *[Binding(key, f"switch_pane('{mode}')", label, id=f"app.pane.{mode}", show=False) for key, mode, label in PANES],
-        # alt+digit switches from inside a text field too, and never types the digit (priority: before the Input).
-        *[Binding(f"alt+{key}", f"switch_pane('{mode}')", label, id=f"app.pane_alt.{mode}", show=False, priority=True)
-          for key, mode, label in PANES],
-    ]
+    BINDINGS = APP_BINDINGS
 
     class BackendReady(Message):
         def __init__(self, backend: ClusterBackend, note: str = "") -> None:
@@ -98,27 +73,6 @@ class TauApp(App):
             super().__init__()
             self.message = message
             self.offer_demo = offer_demo
-
-    class MutationPreviewed(Message):
-        def __init__(self, mutation: Mutation, ok: bool, text: str, allowed: bool = True) -> None:
-            super().__init__()
-            self.mutation = mutation
-            self.ok = ok
-            self.text = text
-            self.allowed = allowed
-
-    class MutationApplied(Message):
-        def __init__(self, mutation: Mutation, ok: bool, text: str) -> None:
-            super().__init__()
-            self.mutation = mutation
-            self.ok = ok
-            self.text = text
-
-    class MutationBlocked(Message):
-        def __init__(self, verb: str, target: str) -> None:
-            super().__init__()
-            self.verb = verb
-            self.target = target
 
     def __init__(
         self,
@@ -341,178 +295,6 @@ class TauApp(App):
         if self.pane_history:
             self.switch_mode(self.pane_history.pop())
 
-    def action_command(self) -> None:
-        self._open_command_line("command")
-
-    def action_filter(self) -> None:
-        screen = self.screen
-        if hasattr(screen, "action_search"):
-            screen.action_search()  # the logs pane searches the whole spool instead
-            return
-        self._open_command_line("filter")
-
-    def _open_command_line(self, mode: str, initial: str = "") -> None:
-        lines = self.screen.query(CommandLine)
-        if lines:
-            line = lines.first()
-            line.completer = self.command_candidates
-            line.open(mode, initial)
-
-    def command_candidates(self, before: str) -> list[str]:
-        """What ``tab`` can complete in ``:`` mode: a command, or the argument of ctx/ns/theme/logs."""
-        words = before.split()
-        if len(words) <= 1 and not before.endswith(" "):
-            return sorted(set(PANE_ALIASES) | {"ctx", "ns", "theme", "help", "quit"})
-        verb = words[0].lower()
-        backend = self.backend
-        try:
-            if verb in ("ctx", "context", "contexts") and backend is not None:
-                return list(backend.contexts())
-            if verb in ("ns", "namespace", "namespaces") and backend is not None:
-                return ["all", *backend.namespaces()]
-            if verb in ("theme", "skin"):
-                return list(self.available_themes)
-            if verb in ("logs", "log") and backend is not None:
-                return [f"{j.namespace}/{j.name}" for j in [*backend.jobs(), *backend.ray_jobs()]]
-        except Exception:  # a backend read failing must not break typing
-            return []
-        return []
-
-    @on(CommandLine.Submitted)
-    async def _on_command(self, message: CommandLine.Submitted) -> None:
-        screen = self.screen
-        if message.mode == "search":
-            if isinstance(screen, LogsScreen):
-                screen.run_search(message.text)
-            return
-        if message.mode == "filter":
-            if isinstance(screen, PaneScreen):
-                screen.set_filter(message.text)
-            return
-        await self.run_command_text(message.text)
-
-    @on(CommandLine.Changed)
-    def _on_filter_typed(self, message: CommandLine.Changed) -> None:
-        screen = self.screen
-        if message.mode == "filter" and isinstance(screen, PaneScreen):
-            screen.set_filter(message.text, live=True)
-
-    @on(CommandLine.Closed)
-    def _on_command_closed(self, message: CommandLine.Closed) -> None:
-        screen = self.screen
-        if message.mode == "filter" and isinstance(screen, PaneScreen) and screen.row_filter.text:
-            screen.set_filter("")  # esc in the filter line clears the filter (k9s)
-        self.screen.focus_next()
-
-    async def run_command_text(self, text: str) -> None:
-        words = text.split()
-        if not words:
-            return
-        verb, args = words[0].lstrip(":").lower(), words[1:]
-        if verb in ("q", "quit", "q!", "exit"):
-            await self.action_quit()
-        elif verb in ("help", "h", "?"):
-            self.action_help()
-        elif verb in ("ctx", "context", "contexts"):
-            self._command_context(args)
-        elif verb in ("ns", "namespace", "namespaces"):
-            self._command_namespace(args)
-        elif verb in ("theme", "skin"):
-            self._command_theme(args)
-        elif verb in ("mk", "multikueue") and args and args[0].lower() in MULTIKUEUE_FLOWS:
-            self.open_multikueue_flow(args[0].lower(), args[1:])
-        elif verb in PANE_ALIASES:
-            pane = PANE_ALIASES[verb]
-            if pane == "logs" and args:
-                await self.open_logs_for_run(args[0])
-                return
-            self.action_switch_pane(pane)
-            if args and isinstance(self.screen, PaneScreen) and pane != "logs":
-                self.screen.set_filter(" ".join(args))
-        else:
-            self.notify(f"unknown command :{verb}. Try :queue :runs :nodes :logs RUN :ctx :ns :compose :profiles :mk :q",
-                        severity="warning")
-
-    def open_multikueue_flow(self, flow: str, args: list[str]) -> None:
-        """``:mk setup [PLAN]``, ``:mk drain [PLAN]``, ``:mk rollback [PLAN]``,
-        ``:mk rotate WORKER NEW_CONTEXT_OR_FILE [PLAN]``."""
-        if self.backend is None:
-            self.notify("no cluster connected", severity="error")
-            return
-        inputs: dict = {}
-        plan = None
-        if flow == "rotate":
-            if len(args) < 2:
-                self.notify("usage: :mk rotate WORKER NEW_CONTEXT_OR_KUBECONFIG_FILE [PLAN]", severity="warning")
-                return
-            worker, new = args[0], args[1]
-            inputs = {"worker": worker, ("new_kubeconfig" if "/" in new or new.endswith((".yaml", ".yml", ".conf")) else "new_context"): new}
-            plan = args[2] if len(args) > 2 else None
-        elif args:
-            plan = args[0]
-        self.push_screen(MultiKueueWizardScreen(flow, inputs, plan))
-
-    def multikueue_environment(self, plan_path: str | None = None):
-        from tau_tui.settings.settings_file import config_dir
-        from tau_tui.startup.multikueue_env import environment_for
-
-        if self._multikueue_env is not None and plan_path is None:
-            return self._multikueue_env
-        return environment_for(self.backend, plan_path or self.settings.multikueue_plan, config_dir())
-
-    def _command_context(self, args: list[str]) -> None:
-        backend = self.backend
-        if backend is None:
-            self.notify("no cluster connected", severity="warning")
-            return
-        if not args:
-            names = backend.contexts()
-            self.notify("contexts: " + ", ".join(f"*{n}" if n == backend.current_context else n for n in names)
-                        + "\nswitch with :ctx NAME", title="contexts", timeout=8)
-            return
-        if args[0] not in backend.contexts():
-            self.notify(f"unknown context {args[0]!r}; known: {', '.join(backend.contexts())}", severity="error")
-            return
-        self._switch_context(args[0])
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="context")
-    def _switch_context(self, name: str) -> None:
-        backend = self.backend
-        if backend is None:
-            return
-        try:
-            backend.use_context(name)
-        except Exception as err:
-            self.call_from_thread(self.notify, f"cannot switch to context {name}: {err}", severity="error")
-            return
-        self.call_from_thread(self.notify, f"context {name}")
-
-    def _command_namespace(self, args: list[str]) -> None:
-        backend = self.backend
-        if backend is None:
-            self.notify("no cluster connected", severity="warning")
-            return
-        if not args:
-            names = backend.namespaces()
-            self.notify("namespaces: " + ", ".join(names) + "\nswitch with :ns NAME or :ns all", title="namespaces", timeout=8)
-            return
-        self._set_namespace(None if args[0] in ("all", "*", "-A") else args[0])
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="namespace")
-    def _set_namespace(self, namespace: str | None) -> None:
-        backend = self.backend
-        if backend is None:
-            return
-        try:
-            backend.use_namespace(namespace)
-        except Exception as err:
-            self.call_from_thread(self.notify, f"cannot use namespace {namespace}: {err}", severity="error")
-
-    def _command_theme(self, args: list[str]) -> None:
-        if not args or args[0] not in self.available_themes:
-            self.notify("themes: " + ", ".join(sorted(self.tau_theme_names())), title="themes")
-            return
-        self.theme = args[0]
 
     async def open_logs_for_run(self, ref: str, container_all: bool = False, pod: str | None = None) -> None:
         """``:logs RUN`` / ``l``: RUN is ``name`` or ``namespace/name`` of a Job or RayJob.
@@ -545,125 +327,3 @@ class TauApp(App):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield SystemCommand("Change theme", "tau-dark, tau-light, tau-high-contrast", self.action_change_theme)
         yield SystemCommand("Quit", "quit tau-tui (ctrl+q)", self.action_quit)
-
-    # -- mutations -----------------------------------------------------------------
-
-    def request_mutation(self, mutation: Mutation) -> None:
-        """Preview (server dry-run) → confirm → apply → audit.  Refused in --readonly."""
-        if self.readonly:
-            self.block_mutation(mutation.verb, mutation.target)
-            return
-        if self.backend is None:
-            self.notify("no cluster connected", severity="error")
-            return
-        self._preview_mutation(mutation)
-
-    def block_mutation(self, verb: str, target: str) -> None:
-        self.notify(f"read-only mode: {verb} {target} is disabled", severity="warning")
-        self.post_message(self.MutationBlocked(verb, target))
-        self._audit_worker("refused", verb, target, ok=False, message="refused: read-only mode", readonly_blocked=True)
-
-    def write_audit(self, phase: str, verb: str, target: str, *, ok: bool | None, message: str,
-                    namespace: str | None = None, dry_run: bool = False, readonly_blocked: bool = False) -> str | None:
-        """One audit entry with the Kubernetes identity (worker threads only: it may ask
-        the server).  Returns why it could not be written, or None."""
-        backend = self.backend
-        try:
-            identity = backend.who_am_i() if backend is not None else None
-        except Exception:  # the identity is a detail; the entry is what matters
-            identity = None
-        try:
-            self.audit.append(verb, target, ok=ok, message=message, dry_run=dry_run, phase=phase,
-                              context=backend.current_context if backend else None, namespace=namespace,
-                              readonly_blocked=readonly_blocked, identity=identity)
-        except OSError as err:
-            return f"audit log not written: {err}"
-        return None
-
-    @work(thread=True, exit_on_error=False, group="audit")
-    def _audit_worker(self, phase: str, verb: str, target: str, *, ok: bool | None, message: str,
-                      namespace: str | None = None, readonly_blocked: bool = False) -> None:
-        problem = self.write_audit(phase, verb, target, ok=ok, message=message, namespace=namespace,
-                                   readonly_blocked=readonly_blocked)
-        if problem:
-            self.call_from_thread(self.notify, problem, severity="error")
-
-    @work(thread=True, exit_on_error=False, group="mutation")
-    def _preview_mutation(self, mutation: Mutation) -> None:
-        affects = ""
-        if mutation.affected is not None:
-            try:
-                affects = "affects:\n" + "".join(f"  {line}\n" for line in mutation.affected()) + "\n"
-            except Exception as err:  # the summary is a help; the dry-run below still decides
-                affects = f"affects: unknown ({type(err).__name__}: {err})\n\n"
-        self._preview_mutation_text(mutation, affects)
-
-    def _preview_mutation_text(self, mutation: Mutation, affects: str) -> None:
-        if mutation.preview is not None:
-            try:
-                ok, text, allowed = mutation.preview()
-            except Exception as err:
-                ok, text, allowed = False, f"⚠ preview failed: {getattr(err, 'message', None) or err}", False
-            text = affects + text
-            self.write_audit("preview", mutation.verb, mutation.target, ok=ok, message=text,
-                             namespace=mutation.namespace, dry_run=True)
-            self.post_message(self.MutationPreviewed(mutation, ok, text, allowed))
-            return
-        if mutation.server_dry_run:
-            try:
-                ok, text = describe_result(mutation.run(True))
-                text = ("server dry-run passed:\n" if ok else "⚠ server dry-run FAILED:\n") + text
-            except Exception as err:
-                ok, text = False, f"⚠ server dry-run failed: {getattr(err, 'message', None) or err}"
-        else:
-            ok, text = True, "this change cannot be previewed by the server; it applies directly"
-        text = affects + text
-        self.write_audit("preview", mutation.verb, mutation.target, ok=ok, message=text,
-                         namespace=mutation.namespace, dry_run=True)
-        self.post_message(self.MutationPreviewed(mutation, ok, text))
-
-    @on(MutationPreviewed)
-    def _on_previewed(self, message: MutationPreviewed) -> None:
-        mutation = message.mutation
-        preview = Text(f"{mutation.verb} {mutation.target}\n\n{message.text}")
-        if not message.allowed:
-            self.push_screen(ConfirmDialog(f"{mutation.verb.capitalize()} {mutation.target}: refused", preview,
-                                           verb=mutation.verb.capitalize(), can_confirm=False))
-            return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._apply_mutation(mutation)
-            else:
-                self.notify(f"{mutation.verb} {mutation.target}: not done")
-                self._audit_worker("declined", mutation.verb, mutation.target, ok=False,
-                                   message="declined at the confirmation", namespace=mutation.namespace)
-
-        self.push_screen(ConfirmDialog(mutation.title, preview, verb=mutation.verb.capitalize(),
-                                       decline=mutation.decline), answered)
-
-    @work(thread=True, exit_on_error=False, group="mutation")
-    def _apply_mutation(self, mutation: Mutation) -> None:
-        # The intent is on disk before the call: a crash mid-call still leaves a trace.
-        problem = self.write_audit("intent", mutation.verb, mutation.target, ok=None, message="confirmed; applying",
-                                   namespace=mutation.namespace)
-        if problem:  # no trace, no change
-            self.post_message(self.MutationApplied(mutation, False, f"{mutation.verb} not done: {problem}"))
-            return
-        try:
-            ok, text = describe_result(mutation.run(False))
-        except Exception as err:
-            ok, text = False, f"{mutation.verb} failed: {getattr(err, 'message', None) or err}"
-        problem = self.write_audit("outcome", mutation.verb, mutation.target, ok=ok, message=text,
-                                   namespace=mutation.namespace)
-        if problem:
-            text += f"\n({problem})"
-        self.post_message(self.MutationApplied(mutation, ok, text))
-
-    @on(MutationApplied)
-    def _on_applied(self, message: MutationApplied) -> None:
-        self.notify(message.text, title=f"{message.mutation.verb} {'done' if message.ok else 'FAILED'}",
-                    severity="information" if message.ok else "error", timeout=8)
-        if message.mutation.on_done is not None:
-            message.mutation.on_done(message.ok, message.text)
-        self._tick()

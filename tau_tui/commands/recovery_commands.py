@@ -31,6 +31,11 @@ def _confirm(question: str, yes: bool) -> bool:
     return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
 
 
+def _print_lines(text: str, ok: bool) -> None:
+    for line in text.splitlines():  # names come from the cluster: escaped, one line at a time
+        print(escape_control(line), file=sys.stdout if ok else sys.stderr)
+
+
 def _apply(args: argparse.Namespace, backend, verb: str, target: str, namespace: str, summary: list[str], write) -> int:
     """Print the plan, server-dry-run it, ask, then apply with the audit entries around the call."""
     from ..core.operations.audit import AuditLog
@@ -39,7 +44,7 @@ def _apply(args: argparse.Namespace, backend, verb: str, target: str, namespace:
     for line in summary:
         print(escape_control(line))
     ok, text = describe_result(write(True))
-    print(escape_control(text), file=sys.stdout if ok else sys.stderr)
+    _print_lines(text, ok)
     audit = AuditLog(source="cli")
     where = {"context": backend.current_context, "namespace": namespace, "identity": backend.who_am_i()}
     audit.append(verb, target, ok=ok, message="\n".join([*summary, text]), dry_run=True, phase="preview", **where)
@@ -52,7 +57,7 @@ def _apply(args: argparse.Namespace, backend, verb: str, target: str, namespace:
     audit.append(verb, target, ok=None, message=summary[0], dry_run=False, phase="intent", **where)
     ok, text = describe_result(write(False))
     audit.append(verb, target, ok=ok, message=text, dry_run=False, phase="outcome", **where)
-    print(escape_control(text), file=sys.stdout if ok else sys.stderr)
+    _print_lines(text, ok)
     return EXIT_OK if ok else EXIT_FAILED
 
 

@@ -24,7 +24,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewState, ViewStatus
 from tau_tui.core.cluster.interfaces import ClusterBackend
@@ -34,6 +34,7 @@ from tau_tui.screens.host import PaneHost
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import PANES, HeaderBar
 from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.pane_footer import PaneFooter
 from tau_tui.widgets.status_text import style_of
 
 # --------------------------------------------------------------------------
@@ -305,7 +306,7 @@ class PaneScreen(Screen):
             yield from self.compose_body()
         yield Static("", id="pane-status")
         yield CommandLine(id="command-line")
-        yield Footer()
+        yield PaneFooter()
 
     def compose_body(self) -> ComposeResult:
         yield from ()
@@ -322,9 +323,11 @@ class PaneScreen(Screen):
         and help lists it), so the pane's own keys fit at 80 columns."""
         narrow = width < NARROW_WIDTH
         self.set_class(narrow, "-narrow")
-        for footer in self.query(Footer):
-            footer.compact = narrow
-            footer.show_command_palette = not narrow
+        for footer in self.query(PaneFooter):
+            if footer.compact != narrow:
+                footer.compact = narrow
+                footer.show_command_palette = not narrow
+                footer.refresh(recompose=True)
 
     def on_screen_resume(self) -> None:
         self.update_header()

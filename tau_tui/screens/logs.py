@@ -19,7 +19,10 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tau_tui.core.cluster.errors import ClusterError
-from tau_tui.core.cluster.logspool import LogRequest, LogStream, process_spool_dir, save_narrowed, save_spool
+from tau_tui.core.cluster.logspool.log_requests import LogRequest
+from tau_tui.core.cluster.logspool.saving import save_narrowed, save_spool
+from tau_tui.core.cluster.logspool.spool_dirs import process_spool_dir
+from tau_tui.core.cluster.logspool.stream import LogStream
 from tau_tui.core.operations.audit import state_dir
 from tau_tui.core.operations.multikueue_steps.worker_logs import placed_worker, unmapped_message, worker_log_backend
 from tau_tui.screens.base import PaneScreen
@@ -48,9 +51,9 @@ class LogsScreen(PaneScreen):
     BINDINGS = [
         Binding("f", "toggle_follow", "Follow", id="logs.follow"),
         Binding("w", "toggle_wrap", "Wrap", id="logs.wrap"),
-        Binding("t", "toggle_timestamps", "Timestamps", id="logs.timestamps"),
+        Binding("t", "toggle_timestamps", "Times", id="logs.timestamps"),
         Binding("s", "cycle_since", "Since", id="logs.since"),
-        Binding("p", "toggle_previous", "Previous", id="logs.previous"),
+        Binding("p", "toggle_previous", "Prev", id="logs.previous"),
         Binding("a", "toggle_all_containers", "All ctrs", id="logs.all_containers"),
         Binding("j", "toggle_json", "JSON", id="logs.json"),
         Binding("n", "next_match", "Next", id="logs.next"),

@@ -20,6 +20,10 @@ PANES = (
     ("7", "multikueue", "MultiKueue"),
 )
 
+#: Inactive tabs shrink to these, then to their digit, when the tabs and the crumbs do not fit.
+SHORT_LABELS = {"compose": "Comp", "profiles": "Prof", "queue": "Queue", "runs": "Runs", "logs": "Logs",
+                "nodes": "Node", "multikueue": "MK"}
+
 
 @dataclass(frozen=True)
 class HeaderState:
@@ -62,10 +66,45 @@ class HeaderBar(Widget):
 
     def render(self) -> Text:
         s = self.state
+        width = self.size.width or 80
+        top = self._top_line(s, s.context)
+        if top.cell_len > width and len(s.context) > 12:
+            # A long context name gives way first: the connection state and READ-ONLY must stay visible.
+            keep = max(11, len(s.context) - (top.cell_len - width) - 1)
+            top = self._top_line(s, s.context[:keep] + "…")
+        for shrink in range(3):  # full labels, short labels, digits: the first that keeps the crumbs on screen
+            bottom, spans = self._tabs_line(s, shrink)
+            if bottom.cell_len <= width:
+                break
+        self.tab_spans = spans
+        return Text("\n").join([top, bottom])
+
+    @staticmethod
+    def _tabs_line(s: HeaderState, shrink: int) -> tuple[Text, list[tuple[int, int, str]]]:
+        """The pane tabs (inactive ones shortened by ``shrink``: 0 full, 1 short, 2 digit), crumbs and filter."""
+        bottom = Text(no_wrap=True, overflow="ellipsis")
+        spans = []
+        for key, mode, label in PANES:
+            active = mode == s.pane
+            start = bottom.cell_len
+            bottom.append(f" {key}", style="dim" if not active else "bold")
+            if active or shrink == 0:
+                bottom.append(f" {label} ", style="bold reverse" if active else "")
+            elif shrink == 1:
+                bottom.append(f" {SHORT_LABELS.get(mode, label)} ")
+            spans.append((start, bottom.cell_len, mode))
+        if s.crumbs:
+            bottom.append("  › " + s.crumbs, style="italic")
+        if s.filter:
+            bottom.append(f"  filter: {s.filter}", style=style_of("warning"))
+        return bottom, spans
+
+    @staticmethod
+    def _top_line(s: HeaderState, context: str) -> Text:
         top = Text(no_wrap=True, overflow="ellipsis")
         top.append(" tau-tui ", style="bold reverse")
         top.append("  ctx ", style="dim")
-        top.append(s.context, style="bold")
+        top.append(context, style="bold")
         top.append("  ns ", style="dim")
         top.append(s.namespace, style="bold")
         top.append("  ")
@@ -80,17 +119,4 @@ class HeaderBar(Widget):
         if s.readonly:
             top.append("  ")
             top.append(" READ-ONLY ", style="bold reverse " + style_of("warning"))
-        bottom = Text(no_wrap=True, overflow="ellipsis")
-        spans = []
-        for key, mode, label in PANES:
-            active = mode == s.pane
-            start = bottom.cell_len
-            bottom.append(f" {key}", style="dim" if not active else "bold")
-            bottom.append(f" {label} ", style="bold reverse" if active else "")
-            spans.append((start, bottom.cell_len, mode))
-        self.tab_spans = spans
-        if s.crumbs:
-            bottom.append("  › " + s.crumbs, style="italic")
-        if s.filter:
-            bottom.append(f"  filter: {s.filter}", style=style_of("warning"))
-        return Text("\n").join([top, bottom])
+        return top

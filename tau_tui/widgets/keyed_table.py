@@ -28,9 +28,13 @@ from typing import Any
 from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
+from textual.coordinate import Coordinate
+from textual.geometry import Region
 from textual.widgets import DataTable
 from textual.widgets._data_table import Column, ColumnKey, RowKey, TwoWayDict
 from textual.widgets._data_table import Row as DataRow
+
+from tau_tui.widgets.unit_row_views import OrderedRowsView, UnitLineOffsets
 
 Row = tuple[str, Sequence[Any]]
 
@@ -142,6 +146,35 @@ class KeyedTable(DataTable):
 
     def on_mount(self) -> None:
         self._add_columns()
+
+    # -- every row is one line high: answer DataTable's row geometry from the index ---------
+    # (DataTable rebuilds lists of all rows after each change and sums the rows above the cursor.)
+
+    @property
+    def ordered_rows(self) -> OrderedRowsView:  # type: ignore[override]  # a view, not a copy
+        return OrderedRowsView(self)
+
+    @property
+    def _y_offsets(self) -> UnitLineOffsets:  # type: ignore[override]  # a view, not a copy
+        return UnitLineOffsets(self)
+
+    def _get_row_region(self, row_index: int) -> Region:
+        if not self.is_valid_row_index(row_index):
+            return Region(0, 0, 0, 0)
+        row_width = sum(column.get_render_width(self) for column in self.columns.values()) + self._row_label_column_width
+        return Region(0, row_index + self._header_lines(), max(self.size.width, row_width), 1)
+
+    def _get_cell_region(self, coordinate: Coordinate) -> Region:
+        if not self.is_valid_coordinate(coordinate):
+            return Region(0, 0, 0, 0)
+        row_index, column_index = coordinate
+        x = sum(column.get_render_width(self) for column in self.ordered_columns[:column_index]) + self._row_label_column_width
+        column_key = self._column_locations.get_key(column_index)
+        width = self.columns[column_key].get_render_width(self) if column_key is not None else 0
+        return Region(x, row_index + self._header_lines(), width, 1)
+
+    def _header_lines(self) -> int:
+        return self.header_height if self.show_header else 0
 
     def _add_columns(self) -> None:
         for spec in self._column_spec:

@@ -31,7 +31,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
-from tau_tui.core.cluster.logspool import LogSpool
+from tau_tui.core.cluster.logspool.spool import LogSpool
 
 _PREFIX = re.compile(r"^(\[[^\]\s]+\] )")
 _TIMESTAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z )")

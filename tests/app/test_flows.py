@@ -23,7 +23,8 @@ from tests.app.conftest import VALID_TAU_YAML
 from tests.app.helpers import async_test, demo_backend, make_app, settle, wait_workers
 
 
-async def wait_until(pilot, predicate, timeout: float = 15.0, what: str = "condition") -> None:
+async def wait_until(pilot, predicate, timeout: float = 120.0, what: str = "condition") -> None:
+    """Poll until `predicate` holds; the bound only catches a hang (a busy machine may be slow)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         await pilot.pause()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 
-from tau_tui.core.cluster.logspool import LogSpool
+from tau_tui.core.cluster.logspool.spool import LogSpool
 from tau_tui.screens.logs import LogsScreen
 from tau_tui.widgets.log_view import CACHE_LINES, LogView
 from tests.app.helpers import async_test, demo_backend, make_app, settle

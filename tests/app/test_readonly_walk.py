@@ -161,7 +161,7 @@ async def restore(pilot, screen) -> None:
 
 @async_test
 async def test_readonly_walks_every_binding_of_every_pane_and_nothing_mutates(tmp_path, workspace):
-    from tau_tui.core.cluster.logspool import LogRequest  # noqa: F401  (the logs pane is opened on a run below)
+    from tau_tui.core.cluster.logspool.log_requests import LogRequest  # noqa: F401  (the logs pane is opened on a run below)
 
     world, backend = demo_backend()
     calls = count_mutations(backend)

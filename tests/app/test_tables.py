@@ -112,6 +112,34 @@ async def test_one_row_change_in_20000_rows_touches_one_cell():
 
 
 @async_test
+async def test_cursor_moves_and_a_change_at_the_bottom_of_20000_rows_look_up_only_what_is_shown():
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(CountingTable)
+        rows = big_rows()
+        table.apply_rows(rows)
+        await pilot.pause()
+        await pilot.press("G")
+        await pilot.pause()
+        assert table.cursor_row == ROWS - 1
+        header = table.header_height
+        assert table._get_row_region(ROWS - 1).y == ROWS - 1 + header
+        assert table._get_cell_region(table.cursor_coordinate).y == ROWS - 1 + header
+        assert len(table._y_offsets) == ROWS and table.ordered_rows[ROWS - 1].key.value == rows[-1][0]
+
+        lookups = []
+        key_at = table._row_locations.get_key
+        table._row_locations.get_key = lambda index: lookups.append(index) or key_at(index)
+        rows[ROWS - 3] = (rows[ROWS - 3][0], [Text(rows[ROWS - 3][0]), Text("admitted"), Text("1m")])
+        table.apply_rows(rows)
+        await pilot.press("k")
+        await pilot.pause()
+        assert table.cursor_row == ROWS - 2 and table.cells_written >= 1
+        # the visible lines and the cursor's row, not every row
+        assert 0 < len(lookups) <= 30 * 10, len(lookups)  # DataTable alone: 20,000 per change
+
+
+@async_test
 async def test_sort_each_direction_and_header_arrow():
     app = TableApp()
     async with app.run_test(size=(100, 30)) as pilot:

@@ -43,7 +43,7 @@ class Tmux:
     def command(self, line: str) -> None:
         """``:`` then the command, as a person types it (the prompt opens first)."""
         self.keys(":")
-        self.wait_for("queue · runs · nodes", timeout=10)
+        self.wait_for("queue · runs · nodes")
         self.text(line)
         self.keys("Enter")
 

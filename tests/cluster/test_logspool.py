@@ -4,14 +4,10 @@ import random
 import re
 import threading
 
-from tau_tui.core.cluster.logspool import (
-    LogChunkRequest,
-    LogRequest,
-    LogSpool,
-    LogStream,
-    format_timestamp_ns,
-    split_timestamp,
-)
+from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest, LogRequest
+from tau_tui.core.cluster.logspool.spool import LogSpool
+from tau_tui.core.cluster.logspool.stream import LogStream
+from tau_tui.core.cluster.logspool.timestamps import format_timestamp_ns, split_timestamp
 
 
 def test_spool_index_reads_any_line_and_has_no_cap(tmp_path):

@@ -12,15 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tau_tui.core.cluster.logspool import (
-    SPOOL_MODE,
-    LogSpool,
-    clean_stale_spools,
-    process_spool_dir,
-    remove_process_spool_dirs,
-    save_narrowed,
-    save_spool,
-)
+from tau_tui.core.cluster.logspool.saving import save_narrowed, save_spool
+from tau_tui.core.cluster.logspool.spool import SPOOL_MODE, LogSpool
+from tau_tui.core.cluster.logspool.spool_dirs import clean_stale_spools, process_spool_dir, remove_process_spool_dirs
 
 RUN_BOUND = 120
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +52,8 @@ def test_the_process_directory_is_private_and_named_by_pid(tmp_path):
 SPOOLING_CHILD = """
 import sys, time
 from tau_tui.core.cluster.credentials import install_exit_on_signals
-from tau_tui.core.cluster.logspool import LogSpool, process_spool_dir
+from tau_tui.core.cluster.logspool.spool import LogSpool
+from tau_tui.core.cluster.logspool.spool_dirs import process_spool_dir
 install_exit_on_signals()
 spool = LogSpool(directory=process_spool_dir(sys.argv[1]))
 spool.append_line("secret workload output")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import time
 
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.logspool import LogRequest
+from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tests.contract import helpers as h
 from tests.contract.envs import SimEnv
 

@@ -5,7 +5,7 @@ import pytest
 from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.logspool import LogRequest
+from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.cluster.sim.scenario import build_world, scenario_names
 from tau_tui.core.runconfig import profiles
@@ -92,6 +92,38 @@ def test_demo_positions_come_from_simulated_visibility_api(demo):
     finally:
         backend.use_visibility_api = True
     assert [e.name for e in estimate.entries] == [e.name for e in report.entries]
+
+
+def test_reading_every_queue_position_builds_the_pending_lists_once_per_change(monkeypatch):
+    """The visibility endpoint shares one build of the pending lists until the store changes
+    (a scan of every workload per LocalQueue made the first read of `large` take minutes)."""
+    world = build_world("demo")
+    backend = SimulatedBackend(world)
+    backend.start()
+    try:
+        builds = []
+        original = world.kueue._build_pending_by_cluster_queue
+        monkeypatch.setattr(world.kueue, "_build_pending_by_cluster_queue", lambda: builds.append(1) or original())
+        cache_reads = []
+        original_get = backend.cache.get
+        monkeypatch.setattr(backend.cache, "get", lambda *a, **k: cache_reads.append(a) or original_get(*a, **k))
+        queues = backend.local_queues()
+
+        def touch() -> None:
+            world.store.update(R.LOCAL_QUEUE.type, queues[0].name, queues[0].namespace,
+                               lambda o: o["metadata"].setdefault("labels", {}).update(touched=str(len(builds))))
+
+        touch()
+        reports = [backend.pending_positions_local_queue(lq.namespace, lq.name) for lq in queues]
+        assert len(queues) > 1 and any(r.entries for r in reports)
+        assert len(builds) == 1
+        # Per report: the LocalQueue itself, then one look-up per entry for its queue time.
+        assert len(cache_reads) == len(queues) + sum(len(r.entries) for r in reports)
+        touch()
+        backend.pending_positions_local_queue(queues[0].namespace, queues[0].name)
+        assert len(builds) == 2
+    finally:
+        backend.close()
 
 
 def test_faults_scenario_requeues_from_stalled_worker():

@@ -8,7 +8,7 @@ from tau_tui.core.cluster.changes import ChangeType, ViewStatus
 from tau_tui.core.cluster.common import PDB_TYPE
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.logspool import LogRequest
+from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tau_tui.core.cluster.positions import PositionSource
 from tests.contract import helpers as h
 

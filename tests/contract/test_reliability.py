@@ -12,7 +12,7 @@ import pytest
 
 from tau_tui.core.cluster.changes import ChangeType, ConnectionStatus
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.logspool import LogRequest
+from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tau_tui.core.cluster.real import resource_path
 from tests.contract import helpers as h
 from tests.contract.envs import wait_real

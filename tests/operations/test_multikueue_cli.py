@@ -9,6 +9,15 @@ import pytest
 from keyring.backends import fail
 
 from tau_tui import cli
+from tau_tui.commands import multikueue_command
+from tau_tui.commands.parser import (
+    EXIT_DECLINED,
+    EXIT_INVALID,
+    EXIT_NO_KEYRING,
+    EXIT_NOT_VERIFIED,
+    EXIT_OK,
+    EXIT_REFUSED,
+)
 from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tests.multikueue_lab import MemoryKeyring, lab_job, make_lab
 
@@ -32,7 +41,7 @@ def lab(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     lab = make_lab(tmp_path)
-    monkeypatch.setattr(cli, "multikueue_environment", lambda args: (lab.backend, lab.connector, lab.world.advance))
+    monkeypatch.setattr(multikueue_command, "multikueue_environment", lambda args: (lab.backend, lab.connector, lab.world.advance))
     (tmp_path / "plan.yaml").write_text(PLAN)
     lab.plan_path = str(tmp_path / "plan.yaml")
     return lab
@@ -43,11 +52,11 @@ def run(*argv: str) -> int:
 
 
 def test_setup_with_yes_verifies_and_records(lab, capsys):
-    assert run("setup", "--plan", lab.plan_path, "--yes", "--timeout", "30") == cli.EXIT_OK
+    assert run("setup", "--plan", lab.plan_path, "--yes", "--timeout", "30") == EXIT_OK
     out = capsys.readouterr().out
     assert "MultiKueue setup wizard: verified" in out and "<redacted>" in out
     assert all(token not in out for token in lab.tokens())
-    assert run("records", "--json") == cli.EXIT_OK
+    assert run("records", "--json") == EXIT_OK
     [line] = capsys.readouterr().out.splitlines()
     record = json.loads(line)
     assert (record["flow"], record["outcome"], record["steps"]) == ("setup", "verified", 5)
@@ -55,7 +64,7 @@ def test_setup_with_yes_verifies_and_records(lab, capsys):
 
 def test_without_yes_and_without_a_terminal_nothing_is_applied(lab, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
-    assert run("setup", "--plan", lab.plan_path) == cli.EXIT_DECLINED
+    assert run("setup", "--plan", lab.plan_path) == EXIT_DECLINED
     assert "pass --yes" in capsys.readouterr().err
     assert lab.world.store.read(SECRET, "lab-worker-1-kubeconfig", "kueue-system") is None
 
@@ -63,18 +72,18 @@ def test_without_yes_and_without_a_terminal_nothing_is_applied(lab, capsys, monk
 def test_a_refusal_exits_3_with_the_reason(lab, capsys, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(PLAN.replace("localQueue: mk-lab-queue", "localQueue: jobqueue"))
-    assert run("setup", "--plan", str(bad), "--yes", "--timeout", "30") == cli.EXIT_REFUSED
+    assert run("setup", "--plan", str(bad), "--yes", "--timeout", "30") == EXIT_REFUSED
     assert "is the default queue" in capsys.readouterr().out
 
 
 def test_drain_out_of_order_is_refused_and_in_order_verifies(lab, capsys):
-    assert run("setup", "--plan", lab.plan_path, "--yes", "--timeout", "30") == cli.EXIT_OK
+    assert run("setup", "--plan", lab.plan_path, "--yes", "--timeout", "30") == EXIT_OK
     lab.backend.submit([lab_job()])
     lab.world.advance(15)
-    assert run("drain", "--plan", lab.plan_path, "--yes", "--timeout", "20") == cli.EXIT_NOT_VERIFIED
+    assert run("drain", "--plan", lab.plan_path, "--yes", "--timeout", "20") == EXIT_NOT_VERIFIED
     assert "pending owners you may cancel: team-nlp/Job/mk-train" in capsys.readouterr().out
-    assert run("drain", "--plan", lab.plan_path, "--yes", "--timeout", "30", "--cancel", "team-nlp/Job/mk-train") == cli.EXIT_OK
-    assert run("status", "--plan", lab.plan_path) == cli.EXIT_OK
+    assert run("drain", "--plan", lab.plan_path, "--yes", "--timeout", "30", "--cancel", "team-nlp/Job/mk-train") == EXIT_OK
+    assert run("status", "--plan", lab.plan_path) == EXIT_OK
     out = capsys.readouterr().out
     assert "✓ 5. Revoke and delete the worker credentials" in out
 
@@ -83,20 +92,20 @@ def test_rotation_without_keyring_exits_6(lab, capsys):
     previous = keyring.get_keyring()
     keyring.set_keyring(fail.Keyring())
     try:
-        assert run("rotate", "--plan", lab.plan_path, "--yes", "--new-context", "x") == cli.EXIT_NO_KEYRING
+        assert run("rotate", "--plan", lab.plan_path, "--yes", "--new-context", "x") == EXIT_NO_KEYRING
     finally:
         keyring.set_keyring(previous)
     assert "no usable OS keyring" in capsys.readouterr().err
 
 
 def test_rotation_with_a_keyring(lab, capsys):
-    assert run("setup", "--plan", lab.plan_path, "--yes", "--timeout", "30") == cli.EXIT_OK
+    assert run("setup", "--plan", lab.plan_path, "--yes", "--timeout", "30") == EXIT_OK
     lab.fleet.mint("lab-worker-1", context="fresh")
     previous = keyring.get_keyring()
     keyring.set_keyring(MemoryKeyring())
     try:
         assert run("rotate", "--plan", lab.plan_path, "--yes", "--worker", "lab-worker-1", "--new-context", "fresh",
-                   "--timeout", "30") == cli.EXIT_OK
+                   "--timeout", "30") == EXIT_OK
     finally:
         keyring.set_keyring(previous)
     assert "MultiKueue credential rotation: verified" in capsys.readouterr().out
@@ -105,7 +114,7 @@ def test_rotation_with_a_keyring(lab, capsys):
 def test_a_bad_plan_names_file_line_and_key(lab, capsys, tmp_path):
     bad = tmp_path / "typo.yaml"
     bad.write_text(PLAN + "localQeue: x\n")
-    assert run("setup", "--plan", str(bad), "--yes") == cli.EXIT_INVALID
+    assert run("setup", "--plan", str(bad), "--yes") == EXIT_INVALID
     err = capsys.readouterr().err
     assert f"{bad}:12:1 localQeue: unknown key 'localQeue'" in err
-    assert run("setup") == cli.EXIT_INVALID
+    assert run("setup") == EXIT_INVALID

@@ -19,7 +19,8 @@ from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view
 from tau_tui.core.cluster.errors import ClusterError, describe_api_error
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import MULTIKUEUE_KINDS, ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool import ClosableIterator, LogChunkRequest, LogRequest, LogStream
+from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest, LogRequest
+from tau_tui.core.cluster.logspool.stream import ClosableIterator, LogStream
 from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
 from tau_tui.core.cluster.positions import (
@@ -240,8 +241,13 @@ class BaseBackend(ClusterBackend):
                 return None, f"the visibility API failed (HTTP {exc.code or 'no response'})"
         return None, last_reason or "the visibility API is not available"
 
-    def _pending_since(self) -> dict[tuple[str, str], datetime | None]:
-        return {(w.namespace or "", w.name): w.queue_order_timestamp for w in self.workloads()}
+    def _pending_since(self, report: PositionReport) -> dict[tuple[str, str], datetime | None]:
+        """When each workload of the report started waiting: one cache look-up per entry, not a scan of all workloads."""
+        since: dict[tuple[str, str], datetime | None] = {}
+        for entry in report.entries:
+            workload = self.cache.get(ResourceKind.WORKLOAD, entry.name, entry.namespace)
+            since[(entry.namespace, entry.name)] = getattr(workload, "queue_order_timestamp", None)
+        return since
 
     def _workloads_caveat(self) -> str:
         state = self.view_state(ResourceKind.WORKLOAD)
@@ -263,7 +269,7 @@ class BaseBackend(ClusterBackend):
                 f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
                 now,
             )
-        self.tracker.record(report, self._pending_since())
+        self.tracker.record(report, self._pending_since(report))
         return report
 
     def pending_positions_cluster_queue(self, name: str) -> PositionReport:
@@ -280,7 +286,7 @@ class BaseBackend(ClusterBackend):
                 f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
                 now,
             )
-        self.tracker.record(report, self._pending_since())
+        self.tracker.record(report, self._pending_since(report))
         return report
 
     def position_history(self, namespace: str, name: str) -> PositionHistory | None:

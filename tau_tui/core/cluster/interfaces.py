@@ -41,7 +41,8 @@ from tau_tui.core.cluster.changes import (
     ViewState,
 )
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.logspool import LogRequest, LogStream
+from tau_tui.core.cluster.logspool.log_requests import LogRequest
+from tau_tui.core.cluster.logspool.stream import LogStream
 from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
 from tau_tui.core.cluster.positions import PositionHistory, PositionReport
 from tau_tui.core.cluster.view_types import (

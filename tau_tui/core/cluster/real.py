@@ -28,7 +28,7 @@ from tau_tui.core.cluster.credentials import take_exec_failure
 from tau_tui.core.cluster.errors import describe_transport_error, no_access_message, not_authenticated_message
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.kubeconfig import DEFAULT_TIMEOUTS, KubeconfigSource, RequestTimeouts
-from tau_tui.core.cluster.logspool import LogChunkRequest
+from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
 
 if TYPE_CHECKING:
     from urllib3 import BaseHTTPResponse

@@ -15,7 +15,7 @@ from tau_tui.core.cluster.clock import ContinuingClock, ManualClock
 from tau_tui.core.cluster.common import ApiFailure, BaseBackend
 from tau_tui.core.cluster.errors import ClusterError, no_access_message
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool import LogChunkRequest
+from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
 from tau_tui.core.cluster.sim.simlogs import SimLogReader
 from tau_tui.core.cluster.sim.store import qualified
 from tau_tui.core.cluster.sim.world import RealtimeTicker, SimulatedCluster

@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from tau_tui.core.cluster.logspool import LogChunkRequest, format_timestamp_ns
+from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
+from tau_tui.core.cluster.logspool.timestamps import format_timestamp_ns
 
 
 def to_ns(t: datetime) -> int:

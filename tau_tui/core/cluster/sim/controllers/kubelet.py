@@ -12,7 +12,7 @@ from tau_tui.core.apifields import parse_time
 from tau_tui.core.cluster.common import ApiFailure
 from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.logspool import LogChunkRequest
+from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
 from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.cluster.sim.annotations import DURATION_ANNOTATION, OUTCOME_ANNOTATION, RESTARTS_ANNOTATION
 from tau_tui.core.cluster.sim.conditions import cond, is_true, set_condition

@@ -45,6 +45,10 @@ class KueueController(Controller):
         super().__init__(world)
         # Keyed (uid, resourceVersion) → order key, and ("req", uid, generation) → pod set requests.
         self._order_cache: dict[tuple[Any, ...], Any] = {}
+        # The store revision the pending lists were built at: between changes the scheduler and
+        # every visibility read (one per LocalQueue) share one build instead of scanning all workloads each.
+        self._pending_at_revision: int | None = None
+        self._pending_lists: dict[str, list[dict[str, Any]]] = {}
 
     # -- webhooks (create) ---------------------------------------------------
 
@@ -165,7 +169,14 @@ class KueueController(Controller):
 
     def pending_by_cluster_queue(self) -> dict[str, list[dict[str, Any]]]:
         """Pending workloads per ClusterQueue in Kueue order (used by the
-        scheduler and by the simulated visibility API)."""
+        scheduler and by the simulated visibility API).  Shared until the store
+        changes: callers must not modify the lists."""
+        if self._pending_at_revision != self.store.rv:
+            self._pending_lists = self._build_pending_by_cluster_queue()
+            self._pending_at_revision = self.store.rv
+        return self._pending_lists
+
+    def _build_pending_by_cluster_queue(self) -> dict[str, list[dict[str, Any]]]:
         lq_cq = {(lq["metadata"]["namespace"], lq["metadata"]["name"]): (lq.get("spec") or {}).get("clusterQueue")
                  for lq in self.store.items(R.LOCAL_QUEUE.type)}
         out: dict[str, list[dict[str, Any]]] = {}

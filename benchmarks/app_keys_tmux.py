@@ -1,0 +1,154 @@
+"""What a person at a terminal sees on `tau-tui --demo large`, timed through tmux.
+
+The real `tau-tui --demo large` (20,000 Workloads, 2,000 nodes, the simulated cluster ticking in
+real time) runs in its own tmux server at 160x48; keys go in with `send-keys` and the screen is
+read with `capture-pane -p` every 5 ms, as the terminal tests do.  Measured:
+
+- launch → the queue pane shows workload rows (`job-NNNNN`);
+- per typed filter character: until the character is on the command line (the key answered) and
+  until the header says `filter: <text so far>` (the filter applied to 20,000 rows);
+- esc: until the filter is gone from the header;
+- pane switches `4` (Runs) and `6` (Nodes), `3` back: until the pane's crumb shows, and until its
+  table shows rows.
+
+The numbers include tmux's own send/capture round trip (a few ms), so they are an upper bound
+on the app's latency.  Prints medians, p99 and min..max with the machine line; raw samples to JSON.
+
+Run: .venv/bin/python benchmarks/app_keys_tmux.py [--rounds 5] [--json benchmarks/results/app_keys_tmux.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from machine_info import machine  # noqa: E402
+from tmux_screen import Screen  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+ROW = re.compile(r"job-\d{5}")
+NODE_ROW = re.compile(r"\b(h100|a100)-\d+\b")
+FILTERS = ["job-123", "lq-07", "job-1999", "pending", "team-03"]
+POLL_S = 0.005
+LAUNCH_LIMIT_S = 1800.0
+KEY_LIMIT_S = 120.0
+
+
+def wait_screen(screen: Screen, seen: Callable[[str], bool], limit: float) -> tuple[float, str]:
+    """Seconds until ``seen(capture)`` holds (``inf`` past ``limit``), and the last capture."""
+    started = time.monotonic()
+    text = ""
+    while time.monotonic() - started < limit:
+        text = screen.capture()
+        if seen(text):
+            return time.monotonic() - started, text
+        time.sleep(POLL_S)
+    return float("inf"), text
+
+
+def header_lines(text: str) -> str:
+    return "\n".join(text.splitlines()[:2])
+
+
+def command_line(text: str) -> str:
+    lines = text.splitlines()
+    return "\n".join(lines[-3:])  # status line, command line, footer
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))] if ordered else float("nan")
+
+
+def summary(values: list[float]) -> str:
+    finite = [v for v in values if v != float("inf")]
+    if not finite:
+        return "no sample"
+    ms = [v * 1000 for v in finite]
+    lost = len(values) - len(finite)
+    return (f"median {statistics.median(ms):.0f} ms, p99 {percentile(ms, 99):.0f} ms, "
+            f"min..max {min(ms):.0f}..{max(ms):.0f} ms, n={len(ms)}" + (f", {lost} past the limit" if lost else ""))
+
+
+def run(rounds: int) -> dict[str, list[float]]:
+    home = tempfile.mkdtemp(prefix="tau-keys-tmux-")
+    env = dict(os.environ, TERM="xterm-256color", HOME=home, XDG_CONFIG_HOME=f"{home}/config",
+               XDG_STATE_HOME=f"{home}/state", XDG_DATA_HOME=f"{home}/data", XDG_CACHE_HOME=f"{home}/cache")
+    env.pop("KUBECONFIG", None)
+    command = [str(Path(sys.executable).parent / "tau-tui"), "--demo", "large", "--pane", "queue"]
+    screen = Screen("tau-tui", command, env)
+    samples: dict[str, list[float]] = {k: [] for k in (
+        "launch_to_rows", "filter_key_echo", "filter_applied", "esc_clears", "runs_crumb", "runs_rows",
+        "nodes_crumb", "nodes_rows", "queue_crumb")}
+    screen.start()
+    try:
+        took, _ = wait_screen(screen, lambda t: bool(ROW.search(t)), LAUNCH_LIMIT_S)
+        samples["launch_to_rows"].append(took)
+        print(f"launch → workload rows: {took:.1f} s", flush=True)
+        for round_ in range(rounds):
+            text = FILTERS[round_ % len(FILTERS)]
+            screen.send("/", literal=True)
+            wait_screen(screen, lambda t: "\n/" in "\n" + command_line(t) or " /" in command_line(t), KEY_LIMIT_S)
+            for n in range(1, len(text) + 1):
+                typed = text[:n]
+                sent = time.monotonic()
+                screen.send(text[n - 1], literal=True)
+                echo, _ = wait_screen(screen, lambda t, typed=typed: typed in command_line(t), KEY_LIMIT_S)
+                samples["filter_key_echo"].append(echo)
+                applied, _ = wait_screen(screen, lambda t, typed=typed: f"filter: {typed}" in header_lines(t),
+                                         KEY_LIMIT_S - (time.monotonic() - sent))
+                samples["filter_applied"].append(time.monotonic() - sent if applied != float("inf") else applied)
+            screen.send("Escape")
+            screen.send("Escape")
+            took, _ = wait_screen(screen, lambda t: "filter:" not in header_lines(t), KEY_LIMIT_S)
+            samples["esc_clears"].append(took)
+            for key, crumb, rows_key, rows in (("4", "› Runs", "runs_rows", ROW), ("6", "› Nodes", "nodes_rows", NODE_ROW),
+                                               ("3", "› Queue", None, ROW)):
+                sent = time.monotonic()
+                screen.send(key, literal=True)
+                took, _ = wait_screen(screen, lambda t, crumb=crumb: crumb in header_lines(t), KEY_LIMIT_S)
+                samples[f"{crumb[2:].lower()}_crumb"].append(took)
+                if rows_key:
+                    filled, _ = wait_screen(screen, lambda t, rows=rows: bool(rows.search("\n".join(t.splitlines()[3:]))),
+                                            KEY_LIMIT_S)
+                    samples[rows_key].append(time.monotonic() - sent if filled != float("inf") else filled)
+            print(f"round {round_ + 1}/{rounds} done", flush=True)
+    finally:
+        screen.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    return samples
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", default=str(REPO / "benchmarks/results/app_keys_tmux.json"))
+    args = parser.parse_args()
+    if not shutil.which("tmux"):
+        print("tmux is not installed", file=sys.stderr)
+        return 2
+    info = machine()
+    samples = run(args.rounds)
+    info_after = machine()
+    print(f"\nmachine: {info['nproc']} CPUs {info['cpu']}, Python {info['python']}, {info['date']}, "
+          f"load {info['loadavg']:.1f} → {info_after['loadavg']:.1f}")
+    for name, values in samples.items():
+        print(f"{name:18} {summary(values)}")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps({"machine": info, "machine_after": info_after, "samples": samples}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""A terminal program in its own tmux server, read as a person reads it (`capture-pane -p`);
+shared by the benchmarks that time what appears on screen."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+
+
+class Screen:
+    """One tool in its own tmux server (default 160x48); stopped by PID, then that server is killed."""
+
+    def __init__(self, name: str, command: list[str], env: dict, size: tuple[int, int] = (160, 48)):
+        self.socket = f"tau-bench-{uuid.uuid4().hex[:8]}"
+        self.name = name
+        self.env = env
+        self.command = command
+        self.size = size
+        self.pid: int | None = None
+
+    def _tmux(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True, timeout=30)
+
+    def start(self) -> float:
+        started = time.monotonic()
+        shell = "exec " + " ".join(_quote(a) for a in self.command)
+        self._tmux("new-session", "-d", "-s", "bench", "-x", str(self.size[0]), "-y", str(self.size[1]), shell)
+        pid = self._tmux("display-message", "-p", "-t", "bench", "#{pane_pid}").stdout.strip()
+        self.pid = int(pid) if pid.isdigit() else None
+        return started
+
+    def capture(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "bench").stdout
+
+    def send(self, *keys: str, literal: bool = False) -> None:
+        """tmux key names (``Escape``, ``Enter``), or text with ``literal``."""
+        self._tmux("send-keys", "-t", "bench", *(["-l"] if literal else []), *keys)
+
+    def rss(self) -> tuple[float, float]:
+        """(VmRSS, VmHWM) in MB of the tool's process."""
+        values = {"VmRSS": 0.0, "VmHWM": 0.0}
+        try:
+            for line in open(f"/proc/{self.pid}/status"):
+                key = line.split(":")[0]
+                if key in values:
+                    values[key] = int(line.split()[1]) / 1024
+        except (OSError, TypeError):
+            pass
+        return values["VmRSS"], values["VmHWM"]
+
+    def stop(self) -> None:
+        if self.pid:
+            try:
+                os.kill(self.pid, 15)
+                for _ in range(50):
+                    os.kill(self.pid, 0)
+                    time.sleep(0.1)
+                os.kill(self.pid, 9)
+            except ProcessLookupError:
+                pass
+        self._tmux("kill-server")
+
+
+def _quote(arg: str) -> str:
+    return "'" + arg.replace("'", "'\\''") + "'"

@@ -1,0 +1,207 @@
+"""The app's command line: ``:`` commands (panes, ctx, ns, theme, logs, mk, quit), ``/`` filters
+and their tab completion.
+
+A part of :class:`tau_tui.app.TauApp`, which inherits it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from textual import on, work
+from textual.app import App
+
+from tau_tui.app_parts.keys import MULTIKUEUE_FLOWS, PANE_ALIASES
+from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.logs import LogsScreen
+from tau_tui.screens.multikueue_wizard import MultiKueueWizardScreen
+from tau_tui.settings.settings_file import AppSettings
+from tau_tui.widgets.command_line import CommandLine
+
+
+class CommandMode(App):
+    """Opens the command line and runs what is typed into it."""
+
+    # Set by the app shell (TauApp.__init__ and its backend workers).
+    backend: ClusterBackend | None
+    settings: AppSettings
+    _multikueue_env: object | None
+    # The app shell's navigation, which commands drive.
+    action_switch_pane: Callable[[str], None]
+    action_help: Callable[[], None]
+    open_logs_for_run: Callable[..., Awaitable[None]]
+    tau_theme_names: Callable[[], list[str]]
+
+    def action_command(self) -> None:
+        self._open_command_line("command")
+
+    def action_filter(self) -> None:
+        screen = self.screen
+        if hasattr(screen, "action_search"):
+            screen.action_search()  # the logs pane searches the whole spool instead
+            return
+        self._open_command_line("filter")
+
+    def _open_command_line(self, mode: str, initial: str = "") -> None:
+        lines = self.screen.query(CommandLine)
+        if lines:
+            line = lines.first()
+            line.completer = self.command_candidates
+            line.open(mode, initial)
+
+    def command_candidates(self, before: str) -> list[str]:
+        """What ``tab`` can complete in ``:`` mode: a command, or the argument of ctx/ns/theme/logs."""
+        words = before.split()
+        if len(words) <= 1 and not before.endswith(" "):
+            return sorted(set(PANE_ALIASES) | {"ctx", "ns", "theme", "help", "quit"})
+        verb = words[0].lower()
+        backend = self.backend
+        try:
+            if verb in ("ctx", "context", "contexts") and backend is not None:
+                return list(backend.contexts())
+            if verb in ("ns", "namespace", "namespaces") and backend is not None:
+                return ["all", *backend.namespaces()]
+            if verb in ("theme", "skin"):
+                return list(self.available_themes)
+            if verb in ("logs", "log") and backend is not None:
+                return [f"{j.namespace}/{j.name}" for j in [*backend.jobs(), *backend.ray_jobs()]]
+        except Exception:  # a backend read failing must not break typing
+            return []
+        return []
+
+    @on(CommandLine.Submitted)
+    async def _on_command(self, message: CommandLine.Submitted) -> None:
+        screen = self.screen
+        if message.mode == "search":
+            if isinstance(screen, LogsScreen):
+                screen.run_search(message.text)
+            return
+        if message.mode == "filter":
+            if isinstance(screen, PaneScreen):
+                screen.set_filter(message.text)
+            return
+        await self.run_command_text(message.text)
+
+    @on(CommandLine.Changed)
+    def _on_filter_typed(self, message: CommandLine.Changed) -> None:
+        screen = self.screen
+        if message.mode == "filter" and isinstance(screen, PaneScreen):
+            screen.set_filter(message.text, live=True)
+
+    @on(CommandLine.Closed)
+    def _on_command_closed(self, message: CommandLine.Closed) -> None:
+        screen = self.screen
+        if message.mode == "filter" and isinstance(screen, PaneScreen) and screen.row_filter.text:
+            screen.set_filter("")  # esc in the filter line clears the filter (k9s)
+        self.screen.focus_next()
+
+    async def run_command_text(self, text: str) -> None:
+        words = text.split()
+        if not words:
+            return
+        verb, args = words[0].lstrip(":").lower(), words[1:]
+        if verb in ("q", "quit", "q!", "exit"):
+            await self.action_quit()
+        elif verb in ("help", "h", "?"):
+            self.action_help()
+        elif verb in ("ctx", "context", "contexts"):
+            self._command_context(args)
+        elif verb in ("ns", "namespace", "namespaces"):
+            self._command_namespace(args)
+        elif verb in ("theme", "skin"):
+            self._command_theme(args)
+        elif verb in ("mk", "multikueue") and args and args[0].lower() in MULTIKUEUE_FLOWS:
+            self.open_multikueue_flow(args[0].lower(), args[1:])
+        elif verb in PANE_ALIASES:
+            pane = PANE_ALIASES[verb]
+            if pane == "logs" and args:
+                await self.open_logs_for_run(args[0])
+                return
+            self.action_switch_pane(pane)
+            if args and isinstance(self.screen, PaneScreen) and pane != "logs":
+                self.screen.set_filter(" ".join(args))
+        else:
+            self.notify(f"unknown command :{verb}. Try :queue :runs :nodes :logs RUN :ctx :ns :compose :profiles :mk :q",
+                        severity="warning")
+
+    def open_multikueue_flow(self, flow: str, args: list[str]) -> None:
+        """``:mk setup [PLAN]``, ``:mk drain [PLAN]``, ``:mk rollback [PLAN]``,
+        ``:mk rotate WORKER NEW_CONTEXT_OR_FILE [PLAN]``."""
+        if self.backend is None:
+            self.notify("no cluster connected", severity="error")
+            return
+        inputs: dict = {}
+        plan = None
+        if flow == "rotate":
+            if len(args) < 2:
+                self.notify("usage: :mk rotate WORKER NEW_CONTEXT_OR_KUBECONFIG_FILE [PLAN]", severity="warning")
+                return
+            worker, new = args[0], args[1]
+            inputs = {"worker": worker, ("new_kubeconfig" if "/" in new or new.endswith((".yaml", ".yml", ".conf")) else "new_context"): new}
+            plan = args[2] if len(args) > 2 else None
+        elif args:
+            plan = args[0]
+        self.push_screen(MultiKueueWizardScreen(flow, inputs, plan))
+
+    def multikueue_environment(self, plan_path: str | None = None):
+        from tau_tui.settings.settings_file import config_dir
+        from tau_tui.startup.multikueue_env import environment_for
+
+        if self._multikueue_env is not None and plan_path is None:
+            return self._multikueue_env
+        return environment_for(self.backend, plan_path or self.settings.multikueue_plan, config_dir())
+
+    def _command_context(self, args: list[str]) -> None:
+        backend = self.backend
+        if backend is None:
+            self.notify("no cluster connected", severity="warning")
+            return
+        if not args:
+            names = backend.contexts()
+            self.notify("contexts: " + ", ".join(f"*{n}" if n == backend.current_context else n for n in names)
+                        + "\nswitch with :ctx NAME", title="contexts", timeout=8)
+            return
+        if args[0] not in backend.contexts():
+            self.notify(f"unknown context {args[0]!r}; known: {', '.join(backend.contexts())}", severity="error")
+            return
+        self._switch_context(args[0])
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="context")
+    def _switch_context(self, name: str) -> None:
+        backend = self.backend
+        if backend is None:
+            return
+        try:
+            backend.use_context(name)
+        except Exception as err:
+            self.call_from_thread(self.notify, f"cannot switch to context {name}: {err}", severity="error")
+            return
+        self.call_from_thread(self.notify, f"context {name}")
+
+    def _command_namespace(self, args: list[str]) -> None:
+        backend = self.backend
+        if backend is None:
+            self.notify("no cluster connected", severity="warning")
+            return
+        if not args:
+            names = backend.namespaces()
+            self.notify("namespaces: " + ", ".join(names) + "\nswitch with :ns NAME or :ns all", title="namespaces", timeout=8)
+            return
+        self._set_namespace(None if args[0] in ("all", "*", "-A") else args[0])
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="namespace")
+    def _set_namespace(self, namespace: str | None) -> None:
+        backend = self.backend
+        if backend is None:
+            return
+        try:
+            backend.use_namespace(namespace)
+        except Exception as err:
+            self.call_from_thread(self.notify, f"cannot use namespace {namespace}: {err}", severity="error")
+
+    def _command_theme(self, args: list[str]) -> None:
+        if not args or args[0] not in self.available_themes:
+            self.notify("themes: " + ", ".join(sorted(self.tau_theme_names())), title="themes")
+            return
+        self.theme = args[0]

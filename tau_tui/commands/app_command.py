@@ -1,0 +1,69 @@
+"""The interactive app's own options, and starting it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .parser import DESCRIPTION
+
+
+def build_app_parser() -> argparse.ArgumentParser:
+    # Imported here: the headless commands never load Textual.
+    from ..widgets.header_bar import PANES
+
+    parser = argparse.ArgumentParser(
+        prog="tau-tui",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="app keys: : command mode, / filter, ? help, esc back, 1-7 panes, ctrl+p palette, ctrl+q quit",
+    )
+    parser.add_argument("--context", help="kubeconfig context (default: current)")
+    parser.add_argument("-n", "--namespace", help="namespace scope (default: all namespaces)")
+    parser.add_argument("--readonly", action="store_true", help="hide and refuse every mutating action")
+    parser.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO",
+                        help="use the embedded simulated cluster (scenario: demo, faults, large)")
+    parser.add_argument("--theme", help="tau-dark, tau-light or tau-high-contrast (or a theme file's name)")
+    parser.add_argument("--pane", choices=[m for _, m, _ in PANES], help="pane to open first (default: queue)")
+    parser.add_argument("--file", help="tau.yaml to open in the compose pane")
+    parser.add_argument("--request-timeout", metavar="DURATION",
+                        help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; "
+                             "default: request_timeout in config.yaml, else 30s)")
+    return parser
+
+
+def run_app(argv: list[str]) -> int:
+    parser = build_app_parser()
+    args = parser.parse_args(argv)
+    timeouts = None
+    if args.request_timeout is not None:
+        from ..core.cluster.kubeconfig import RequestTimeouts, parse_duration
+
+        try:
+            timeouts = RequestTimeouts.from_read(parse_duration(args.request_timeout))
+        except ValueError as err:
+            parser.error(f"--request-timeout: {err}")
+    try:  # spools of earlier runs that were killed before they could remove them
+        from ..core.cluster.logspool.spool_dirs import clean_stale_spools
+        from ..core.operations.audit import state_dir
+
+        clean_stale_spools(state_dir() / "spool")
+    except OSError:
+        pass
+    if not sys.stdin.isatty() or not sys.stdout.isatty():
+        print("tau-tui: the app needs a terminal; use a sub-command (tau-tui --help) for scripts", file=sys.stderr)
+        return 2
+    from ..app import TauApp
+
+    app = TauApp(
+        demo=args.demo,
+        context=args.context,
+        namespace=args.namespace,
+        readonly=args.readonly,
+        theme=args.theme,
+        start_pane=args.pane,
+        compose_file=args.file,
+        request_timeouts=timeouts,
+    )
+    app.run()
+    return 0 if app.return_code in (None, 0) else int(app.return_code)

@@ -1,0 +1,139 @@
+"""`validate`, `render`, `submit`, `profiles` and `init`: the commands that read or write a tau.yaml."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+from pathlib import Path
+
+from ..core.runconfig.diagnostics import Diagnostic, DiagnosticError, escape_control, report_lines
+from ..core.runconfig.loader import load_config
+from ..core.runconfig.manifests import to_yaml
+from ..core.runconfig.profiles import Caller, explain
+from ..core.runconfig.resolve import RenderOptions
+from .connection import api_client, live_profiles, request_timeouts
+from .parser import EXIT_FAILED, EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ..core.runconfig.pipeline import render_run, snapshot_path
+    from ..core.runconfig.profiles import load_snapshot
+
+    problems: list = []
+    loaded = load_config(args.file, rule_errors=problems)  # shape errors raise, with the rule errors beside them
+    snapshot = snapshot_path(loaded, args.profiles)
+    if snapshot is not None:  # profile errors in the same run as the rule errors
+        try:
+            render_run(loaded, load_snapshot(snapshot), RenderOptions(None, None, None))
+        except DiagnosticError as err:
+            problems += err.diagnostics
+    if problems:
+        raise DiagnosticError(problems)
+    for line in report_lines(loaded.warnings):
+        print(line, file=sys.stderr)
+    print(f"{escape_control(args.file)}: valid ({loaded.engine}, config hash {loaded.config_hash[:12]})", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from ..core.runconfig.pipeline import load_profiles, render_run
+
+    loaded = load_config(args.file)
+    profile_set = load_profiles(loaded, args.profiles, live_profiles(args.context, request_timeouts(args)), client_dry_run=True)
+    run = render_run(loaded, profile_set, RenderOptions(args.namespace, args.team, args.lane, args.submission_id))
+    sys.stdout.write(to_yaml(run.manifests))
+    return EXIT_OK
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from ..core.cluster.profile_reader import read_profile_set
+    from ..core.cluster.real import KubernetesBackend
+    from ..core.operations.admission_fit import request_totals, server_quota_warnings, summary_line
+    from ..core.operations.audit import AuditLog, AuditWhere
+    from ..core.runconfig.pipeline import load_profiles, render_run
+
+    loaded = load_config(args.file)
+    timeouts = request_timeouts(args)
+    # The backend is used for its mutations only: no watches are started for a one-shot submit.
+    backend = functools.cache(lambda: KubernetesBackend(context=args.context, namespace=args.namespace, timeouts=timeouts))
+    profile_set = load_profiles(loaded, None, lambda: read_profile_set(backend().http.api_client), client_dry_run=False)
+    run = render_run(loaded, profile_set, RenderOptions(args.namespace, args.team, args.lane, args.submission_id))
+    dry_run = args.dry_run == "server"
+    main = run.manifests[-1] if run.manifests else {}
+    meta = main.get("metadata") or {}
+    target = f"{main.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}"
+    totals = request_totals(run.manifests)
+    print(f"{target}: {summary_line(totals)}", file=sys.stderr)
+    for warning in server_quota_warnings(backend(), totals):
+        print(f"{args.file}: warning: {warning}\n  fix: ask for less, or pick a profile/queue with more quota",
+              file=sys.stderr)
+    audit = AuditLog(source="cli")
+    identity = backend().who_am_i()
+    where: AuditWhere = {"context": backend().current_context, "namespace": meta.get("namespace"), "identity": identity}
+    # The intent is on disk before the call; no trace, no change.
+    audit.append("submit", target, ok=None, message=f"submission id {run.submission_id}", dry_run=dry_run,
+                 phase="preview" if dry_run else "intent", **where)
+    outcomes = backend().submit(run.manifests, dry_run=dry_run)
+    audit.append("submit", target, ok=all(o.ok for o in outcomes), dry_run=dry_run,
+                 message="\n".join(o.message for o in outcomes), phase="preview" if dry_run else "outcome", **where)
+    for outcome in outcomes:
+        stream = sys.stdout if outcome.ok else sys.stderr
+        print(outcome.message, file=stream)
+    if all(o.ok for o in outcomes):
+        print(f"submission id {run.submission_id}", file=sys.stdout)
+        return EXIT_OK
+    return EXIT_FAILED
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    from ..core.cluster.profile_reader import read_profile_set
+    from ..core.runconfig.profiles import load_snapshot
+
+    profile_set = load_snapshot(args.profiles) if args.profiles else read_profile_set(api_client(args.context, request_timeouts(args)))
+    # Profile names and reasons come from a file or a cluster: escaped, never printed raw.
+    print(escape_control(f"profiles from {profile_set.source}"))
+    for problem in profile_set.gate_problems:
+        print(escape_control(f"  gate closed: {problem}"))
+    for item in explain(profile_set, Caller(args.namespace, args.team, args.lane)):
+        mark = "✓ selectable" if item.selectable else "✗ not selectable"
+        print(escape_control(f"{item.name}: {mark}"))
+        for reason in item.reasons:
+            print(escape_control(f"    - {reason}"))
+    return EXIT_OK
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from importlib import resources
+
+    target = Path(args.dir)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise DiagnosticError([Diagnostic(str(target), f"cannot create the directory: {err.strerror}", hint="pick a directory you can write to")]) from None
+    examples = resources.files("tau_tui") / "examples"
+    wrote = []
+    for name in ("tau.yaml", "train.py"):
+        path = target / name
+        try:
+            _create_new(path, (examples / name).read_text())
+        except FileExistsError:
+            what = "is a symbolic link" if path.is_symlink() else "exists"
+            print(escape_control(f"{path} {what}; left unchanged"), file=sys.stderr)
+            continue
+        except OSError as err:
+            raise DiagnosticError([Diagnostic(str(path), f"cannot write the file: {err.strerror}", hint="pick a directory you can write to")]) from None
+        wrote.append(str(path))
+    if wrote:
+        print("wrote " + ", ".join(wrote))
+    return EXIT_OK
+
+
+
+def _create_new(path: Path, text: str) -> None:
+    """Create `path` only if nothing is there: O_EXCL fails on any existing name, a dangling symbolic
+    link included, so init never writes through a link to somewhere else."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)

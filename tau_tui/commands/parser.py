@@ -1,0 +1,160 @@
+"""The headless commands' argument parser: options, help text and exit codes."""
+
+from __future__ import annotations
+
+import argparse
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel")
+#: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
+EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
+
+DESCRIPTION = """\
+tau-tui: a terminal UI for AI workloads on Kubernetes with Kueue, KubeRay and MultiKueue.
+
+Without a command, starts the interactive app (current kubeconfig context; --demo for the
+embedded simulated cluster). The headless commands use the same core and rules as the app:
+
+  tau-tui validate FILE [--profiles SNAPSHOT]
+                                        check a tau.yaml; exit 0 if valid, 2 if not (every problem found,
+                                        on stderr); with a snapshot, also whether its profile resolves
+  tau-tui render FILE [--profiles SNAPSHOT] [-n NS] [--team T] [--lane L] [--context C]
+                                        client dry-run: print the Job/RayJob manifests as YAML
+  tau-tui submit FILE [--dry-run=server] [--context C] [-n NS] [--submission-id ID]
+                                        server dry-run (dryRun=All) or create the objects; re-submitting
+                                        the same file with the same submission id creates no duplicate
+  tau-tui profiles [--profiles SNAPSHOT] [-n NS] [--team T] [--lane L]
+                                        every workload profile and why it is or is not selectable
+  tau-tui init [DIR]                    write an example tau.yaml and train.py (never overwrites)
+  tau-tui multikueue setup|drain|rollback|rotate|status|records --plan PLAN [--yes] [--context C]
+                                        platform owners: the MultiKueue setup wizard, drain checklist,
+                                        rollback and credential rotation, headless (docs/multikueue.md);
+                                        exit 0 verified, 3 refused, 4 not verified in time, 5 not
+                                        confirmed (use --yes), 6 no OS keyring (rotate), 1 failure, 2 bad input
+  tau-tui audit verify [FILE]           check the audit log's hash chain; exit 0 if intact, 1 naming
+                                        the first bad line
+  tau-tui status RUN [-n NS] [-o json|yaml|table] [--watch] [--demo [SCENARIO]]
+                                        the run's state, phases, diagnostics with codes and next actions
+                                        (the document the Runs pane draws); exit 1 if there is no such run;
+                                        --watch prints each change until startup completes (0) or fails (1)
+  tau-tui runs [-n NS] [-o json|yaml|table] [--demo [SCENARIO]]
+                                        every Tau-managed Job and RayJob, as `tau run list`
+  tau-tui cancel RUN [-n NS] [--wait] [--dry-run=server] [--demo [SCENARIO]]
+                                        delete the Job or RayJob and its <name>-headless Service (audited);
+                                        --wait shows "releasing compute" until its pods are gone, then
+                                        "cancelled"
+  tau-tui runs retry RUN [-n NS] [--wait] [--dry-run=server] [--yes]
+                                        retry a failed run as its resilience.* allows (retry_on,
+                                        max_retries, backoff); exit 3 with the reason when it may not
+  tau-tui runs resume RUN [-n NS] [--force] [--from PATH] [-c tau.yaml] [--dry-run=server] [--yes]
+                                        resubmit from the last checkpoint (TAU_RESUME_FROM) under a new
+                                        submission, away from a node whose GPU fault hit the run;
+                                        --force after OOMKilled; warns on config drift with -c
+
+Commands that talk to the cluster take --request-timeout DURATION (as kubectl: 30s, 1m, 0 = no
+limit; default request_timeout in the app's config.yaml, else 30s; connecting, TLS included,
+gets at most 5s). A timeout names the server and what timed out, and exits 1; Ctrl-C exits 130.
+
+Profiles come from TauCluster/cluster (tau.azure.com/v1alpha1) status.workloadProfiles, behind
+the fail-closed readiness gate; an offline TauWorkloadProfileSnapshot (--profiles or
+policy.workload_profile_snapshot) serves client dry-run only.
+"""
+
+
+def duration_arg(text: str) -> float:
+    """argparse type for kubectl-style durations (a bad one exits 2 with the reason)."""
+    from ..core.cluster.kubeconfig import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _common(parser: argparse.ArgumentParser, file: bool = True) -> None:
+    if file:
+        parser.add_argument("file", help="path to tau.yaml")
+    parser.add_argument("-n", "--namespace", help="target namespace (must agree with policy.namespace if both are set)")
+    parser.add_argument("--context", help="kubeconfig context (default: current)")
+    parser.add_argument("--team", help="team for profile applicability (default: policy.team or $TAU_TEAM)")
+    parser.add_argument("--lane", help="lane for profile applicability (default: policy.lane)")
+    parser.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
+                        help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tau-tui", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    validate = sub.add_parser("validate", help="check a tau.yaml")
+    validate.add_argument("file", help="path to tau.yaml")
+    validate.add_argument("--profiles", metavar="SNAPSHOT",
+                          help="offline TauWorkloadProfileSnapshot to check the profile against "
+                               "(default: policy.workload_profile_snapshot, if set)")
+    render = sub.add_parser("render", help="client dry-run: print manifests")
+    _common(render)
+    render.add_argument("--profiles", metavar="SNAPSHOT", help="offline TauWorkloadProfileSnapshot file")
+    render.add_argument("--submission-id", help="override the submission id label")
+    submit = sub.add_parser("submit", help="server dry-run or create")
+    _common(submit)
+    submit.add_argument("--dry-run", choices=["server", "none"], default="none", help="server: send with dryRun=All, create nothing")
+    submit.add_argument("--submission-id", help="override the submission id (default: derived from the config hash, namespace and name)")
+    profiles = sub.add_parser("profiles", help="explain every workload profile")
+    _common(profiles, file=False)
+    profiles.add_argument("--profiles", metavar="SNAPSHOT", help="offline TauWorkloadProfileSnapshot file")
+    init = sub.add_parser("init", help="write an example tau.yaml")
+    init.add_argument("dir", nargs="?", default=".", help="directory to write into")
+    mk = sub.add_parser("multikueue", help="MultiKueue setup, drain, rollback, rotation, status, records")
+    mk.add_argument("action", choices=["setup", "drain", "rollback", "rotate", "status", "records"])
+    mk.add_argument("--plan", help="the MultiKueue plan (YAML): workers, namespaces, queue and profile names")
+    mk.add_argument("--context", help="the manager's kubeconfig context (default: current)")
+    mk.add_argument("--kubeconfig", help="kubeconfig file(s) for the manager and worker contexts (default: $KUBECONFIG)")
+    mk.add_argument("--yes", action="store_true", help="apply every step without asking (scripts, CI)")
+    mk.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for each step's verification (default 300)")
+    mk.add_argument("--cancel", action="append", default=[], metavar="NS/KIND/NAME",
+                    help="drain: a pending owner to cancel (repeatable)")
+    mk.add_argument("--cancel-pending", action="store_true", help="drain: cancel every pending owner of the dedicated queue")
+    mk.add_argument("--worker", help="rotate: which worker (default: the plan's first)")
+    mk.add_argument("--new-kubeconfig", help="rotate: the new credential's kubeconfig file")
+    mk.add_argument("--new-context", help="rotate: the new credential as a kubeconfig context")
+    mk.add_argument("--json", action="store_true", help="records: JSON lines instead of a table")
+    audit = sub.add_parser("audit", help="check the audit log")
+    audit_sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
+    verify = audit_sub.add_parser("verify", help="check the hash chain; name the first bad line")
+    verify.add_argument("file", nargs="?", help="audit log (default: $XDG_STATE_HOME/tau-tui/audit.jsonl)")
+    for name, text in (("status", "one run's state, phases, diagnostics and next actions"),
+                       ("runs", "list the Tau-managed Jobs and RayJobs"),
+                       ("cancel", "delete a run and its headless Service")):
+        cmd = sub.add_parser(name, help=text)
+        if name == "cancel":
+            cmd.add_argument("run", help="name of the Job or RayJob")
+            cmd.add_argument("--wait", action="store_true", help="wait until the run's pods are gone (compute released)")
+            cmd.add_argument("--dry-run", choices=["server", "none"], default="none", help="server: send with dryRun=All")
+            cmd.add_argument("--interval", metavar="DURATION", type=duration_arg, default=2.0,
+                             help="time between reads with --wait (default 2s)")
+        if name == "status":
+            cmd.add_argument("run", help="name of the Job or RayJob")
+            cmd.add_argument("--watch", action="store_true", help="print every change until startup completes or fails")
+            cmd.add_argument("--interval", metavar="DURATION", type=duration_arg, default=2.0,
+                             help="time between reads with --watch (default 2s)")
+        _run_connection_options(cmd)
+        if name == "runs":
+            from .recovery_commands import add_recovery_parsers
+
+            # The actions' own options must not reset what was given before the action (argparse
+            # lets a subparser's defaults overwrite the parent's values): SUPPRESS leaves them alone.
+            add_recovery_parsers(cmd, lambda action: _run_connection_options(action, argparse.SUPPRESS))
+    return parser
+
+
+def _run_connection_options(cmd: argparse.ArgumentParser, default: object = None) -> None:
+    """-n, -o, --context, --demo and --request-timeout of the run commands."""
+    unset = {} if default is None else {"default": default}
+    cmd.add_argument("-n", "--namespace", help="namespace (default: the context's, else default)", **unset)
+    cmd.add_argument("-o", "--output", choices=["table", "json", "yaml"], help="output format",
+                     **({"default": "table"} if default is None else unset))
+    cmd.add_argument("--context", help="kubeconfig context (default: current)", **unset)
+    cmd.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO",
+                     help="read the embedded simulated cluster instead (scenario: demo, faults, large)", **unset)
+    cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
+                     help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)", **unset)

@@ -1,0 +1,154 @@
+"""`status`, `runs` and `cancel`: one-shot reads and the cancel of Tau-managed runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..core.runconfig.diagnostics import escape_control
+from .connection import request_timeouts
+from .parser import EXIT_FAILED, EXIT_OK
+
+#: With --demo --watch the simulated clock moves instead of the wall clock; a run still
+#: starting after this much simulated time is reported as such.
+DEMO_WATCH_LIMIT_SECONDS = 3600.0
+
+
+def _read_backend(args: argparse.Namespace):
+    """A backend for one-shot reads: the simulated cluster, or the real one with no watch started."""
+    if args.demo is not None:
+        from ..core.cluster.sim.backend import SimulatedBackend
+        from ..core.cluster.sim.scenario import build_world
+
+        return SimulatedBackend(build_world(args.demo), namespace=args.namespace)
+    from ..core.cluster.real import KubernetesBackend
+
+    return KubernetesBackend(context=args.context, namespace=args.namespace, timeouts=request_timeouts(args))
+
+
+def _namespace_of(args: argparse.Namespace, backend) -> str:
+    return args.namespace or backend.namespace or "default"
+
+
+def _print_document(doc, output: str, lines: list[str], stream_json: bool = False) -> None:
+    import json
+
+    if output == "json":
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":")) if stream_json else json.dumps(doc, indent=2, ensure_ascii=False)
+        print(text)
+    elif output == "yaml":
+        import yaml
+
+        print(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, explicit_start=stream_json), end="")
+    else:
+        # Names and messages come from the cluster: escaped, never printed raw.
+        for line in lines:
+            print(escape_control(line))
+    sys.stdout.flush()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import time
+    from datetime import UTC, datetime
+
+    from ..core.operations.recovery import retry_decision
+    from ..core.operations.rundocument import read_gpu_faults, read_run, status_document, status_lines
+    from ..core.operations.runstatus import compute_run_status
+
+    backend = _read_backend(args)
+    namespace = _namespace_of(args, backend)
+    last = None
+    waited = 0.0
+    while True:
+        now = backend.world.now() if args.demo is not None else datetime.now(UTC)
+        objs = read_run(backend, namespace, args.run, read_gpu_faults(backend, now))
+        status = compute_run_status(objs)
+        # A failed run says whether it will be retried (now, after the backoff, never and why).
+        retry = retry_decision(objs, now) if status.state == "failed" else None
+        doc = status_document(status, objs, retry)
+        if doc != last:
+            if last is not None and args.output == "table":
+                print()
+            _print_document(doc, args.output, status_lines(status, retry), stream_json=args.watch)
+            last = doc
+        if not args.watch or status.state == "not_found":
+            return EXIT_OK if status.state != "not_found" else EXIT_FAILED
+        if status.state == "failed" or status.startup_failed:
+            return EXIT_FAILED
+        if status.startup_complete or status.state == "succeeded":
+            return EXIT_OK
+        if args.demo is not None:
+            if waited >= DEMO_WATCH_LIMIT_SECONDS:
+                print(f"tau-tui: {namespace}/{args.run} is still {status.display_state} after "
+                      f"{int(waited)}s of simulated time", file=sys.stderr)
+                return EXIT_FAILED
+            backend.world.advance(args.interval)
+        else:
+            time.sleep(args.interval)
+        waited += args.interval
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from ..core.operations.rundocument import list_document, list_lines, list_statuses, read_gpu_faults, read_run_owners
+
+    if getattr(args, "runs_command", None) is not None:  # runs retry RUN / runs resume RUN
+        from .recovery_commands import cmd_runs_resume, cmd_runs_retry
+
+        return (cmd_runs_retry if args.runs_command == "retry" else cmd_runs_resume)(args)
+    backend = _read_backend(args)
+    now = backend.world.now() if args.demo is not None else datetime.now(UTC)
+    # Without -n the list covers every namespace, as the Runs pane does.
+    owners = read_run_owners(backend, args.namespace)
+    statuses = list_statuses(backend, args.namespace, owners, read_gpu_faults(backend, now))
+    doc = list_document(args.namespace, owners, now, statuses)
+    _print_document(doc, args.output, list_lines(doc))
+    return EXIT_OK
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    import time
+
+    from ..core.cluster.kinds import ResourceKind
+    from ..core.operations.audit import AuditLog
+    from ..core.operations.rundocument import read_run
+    from ..core.operations.runstatus import compute_run_status
+
+    backend = _read_backend(args)
+    namespace = _namespace_of(args, backend)
+    objs = read_run(backend, namespace, args.run)
+    if objs.job is None and objs.ray_job is None:
+        print(escape_control(f"tau-tui: no Job or RayJob {namespace}/{args.run}; tau-tui runs -n {namespace} lists them"),
+              file=sys.stderr)
+        return EXIT_FAILED
+    kind = ResourceKind.JOB if objs.job is not None else ResourceKind.RAY_JOB
+    dry_run = args.dry_run == "server"
+    target = f"{kind.type.kind} {namespace}/{args.run}"
+    audit = AuditLog(source="cli")
+    where = {"context": backend.current_context, "namespace": namespace, "identity": backend.who_am_i()}
+    audit.append("cancel", target, ok=None, message=f"delete {target} and its headless Service", dry_run=dry_run, phase="preview" if dry_run else "intent", **where)
+    result = backend.cancel(kind, namespace, args.run, dry_run=dry_run)
+    audit.append("cancel", target, ok=result.ok, dry_run=dry_run, message=result.message,
+                 phase="preview" if dry_run else "outcome", **where)
+    print(escape_control(result.message), file=sys.stdout if result.ok else sys.stderr)
+    if not result.ok:
+        return EXIT_FAILED
+    if not args.wait or dry_run:
+        return EXIT_OK
+    last = ""
+    while True:
+        status = compute_run_status(read_run(backend, namespace, args.run))
+        if status.state == "not_found":
+            print(f"{namespace}/{args.run}: cancelled; compute released")
+            return EXIT_OK
+        release = status.phase("Compute release")
+        line = f"{namespace}/{args.run}: {status.display_state}" + (f": {release.detail}" if release and release.detail else "")
+        if line != last:
+            print(escape_control(line))
+            sys.stdout.flush()
+            last = line
+        if args.demo is not None:
+            backend.world.advance(args.interval)
+        else:
+            time.sleep(args.interval)

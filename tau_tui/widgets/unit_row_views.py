@@ -1,0 +1,79 @@
+"""DataTable's row order and line offsets as views, for tables whose rows are all one line high.
+
+DataTable rebuilds two lists of every row (``ordered_rows`` and ``_y_offsets``) on the first
+frame after any change, and sums the heights of all rows above the cursor on every cursor move.
+At 20,000 rows that is the cost of a one-cell change.  With every row one line high, line ``y``
+is row ``y``: these views answer each look-up from the row index directly, so a change costs
+what changed and a cursor move costs one look-up."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+if TYPE_CHECKING:
+    from textual.widgets import DataTable
+    from textual.widgets._data_table import Row, RowKey
+
+
+class OrderedRowsView(Sequence["Row"]):
+    """``DataTable.ordered_rows`` without the copy: row ``i`` is looked up when asked for."""
+
+    def __init__(self, table: DataTable[Any], indices: range | None = None) -> None:
+        self._table = table
+        self._indices = indices
+
+    def _range(self) -> range:
+        return self._indices if self._indices is not None else range(len(self._table.rows))
+
+    def __len__(self) -> int:
+        return len(self._range())
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> OrderedRowsView: ...
+
+    def __getitem__(self, index: int | slice) -> Row | OrderedRowsView:
+        if isinstance(index, slice):
+            return OrderedRowsView(self._table, self._range()[index])
+        row_index = self._range()[index]
+        key = self._table._row_locations.get_key(row_index)
+        if key is None:
+            raise IndexError(row_index)
+        return self._table.rows[key]
+
+    def __iter__(self) -> Iterator[Row]:
+        rows = self._table.rows
+        key_at = self._table._row_locations.get_key
+        for row_index in self._range():
+            key = key_at(row_index)
+            if key is not None:
+                yield rows[key]
+
+
+class UnitLineOffsets(Sequence[tuple["RowKey", int]]):
+    """``DataTable._y_offsets`` for one-line rows: line ``y`` is ``(key of row y, 0)``."""
+
+    def __init__(self, table: DataTable[Any]) -> None:
+        self._table = table
+
+    def __len__(self) -> int:
+        return len(self._table.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[RowKey, int]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[RowKey, int]]: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[RowKey, int] | list[tuple[RowKey, int]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        row_index = range(len(self))[index]
+        key = self._table._row_locations.get_key(row_index)
+        if key is None:
+            raise IndexError(row_index)
+        return (key, 0)
+
+    def clear(self) -> None:
+        """DataTable.clear() empties the old list; a view has nothing to empty."""
