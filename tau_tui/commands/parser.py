@@ -139,8 +139,6 @@ def build_parser() -> argparse.ArgumentParser:
                              help="time between reads with --watch (default 2s)")
         _run_connection_options(cmd)
         if name == "runs":
-            from .recovery_commands import add_recovery_parsers
-
             # The actions' own options must not reset what was given before the action (argparse
             # lets a subparser's defaults overwrite the parent's values): SUPPRESS leaves them alone.
             add_recovery_parsers(cmd, lambda action: _run_connection_options(action, argparse.SUPPRESS))
@@ -158,3 +156,21 @@ def _run_connection_options(cmd: argparse.ArgumentParser, default: object = None
                      help="read the embedded simulated cluster instead (scenario: demo, faults, large)", **unset)
     cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
                      help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)", **unset)
+
+
+def add_recovery_parsers(runs: argparse.ArgumentParser, add_connection_options) -> None:
+    """`runs retry RUN` and `runs resume RUN` under `runs` (which alone still lists the runs)."""
+    actions = runs.add_subparsers(dest="runs_command", metavar="ACTION")
+    retry = actions.add_parser("retry", help="retry a failed run as its resilience.* allows")
+    resume = actions.add_parser("resume", help="resubmit a finished run from its last checkpoint")
+    for cmd in (retry, resume):
+        cmd.add_argument("run", help="name of the failed Job or RayJob")
+        cmd.add_argument("--dry-run", choices=["server", "none"], default="none",
+                         help="server: show the plan and send it with dryRun=All; change nothing")
+        cmd.add_argument("--yes", action="store_true", help="apply without asking (scripts)")
+        add_connection_options(cmd)
+    retry.add_argument("--wait", action="store_true", help="sleep out the backoff instead of refusing")
+    resume.add_argument("--force", action="store_true", help="resume even though the last failure was OOMKilled")
+    resume.add_argument("--from", dest="from_path", metavar="PATH", help="checkpoint directory (default: the run's TAU_RESUME_FROM)")
+    resume.add_argument("-c", "--config", metavar="FILE",
+                        help="resume with this tau.yaml (warns when its config hash differs from the run's)")

@@ -15,7 +15,17 @@ from datetime import UTC, datetime
 
 from ..core.runconfig.diagnostics import escape_control
 from .parser import EXIT_DECLINED, EXIT_FAILED, EXIT_OK, EXIT_REFUSED
-from .run_commands import _namespace_of, _read_backend
+from .run_commands import _namespace_of, _read_backend, cmd_runs
+
+
+def cmd_runs_or_action(args: argparse.Namespace) -> int:
+    """`tau-tui runs` lists; `runs retry RUN` and `runs resume RUN` act."""
+    action = getattr(args, "runs_command", None)
+    if action == "retry":
+        return cmd_runs_retry(args)
+    if action == "resume":
+        return cmd_runs_resume(args)
+    return cmd_runs(args)
 
 
 def _now(args: argparse.Namespace, backend) -> datetime:
@@ -145,21 +155,3 @@ def _render(args: argparse.Namespace, backend, loaded, namespace: str):
 
         profile_set = load_profiles(loaded, None, lambda: read_profile_set(backend.http.api_client), client_dry_run=False)
     return render_run(loaded, profile_set, RenderOptions(namespace, None, None, None)).manifests
-
-
-def add_recovery_parsers(runs: argparse.ArgumentParser, add_connection_options) -> None:
-    """`runs retry RUN` and `runs resume RUN` under `runs` (which alone still lists the runs)."""
-    actions = runs.add_subparsers(dest="runs_command", metavar="ACTION")
-    retry = actions.add_parser("retry", help="retry a failed run as its resilience.* allows")
-    resume = actions.add_parser("resume", help="resubmit a finished run from its last checkpoint")
-    for cmd in (retry, resume):
-        cmd.add_argument("run", help="name of the failed Job or RayJob")
-        cmd.add_argument("--dry-run", choices=["server", "none"], default="none",
-                         help="server: show the plan and send it with dryRun=All; change nothing")
-        cmd.add_argument("--yes", action="store_true", help="apply without asking (scripts)")
-        add_connection_options(cmd)
-    retry.add_argument("--wait", action="store_true", help="sleep out the backoff instead of refusing")
-    resume.add_argument("--force", action="store_true", help="resume even though the last failure was OOMKilled")
-    resume.add_argument("--from", dest="from_path", metavar="PATH", help="checkpoint directory (default: the run's TAU_RESUME_FROM)")
-    resume.add_argument("-c", "--config", metavar="FILE",
-                        help="resume with this tau.yaml (warns when its config hash differs from the run's)")

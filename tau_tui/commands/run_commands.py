@@ -93,10 +93,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     from ..core.operations.rundocument import list_document, list_lines, list_statuses, read_gpu_faults, read_run_owners
 
-    if getattr(args, "runs_command", None) is not None:  # runs retry RUN / runs resume RUN
-        from .recovery_commands import cmd_runs_resume, cmd_runs_retry
-
-        return (cmd_runs_retry if args.runs_command == "retry" else cmd_runs_resume)(args)
     backend = _read_backend(args)
     now = backend.world.now() if args.demo is not None else datetime.now(UTC)
     # Without -n the list covers every namespace, as the Runs pane does.
