@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
@@ -141,24 +143,26 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "runs":
             # The actions' own options must not reset what was given before the action (argparse
             # lets a subparser's defaults overwrite the parent's values): SUPPRESS leaves them alone.
-            add_recovery_parsers(cmd, lambda action: _run_connection_options(action, argparse.SUPPRESS))
+            add_recovery_parsers(cmd, lambda action: _run_connection_options(action, suppress=True))
     return parser
 
 
-def _run_connection_options(cmd: argparse.ArgumentParser, default: object = None) -> None:
-    """-n, -o, --context, --demo and --request-timeout of the run commands."""
-    unset = {} if default is None else {"default": default}
-    cmd.add_argument("-n", "--namespace", help="namespace (default: the context's, else default)", **unset)
-    cmd.add_argument("-o", "--output", choices=["table", "json", "yaml"], help="output format",
-                     **({"default": "table"} if default is None else unset))
-    cmd.add_argument("--context", help="kubeconfig context (default: current)", **unset)
-    cmd.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO",
-                     help="read the embedded simulated cluster instead (scenario: demo, faults, large)", **unset)
-    cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
-                     help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)", **unset)
+def _run_connection_options(cmd: argparse.ArgumentParser, suppress: bool = False) -> None:
+    """-n, -o, --context, --demo and --request-timeout of the run commands; ``suppress`` for an
+    action under `runs`, so what was given before the action is kept."""
+    unset: Any = argparse.SUPPRESS if suppress else None
+    cmd.add_argument("-n", "--namespace", default=unset, help="namespace (default: the context's, else default)")
+    cmd.add_argument("-o", "--output", choices=["table", "json", "yaml"], default=unset if suppress else "table",
+                     help="output format")
+    cmd.add_argument("--context", default=unset, help="kubeconfig context (default: current)")
+    cmd.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO", default=unset,
+                     help="read the embedded simulated cluster instead (scenario: demo, faults, large)")
+    cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg, default=unset,
+                     help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
 
 
-def add_recovery_parsers(runs: argparse.ArgumentParser, add_connection_options) -> None:
+def add_recovery_parsers(runs: argparse.ArgumentParser,
+                         add_connection_options: Callable[[argparse.ArgumentParser], None]) -> None:
     """`runs retry RUN` and `runs resume RUN` under `runs` (which alone still lists the runs)."""
     actions = runs.add_subparsers(dest="runs_command", metavar="ACTION")
     retry = actions.add_parser("retry", help="retry a failed run as its resilience.* allows")
