@@ -58,31 +58,17 @@ CHECKPOINT = "/ckpt/xidrun"
 LOST_GPU = 3
 KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
 PREEMPTED = "preempted"
-PREEMPTED_CONFIG = f"""\
-name: {PREEMPTED}
-image: registry.invalid/tau/trainer:1
-entrypoint: train.py
-compute:
-  gpus: 8
-policy:
-  queue: {QUEUE}
-resilience:
-  max_retries: 1
-  backoff_initial: 1s
-  checkpoint_path: /ckpt/{PREEMPTED}
-"""
-CONFIG = f"""\
-name: {RUN}
-image: registry.invalid/tau/trainer:1
-entrypoint: train.py
-compute:
-  gpus: 8
-policy:
-  queue: {QUEUE}
-resilience:
-  max_retries: 1
-  checkpoint_path: {CHECKPOINT}
-"""
+
+
+def tau_yaml(name: str, backoff_initial: str = "30s") -> str:
+    """One 8-GPU run with max_retries 1 and a checkpoint path (no PVC: KWOK would wait for it)."""
+    return (f"name: {name}\nimage: registry.invalid/tau/trainer:1\nentrypoint: train.py\ncompute:\n  gpus: 8\n"
+            f"policy:\n  queue: {QUEUE}\nresilience:\n  max_retries: 1\n  backoff_initial: {backoff_initial}\n"
+            f"  checkpoint_path: /ckpt/{name}\n")
+
+
+PREEMPTED_CONFIG = tau_yaml(PREEMPTED, backoff_initial="1s")
+CONFIG = tau_yaml(RUN)
 
 
 @pytest.fixture(scope="module")
