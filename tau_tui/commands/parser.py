@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
@@ -51,6 +53,13 @@ embedded simulated cluster). The headless commands use the same core and rules a
                                         first if the run is finished and has no record); nothing is uploaded
   tau-tui evidence verify BUNDLE        exit 0 if every file matches the manifest, 1 naming each edited,
                                         missing or extra file, or why the archive was refused
+  tau-tui runs retry RUN [-n NS] [--wait] [--dry-run=server] [--yes]
+                                        retry a failed run as its resilience.* allows (retry_on,
+                                        max_retries, backoff); exit 3 with the reason when it may not
+  tau-tui runs resume RUN [-n NS] [--force] [--from PATH] [-c tau.yaml] [--dry-run=server] [--yes]
+                                        resubmit from the last checkpoint (TAU_RESUME_FROM) under a new
+                                        submission, away from a node whose GPU fault hit the run;
+                                        --force after OOMKilled; warns on config drift with -c
 
 Commands that talk to the cluster take --request-timeout DURATION (as kubectl: 30s, 1m, 0 = no
 limit; default request_timeout in the app's config.yaml, else 30s; connecting, TLS included,
@@ -137,15 +146,46 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--watch", action="store_true", help="print every change until startup completes or fails")
             cmd.add_argument("--interval", metavar="DURATION", type=duration_arg, default=2.0,
                              help="time between reads with --watch (default 2s)")
-        cmd.add_argument("-n", "--namespace", help="namespace (default: the context's, else default)")
-        cmd.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table", help="output format")
-        cmd.add_argument("--context", help="kubeconfig context (default: current)")
-        cmd.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO",
-                         help="read the embedded simulated cluster instead (scenario: demo, faults, large)")
-        cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
-                         help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
+        _run_connection_options(cmd)
+        if name == "runs":
+            # The actions' own options must not reset what was given before the action (argparse
+            # lets a subparser's defaults overwrite the parent's values): SUPPRESS leaves them alone.
+            add_recovery_parsers(cmd, lambda action: _run_connection_options(action, suppress=True))
     add_evidence_parser(sub)
     return parser
+
+
+def _run_connection_options(cmd: argparse.ArgumentParser, suppress: bool = False) -> None:
+    """-n, -o, --context, --demo and --request-timeout of the run commands; ``suppress`` for an
+    action under `runs`, so what was given before the action is kept."""
+    unset: Any = argparse.SUPPRESS if suppress else None
+    cmd.add_argument("-n", "--namespace", default=unset, help="namespace (default: the context's, else default)")
+    cmd.add_argument("-o", "--output", choices=["table", "json", "yaml"], default=unset if suppress else "table",
+                     help="output format")
+    cmd.add_argument("--context", default=unset, help="kubeconfig context (default: current)")
+    cmd.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO", default=unset,
+                     help="read the embedded simulated cluster instead (scenario: demo, faults, large)")
+    cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg, default=unset,
+                     help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
+
+
+def add_recovery_parsers(runs: argparse.ArgumentParser,
+                         add_connection_options: Callable[[argparse.ArgumentParser], None]) -> None:
+    """`runs retry RUN` and `runs resume RUN` under `runs` (which alone still lists the runs)."""
+    actions = runs.add_subparsers(dest="runs_command", metavar="ACTION")
+    retry = actions.add_parser("retry", help="retry a failed run as its resilience.* allows")
+    resume = actions.add_parser("resume", help="resubmit a finished run from its last checkpoint")
+    for cmd in (retry, resume):
+        cmd.add_argument("run", help="name of the failed Job or RayJob")
+        cmd.add_argument("--dry-run", choices=["server", "none"], default="none",
+                         help="server: show the plan and send it with dryRun=All; change nothing")
+        cmd.add_argument("--yes", action="store_true", help="apply without asking (scripts)")
+        add_connection_options(cmd)
+    retry.add_argument("--wait", action="store_true", help="sleep out the backoff instead of refusing")
+    resume.add_argument("--force", action="store_true", help="resume even though the last failure was OOMKilled")
+    resume.add_argument("--from", dest="from_path", metavar="PATH", help="checkpoint directory (default: the run's TAU_RESUME_FROM)")
+    resume.add_argument("-c", "--config", metavar="FILE",
+                        help="resume with this tau.yaml (warns when its config hash differs from the run's)")
 
 
 def add_evidence_parser(sub) -> None:

@@ -51,7 +51,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     import time
     from datetime import UTC, datetime
 
-    from ..core.operations.rundocument import read_run, status_document, status_lines, unhealthy_nodes
+    from ..core.operations.recovery import retry_decision
+    from ..core.operations.rundocument import read_gpu_faults, read_run, status_document, status_lines
     from ..core.operations.runstatus import compute_run_status
 
     backend = _read_backend(args)
@@ -60,13 +61,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     waited = 0.0
     while True:
         now = backend.world.now() if args.demo is not None else datetime.now(UTC)
-        objs = read_run(backend, namespace, args.run, unhealthy_nodes(backend, now))
+        objs = read_run(backend, namespace, args.run, read_gpu_faults(backend, now))
         status = compute_run_status(objs)
-        doc = status_document(status, objs)
+        # A failed run says whether it will be retried (now, after the backoff, never and why).
+        retry = retry_decision(objs, now) if status.state == "failed" else None
+        doc = status_document(status, objs, retry)
         if doc != last:
             if last is not None and args.output == "table":
                 print()
-            _print_document(doc, args.output, status_lines(status), stream_json=args.watch)
+            _print_document(doc, args.output, status_lines(status, retry), stream_json=args.watch)
             last = doc
         if not args.watch or status.state == "not_found":
             return EXIT_OK if status.state != "not_found" else EXIT_FAILED
@@ -88,13 +91,13 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from ..core.operations.rundocument import list_document, list_lines, list_statuses, read_run_owners
+    from ..core.operations.rundocument import list_document, list_lines, list_statuses, read_gpu_faults, read_run_owners
 
     backend = _read_backend(args)
+    now = backend.world.now() if args.demo is not None else datetime.now(UTC)
     # Without -n the list covers every namespace, as the Runs pane does.
     owners = read_run_owners(backend, args.namespace)
-    statuses = list_statuses(backend, args.namespace, owners)
-    now = backend.world.now() if args.demo is not None else datetime.now(UTC)
+    statuses = list_statuses(backend, args.namespace, owners, read_gpu_faults(backend, now))
     doc = list_document(args.namespace, owners, now, statuses)
     _print_document(doc, args.output, list_lines(doc))
     return EXIT_OK

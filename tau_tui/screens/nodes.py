@@ -14,6 +14,7 @@ from textual.binding import Binding
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import NodeView
 from tau_tui.core.gpuhealth.verdicts import Verdict
+from tau_tui.core.operations.gpufaults import node_gpu_faults, runs_hit_by_node
 from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
@@ -44,6 +45,14 @@ def filter_text(name: str, health, stale: bool) -> str:
     return f"{name} {word} {health.reason} {health.message or ''}"
 
 
+def runs_hit_cell(runs: list[str]) -> Text:
+    """``✗ 2: team/a, team/b`` (the first two named; the drill-down and /filter find the rest)."""
+    if not runs:
+        return Text("—")
+    shown = ", ".join(runs[:2]) + (f", +{len(runs) - 2}" if len(runs) > 2 else "")
+    return Text(f"✗ {len(runs)}: {shown}", style="bold")
+
+
 class NodesScreen(PaneScreen):
     PANE = "nodes"
     PANE_TITLE = "Nodes"
@@ -59,6 +68,8 @@ class NodesScreen(PaneScreen):
     )
     MUTATING_ACTIONS = frozenset({"cordon", "uncordon", "drain"})
     VIEW_KINDS = (ResourceKind.NODE, ResourceKind.GPU_HEALTH)
+    #: Pods and RayJobs name the runs a bad node hit.
+    READ_KINDS = VIEW_KINDS + (ResourceKind.POD, ResourceKind.RAY_JOB)
     BINDINGS = [
         Binding("enter", "open", "Open", id="nodes.open"),
         Binding("c", "cordon", "Cordon", id="nodes.cordon"),
@@ -74,7 +85,7 @@ class NodesScreen(PaneScreen):
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable(
-            [("node", "Node"), ("verdict", "Health"), ("gpus", "GPUs alloc/cap"), ("temp", "Temp"), ("util", "Util"),
+            [("node", "Node"), ("verdict", "Health"), ("hit", "Runs hit"), ("gpus", "GPUs alloc/cap"), ("temp", "Temp"), ("util", "Util"),
              ("ecc", "ECC d/s"), ("xid", "XIDs"), ("hb", "HB"), ("sched", "Sched"), ("reason", "Reason")],
             id="nodes-table",
         )
@@ -89,10 +100,12 @@ class NodesScreen(PaneScreen):
         counts: dict[str, int] = {}
         rank = {None: 9, Verdict.UNHEALTHY: 0, Verdict.UNKNOWN: 1, Verdict.DEGRADED: 2, Verdict.HEALTHY: 3}
         items = []
-        for node in backend.nodes():
+        nodes = backend.nodes()
+        hit = runs_hit_by_node(backend.pods(), backend.ray_jobs(), node_gpu_faults(nodes, now))
+        for node in nodes:
             health = node_health(node, now)
             verdict = health.verdict if health else None
-            if not f.matches(filter_text(node.name, health, stale), node.labels):
+            if not f.matches(f"{filter_text(node.name, health, stale)} {' '.join(hit.get(node.name, ()))}", node.labels):
                 continue
             items.append((rank[verdict], node.name, node, health))
         for _, name, node, health in sorted(items, key=lambda i: (i[0], i[1])):
@@ -108,8 +121,8 @@ class NodesScreen(PaneScreen):
                 hb = age((now - health.last_heartbeat).total_seconds()) if health.last_heartbeat else "never"
                 temp, util, ecc, xids = telemetry_summary(health.detail)
             sched = status_text("cordoned") if node.unschedulable else Text("schedulable" if node.ready else "✗ NotReady")
-            data.rows.append((name, [Text(name), verdict_cell, Text(gpu_summary(node)), Text(temp), Text(util),
-                                     Text(ecc), Text(xids), Text(hb), sched, Text(reason)]))
+            data.rows.append((name, [Text(name), verdict_cell, runs_hit_cell(hit.get(name, [])), Text(gpu_summary(node)),
+                                     Text(temp), Text(util), Text(ecc), Text(xids), Text(hb), sched, Text(reason)]))
         data.status = f"{len(data.rows)} nodes · GPU health: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none")
         return data
 

@@ -17,9 +17,11 @@ from textual.widgets import Static
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, RayJobView
-from tau_tui.core.operations.gpufaults import gpu_problems
+from tau_tui.core.operations.gpufaults import node_gpu_faults
+from tau_tui.core.operations.recovery import RetryDecision, retry_decision
 from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status, objects_for_run
 from tau_tui.mutations.cluster_changes import cancel_mutation
+from tau_tui.mutations.recovery import resume_mutation, retry_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.widgets.cell_text import since
@@ -31,11 +33,25 @@ from tau_tui.widgets.status_text import status_text, style_of
 class RunsData:
     rows: list = field(default_factory=list)
     statuses: dict[str, RunStatus] = field(default_factory=dict)
+    #: The retry decision of every failed run, as core makes it for this tick's clock.
+    decisions: dict[str, RetryDecision] = field(default_factory=dict)
     owners: dict[str, JobView | RayJobView] = field(default_factory=dict)
     status: str = ""
 
 
-def render_run_status(status: RunStatus) -> Group:
+#: Next actions that change the cluster: not offered in --readonly.
+MUTATING_RUN_ACTIONS = frozenset({"cancel", "retry", "resume"})
+
+
+def recovery_lines(status: RunStatus, decision: RetryDecision | None) -> list[Text]:
+    """What the run's GPU fault and its retry policy mean now: the mark, and retry now / in N s / never."""
+    lines = [Text(hit.line, style=style_of("failed")) for hit in status.gpu_hits]
+    if decision is not None:
+        lines.append(Text(decision.line))
+    return lines
+
+
+def render_run_status(status: RunStatus, decision: RetryDecision | None = None, readonly: bool = False) -> Group:
     phases = Table(box=None, show_header=True, header_style="bold", padding=(0, 1, 0, 0), expand=True)
     phases.add_column("phase", no_wrap=True)
     phases.add_column("status", no_wrap=True)
@@ -53,7 +69,7 @@ def render_run_status(status: RunStatus) -> Group:
         title.append(f"  queue {status.queue}")
     if status.cluster:
         title.append(f"  worker {status.cluster}")
-    parts: list = [title, phases]
+    parts: list = [title, *recovery_lines(status, decision), phases]
     if status.diagnostics:
         parts.append(Text("Attention", style="bold underline"))
         for d in status.diagnostics:
@@ -65,6 +81,8 @@ def render_run_status(status: RunStatus) -> Group:
     if status.actions:
         parts.append(Text("Next", style="bold underline"))
         for a in status.actions:
+            if readonly and a.name in MUTATING_RUN_ACTIONS:
+                continue
             parts.append(Text(f"  {a.key:<7} {a.name}: {a.description}"))
     return Group(*parts)
 
@@ -77,16 +95,23 @@ class RunsScreen(PaneScreen):
         "Every Tau-managed Job and RayJob.  The panel below shows the selected run's phases in order "
         "(Submitted, Kueue admission, MultiKueue placement, RayCluster, Pod scheduling, DRA allocation, "
         "Image pull, Init containers, Container start, Ready, RayJob, Compute release), each pending ○, "
-        "active ◐, done ✓, warning ⚠ or skipped –, then diagnostics and what to do next."
+        "active ◐, done ✓, warning ⚠ or skipped –, then diagnostics and what to do next.  A run a GPU fault "
+        "hit reads 'GPU fault' with the node, GPU and reason.  r retries a failed run as its resilience.* "
+        "allows (retry_on, max_retries, backoff; ↻ now, ◷ later, – never); R resumes it from its last "
+        "checkpoint under a new submission, away from the faulty node.  Both are previewed and confirmed."
     )
-    MUTATING_ACTIONS = frozenset({"cancel"})
+    MUTATING_ACTIONS = frozenset({"cancel", "retry", "resume"})
     VIEW_KINDS = (ResourceKind.JOB, ResourceKind.RAY_JOB, ResourceKind.WORKLOAD, ResourceKind.POD, ResourceKind.EVENT)
+    #: Node GPU health marks the runs a fault hit: a change there redraws the pane too.
+    READ_KINDS = VIEW_KINDS + (ResourceKind.NODE, ResourceKind.GPU_HEALTH)
     BINDINGS = [
         Binding("l", "logs", "Logs", id="runs.logs"),
         Binding("a", "logs_all", "Logs (all ctrs)", id="runs.logs_all"),
         Binding("d", "describe", "Describe", id="runs.describe"),
         Binding("y", "yaml", "YAML", id="runs.yaml"),
         Binding("ctrl+d", "cancel", "Cancel", id="runs.cancel"),
+        Binding("r", "retry", "Retry", id="runs.retry"),
+        Binding("R", "resume", "Resume", id="runs.resume"),
     ]
 
     def __init__(self) -> None:
@@ -108,7 +133,7 @@ class RunsScreen(PaneScreen):
         workloads = backend.workloads()
         pods = backend.pods()
         events = backend.events()
-        bad_gpus = gpu_problems(backend.gpu_health())
+        gpu_faults = node_gpu_faults(backend.nodes(), now)
         data = RunsData()
         order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "not_found": 6}
         # Index once per collect (a scan per run is quadratic at 20,000 runs): workloads by owner
@@ -143,11 +168,13 @@ class RunsScreen(PaneScreen):
             names = {owner.name} | {w.name for w in run_workloads} | {p.name for p in run_pods}
             run_events = [e for _, e in sorted(item for name in names for item in events_by_name.get((ns, name), ()))]
             objs = objects_for_run(ns, owner.name, job=job, ray_job=ray, workloads=run_workloads, pods=run_pods,
-                                   events=run_events, gpu_problems=bad_gpus)
+                                   events=run_events, gpu_faults=gpu_faults)
             status = compute_run_status(objs)
             key = f"{ns}/{owner.name}"
-            if not f.matches(f"{key} {status.state} {status.kind} {status.queue or ''}", owner.labels):
+            if not f.matches(f"{key} {status.state} {status.display_state} {status.kind} {status.queue or ''}", owner.labels):
                 continue
+            if status.state == "failed":
+                data.decisions[key] = retry_decision(objs, now)
             items.append((order[status.state], key, owner, status))
         # Cancelled Jobs whose pods still terminate on their nodes: "releasing compute" until they are gone.
         job_names = {(j.namespace or "", j.name) for j in backend.jobs(tau_managed_only=False)}
@@ -194,7 +221,8 @@ class RunsScreen(PaneScreen):
         key = self.query_one("#runs-table", KeyedTable).selected_key
         status = self.data.statuses.get(key) if key else None
         detail = self.query_one("#run-phases", Static)
-        detail.update(render_run_status(status) if status else Text("no run selected"))
+        decision = self.data.decisions.get(key) if key else None
+        detail.update(render_run_status(status, decision, self.tau.readonly) if status else Text("no run selected"))
 
     def selected(self) -> tuple[str, JobView | RayJobView] | None:
         key = self.query_one("#runs-table", KeyedTable).selected_key
@@ -230,3 +258,17 @@ class RunsScreen(PaneScreen):
         key, owner = picked
         kind = ResourceKind.JOB if isinstance(owner, JobView) else ResourceKind.RAY_JOB
         self.tau.request_mutation(cancel_mutation(self.tau, kind, owner.namespace or "", owner.name))
+
+    def action_retry(self) -> None:
+        picked = self.selected()
+        if picked is None:
+            self.notify("select a failed run to retry", severity="warning")
+            return
+        self.tau.request_mutation(retry_mutation(self.tau, picked[1].namespace or "", picked[1].name))
+
+    def action_resume(self) -> None:
+        picked = self.selected()
+        if picked is None:
+            self.notify("select a finished run to resume", severity="warning")
+            return
+        self.tau.request_mutation(resume_mutation(self.tau, picked[1].namespace or "", picked[1].name))

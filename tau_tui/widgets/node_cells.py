@@ -8,22 +8,15 @@ from datetime import datetime
 from rich.text import Text
 
 from tau_tui.core.cluster.view_types import NodeView
-from tau_tui.core.gpuhealth.nodeview import NodeHealthView, view_from_node
+from tau_tui.core.gpuhealth.nodeview import NodeHealthView
 from tau_tui.core.gpuhealth.report import NodeHealth
+from tau_tui.core.operations.gpufaults import node_health_view
 from tau_tui.widgets.status_text import status_text
-
-DEFAULT_HEARTBEAT_S = 300.0
 
 
 def node_health(node: NodeView, now: datetime) -> NodeHealthView | None:
     """None for nodes without GPUs (no verdict to give)."""
-    if not node.gpu:
-        return None
-    health_object = {"status": dict(node.gpu_health.status)} if node.gpu_health is not None else None
-    period = DEFAULT_HEARTBEAT_S
-    if node.gpu_health is not None:
-        period = float(node.gpu_health.status.get("heartbeatPeriodS") or DEFAULT_HEARTBEAT_S)
-    return view_from_node(dict(node.raw), health_object, now, heartbeat_period_s=period)
+    return node_health_view(node, now)
 
 
 def gpu_summary(node: NodeView) -> str:

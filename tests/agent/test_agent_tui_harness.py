@@ -38,8 +38,8 @@ NODE_DEGRADED = "agent-tui-gpu-thermal"
 NODE_SILENT = "agent-tui-gpu-no-agent"
 LOST_GPU = 3
 HOT_GPU = 5
-# Nodes-pane columns (tau_tui/screens/nodes.py): node, verdict, gpus, temp, util, ecc, xid, hb, sched, reason.
-COL_VERDICT, COL_TEMP, COL_XID, COL_HB, COL_REASON = 1, 3, 6, 7, 9
+# Nodes-pane columns (tau_tui/screens/nodes.py): node, verdict, runs hit, gpus, temp, util, ecc, xid, hb, sched, reason.
+COL_VERDICT, COL_TEMP, COL_XID, COL_HB, COL_REASON = 1, 4, 7, 8, 10
 # Simulated agent time ends close to the wall clock, so the app judges the heartbeats fresh.
 SIMULATED_SECONDS = 240
 

@@ -205,7 +205,7 @@ async def test_node_drill_down_cordon_confirm_audit(tmp_path):
         await pilot.press("escape")
         await settle(pilot)
         cells = app.screen.query_one("#nodes-table", KeyedTable).cells_of("h100-node-5")
-        assert "cordoned" in cells[8].plain
+        assert "cordoned" in cells[9].plain
     entries = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [e["phase"] for e in entries] == ["preview", "intent", "outcome"]
     entry = entries[-1]

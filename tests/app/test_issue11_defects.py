@@ -356,7 +356,7 @@ async def test_demo_faults_shows_the_faults_from_the_first_screen(tmp_path):
         status = runs.data.statuses["team-oncall/burn-in-0"]
         cells = runs.query_one("#runs-table", KeyedTable).cells_of("team-oncall/burn-in-0")
         assert "pod failed" in cells[0].plain  # never a plain "◐ starting"
-        attention = [d for d in status.diagnostics if d.code == "POD_FAILED_ON_BAD_GPU"]
+        attention = [d for d in status.diagnostics if d.code == "GPU_FAULT"]
         assert attention and "gpu-node-1" in attention[0].message and "Xid48" in attention[0].message
         group = render_run_status(status)
         assert any("Attention" in getattr(part, "plain", "") for part in group.renderables)

@@ -202,7 +202,7 @@ async def test_readonly_walks_every_binding_of_every_pane_and_nothing_mutates(tm
             "ProfilesScreen", "MultiKueueScreen", "EvidenceScreen", "EvidenceRecordScreen"} <= screens, screens
     # Every mutating action of every walked pane was refused in words and in the audit log.
     blocked = {m.verb for m in messages if isinstance(m, TauApp.MutationBlocked)}
-    assert {"cancel", "hold", "hold-and-drain", "resume", "cordon", "uncordon", "drain", "submit", "save", "export"} <= blocked, blocked
+    assert {"cancel", "retry", "hold", "hold-and-drain", "resume", "cordon", "uncordon", "drain", "submit", "save", "export"} <= blocked, blocked
     entries = [json.loads(line) for line in (app_state / "audit.jsonl").read_text().splitlines()]
     assert entries and all(e["phase"] == "refused" and e["readonly_blocked"] for e in entries)
     assert {e["verb"] for e in entries} == blocked

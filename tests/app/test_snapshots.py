@@ -11,6 +11,7 @@ import pytest
 from textual.widgets import Input
 
 from tests.app.helpers import make_app, settle, settle_until, wait_workers
+from tests.recovery_world import fail_by_xid79, recovery_world
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 PANES = ["compose", "profiles", "queue", "runs", "logs", "nodes", "multikueue"]
@@ -183,3 +184,37 @@ def test_drain_preview_dialog(snap_compare, tmp_path):
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
+
+
+def _run_hit_by_xid79(tmp_path):
+    """The recovery world with its run failed by XID 79 on its node (issue #14 items 3 and 4)."""
+    world, backend = recovery_world(tmp_path, realtime=False)
+    fail_by_xid79(world, backend)
+    backend.start()
+    assert backend.wait_synced(10)
+    return backend
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_runs_gpu_fault_mark_and_retry_decision(snap_compare, tmp_path, size):
+    app = make_app(tmp_path, _run_hit_by_xid79(tmp_path), start_pane="runs")
+    assert snap_compare(app, terminal_size=size, run_before=prepare("runs"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_resume_preview_dialog(snap_compare, tmp_path, size):
+    app = make_app(tmp_path, _run_hit_by_xid79(tmp_path), start_pane="runs")
+
+    async def run_before(pilot):
+        await prepare("runs")(pilot)
+        await pilot.press("R")  # resume: server dry-run, the node it avoids, where it can land
+        await settle(pilot)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_nodes_list_the_runs_a_gpu_fault_hit(snap_compare, tmp_path, size):
+    app = make_app(tmp_path, _run_hit_by_xid79(tmp_path), start_pane="nodes")
+    assert snap_compare(app, terminal_size=size, run_before=prepare("nodes"))

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
+from tau_tui.core.apifields import parse_time
 from tau_tui.core.cluster.convert import job_view, pod_view, ray_job_view, workload_view
+from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.runstatus import PHASE_ORDER, RunObjects, RunStatus, compute_run_status, objects_for_run
 
 NS, NAME, UID = "team-nlp", "train", "uid-1"
@@ -169,13 +171,14 @@ def test_starting_running_succeeded_and_failed():
     done = status_of(job((("Complete", "Completed"),)), workloads=(workload(("Finished", "True", "Succeeded")),))
     assert done.state == "succeeded"
     assert phase(done, "Kueue admission") == ("done", "finished; quota released")
-    assert [a.name for a in done.actions] == ["logs", "results"]
+    assert [a.name for a in done.actions] == ["logs", "results", "resume"]
     failed = status_of(job((("Failed", "BackoffLimitExceeded"),)))
     assert failed.state == "failed"
     assert codes(failed) == ["RUN_FAILED"]
     assert "BackoffLimitExceeded" in failed.diagnostics[0].message
     assert ("kubectl", "logs", "-n", NS, "-l", f"job-name={NAME}", "--all-containers", "--prefix", "--previous") in failed.diagnostics[0].commands
-    assert [a.name for a in failed.actions] == ["logs", "diagnostics"]
+    assert [a.name for a in failed.actions] == ["logs", "diagnostics", "retry", "resume"]
+    assert failed.actions[2].command == ("tau-tui", "runs", "retry", NAME, "-n", NS)
 
 
 def test_phase_order_is_fixed_in_every_state():
@@ -372,12 +375,49 @@ def test_oom_killed_now_or_in_the_previous_container():
     assert oom.commands == (("kubectl", "logs", "train-0", "-c", "main", "-n", NS, "--previous"),)
 
 
+def xid79(node: str = "gpu-1", since: str | None = None, verdict: str = "unhealthy") -> dict[str, NodeGpuFault]:
+    return {node: NodeGpuFault(node, verdict, "XID 79", "GPU fell off the bus", ("gpu0 GPU-1",),
+                               parse_time(since), ("tau-agent",))}
+
+
 def test_gpu_fault_on_the_node_of_a_running_pod():
-    status = status_of(pods=(pod(app=(RUNNING,)),), unhealthy_nodes={"gpu-1": "XID 79 (GPU fell off the bus)"})
+    status = status_of(pods=(pod(app=(RUNNING,)),), gpu_faults=xid79())
     fault = next(d for d in status.diagnostics if d.code == "GPU_FAULT")
     assert "gpu-1" in fault.message and "XID 79" in fault.message and fault.severity == "error"
-    healthy = status_of(pods=(pod(app=(RUNNING,)),), unhealthy_nodes={"gpu-2": "XID 79"})
-    assert "GPU_FAULT" not in codes(healthy)
+    assert "gpu0 GPU-1" in fault.message and "tau-agent" in fault.message
+    assert status.display_state == "running, GPU fault"
+    assert [(h.pod, h.fault.node, h.failed) for h in status.gpu_hits] == [("train-0", "gpu-1", False)]
+    healthy = status_of(pods=(pod(app=(RUNNING,)),), gpu_faults=xid79("gpu-2"))
+    assert "GPU_FAULT" not in codes(healthy) and healthy.gpu_hits == ()
+
+
+def failed_pod(finished: str) -> Any:
+    ended = cs(state="terminated", reason="Error")
+    ended["state"]["terminated"]["finishedAt"] = finished
+    return pod(app=(ended,), phase="Failed")
+
+
+def test_a_pod_that_failed_on_a_bad_gpu_is_named_even_when_the_run_failed():
+    status = status_of(job((("Failed", "BackoffLimitExceeded"),)), pods=(failed_pod("2026-11-30T10:10:00Z"),),
+                       gpu_faults=xid79(since="2026-11-30T10:10:00Z"))
+    assert status.state == "failed"
+    fault = next(d for d in status.diagnostics if d.code == "GPU_FAULT")
+    assert fault.message.startswith("pod train-0 failed (Error) on node gpu-1, whose GPU is unhealthy")
+    assert "POD_FAILED" not in codes(status) and status.display_state == "failed, GPU fault"
+
+
+def test_a_pod_that_failed_long_before_the_fault_was_not_hit():
+    status = status_of(job((("Failed", "BackoffLimitExceeded"),)), pods=(failed_pod("2026-11-30T08:00:00Z"),),
+                       gpu_faults=xid79(since="2026-11-30T10:10:00Z"))
+    assert "GPU_FAULT" not in codes(status) and status.gpu_hits == ()
+
+
+def test_a_degraded_node_marks_only_pods_that_failed_there():
+    running = status_of(pods=(pod(app=(RUNNING,)),), gpu_faults=xid79(verdict="degraded"))
+    assert "GPU_FAULT" not in codes(running)
+    failed = status_of(pods=(failed_pod("2026-11-30T10:10:00Z"),), gpu_faults=xid79(verdict="degraded"))
+    fault = next(d for d in failed.diagnostics if d.code == "GPU_FAULT")
+    assert fault.severity == "warning" and "pod failed" in failed.display_state
 
 
 # -- picking a run's objects ---------------------------------------------------------------------

@@ -467,6 +467,20 @@ class BaseBackend(ClusterBackend):
                     return MutationResult(False, "delete", rt.kind, name, namespace, f"{message}; but {failed.message}", dry_run)
         return MutationResult(True, "delete", rt.kind, name, namespace, message, dry_run)
 
+    def annotate(self, kind: ResourceKind, namespace: str, name: str, annotations: Mapping[str, str],
+                 dry_run: bool = False) -> MutationResult:
+        """Merge-patch annotations onto a Job or RayJob (a retry or resume records its successor there)."""
+        if kind not in (ResourceKind.JOB, ResourceKind.RAY_JOB):
+            raise ClusterError(f"annotate works on Jobs and RayJobs, not {kind.type.kind}")
+        rt = kind.type
+        try:
+            self._api_patch(rt, name, namespace, {"metadata": {"annotations": dict(annotations)}}, dry_run)
+        except ApiFailure as exc:
+            return failure_result(exc, "patch", rt, name, namespace, dry_run)
+        what = ", ".join(f"{k}={v}" for k, v in annotations.items())
+        return MutationResult(True, "patch", rt.kind, name, namespace,
+                              f"{rt.kind} {namespace}/{name} {'would be ' if dry_run else ''}annotated {what}", dry_run)
+
     def set_stop_policy(
         self, kind: ResourceKind, name: str, policy: StopPolicy, namespace: str | None = None, dry_run: bool = False
     ) -> MutationResult:

@@ -280,6 +280,11 @@ class Mutator(abc.ABC):
         removes the Workload.  Workloads may be cancelled directly too."""
 
     @abc.abstractmethod
+    def annotate(self, kind: ResourceKind, namespace: str, name: str, annotations: Mapping[str, str],
+                 dry_run: bool = False) -> MutationResult:
+        """Merge-patch annotations onto a Job or RayJob (retry and resume record the successor)."""
+
+    @abc.abstractmethod
     def set_stop_policy(
         self, kind: ResourceKind, name: str, policy: StopPolicy, namespace: str | None = None, dry_run: bool = False
     ) -> MutationResult:

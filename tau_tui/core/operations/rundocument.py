@@ -28,6 +28,8 @@ from tau_tui.core.cluster.view_types import (
     RayJobView,
     WorkloadView,
 )
+from tau_tui.core.operations.gpufaults import NodeGpuFault, node_gpu_faults
+from tau_tui.core.operations.recovery import RetryDecision
 from tau_tui.core.operations.runstatus import STATE_SYMBOLS, RunObjects, RunStatus, compute_run_status, objects_for_run
 
 API_VERSION = "tau.azure.com/v1alpha1"
@@ -45,7 +47,8 @@ def _only(views: Sequence[ObjectView], view_type: type[Any]) -> list[Any]:
     return [v for v in views if isinstance(v, view_type)]
 
 
-def read_run(backend: BaseBackend, namespace: str, name: str, unhealthy_nodes: Mapping[str, str] | None = None) -> RunObjects:
+def read_run(backend: BaseBackend, namespace: str, name: str,
+             gpu_faults: Mapping[str, NodeGpuFault] | None = None) -> RunObjects:
     """The objects of one run, read live: the Job or RayJob, its Workloads, pods and events."""
     jobs: list[JobView] = [j for j in _only(backend.fetch(ResourceKind.JOB, namespace), JobView) if j.name == name]
     ray_jobs: list[RayJobView] = [r for r in _only(backend.fetch(ResourceKind.RAY_JOB, namespace), RayJobView) if r.name == name]
@@ -54,7 +57,7 @@ def read_run(backend: BaseBackend, namespace: str, name: str, unhealthy_nodes: M
     if job is None and ray_job is None:
         # Cancelled (or never there): a Job's pods may still be terminating and holding GPUs.
         leftover: list[PodView] = _only(backend.fetch(ResourceKind.POD, namespace, f"job-name={name}"), PodView)
-        return RunObjects(namespace, name, pods=tuple(leftover), unhealthy_nodes=dict(unhealthy_nodes or {}))
+        return RunObjects(namespace, name, pods=tuple(leftover), gpu_faults=dict(gpu_faults or {}))
     workloads: list[WorkloadView] = _only(backend.fetch(ResourceKind.WORKLOAD, namespace), WorkloadView)
     if job is not None:
         selector: str | None = f"job-name={name}"
@@ -64,19 +67,15 @@ def read_run(backend: BaseBackend, namespace: str, name: str, unhealthy_nodes: M
         selector = None
     pods: list[PodView] = _only(backend.fetch(ResourceKind.POD, namespace, selector), PodView) if selector else []
     events: list[EventView] = _only(backend.fetch(ResourceKind.EVENT, namespace), EventView)
-    objs = objects_for_run(namespace, name, job=job, ray_job=ray_job, workloads=workloads, pods=pods, events=events)
-    if unhealthy_nodes:
-        objs = RunObjects(objs.namespace, objs.name, objs.job, objs.ray_job, objs.workloads, objs.pods, objs.events,
-                          objs.manager_view, dict(unhealthy_nodes))
-    return objs
+    return objects_for_run(namespace, name, job=job, ray_job=ray_job, workloads=workloads, pods=pods, events=events,
+                           gpu_faults=gpu_faults)
 
 
-def unhealthy_nodes(backend: BaseBackend, now: datetime) -> dict[str, str]:
-    """Nodes whose GPU verdict is unhealthy now, with the reason, from the agent's report and the
-    conditions of other writers (TauGrid NPD, GKE, AKS); nodes the caller may not read are left out."""
+def read_gpu_faults(backend: BaseBackend, now: datetime) -> dict[str, NodeGpuFault]:
+    """Nodes whose GPUs are unhealthy or degraded now, from the agent's report and the conditions of
+    other writers (TauGrid NPD, GKE, AKS); nodes the caller may not read are left out."""
+    from tau_tui.core.cluster.convert import node_view
     from tau_tui.core.cluster.errors import ClusterError
-    from tau_tui.core.gpuhealth.nodeview import view_from_node
-    from tau_tui.core.gpuhealth.verdicts import Verdict
 
     try:
         nodes: list[NodeView] = _only(backend.fetch(ResourceKind.NODE), NodeView)
@@ -86,13 +85,9 @@ def unhealthy_nodes(backend: BaseBackend, now: datetime) -> dict[str, str]:
         reports = {h.node_name: h for h in _only(backend.fetch(ResourceKind.GPU_HEALTH), GpuHealthView)}
     except ClusterError:
         reports = {}
-    out = {}
-    for node in nodes:
-        report = reports.get(node.name)
-        view = view_from_node(dict(node.raw), {"status": dict(report.status)} if report else None, now)
-        if view.verdict is Verdict.UNHEALTHY:
-            out[node.name] = f"{view.reason}: {view.message}".strip(": ")
-    return out
+    # A live read knows no GPU allocation (no pod scan): allocated stays unknown, the verdict does not need it.
+    with_reports = [node_view(n.raw, None, reports.get(n.name)) for n in nodes]
+    return node_gpu_faults(with_reports, now)
 
 
 def read_run_owners(backend: BaseBackend, namespace: str | None) -> list[JobView | RayJobView]:
@@ -113,8 +108,8 @@ def _condition(c: Any) -> dict[str, Any]:
             "lastTransitionTime": _time(c.last_transition_time)}
 
 
-def status_document(status: RunStatus, objs: RunObjects) -> dict[str, Any]:
-    """The §8.3 ``RunStatus`` document of one run."""
+def status_document(status: RunStatus, objs: RunObjects, retry: RetryDecision | None = None) -> dict[str, Any]:
+    """The §8.3 ``RunStatus`` document of one run; ``retry`` (a failed run's retry decision) adds ``retry``."""
     owner = objs.job or objs.ray_job
     doc: dict[str, Any] = {
         "apiVersion": API_VERSION,
@@ -181,6 +176,16 @@ def status_document(status: RunStatus, objs: RunObjects) -> dict[str, Any]:
          "count": e.count, "lastTimestamp": _time(e.last_timestamp)}
         for e in sorted(objs.events, key=lambda e: (e.last_timestamp is None, e.last_timestamp or datetime.min))
     ]
+    doc["gpuFaults"] = [
+        {"pod": h.pod, "node": h.fault.node, "verdict": h.fault.verdict, "reason": h.fault.reason,
+         "message": h.fault.message, "gpus": list(h.fault.gpus), "since": _time(h.fault.since),
+         "sources": list(h.fault.sources), "podFailed": h.failed}
+        for h in status.gpu_hits
+    ]
+    if retry is not None:
+        doc["retry"] = {"verdict": retry.verdict, "message": retry.message, "attempt": retry.attempt,
+                        "maxRetries": retry.max_retries, "reason": retry.reason or None,
+                        "notBefore": _time(retry.not_before), "newName": retry.new_name or None}
     doc["diagnostics"] = [
         {"code": d.code, "severity": d.severity, "message": d.message, "suggestion": d.suggestion,
          "commands": [_argv(c) for c in d.commands]}
@@ -224,13 +229,16 @@ def list_document(namespace: str | None, owners: Sequence[JobView | RayJobView],
         }
         if status is not None:
             run["state"] = status.state
+            if status.gpu_hits:
+                run["gpuFaultNodes"] = sorted({h.fault.node for h in status.gpu_hits})
         runs.append(run)
     return {"namespace": namespace or "", "total": len(runs), "historyState": "live", "runs": runs}
 
 
-def list_statuses(backend: BaseBackend, namespace: str | None,
-                  owners: Sequence[JobView | RayJobView]) -> dict[str, RunStatus]:
-    """The phase engine's state of every run, from one list of Workloads and pods per namespace."""
+def list_statuses(backend: BaseBackend, namespace: str | None, owners: Sequence[JobView | RayJobView],
+                  gpu_faults: Mapping[str, NodeGpuFault] | None = None) -> dict[str, RunStatus]:
+    """The phase engine's state of every run, from one list of Workloads and pods per namespace
+    (with ``gpu_faults``, the runs a GPU fault hit are marked)."""
     out: dict[str, RunStatus] = {}
     namespaces = sorted({o.namespace or "" for o in owners})
     workloads: list[WorkloadView] = _only(backend.fetch(ResourceKind.WORKLOAD, namespace), WorkloadView)
@@ -243,7 +251,7 @@ def list_statuses(backend: BaseBackend, namespace: str | None,
                 continue
             objs = objects_for_run(ns, owner.name, job=owner if isinstance(owner, JobView) else None,
                                    ray_job=owner if isinstance(owner, RayJobView) else None,
-                                   workloads=ns_workloads, pods=ns_pods, events=())
+                                   workloads=ns_workloads, pods=ns_pods, events=(), gpu_faults=gpu_faults)
             out[f"{ns}/{owner.name}"] = compute_run_status(objs)
     return out
 
@@ -251,14 +259,18 @@ def list_statuses(backend: BaseBackend, namespace: str | None,
 SEVERITY_MARKS = {"error": "✗", "warning": "⚠", "info": "i"}
 
 
-def status_lines(status: RunStatus) -> list[str]:
+def status_lines(status: RunStatus, retry: RetryDecision | None = None) -> list[str]:
     """The human view of one run: Progress, Attention, Next (as the Runs pane, in plain text)."""
     head = f"{status.kind} {status.namespace}/{status.name}  {STATE_SYMBOLS[status.state]} {status.display_state}"
     if status.queue:
         head += f"  queue {status.queue}"
     if status.cluster:
         head += f"  worker {status.cluster}"
-    lines = [head, "", "Progress"]
+    lines = [head]
+    lines += [hit.line for hit in status.gpu_hits]
+    if retry is not None:
+        lines.append(retry.line)
+    lines += ["", "Progress"]
     width = max(len(p.name) for p in status.phases)
     for p in status.phases:
         line = f"  {p.name:<{width}}  {p.symbol} {p.status:<8}  {p.detail}".rstrip()
@@ -281,6 +293,11 @@ def list_lines(doc: Mapping[str, Any]) -> list[str]:
     """``tau run list`` as a table: one line per run."""
     columns = ("namespace", "name", "kind", "state", "status", "queue", "executionTarget", "age")
     header = ("NAMESPACE", "NAME", "KIND", "STATE", "STATUS", "QUEUE", "WHERE", "AGE")
-    rows = [tuple(str(run.get(c) if run.get(c) is not None else "—") for c in columns) for run in doc.get("runs") or ()]
+    def cell(run: Mapping[str, Any], column: str) -> str:
+        value = run.get(column)
+        if column == "state" and run.get("gpuFaultNodes"):
+            return f"{value or '—'}, GPU fault ({', '.join(run['gpuFaultNodes'])})"
+        return str(value) if value is not None else "—"
+    rows = [tuple(cell(run, c) for c in columns) for run in doc.get("runs") or ()]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(columns))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.view_types import EventView, JobView, PodView, RayJobView, WorkloadView
+from tau_tui.core.operations.gpufaults import GpuHit, NodeGpuFault, gpu_hits
 
 PhaseStatus = Literal["pending", "active", "done", "warning", "skipped"]
 #: taugrid.md §8.2's states, plus ``releasing``: the Job or RayJob is deleted (cancelled) and its
@@ -75,7 +76,7 @@ class RunDiagnostic:
 
 @dataclass(frozen=True)
 class RunAction:
-    name: str  # list, watch, logs, diagnostics, results, cancel
+    name: str  # list, watch, logs, diagnostics, results, cancel, retry, resume
     description: str
     key: str = ""
     #: The headless equivalent as an argv ("tau-tui status …", "kubectl logs …").
@@ -95,12 +96,9 @@ class RunObjects:
     events: Sequence[EventView] = ()
     #: True on a MultiKueue manager (the run's pods live on a worker cluster).
     manager_view: bool = False
-    #: Nodes whose GPUs are unhealthy now, with the reason (XID 79, ECC, NVLink...);
-    #: a pod of this run bound to one gives a GPU_FAULT diagnostic.
-    unhealthy_nodes: Mapping[str, str] = field(default_factory=dict)
-    #: node name → "unhealthy: Xid79" for nodes whose GPU health is not healthy (a failed pod there
-    #: is most likely the GPU's fault, and the run must say so).
-    gpu_problems: Mapping[str, str] = field(default_factory=dict)
+    #: node name → its GPU fault now (unhealthy or degraded: node, GPUs, reason, since), from the
+    #: agent's verdict or other writers' node conditions; a pod of this run hit by one gives GPU_FAULT.
+    gpu_faults: Mapping[str, NodeGpuFault] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -119,6 +117,8 @@ class RunStatus:
     cluster: str | None = None
     multikueue: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The pods of this run a GPU fault hit (node, GPUs, reason): the run is marked with them.
+    gpu_hits: tuple[GpuHit, ...] = ()
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
@@ -381,6 +381,14 @@ def _succeeded(objs: RunObjects) -> bool:
     return False
 
 
+def _exit_reason(pod: PodView) -> str:
+    """Why a failed pod's containers ended (Error, OOMKilled ...): the app containers' reason, not an
+    init container's "Completed"."""
+    ended = [c.reason for c in pod.container_statuses if c.state == "terminated" and c.reason]
+    app = [c.reason for c in pod.container_statuses if not c.init and c.state == "terminated" and c.reason]
+    return next(iter(app or [r for r in ended if r != "Completed"]), "")
+
+
 def _oom_killed(pods: Sequence[PodView]) -> list[tuple[PodView, str]]:
     """Containers that ended OOMKilled, now or in their previous run (``lastState``)."""
     found = []
@@ -487,30 +495,27 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
             "OOM_KILLED", "error", f"{pod.name}/{container} was OOMKilled (out of memory)",
             "raise resources.memory or lower the batch size; resume needs --force after an OOM",
             (("kubectl", "logs", pod.name, "-c", container, "-n", ns, "--previous"),)))
+    hits = gpu_hits(pods, objs.gpu_faults)
+    for hit in hits:
+        fault = hit.fault
+        pod = next(p for p in pods if p.name == hit.pod)
+        why = _exit_reason(pod)
+        what = f"pod {pod.name} failed{f' ({why})' if why else ''}" if hit.failed else f"pod {pod.name} runs"
+        # Named even when the run already failed: it says why, and resume should avoid the node.
+        diagnostics.append(RunDiagnostic(
+            "GPU_FAULT", "error" if fault.verdict == "unhealthy" else "warning",
+            f"{what} on node {fault.node}, whose GPU is {fault.verdict}: {fault.describe()}",
+            "resume from the last checkpoint on a healthy node (R); cordon or drain the node in Nodes (6)",
+            (("kubectl", "describe", "node", fault.node),)))
+    hit_pods = {h.pod for h in hits}
     for pod in pods:
-        reason = objs.unhealthy_nodes.get(pod.node_name or "")
-        # A pod that failed there was hit too; one that succeeded before the fault was not.
-        if reason and (not pod.terminal or pod.phase == "Failed"):
-            diagnostics.append(RunDiagnostic(
-                "GPU_FAULT", "error", f"{pod.name} runs on node {pod.node_name} whose GPU is unhealthy: {reason}",
-                "cancel and resubmit away from that node, or resume from the last checkpoint",
-                (("kubectl", "describe", "node", pod.node_name or ""),)))
-    for pod in pods:
-        if pod.phase != "Failed":
+        if pod.phase != "Failed" or failure is not None or pod.name in hit_pods:
             continue
-        why = next((c.reason for c in pod.container_statuses if c.state == "terminated" and c.reason), "")
+        why = _exit_reason(pod)
         where = f" on node {pod.node_name}" if pod.node_name else ""
-        gpu = objs.gpu_problems.get(pod.node_name or "")
-        # A pod that failed on a bad GPU is named even when the run already failed: it says why.
-        if gpu:
-            diagnostics.append(RunDiagnostic(
-                "POD_FAILED_ON_BAD_GPU", "error",
-                f"pod {pod.name} failed{f' ({why})' if why else ''}{where}, whose GPU health is {gpu}",
-                "the Job starts a new pod if retries remain; cordon or drain the node in Nodes (6)"))
-        elif failure is None:
-            diagnostics.append(RunDiagnostic(
-                "POD_FAILED", "warning", f"pod {pod.name} failed{f' ({why})' if why else ''}{where}",
-                "read its log (p: previous container); the Job starts a new pod if retries remain"))
+        diagnostics.append(RunDiagnostic(
+            "POD_FAILED", "warning", f"pod {pod.name} failed{f' ({why})' if why else ''}{where}",
+            "read its log (p: previous container); the Job starts a new pod if retries remain"))
     if startup_failed and failure is None and not rejected:
         diagnostics.append(RunDiagnostic("STARTUP_FAILED", "error", "startup is failing; see the phases above", "", (describe,)))
 
@@ -522,13 +527,21 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
                                  ("kubectl", "delete", resource, name, "-n", ns)))
     if state == "failed":
         actions.append(RunAction("diagnostics", "describe the failing objects and events", "d", describe))
+        actions.append(RunAction("retry", "retry as resilience.* allows (retry_on, max_retries, backoff)", "r",
+                                 ("tau-tui", "runs", "retry", name, "-n", ns)))
     if state == "succeeded":
         actions.append(RunAction("results", "show where the run wrote its results", "y",
                                  ("kubectl", "get", resource, name, "-n", ns, "-o", "yaml")))
+    if state in ("failed", "succeeded"):
+        actions.append(RunAction("resume", "resubmit from the last checkpoint (TAU_RESUME_FROM), away from faulty GPUs", "R",
+                                 ("tau-tui", "runs", "resume", name, "-n", ns)))
     display = {"not_found": "not found", "queued": "queued", "starting": "starting", "running": "running",
                "succeeded": "succeeded", "failed": "failed"}[state]
-    if state in ("starting", "running") and any(d.code.startswith("POD_FAILED") for d in diagnostics):
+    failed_on_bad_gpu = any(h.failed for h in hits)
+    if state in ("starting", "running") and (failed_on_bad_gpu or any(d.code == "POD_FAILED" for d in diagnostics)):
         display += ", pod failed"  # never a plain "starting" over a failed pod
+    if hits:
+        display += ", GPU fault"  # the run is marked, whatever its state
     queue = objs.workloads[0].queue_name if objs.workloads else owner.labels.get("kueue.x-k8s.io/queue-name")
     return RunStatus(
         objs.namespace,
@@ -544,6 +557,7 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
         queue,
         worker,
         multikueue,
+        gpu_hits=tuple(hits),
     )
 
 
@@ -575,7 +589,7 @@ def objects_for_run(
     workloads: Sequence[WorkloadView],
     pods: Sequence[PodView],
     events: Sequence[EventView],
-    gpu_problems: Mapping[str, str] | None = None,
+    gpu_faults: Mapping[str, NodeGpuFault] | None = None,
 ) -> RunObjects:
     """Pick the objects that belong to one run from namespace-wide lists."""
     owner = job or ray_job
@@ -591,4 +605,4 @@ def objects_for_run(
     run_events = [e for e in events if e.involved_name in names]
     manager_view = any(w.admission_checks for w in wls) and (owner is not None and owner.managed_by == MULTIKUEUE_CONTROLLER_NAME)
     return RunObjects(namespace, name, job, ray_job, tuple(wls), tuple(run_pods), tuple(run_events), manager_view,
-                      gpu_problems=dict(gpu_problems or {}))
+                      gpu_faults=dict(gpu_faults or {}))

@@ -199,6 +199,8 @@ class ScenarioBuilder:
         if job.get("priorityClass"):
             labels[PRIORITY_CLASS_LABEL] = job["priorityClass"]
         annotations = {DURATION_ANNOTATION: str(job.get("durationSeconds", self.world.settings.default_duration_seconds))}
+        # e.g. tau.azure.com/workloadspec-execution, so a scenario run carries a resilience policy
+        annotations.update({str(k): str(v) for k, v in (job.get("annotations") or {}).items()})
         if job.get("outcome"):
             annotations[OUTCOME_ANNOTATION] = job["outcome"]
         if job.get("logStyle"):
@@ -268,10 +270,20 @@ class ScenarioBuilder:
                                             bool(outage.get("stale", False)))
         if "apiRestore" in entry:
             return world.api_restore
+        if "preempt" in entry:
+            p = entry["preempt"]
+
+            def preempt() -> None:
+                # The scheduler preempts (or the Eviction API evicts) every running pod of the job.
+                for pod in list(world.store.items(R.POD.type, p["namespace"])):
+                    if (pod["metadata"].get("labels") or {}).get("job-name") == p["job"] \
+                            and (pod.get("status") or {}).get("phase") == "Running":
+                        world.disrupt_pod(p["namespace"], pod["metadata"]["name"], p.get("reason", "PreemptionByScheduler"))
+            return preempt
         if "cordon" in entry:
             return lambda: world.store.update(R.NODE.type, entry["cordon"]["node"], None,
                                               lambda o: o.setdefault("spec", {}).__setitem__("unschedulable", True))
-        raise self._error(where, "unknown timeline action; use gpuFault, gpuRecover, multikueueDisconnect, multikueueReconnect, apiOutage, apiRestore or cordon")
+        raise self._error(where, "unknown timeline action; use gpuFault, gpuRecover, preempt, multikueueDisconnect, multikueueReconnect, apiOutage, apiRestore or cordon")
 
     def _log_action(self, entry: Mapping[str, Any]) -> Callable[[], None]:
         world = self.world

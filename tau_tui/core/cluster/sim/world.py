@@ -73,6 +73,7 @@ class SimulatedCluster:
         self.connectivity_listeners: list[Callable[[], None]] = []
         #: Fault injection and logs, offered here, done by the controller that owns them.
         self.gpu_fault = self.gpu_agent.gpu_fault
+        self.disrupt_pod = self.kubelet.disrupt_pod
         self.gpu_recover = self.gpu_agent.gpu_recover
         self.set_multikueue_cluster_active = self.multikueue.set_cluster_active
         self.open_container_log = self.kubelet.open_container_log

@@ -4,6 +4,7 @@ their deadline, and serve their container logs, previous logs included."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,21 @@ if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
 
 R = ResourceKind
+
+
+def _affinity_allows(node: dict[str, Any], terms: list[dict[str, Any]]) -> bool:
+    """Required node affinity as the scheduler reads it: any term whose expressions all hold
+    (In, NotIn, Exists, DoesNotExist on the node's labels; kubernetes.io/hostname is the node's name)."""
+    if not terms:
+        return True
+    labels = dict(node["metadata"].get("labels") or {})
+    labels.setdefault("kubernetes.io/hostname", node["metadata"]["name"])
+
+    def holds(e: dict[str, Any]) -> bool:
+        op, value, values = str(e.get("operator")), labels.get(str(e.get("key", ""))), e.get("values") or []
+        return {"In": value in values, "NotIn": value not in values,
+                "Exists": value is not None, "DoesNotExist": value is None}.get(op, False)
+    return any(all(holds(e) for e in term.get("matchExpressions") or ()) for term in terms)
 
 
 class Kubelet(Controller):
@@ -74,12 +90,15 @@ class Kubelet(Controller):
                 free, nodes = self._node_free(), self._schedulable_nodes()
             need = {k: v for k, v in pod_requests(spec).items() if is_gpu_resource(k) and v}
             selector = spec.get("nodeSelector") or {}
-            sel_key = tuple(sorted(selector.items()))
+            terms = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                     .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+            sel_key = (tuple(sorted(selector.items())), json.dumps(terms, sort_keys=True))
             candidates = by_selector.get(sel_key)
             if candidates is None:
                 candidates = by_selector[sel_key] = [
                     n["metadata"]["name"] for n in nodes or ()
-                    if all((n["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())]
+                    if all((n["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())
+                    and _affinity_allows(n, terms)]
             target = None
             for node_name in candidates:
                 slot = free.get(node_name, {})
@@ -188,6 +207,20 @@ class Kubelet(Controller):
                                        for c, cs in zip(o["spec"].get("containers") or (), st.get("containerStatuses") or [{}] * 99, strict=False)]
             set_condition(o, cond("Ready", "False", "PodCompleted", "", at))
         self.store.update(R.POD.type, name, namespace, end)
+
+    def disrupt_pod(self, namespace: str, name: str, reason: str = "PreemptionByScheduler",
+                    message: str = "Preempted in order to admit critical pod") -> None:
+        """Fault injection: the scheduler preempts (or the Eviction API evicts) a running pod: its
+        containers end and the pod carries ``DisruptionTarget`` with the reason, as Kubernetes sets it."""
+        with self.lock:
+            pod = self.store.read(R.POD.type, name, namespace)
+            if pod is None:
+                return
+            now = self.now()
+            self.terminate_pod(namespace, name, "Failed", f"terminated: {message}", at=now)
+            self.store.update(R.POD.type, name, namespace,
+                              lambda o: set_condition(o, cond("DisruptionTarget", "True", reason, message, now)))
+            self.event(pod, "Warning", "Preempted" if reason.startswith("Preemption") else "Evicted", message)
 
     # -- logs ------------------------------------------------------------------------
 
