@@ -26,7 +26,8 @@ from kubernetes import client as k8s
 
 from tau_tui.core.cluster.convert import admission_check_view, multikueue_cluster_view, multikueue_config_view
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.logspool import LogRequest, process_spool_dir
+from tau_tui.core.cluster.logspool.log_requests import LogRequest
+from tau_tui.core.cluster.logspool.spool_dirs import process_spool_dir
 from tau_tui.core.cluster.real import KubernetesBackend
 from tau_tui.core.operations.audit import state_dir
 from tau_tui.core.operations.multikueue import evaluate_multikueue_ready
