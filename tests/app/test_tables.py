@@ -67,14 +67,20 @@ def reset(table: CountingTable) -> None:
         table.stats[key] = 0
 
 
+async def filled_table(app, pilot) -> tuple[CountingTable, list]:
+    """The app's table with ROWS rows applied and drawn."""
+    table = app.query_one(CountingTable)
+    rows = big_rows()
+    table.apply_rows(rows)
+    await pilot.pause()
+    return table, rows
+
+
 @async_test
 async def test_one_row_change_in_20000_rows_touches_one_cell():
     app = TableApp()
     async with app.run_test(size=(100, 30)) as pilot:
-        table = app.query_one(CountingTable)
-        rows = big_rows()
-        table.apply_rows(rows)
-        await pilot.pause()
+        table, rows = await filled_table(app, pilot)
         assert table.row_count == ROWS and table.calls["add_row"] == ROWS
 
         # one changed cell; every other row is the same cells object (as panes hand them over)
@@ -115,10 +121,7 @@ async def test_one_row_change_in_20000_rows_touches_one_cell():
 async def test_cursor_moves_and_a_change_at_the_bottom_of_20000_rows_look_up_only_what_is_shown():
     app = TableApp()
     async with app.run_test(size=(100, 30)) as pilot:
-        table = app.query_one(CountingTable)
-        rows = big_rows()
-        table.apply_rows(rows)
-        await pilot.pause()
+        table, rows = await filled_table(app, pilot)
         await pilot.press("G")
         await pilot.pause()
         assert table.cursor_row == ROWS - 1
