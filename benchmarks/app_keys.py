@@ -36,7 +36,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from percentiles import percentile  # noqa: E402
 from textual.widgets import Input  # noqa: E402
 
 from tau_tui.app import TauApp  # noqa: E402
@@ -50,14 +52,6 @@ KEY_LIMIT_S = 60.0
 SORT = ["N", "N"]
 FILTER_TEXT = "job-123"
 WAIT_LIMIT_S = 300.0
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 async def wait_until(pilot, predicate, limit: float = WAIT_LIMIT_S, step: float = 0.02) -> float:

@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine_info import machine  # noqa: E402
+from percentiles import percentile  # noqa: E402
 from tmux_screen import Screen  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,11 +72,6 @@ def command_line(text: str) -> str:
 def rows_match(text: str, wanted: str) -> bool:
     rows = [line for line in text.splitlines()[3:-3] if ROW.search(line)]
     return bool(rows) and all(wanted.lower() in line.lower() for line in rows)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))] if ordered else float("nan")
 
 
 def summary(values: list[float]) -> str:
