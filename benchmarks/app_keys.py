@@ -44,6 +44,7 @@ from textual.widgets import Input  # noqa: E402
 from tau_tui.app import TauApp  # noqa: E402
 from tau_tui.core.operations.audit import AuditLog  # noqa: E402
 from tau_tui.settings.settings_file import AppSettings, LoadedSettings  # noqa: E402
+from tau_tui.startup.heap import tune_collector  # noqa: E402
 from tau_tui.widgets.command_line import CommandLine  # noqa: E402
 from tau_tui.widgets.keyed_table import KeyedTable  # noqa: E402
 
@@ -183,6 +184,7 @@ def machine() -> str:
 
 
 def main() -> int:
+    tune_collector()  # what the tau-tui entry point does before it starts the app
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", default="benchmarks/results/app_keys.json")

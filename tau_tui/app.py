@@ -40,6 +40,7 @@ from tau_tui.screens.runs import RunsScreen
 from tau_tui.settings.settings_file import DEFAULT_THEME, AppSettings, LoadedSettings, load_settings
 from tau_tui.settings.theme_files import load_theme_files
 from tau_tui.startup.backends import BackendUnavailable, connect_kubeconfig_backend, start_demo_backend
+from tau_tui.startup.heap import settle_heap
 from tau_tui.widgets import status_text
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import HeaderState
@@ -207,10 +208,17 @@ class TauApp(CommandMode, MutationFlow):
 
     def _backend_started(self, backend: ClusterBackend) -> None:
         self._start_recorder(backend)
+        self._settle_heap(backend)
         self.connection_label = backend.connection_state().label
         if self.namespace_name and backend.namespace != self.namespace_name:
             self._set_namespace(self.namespace_name)
         self._tick()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="heap")
+    def _settle_heap(self, backend: ClusterBackend) -> None:
+        """Once the first sync is done, take the cache out of the garbage collector's walks."""
+        if backend.wait_synced(timeout=300):
+            settle_heap()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="evidence-recorder")
     def _start_recorder(self, backend: ClusterBackend) -> None:

@@ -54,7 +54,9 @@ def run_app(argv: list[str]) -> int:
         print("tau-tui: the app needs a terminal; use a sub-command (tau-tui --help) for scripts", file=sys.stderr)
         return 2
     from ..app import TauApp
+    from ..startup.heap import tune_collector
 
+    tune_collector()
     app = TauApp(
         demo=args.demo,
         context=args.context,

@@ -10,7 +10,6 @@ the previous refresh still running is skipped and counted."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,76 +34,8 @@ from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import PANES, HeaderBar
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.pane_footer import PaneFooter
+from tau_tui.widgets.row_filter import RowFilter, parse_filter
 from tau_tui.widgets.status_text import style_of
-
-# --------------------------------------------------------------------------
-# Row filter: regex, !invert, -l label selector
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RowFilter:
-    text: str
-    pattern: re.Pattern[str] | None = None
-    invert: bool = False
-    labels: tuple[tuple[str, str | None, bool], ...] = ()  # (key, value or None for "exists", negated)
-    error: str = ""
-    #: [rows seen, rows matched] by the collect that uses this filter (the match count shown).
-    tally: list[int] = field(default_factory=lambda: [0, 0], compare=False, repr=False)
-
-    def fresh(self) -> RowFilter:
-        """The same filter with its own tally (one per collect)."""
-        return RowFilter(self.text, self.pattern, self.invert, self.labels, self.error)
-
-    def matches(self, row_text: str, labels: Mapping[str, str] | None = None) -> bool:
-        found = self._matches(row_text, labels)
-        self.tally[0] += 1
-        self.tally[1] += found
-        return found
-
-    def _matches(self, row_text: str, labels: Mapping[str, str] | None = None) -> bool:
-        if self.labels:
-            labels = labels or {}
-            for key, value, negated in self.labels:
-                have = labels.get(key)
-                ok = (have is not None) if value is None else (have == value)
-                if ok == negated:
-                    return False
-            return True
-        if self.pattern is None:
-            return True
-        found = self.pattern.search(row_text) is not None
-        return found != self.invert
-
-
-def parse_filter(text: str) -> RowFilter:
-    """``/foo`` regex, ``/! foo`` inverted, ``/-l app=x,tier!=y,gpu`` labels."""
-    text = text.strip()
-    if not text:
-        return RowFilter("")
-    if text.startswith("-l"):
-        selector = text[2:].strip()
-        terms: list[tuple[str, str | None, bool]] = []
-        for part in filter(None, (p.strip() for p in selector.split(","))):
-            if "!=" in part:
-                key, value = part.split("!=", 1)
-                terms.append((key.strip(), value.strip(), True))
-            elif "=" in part:
-                key, value = part.split("=", 1)
-                terms.append((key.strip(), value.strip().lstrip("="), False))
-            elif part.startswith("!"):
-                terms.append((part[1:].strip(), None, True))
-            else:
-                terms.append((part, None, False))
-        return RowFilter(text, labels=tuple(terms))
-    invert = text.startswith("!")
-    body = text[1:].strip() if invert else text
-    try:
-        pattern = re.compile(body, re.IGNORECASE)
-    except re.error as err:
-        return RowFilter(text, re.compile(re.escape(body), re.IGNORECASE), invert, error=f"not a valid regex ({err}); matching it as plain text")
-    return RowFilter(text, pattern, invert)
-
 
 # --------------------------------------------------------------------------
 # Freshness: fail closed on a dead connection or an unreadable view
@@ -256,6 +187,9 @@ class PaneScreen(Screen):
     MAX_UNCHANGED_S = 5.0
     #: Show the cluster's GPU faults in the banner (the panes a user opens first: queue, runs).
     SHOWS_GPU_FAULTS = False
+    #: The pane's tables filter themselves (apply gives each row's text and labels): typing in the
+    #: filter line re-reads nothing; collect keeps every row.
+    TABLE_FILTER = False
     COMMANDS = {PaneCommands}
 
     DEFAULT_CSS = """
@@ -383,7 +317,7 @@ class PaneScreen(Screen):
         self.refresh_running = True
         self._collect_generation += 1
         self.collects_started += 1
-        self._collect_worker(self._collect_generation, self.row_filter.fresh())
+        self._collect_worker(self._collect_generation, RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh())
 
     def data_signature(self) -> tuple | None:
         """What the pane's data depends on: the generations of :attr:`READ_KINDS` (cache
@@ -399,7 +333,8 @@ class PaneScreen(Screen):
             namespace = backend.namespace
         except Exception:
             return None
-        return (generations, states, connection, namespace, self.row_filter.text, self.extra_signature())
+        filter_text = "" if self.TABLE_FILTER else self.row_filter.text
+        return (generations, states, connection, namespace, filter_text, self.extra_signature())
 
     def extra_signature(self) -> Any:
         """Pane state beyond the cache that changes what collect returns."""
@@ -451,7 +386,7 @@ class PaneScreen(Screen):
                 self.show_freshness(message.freshness, message.gpu_faults)
                 self.apply(message.data)
             self.refreshes_applied += 1
-            self.filter_matches = message.matched
+            self.filter_matches = self.table_match_count() if self.TABLE_FILTER else message.matched
             self.update_header()
             self.show_match_count()
         self._run_deferred()
@@ -493,7 +428,23 @@ class PaneScreen(Screen):
         if self.row_filter.error and not live:
             self.notify(self.row_filter.error, severity="warning")
         self.update_header()
+        if self.TABLE_FILTER:
+            with self.app.batch_update():
+                for table in self.query(KeyedTable):
+                    table.set_row_filter(self.row_filter)
+            self.filter_matches = self.table_match_count()
+            self.show_match_count()
+            self.filter_applied()
+            return
         self.tick(force=True)
+
+    def table_match_count(self) -> tuple[int, int]:
+        """(rows shown, rows in all) over the tables that filter themselves."""
+        counts = [table.match_count for table in self.query(KeyedTable) if table.filters_itself]
+        return (sum(c[0] for c in counts), sum(c[1] for c in counts))
+
+    def filter_applied(self) -> None:
+        """A table filter changed what is shown (UI thread): panes refresh what depends on it."""
 
     def action_back(self) -> bool:
         """Esc inside the pane: clear the filter first.  Returns True if handled."""

@@ -21,7 +21,7 @@ from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.node_detail import NodeDetailScreen
 from tau_tui.widgets.cell_text import age, one_line
-from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.keyed_table import KeyedTable, Matchable
 from tau_tui.widgets.node_cells import gpu_summary, node_health, telemetry_summary, verdict_cell_for
 from tau_tui.widgets.status_text import status_text
 
@@ -30,6 +30,8 @@ from tau_tui.widgets.status_text import status_text
 class NodesData:
     rows: list = field(default_factory=list)
     nodes: dict[str, NodeView] = field(default_factory=dict)
+    #: Each row's text and labels for the table's filter.
+    matchable: dict[str, Matchable] = field(default_factory=dict)
     status: str = ""
 
 
@@ -56,6 +58,7 @@ def runs_hit_cell(runs: list[str]) -> Text:
 class NodesScreen(PaneScreen):
     PANE = "nodes"
     PANE_TITLE = "Nodes"
+    TABLE_FILTER = True
     HELP = (
         "Every node with its GPU health verdict (✓ healthy, ▲ degraded, ✗ unhealthy, ? unknown) and the "
         "reason the node agent gave.  Unknown means no report or a stale heartbeat: it is never shown as "
@@ -95,7 +98,6 @@ class NodesScreen(PaneScreen):
         assert backend is not None
         now = self.tau.now()
         stale = self.read_freshness().stale
-        f = self.collect_filter
         data = NodesData()
         counts: dict[str, int] = {}
         rank = {None: 9, Verdict.UNHEALTHY: 0, Verdict.UNKNOWN: 1, Verdict.DEGRADED: 2, Verdict.HEALTHY: 3}
@@ -105,8 +107,8 @@ class NodesScreen(PaneScreen):
         for node in nodes:
             health = node_health(node, now)
             verdict = health.verdict if health else None
-            if not f.matches(f"{filter_text(node.name, health, stale)} {' '.join(hit.get(node.name, ()))}", node.labels):
-                continue
+            data.matchable[node.name] = (f"{filter_text(node.name, health, stale)} {' '.join(hit.get(node.name, ()))}",
+                                         node.labels)
             items.append((rank[verdict], node.name, node, health))
         for _, name, node, health in sorted(items, key=lambda i: (i[0], i[1])):
             data.nodes[name] = node
@@ -128,7 +130,8 @@ class NodesScreen(PaneScreen):
 
     def apply(self, data: NodesData) -> None:
         self.data = data
-        self.query_one("#nodes-table", KeyedTable).apply_rows(data.rows, notice=self.freshness.notice(ResourceKind.NODE))
+        self.query_one("#nodes-table", KeyedTable).apply_rows(data.rows, notice=self.freshness.notice(ResourceKind.NODE),
+                                                                 matchable=data.matchable)
         self.set_status(data.status)
 
     def selected_node(self) -> str | None:

@@ -22,7 +22,7 @@ from tau_tui.mutations.cluster_changes import cancel_mutation, stop_policy_mutat
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.widgets.cell_text import age, delta, one_line
-from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
 from tau_tui.widgets.quota_bar import quota_bar
 from tau_tui.widgets.status_text import status_text
 
@@ -83,6 +83,9 @@ class QueueData:
     resources: list[str] = field(default_factory=list)
     queues: dict[str, tuple[ResourceKind, str, str | None]] = field(default_factory=dict)
     workloads: dict[str, WorkloadView] = field(default_factory=dict)
+    #: Each row's text and labels for the tables' filter.
+    queue_matchable: dict[str, Matchable] = field(default_factory=dict)
+    workload_matchable: dict[str, Matchable] = field(default_factory=dict)
     status: str = ""
 
 
@@ -90,6 +93,7 @@ class QueueScreen(PaneScreen):
     PANE = "queue"
     SHOWS_GPU_FAULTS = True
     PANE_TITLE = "Queue"
+    TABLE_FILTER = True
     HELP = (
         "ClusterQueues (CQ) and LocalQueues (LQ) with used/nominal quota per flavor and resource, "
         "pending and admitted counts.  Below, every workload: state, its place in its LocalQueue (In line: "
@@ -117,8 +121,9 @@ class QueueScreen(PaneScreen):
         self.data = QueueData()
         self._resources: list[str] = []
         self._positions = LocalQueuePositions()
-        #: key -> (what the row was built from, its cells): unchanged workloads keep their cells object.
-        self._row_cache: dict[str, tuple[tuple, list]] = {}
+        #: key -> (what the row was built from, its cells, its filter text): unchanged workloads keep
+        #: their cells object.
+        self._row_cache: dict[str, tuple[tuple, list, str]] = {}
 
     def compose_body(self) -> ComposeResult:
         yield Label(Text("Queues"), classes="section-title", id="queues-title")
@@ -130,7 +135,6 @@ class QueueScreen(PaneScreen):
         backend = self.tau.backend
         assert backend is not None
         now = self.tau.now()
-        f = self.collect_filter
         cqs: list[ClusterQueueView] = backend.cluster_queues()
         lqs: list[LocalQueueView] = backend.local_queues()
         workloads: list[WorkloadView] = backend.workloads()
@@ -141,10 +145,10 @@ class QueueScreen(PaneScreen):
         data.resources = resources
         held = {cq.name for cq in cqs if cq.stop_policy != "None"} | {f"{lq.namespace}/{lq.name}" for lq in lqs if lq.stop_policy != "None"}
         for cq in cqs:
-            if not f.matches(f"{cq.name} {cq.cohort or ''}", cq.labels):
-                continue
             state = _queue_state(cq.active, cq.stop_policy)
             key = f"cq/{cq.name}"
+            cq_match = (f"{cq.name} {cq.cohort or ''}", cq.labels)  # its flavor rows go with it
+            data.queue_matchable[key] = cq_match
             data.queues[key] = (ResourceKind.CLUSTER_QUEUE, cq.name, None)
             cohort = f" ({cq.cohort})" if cq.cohort else ""
             data.queue_rows.append((key, [Text(f"CQ {cq.name}{cohort}", style="bold"), state,
@@ -162,10 +166,10 @@ class QueueScreen(PaneScreen):
                         else:
                             cells.append("")
                     data.queue_rows.append((f"cq/{cq.name}/{fq.flavor}", cells))
+                    data.queue_matchable[f"cq/{cq.name}/{fq.flavor}"] = cq_match
         for lq in lqs:
-            if not f.matches(f"{lq.namespace}/{lq.name} {lq.cluster_queue}", lq.labels):
-                continue
             key = f"lq/{lq.namespace}/{lq.name}"
+            data.queue_matchable[key] = (f"{lq.namespace}/{lq.name} {lq.cluster_queue}", lq.labels)
             data.queues[key] = (ResourceKind.LOCAL_QUEUE, lq.name, lq.namespace)
             cells = [Text(f"LQ {lq.namespace}/{lq.name}"), _queue_state(lq.active, lq.stop_policy),
                      _count(lq.pending_workloads), _count(lq.admitted_workloads)]
@@ -210,12 +214,9 @@ class QueueScreen(PaneScreen):
             return entry.position_in_local_queue if entry and entry.position_in_local_queue is not None else 1 << 30
 
         previous = self._row_cache
-        rows_cache: dict[str, tuple[tuple, list]] = {}
+        rows_cache: dict[str, tuple[tuple, list, str]] = {}
         for wl in sorted(workloads, key=lambda w: (order.get(w.status_word, 9), w.namespace or "", w.queue_name or "",
                                                     position(w), w.name)):
-            row_text = f"{wl.namespace}/{wl.name} {wl.queue_name} {wl.status_word} {wl.owner_name or ''}"
-            if not f.matches(row_text, wl.labels):
-                continue
             key = f"{wl.namespace}/{wl.name}"
             data.workloads[key] = wl
             entry = entry_of(wl)
@@ -234,13 +235,15 @@ class QueueScreen(PaneScreen):
             inputs = (wl, pos, change, waiting, is_held, warning)
             hit = previous.get(key)
             if hit is not None and hit[0][0] is wl and hit[0][5] is warning and hit[0][1:5] == inputs[1:5]:
-                cells = hit[1]  # unchanged: the same cells object, so the table skips the row
+                cells, row_text = hit[1], hit[2]  # unchanged: the same cells object, so the table skips the row
             else:
+                row_text = f"{wl.namespace}/{wl.name} {wl.queue_name} {wl.status_word} {wl.owner_name or ''}"
                 prio = f"{wl.effective_priority}" + (f" {wl.priority_class}" if wl.priority_class else "")
                 cells = [status_text(wl.status_word), Text(pos), Text(change), Text(key), Text(wl.queue_name or "—"),
                          Text(waiting), Text(prio), Text(why_pending(wl, [warning] if warning else [], held))]
-            rows_cache[key] = (inputs, cells)
+            rows_cache[key] = (inputs, cells, row_text)
             data.workload_rows.append((key, cells))
+            data.workload_matchable[key] = (row_text, wl.labels)
         self._row_cache = rows_cache
         if backend.view_state(ResourceKind.WORKLOAD).status in (ViewStatus.FORBIDDEN, ViewStatus.NOT_INSTALLED):
             workload_summary = "not readable"  # unknown, never "0 pending"
@@ -249,8 +252,6 @@ class QueueScreen(PaneScreen):
         summary = f"{len(cqs)} CQ · {len(lqs)} LQ · workloads: " + workload_summary
         if estimated:
             summary += " · ~N: position estimated (visibility API unavailable)"
-        if f.text:
-            summary += f" · filter {f.text}"
         data.status = data.status or summary
         return data
 
@@ -262,9 +263,10 @@ class QueueScreen(PaneScreen):
             queues.set_columns(QUEUE_COLUMNS + [ColumnSpec(f"res:{r}", r.replace("nvidia.com/", ""), optional=True)
                                                 for r in data.resources])
             self._resources = list(data.resources)
-        queues.apply_rows(data.queue_rows, notice=self.freshness.notice(ResourceKind.CLUSTER_QUEUE, ResourceKind.LOCAL_QUEUE))
+        queues.apply_rows(data.queue_rows, notice=self.freshness.notice(ResourceKind.CLUSTER_QUEUE, ResourceKind.LOCAL_QUEUE),
+                          matchable=data.queue_matchable)
         self.query_one("#workloads-table", KeyedTable).apply_rows(
-            data.workload_rows, notice=self.freshness.notice(ResourceKind.WORKLOAD))
+            data.workload_rows, notice=self.freshness.notice(ResourceKind.WORKLOAD), matchable=data.workload_matchable)
         self.set_status(data.status)
 
     # -- selection helpers ----------------------------------------------------------

@@ -19,14 +19,44 @@ from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, RayJobView
 from tau_tui.core.operations.gpufaults import node_gpu_faults
 from tau_tui.core.operations.recovery import RetryDecision, retry_decision
-from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status, objects_for_run
+from tau_tui.core.operations.run_index import RunIndex
+from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
 from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.mutations.recovery import resume_mutation, retry_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.widgets.cell_text import since
-from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.keyed_table import KeyedTable, Matchable
 from tau_tui.widgets.status_text import status_text, style_of
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What one run's status is computed from: its owner, Workloads, pods and events (cache views,
+    replaced when they change, so identity says "unchanged") and the GPU faults of its pods' nodes."""
+
+    owner: JobView | RayJobView
+    workloads: tuple
+    pods: tuple
+    events: tuple
+    faults: tuple
+
+    def same_as(self, other: RunInputs) -> bool:
+        return (self.owner is other.owner and _same_objects(self.workloads, other.workloads)
+                and _same_objects(self.pods, other.pods) and _same_objects(self.events, other.events)
+                and self.faults == other.faults)
+
+
+def _same_objects(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+@dataclass
+class RunMemo:
+    inputs: RunInputs
+    status: RunStatus
+    cells: list | None
+    age: str
 
 
 @dataclass
@@ -36,6 +66,8 @@ class RunsData:
     #: The retry decision of every failed run, as core makes it for this tick's clock.
     decisions: dict[str, RetryDecision] = field(default_factory=dict)
     owners: dict[str, JobView | RayJobView] = field(default_factory=dict)
+    #: Each row's text and labels for the table's filter.
+    matchable: dict[str, Matchable] = field(default_factory=dict)
     status: str = ""
 
 
@@ -91,6 +123,7 @@ class RunsScreen(PaneScreen):
     PANE = "runs"
     SHOWS_GPU_FAULTS = True
     PANE_TITLE = "Runs"
+    TABLE_FILTER = True
     HELP = (
         "Every Tau-managed Job and RayJob.  The panel below shows the selected run's phases in order "
         "(Submitted, Kueue admission, MultiKueue placement, RayCluster, Pod scheduling, DRA allocation, "
@@ -117,6 +150,11 @@ class RunsScreen(PaneScreen):
     def __init__(self) -> None:
         super().__init__()
         self.data = RunsData()
+        #: key -> the run's inputs, its status and row: a run none of whose objects changed is not
+        #: computed again, and keeps its cells object (the table skips it).
+        self._run_cache: dict[str, RunMemo] = {}
+        #: Run statuses computed by collects (tests bound a refresh's work by it).
+        self.statuses_computed = 0
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable([("state", "State"), ("run", "Run"), ("kind", "Kind"), ("queue", "Queue"),
@@ -128,7 +166,6 @@ class RunsScreen(PaneScreen):
         backend = self.tau.backend
         assert backend is not None
         now = self.tau.now()
-        f = self.collect_filter
         owners: list[JobView | RayJobView] = [*backend.jobs(), *backend.ray_jobs()]
         workloads = backend.workloads()
         pods = backend.pods()
@@ -136,45 +173,31 @@ class RunsScreen(PaneScreen):
         gpu_faults = node_gpu_faults(backend.nodes(), now)
         data = RunsData()
         order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "not_found": 6}
-        # Index once per collect (a scan per run is quadratic at 20,000 runs): workloads by owner
-        # uid, pods by job / Ray cluster label, events by involved name, all within a namespace.
-        workloads_by_uid: dict[str, list] = {}
-        for w in workloads:
-            for uid in {w.labels.get("kueue.x-k8s.io/job-uid"), (w.controller_owner or {}).get("uid")}:
-                if uid:
-                    workloads_by_uid.setdefault(uid, []).append(w)
-        pods_by_label: dict[tuple[str, str, str], list] = {}
-        for p in pods:
-            for label in ("job-name", "ray.io/cluster"):
-                value = p.labels.get(label)
-                if value:
-                    pods_by_label.setdefault((p.namespace or "", label, value), []).append(p)
-        events_by_name: dict[tuple[str, str], list] = {}
-        for index, e in enumerate(events):
-            events_by_name.setdefault((e.namespace or "", e.involved_name), []).append((index, e))
+        index = RunIndex(workloads, pods, events)  # one scan per list, not one per run
         # (state rank, key, owner or None for pods left by a cancelled Job, status)
         items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = []
+        previous = self._run_cache
+        memo: dict[str, RunMemo] = {}
         for owner in owners:
             ns = owner.namespace or ""
-            job = owner if isinstance(owner, JobView) else None
-            ray = owner if isinstance(owner, RayJobView) else None
-            run_workloads = [w for w in workloads_by_uid.get(owner.uid or "", ()) if w.namespace == ns]
-            if job is not None:
-                run_pods = pods_by_label.get((ns, "job-name", owner.name), [])
-            elif ray is not None and ray.ray_cluster_name:
-                run_pods = pods_by_label.get((ns, "ray.io/cluster", ray.ray_cluster_name), [])
-            else:
-                run_pods = []
-            names = {owner.name} | {w.name for w in run_workloads} | {p.name for p in run_pods}
-            run_events = [e for _, e in sorted(item for name in names for item in events_by_name.get((ns, name), ()))]
-            objs = objects_for_run(ns, owner.name, job=job, ray_job=ray, workloads=run_workloads, pods=run_pods,
-                                   events=run_events, gpu_faults=gpu_faults)
-            status = compute_run_status(objs)
+            run_workloads, run_pods, run_events = index.parts(owner)
             key = f"{ns}/{owner.name}"
-            if not f.matches(f"{key} {status.state} {status.display_state} {status.kind} {status.queue or ''}", owner.labels):
-                continue
-            if status.state == "failed":
-                data.decisions[key] = retry_decision(objs, now)
+            inputs = RunInputs(owner, tuple(run_workloads), tuple(run_pods), tuple(run_events),
+                               tuple(gpu_faults.get(p.node_name or "") for p in run_pods))
+            hit = previous.get(key)
+            objs: RunObjects | None = None
+            if hit is not None and hit.inputs.same_as(inputs):
+                status = hit.status
+            else:
+                objs = index.objects(owner, gpu_faults)
+                status = compute_run_status(objs)
+                self.statuses_computed += 1
+            if status.state == "failed":  # the backoff moves with the clock: decided on every read
+                data.decisions[key] = retry_decision(objs or index.objects(owner, gpu_faults), now)
+            memo[key] = RunMemo(inputs, status, hit.cells if hit is not None and hit.status is status else None,
+                                hit.age if hit is not None else "")
+            data.matchable[key] = (f"{key} {status.state} {status.display_state} {status.kind} {status.queue or ''}",
+                                   owner.labels)
             items.append((order[status.state], key, owner, status))
         # Cancelled Jobs whose pods still terminate on their nodes: "releasing compute" until they are gone.
         job_names = {(j.namespace or "", j.name) for j in backend.jobs(tau_managed_only=False)}
@@ -186,8 +209,8 @@ class RunsScreen(PaneScreen):
                 leftovers.setdefault((pod.namespace or "", run), []).append(pod)
         for (ns, run), run_pods in leftovers.items():
             status = compute_run_status(RunObjects(ns, run, pods=tuple(run_pods)))
-            if f.matches(f"{ns}/{run} {status.state}", run_pods[0].labels):
-                items.append((order[status.state], f"{ns}/{run}", None, status))
+            data.matchable[f"{ns}/{run}"] = (f"{ns}/{run} {status.state}", run_pods[0].labels)
+            items.append((order[status.state], f"{ns}/{run}", None, status))
         for _, key, run_owner, status in sorted(items, key=lambda item: (item[0], item[1])):
             data.statuses[key] = status
             if run_owner is None:
@@ -195,9 +218,15 @@ class RunsScreen(PaneScreen):
                                         Text("—"), Text("local"), Text("—")]))
                 continue
             data.owners[key] = run_owner
-            where = status.cluster or ("multikueue" if status.multikueue else "local")
-            data.rows.append((key, [status_text(status.state, status.display_state), Text(key), Text(status.kind),
-                                    Text(status.queue or "—"), Text(where), Text(since(run_owner.creation_timestamp, now))]))
+            run_memo = memo[key]
+            run_age = since(run_owner.creation_timestamp, now)
+            if run_memo.cells is None or run_memo.age != run_age:
+                where = status.cluster or ("multikueue" if status.multikueue else "local")
+                run_memo.cells = [status_text(status.state, status.display_state), Text(key), Text(status.kind),
+                                  Text(status.queue or "—"), Text(where), Text(run_age)]
+                run_memo.age = run_age
+            data.rows.append((key, run_memo.cells))
+        self._run_cache = memo
         counts: dict[str, int] = {}
         for status in data.statuses.values():
             counts[status.state] = counts.get(status.state, 0) + 1
@@ -210,7 +239,7 @@ class RunsScreen(PaneScreen):
         ray_state = self.freshness.views.get(ResourceKind.RAY_JOB)
         if notice is None and ray_state is not None and not ray_state.usable and not data.rows:
             notice = self.freshness.notice(ResourceKind.RAY_JOB)
-        self.query_one("#runs-table", KeyedTable).apply_rows(data.rows, notice=notice)
+        self.query_one("#runs-table", KeyedTable).apply_rows(data.rows, notice=notice, matchable=data.matchable)
         self.set_status(data.status)
         self._show_selected()
 

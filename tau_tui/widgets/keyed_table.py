@@ -4,7 +4,10 @@ Rows are ``(key, cells)``.  :meth:`KeyedTable.apply_rows` compares the new
 rows with the last ones by key in one pass (linear, never quadratic): stale
 rows are dropped in one batch, changed cells updated, new rows added, and a
 change of order re-indexes the rows without re-adding or re-measuring them.
-The cursor stays on the same key.  Plain ``str`` cells become
+The cursor stays on the same key.  A table given each row's text and
+labels filters itself (:meth:`KeyedTable.set_row_filter`): every row stays
+stored, the filter only chooses which are indexed, and typing one more
+character looks only at the rows still shown.  Plain ``str`` cells become
 ``rich.text.Text`` so cluster data is never parsed as markup.
 
 Column widths are kept here, not by DataTable's auto width: each column's
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +37,12 @@ from textual.widgets import DataTable
 from textual.widgets._data_table import Column, ColumnKey, RowKey, TwoWayDict
 from textual.widgets._data_table import Row as DataRow
 
+from tau_tui.widgets.row_filter import RowFilter
 from tau_tui.widgets.unit_row_views import OrderedRowsView, UnitLineOffsets
 
 Row = tuple[str, Sequence[Any]]
+#: What the row filter matches a row by: its text and its labels.
+Matchable = tuple[str, Mapping[str, str]]
 
 #: Flexible columns are cut to this width before any optional column is hidden.
 COMFORTABLE_WIDTH = 24
@@ -131,8 +137,12 @@ class KeyedTable(DataTable):
         #: False for tables whose order means something (a tree of queues and their flavors).
         self.sortable = sortable
         self._cells: dict[str, tuple] = {}
-        self._order: list[str] = []
+        self._order: list[str] = []  # the rows shown, in order (DataTable's row index)
+        self._all: list[str] = []  # every row, shown or filtered out, in order
         self._source: dict[str, Any] = {}  # key -> the cells object the pane gave last time
+        self._matchable: Mapping[str, Matchable] | None = None
+        self._kept: set[str] = set()
+        self.row_filter = RowFilter("")
         self._rows_in: Sequence[Row] = []
         self._sort_keys: dict[str, tuple[Any, tuple]] = {}
         self._widths: list[Counter[int]] = [Counter() for _ in self._column_spec]
@@ -140,7 +150,7 @@ class KeyedTable(DataTable):
         self.sort_column: str | None = None
         self.sort_reverse = False
         #: What the updates did, counted (tests bound work by these).
-        self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0}
+        self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0}
         self.rows_inserted = 0
         self.cells_written = 0
 
@@ -149,6 +159,14 @@ class KeyedTable(DataTable):
 
     # -- every row is one line high: answer DataTable's row geometry from the index ---------
     # (DataTable rebuilds lists of all rows after each change and sums the rows above the cursor.)
+
+    @property
+    def row_count(self) -> int:
+        """Rows shown (rows the filter hides stay stored, not shown)."""
+        return len(self._row_locations)
+
+    def is_valid_row_index(self, row_index: int) -> bool:
+        return 0 <= row_index < len(self._row_locations)
 
     @property
     def ordered_rows(self) -> OrderedRowsView:  # type: ignore[override]  # a view, not a copy
@@ -189,6 +207,8 @@ class KeyedTable(DataTable):
         self._cells.clear()
         self._source = {}
         self._order = []
+        self._all = []
+        self._kept = set()
         self._widths = [Counter() for _ in self._column_spec]
         if self.sort_column not in {c.key for c in self._column_spec}:
             self.sort_column = None
@@ -214,7 +234,13 @@ class KeyedTable(DataTable):
 
     @property
     def keys(self) -> list[str]:
+        """The rows shown, in order."""
         return list(self._order)
+
+    @property
+    def all_keys(self) -> list[str]:
+        """Every row, the ones the filter hides too, in order."""
+        return list(self._all)
 
     @property
     def column_keys(self) -> list[str]:
@@ -231,18 +257,25 @@ class KeyedTable(DataTable):
 
     # -- the diff -------------------------------------------------------------------------
 
-    def apply_rows(self, rows: Sequence[Row], notice: Text | str | None = None) -> None:
+    def apply_rows(self, rows: Sequence[Row], notice: Text | str | None = None,
+                   matchable: Mapping[str, Matchable] | None = None) -> None:
         """Diff ``rows`` into the table.  Call inside ``app.batch_update()``.
 
         ``notice``: why the data could not be read; shown as the table's only
         row when there are no rows, so an unreadable view never looks empty.
+
+        ``matchable``: each row's text and labels for the row filter; given, the table filters
+        itself (:meth:`set_row_filter`) and keeps every row, shown or not, so a keystroke in the
+        filter line costs a look at the rows, never a re-read of the cluster.
 
         A row whose cells are the same object as last time is not compared at
         all (panes reuse the cells of unchanged objects), so a tick costs one
         dictionary look-up per row plus the work for what changed."""
         if notice is not None and not rows:
             rows = [(NOTICE_KEY, [notice] + [""] * (len(self._column_spec) - 1))]
+            matchable = None
         self._rows_in = rows
+        self._matchable = matchable
         wanted = self._sorted(rows)
         selected = self.selected_key
         old = self._cells
@@ -267,11 +300,9 @@ class KeyedTable(DataTable):
                 new_cells[key] = converted
                 changed.append(key)
         # same count and no new or changed row: nothing can be stale
-        stale = [] if len(new_cells) == len(self._order) and not changed else [k for k in self._order if k not in new_cells]
-        expected = [k for k in self._order if k in new_cells] if stale else list(self._order)
+        stale = [] if len(new_cells) == len(old) and not changed else [k for k in old if k not in new_cells]
         if stale:
             self._drop_rows(stale)
-            self._reorder(expected)
         column_keys = [ColumnKey(k) for k in self.column_keys]
         new_rows: list[tuple[str, tuple]] = []
         written = 0
@@ -280,7 +311,6 @@ class KeyedTable(DataTable):
             before = old.get(key)
             if before is None:
                 new_rows.append((key, cells))
-                expected.append(key)
                 continue
             data = self._data.get(RowKey(key))
             if data is None:
@@ -300,28 +330,98 @@ class KeyedTable(DataTable):
             self.refresh()
         self._cells = new_cells
         self._source = new_source
-        self._order = keys
-        if keys != expected:
-            self._reorder(keys)
+        self._all = keys
+        self._kept = self._verdicts(keys, old_source, new_source)
+        self._show(self._visible(keys), selected, rebuilt=bool(stale))
+
+    def _verdicts(self, keys: list[str], old_source: Mapping[str, Any], new_source: Mapping[str, Any]) -> set[str]:
+        """The rows the filter keeps: an unchanged row keeps its verdict, a changed one is matched."""
+        matchable = self._matchable
+        if matchable is None or not self.row_filter.active:
+            return set()
+        kept = self._kept
+        matches = self.row_filter.matches_row
+        out: set[str] = set()
+        looked = 0
+        for key in keys:
+            if old_source.get(key) is new_source[key]:
+                if key in kept:
+                    out.add(key)
+                continue
+            looked += 1
+            if matches(*matchable.get(key, ("", {}))):
+                out.add(key)
+        self.stats["matched"] += looked
+        return out
+
+    def _visible(self, keys: list[str]) -> list[str]:
+        if self._matchable is None or not self.row_filter.active:
+            return keys
+        kept = self._kept
+        return [k for k in keys if k in kept]
+
+    def _show(self, visible: list[str], selected: str | None, rebuilt: bool = False) -> None:
+        """Make ``visible`` the table's rows in order: rows only appended are indexed on their own;
+        any other change re-indexes once.  The cursor stays on the same key when it is shown."""
+        located = self._order
+        if rebuilt or visible[:len(located)] != located:
+            self._reorder(visible)
+        elif len(visible) > len(located):
+            locations = self._row_locations
+            for index in range(len(located), len(visible)):
+                locations[RowKey(visible[index])] = index
+            self._update_count += 1
+            self.cursor_coordinate = self.cursor_coordinate
+            self.refresh()
+        self._order = visible
+        self._set_virtual_size()
         self._fit_columns()
-        if selected is not None and selected in new_cells:
+        if selected is not None and selected in self._cells:
             row_index = self._row_locations.get(RowKey(selected))
             if row_index is not None and row_index != self.cursor_row:
                 self.move_cursor(row=row_index, animate=False, scroll=False)
 
+    # -- the row filter (tables given matchable rows) ----------------------------------------
+
+    @property
+    def filters_itself(self) -> bool:
+        return self._matchable is not None
+
+    def set_row_filter(self, row_filter: RowFilter) -> None:
+        """Filter the rows on the UI thread: a filter that extends the last plain one looks at the
+        rows shown only; any other at every row.  Without matchable rows the pane filters."""
+        previous, self.row_filter = self.row_filter, row_filter
+        if self._matchable is None or row_filter.text == previous.text:
+            return
+        selected = self.selected_key
+        if row_filter.active:
+            candidates = self._order if row_filter.narrows(previous) else self._all
+            matchable = self._matchable
+            matches = row_filter.matches_row
+            self._kept = {k for k in candidates if k != NOTICE_KEY and matches(*matchable.get(k, ("", {})))}
+            self.stats["matched"] += len(candidates)
+        else:
+            self._kept = set()
+        visible = self._visible(self._all)
+        self._show(visible, selected, rebuilt=True)
+        if selected is None or (row_filter.active and selected not in self._kept):
+            self.move_cursor(row=0, animate=False, scroll=True)
+
+    @property
+    def match_count(self) -> tuple[int, int]:
+        """(rows shown, rows in all) for the filter line's ``N/M match``."""
+        return len(self._order), len(self._all)
+
     def _insert_rows(self, rows: list[tuple[str, tuple]]) -> None:
-        """Append rows in one batch: what DataTable.add_row does per row (its column list, cursor
-        validation and refresh are once per batch here).  All rows are one line high."""
+        """Store rows in one batch: what DataTable.add_row does per row (its column list, cursor
+        validation and refresh are once per batch here).  All rows are one line high; which of
+        them are shown, in what order, is :meth:`_show`'s."""
         column_keys = [ColumnKey(k) for k in self.column_keys]
-        index = len(self._row_locations)
-        locations = self._row_locations
         for key, cells in rows:
             row_key = RowKey(key)
-            locations[row_key] = index
             self._data[row_key] = dict(zip(column_keys, cells, strict=False))
             self.rows[row_key] = DataRow(row_key, 1)
             self._count_widths(cells, +1)
-            index += 1
         self.stats["added"] += len(rows)
         self.rows_inserted += len(rows)
         self._update_count += 1
@@ -341,7 +441,7 @@ class KeyedTable(DataTable):
             self._data.pop(row_key, None)
             self._new_rows.discard(row_key)
             self.stats["removed"] += 1
-        # the caller re-indexes the rows left (one pass for all removals)
+        # the caller re-indexes the rows shown (one pass for all removals)
 
     def _reorder(self, keys: list[str]) -> None:
         """Put rows in ``keys`` order by re-indexing: no row is re-added or re-measured."""
@@ -394,7 +494,7 @@ class KeyedTable(DataTable):
             col = self.columns.get(ColumnKey(spec.key))
             if col is not None:
                 col.label = self._label_of(spec)
-        self.apply_rows(self._rows_in) if self._rows_in else self.refresh()
+        self.apply_rows(self._rows_in, matchable=self._matchable) if self._rows_in else self.refresh()
         self._fit_columns(force=True)
 
     def sort_letters(self) -> dict[str, str]:

@@ -24,7 +24,7 @@ class OrderedRowsView(Sequence["Row"]):
         self._indices = indices
 
     def _range(self) -> range:
-        return self._indices if self._indices is not None else range(len(self._table.rows))
+        return self._indices if self._indices is not None else range(self._table.row_count)
 
     def __len__(self) -> int:
         return len(self._range())
@@ -59,7 +59,7 @@ class UnitLineOffsets(Sequence[tuple["RowKey", int]]):
         self._table = table
 
     def __len__(self) -> int:
-        return len(self._table.rows)
+        return self._table.row_count
 
     @overload
     def __getitem__(self, index: int) -> tuple[RowKey, int]: ...

@@ -30,6 +30,7 @@ from tau_tui.core.cluster.view_types import (
 )
 from tau_tui.core.operations.gpufaults import NodeGpuFault, node_gpu_faults
 from tau_tui.core.operations.recovery import RetryDecision
+from tau_tui.core.operations.run_index import RunIndex
 from tau_tui.core.operations.runstatus import STATE_SYMBOLS, RunObjects, RunStatus, compute_run_status, objects_for_run
 
 API_VERSION = "tau.azure.com/v1alpha1"
@@ -239,20 +240,12 @@ def list_statuses(backend: BaseBackend, namespace: str | None, owners: Sequence[
                   gpu_faults: Mapping[str, NodeGpuFault] | None = None) -> dict[str, RunStatus]:
     """The phase engine's state of every run, from one list of Workloads and pods per namespace
     (with ``gpu_faults``, the runs a GPU fault hit are marked)."""
-    out: dict[str, RunStatus] = {}
-    namespaces = sorted({o.namespace or "" for o in owners})
     workloads: list[WorkloadView] = _only(backend.fetch(ResourceKind.WORKLOAD, namespace), WorkloadView)
     pods: list[PodView] = _only(backend.fetch(ResourceKind.POD, namespace), PodView)
-    for ns in namespaces:
-        ns_workloads = [w for w in workloads if w.namespace == ns]
-        ns_pods = [p for p in pods if p.namespace == ns]
-        for owner in owners:
-            if (owner.namespace or "") != ns:
-                continue
-            objs = objects_for_run(ns, owner.name, job=owner if isinstance(owner, JobView) else None,
-                                   ray_job=owner if isinstance(owner, RayJobView) else None,
-                                   workloads=ns_workloads, pods=ns_pods, events=(), gpu_faults=gpu_faults)
-            out[f"{ns}/{owner.name}"] = compute_run_status(objs)
+    index = RunIndex(workloads, pods, ())
+    out: dict[str, RunStatus] = {}
+    for owner in sorted(owners, key=lambda o: o.namespace or ""):  # stable: the owners' order within a namespace
+        out[f"{owner.namespace or ''}/{owner.name}"] = compute_run_status(index.objects(owner, gpu_faults))
     return out
 
 

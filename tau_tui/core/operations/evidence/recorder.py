@@ -22,7 +22,8 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import JobView, RayJobView
 from tau_tui.core.operations.evidence.capture import CaptureResult, capture, outcome_of
 from tau_tui.core.operations.evidence.store import EvidenceStore
-from tau_tui.core.operations.runstatus import RunObjects, compute_run_status, objects_for_run
+from tau_tui.core.operations.run_index import RunIndex
+from tau_tui.core.operations.runstatus import RunObjects, compute_run_status
 
 RunKey = tuple[str, str]
 _STOP = ("", "")
@@ -83,35 +84,41 @@ class EvidenceRecorder:
 
     def drain(self) -> None:
         """Process what is queued now, on the calling thread (after ``start(thread=False)``)."""
+        self._handle_batch(self._take_queued([]))
+
+    def _take_queued(self, batch: list[tuple[RunKey, bool]]) -> list[tuple[RunKey, bool]]:
         while True:
             try:
-                key, deleted = self._queue.get_nowait()
+                batch.append(self._queue.get_nowait())
             except queue.Empty:
-                return
-            if key != _STOP:
-                self._handle(key, deleted)
+                return batch
 
     def _run(self) -> None:
         while True:
-            key, deleted = self._queue.get()
-            if key == _STOP:
+            batch = self._take_queued([self._queue.get()])
+            self._handle_batch([item for item in batch if item[0] != _STOP])
+            if any(key == _STOP for key, _ in batch):
                 return
+
+    def _handle_batch(self, batch: list[tuple[RunKey, bool]]) -> None:
+        """Everything queued since the last batch, from one read of the cache: a tick that changes
+        hundreds of runs reads and indexes the lists once, not once per run."""
+        latest: dict[RunKey, bool] = {}
+        for key, deleted in batch:
+            latest[key] = deleted  # the last change of a run says whether it is gone
+        if not latest:
+            return
+        runs: list[JobView | RayJobView] = [*self.backend.jobs(), *self.backend.ray_jobs()]
+        owners = {(o.namespace or "", o.name): o for o in runs}
+        index = RunIndex(self.backend.workloads(), self.backend.pods(), self.backend.events())
+        for key, deleted in latest.items():
+            owner = None if deleted else owners.get(key)
             try:
-                self._handle(key, deleted)
+                self._handle(key, None if owner is None else index.objects(owner))
             except Exception as err:  # a failed capture must not end the recorder
                 self.last_error = f"{key[0]}/{key[1]}: {type(err).__name__}: {err}"
 
-    def _objects(self, key: RunKey) -> RunObjects | None:
-        namespace, name = key
-        job = next((j for j in self.backend.jobs(namespace) if j.name == name), None)
-        ray_job = None if job else next((r for r in self.backend.ray_jobs(namespace) if r.name == name), None)
-        if job is None and ray_job is None:
-            return None
-        return objects_for_run(namespace, name, job=job, ray_job=ray_job, workloads=self.backend.workloads(namespace),
-                               pods=self.backend.pods(namespace), events=self.backend.events(namespace))
-
-    def _handle(self, key: RunKey, deleted: bool) -> None:
-        objs = None if deleted else self._objects(key)
+    def _handle(self, key: RunKey, objs: RunObjects | None) -> None:
         if objs is None:
             last = self._watching.pop(key, None)
             if last is not None:  # seen unfinished, now gone: cancelled
