@@ -11,7 +11,7 @@ the previous refresh still running is skipped and counted."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -36,6 +36,7 @@ from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.pane_footer import PaneFooter
 from tau_tui.widgets.row_filter import RowFilter, parse_filter
 from tau_tui.widgets.status_text import style_of
+from tau_tui.widgets.table_plan import Matchable, Row, TablePlan, TableState, plan_rows
 
 # --------------------------------------------------------------------------
 # Freshness: fail closed on a dead connection or an unreadable view
@@ -230,6 +231,10 @@ class PaneScreen(Screen):
         self.filter_matches: tuple[int, int] = (0, 0)
         #: The filter the running collect uses (with its own tally); collect reads it, not row_filter.
         self.collect_filter: RowFilter = self.row_filter
+        #: The freshness the running collect read before the data (its tables' notices come from it).
+        self.collect_freshness = Freshness()
+        #: Each table's state when the running collect started: its plans are made against these.
+        self._table_states: dict[str, TableState] = {}
         self.freshness = Freshness()
 
     @property
@@ -315,6 +320,7 @@ class PaneScreen(Screen):
         self._drawn_signature = signature
         self._collected_at = now
         self.refresh_running = True
+        self._table_states = {table.id: table.state for table in self.query(KeyedTable) if table.id}
         self._collect_generation += 1
         self.collects_started += 1
         self._collect_worker(self._collect_generation, RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh())
@@ -348,6 +354,7 @@ class PaneScreen(Screen):
         try:
             # read before the data: a change in between shows as stale, never as fresh
             freshness = self.read_freshness()
+            self.collect_freshness = freshness
             self.collect_filter = row_filter
             data = self.collect()
             backend = self.tau.backend
@@ -417,6 +424,13 @@ class PaneScreen(Screen):
 
     def apply(self, data: Any) -> None:
         """UI thread: put ``data`` on screen (keyed diffs)."""
+
+    def plan_table(self, table_id: str, rows: Sequence[Row], notice: Text | None = None,
+                   matchable: Mapping[str, Matchable] | None = None) -> TablePlan:
+        """Worker thread (from :meth:`collect`): what putting ``rows`` in the table will change,
+        worked out against the table as it was when this refresh started, so that :meth:`apply`
+        on the UI thread only carries it out (``KeyedTable.apply_plan``)."""
+        return plan_rows(self._table_states.get(table_id) or TableState(), rows, notice, matchable)
 
     # -- filter --------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from tau_tui.widgets.cell_text import age, one_line
 from tau_tui.widgets.keyed_table import KeyedTable, Matchable
 from tau_tui.widgets.node_cells import gpu_summary, node_health, telemetry_summary, verdict_cell_for
 from tau_tui.widgets.status_text import status_text
+from tau_tui.widgets.table_plan import TablePlan
 
 
 @dataclass
@@ -32,6 +33,8 @@ class NodesData:
     nodes: dict[str, NodeView] = field(default_factory=dict)
     #: Each row's text and labels for the table's filter.
     matchable: dict[str, Matchable] = field(default_factory=dict)
+    #: The nodes table's update, worked out in the worker.
+    plan: TablePlan | None = None
     status: str = ""
 
 
@@ -126,12 +129,17 @@ class NodesScreen(PaneScreen):
             data.rows.append((name, [Text(name), verdict_cell, runs_hit_cell(hit.get(name, [])), Text(gpu_summary(node)),
                                      Text(temp), Text(util), Text(ecc), Text(xids), Text(hb), sched, Text(reason)]))
         data.status = f"{len(data.rows)} nodes · GPU health: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none")
+        data.plan = self.plan_table("nodes-table", data.rows, self.collect_freshness.notice(ResourceKind.NODE),
+                                    data.matchable)
         return data
 
     def apply(self, data: NodesData) -> None:
         self.data = data
-        self.query_one("#nodes-table", KeyedTable).apply_rows(data.rows, notice=self.freshness.notice(ResourceKind.NODE),
-                                                                 matchable=data.matchable)
+        table = self.query_one("#nodes-table", KeyedTable)
+        if data.plan is not None:
+            table.apply_plan(data.plan)
+        else:
+            table.apply_rows(data.rows, notice=self.freshness.notice(ResourceKind.NODE), matchable=data.matchable)
         self.set_status(data.status)
 
     def selected_node(self) -> str | None:

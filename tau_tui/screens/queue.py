@@ -25,6 +25,7 @@ from tau_tui.widgets.cell_text import age, delta, one_line
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
 from tau_tui.widgets.quota_bar import quota_bar
 from tau_tui.widgets.status_text import status_text
+from tau_tui.widgets.table_plan import TablePlan
 
 RESOURCE_ORDER = ("nvidia.com/gpu", "cpu", "memory")
 
@@ -86,6 +87,8 @@ class QueueData:
     #: Each row's text and labels for the tables' filter.
     queue_matchable: dict[str, Matchable] = field(default_factory=dict)
     workload_matchable: dict[str, Matchable] = field(default_factory=dict)
+    #: The workloads table's update, worked out in the worker.
+    workload_plan: TablePlan | None = None
     status: str = ""
 
 
@@ -253,6 +256,8 @@ class QueueScreen(PaneScreen):
         if estimated:
             summary += " · ~N: position estimated (visibility API unavailable)"
         data.status = data.status or summary
+        data.workload_plan = self.plan_table("workloads-table", data.workload_rows,
+                                             self.collect_freshness.notice(ResourceKind.WORKLOAD), data.workload_matchable)
         return data
 
     def apply(self, data: QueueData) -> None:
@@ -265,8 +270,12 @@ class QueueScreen(PaneScreen):
             self._resources = list(data.resources)
         queues.apply_rows(data.queue_rows, notice=self.freshness.notice(ResourceKind.CLUSTER_QUEUE, ResourceKind.LOCAL_QUEUE),
                           matchable=data.queue_matchable)
-        self.query_one("#workloads-table", KeyedTable).apply_rows(
-            data.workload_rows, notice=self.freshness.notice(ResourceKind.WORKLOAD), matchable=data.workload_matchable)
+        workloads = self.query_one("#workloads-table", KeyedTable)
+        if data.workload_plan is not None:
+            workloads.apply_plan(data.workload_plan)
+        else:
+            workloads.apply_rows(data.workload_rows, notice=self.freshness.notice(ResourceKind.WORKLOAD),
+                                 matchable=data.workload_matchable)
         self.set_status(data.status)
 
     # -- selection helpers ----------------------------------------------------------

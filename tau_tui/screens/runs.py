@@ -23,11 +23,12 @@ from tau_tui.core.operations.run_index import RunIndex
 from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
 from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.mutations.recovery import resume_mutation, retry_mutation
-from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.base import Freshness, PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.widgets.cell_text import since
 from tau_tui.widgets.keyed_table import KeyedTable, Matchable
 from tau_tui.widgets.status_text import status_text, style_of
+from tau_tui.widgets.table_plan import TablePlan
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class RunsData:
     owners: dict[str, JobView | RayJobView] = field(default_factory=dict)
     #: Each row's text and labels for the table's filter.
     matchable: dict[str, Matchable] = field(default_factory=dict)
+    #: The runs table's update, worked out in the worker.
+    plan: TablePlan | None = None
     status: str = ""
 
 
@@ -231,17 +234,26 @@ class RunsScreen(PaneScreen):
         for status in data.statuses.values():
             counts[status.state] = counts.get(status.state, 0) + 1
         data.status = f"{len(data.rows)} runs · " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        data.plan = self.plan_table("runs-table", data.rows, self._notice(self.collect_freshness, data), data.matchable)
         return data
 
     def apply(self, data: RunsData) -> None:
         self.data = data
-        notice = self.freshness.notice(ResourceKind.JOB)
-        ray_state = self.freshness.views.get(ResourceKind.RAY_JOB)
-        if notice is None and ray_state is not None and not ray_state.usable and not data.rows:
-            notice = self.freshness.notice(ResourceKind.RAY_JOB)
-        self.query_one("#runs-table", KeyedTable).apply_rows(data.rows, notice=notice, matchable=data.matchable)
+        table = self.query_one("#runs-table", KeyedTable)
+        if data.plan is not None:
+            table.apply_plan(data.plan)
+        else:
+            table.apply_rows(data.rows, notice=self._notice(self.freshness, data), matchable=data.matchable)
         self.set_status(data.status)
         self._show_selected()
+
+    @staticmethod
+    def _notice(freshness: Freshness, data: RunsData) -> Text | None:
+        notice = freshness.notice(ResourceKind.JOB)
+        ray_state = freshness.views.get(ResourceKind.RAY_JOB)
+        if notice is None and ray_state is not None and not ray_state.usable and not data.rows:
+            notice = freshness.notice(ResourceKind.RAY_JOB)
+        return notice
 
     def on_data_table_row_highlighted(self, event) -> None:
         self._show_selected()

@@ -22,13 +22,11 @@ sorts by it, again reverses; the header shows ``↑``/``↓``."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.coordinate import Coordinate
@@ -38,54 +36,22 @@ from textual.widgets._data_table import Column, ColumnKey, RowKey, TwoWayDict
 from textual.widgets._data_table import Row as DataRow
 
 from tau_tui.widgets.row_filter import RowFilter
+from tau_tui.widgets.table_plan import (
+    NOTICE_KEY,
+    Matchable,
+    Row,
+    TablePlan,
+    TableState,
+    cell_width,
+    plan_rows,
+    sort_key,
+)
 from tau_tui.widgets.unit_row_views import OrderedRowsView, UnitLineOffsets
 
-Row = tuple[str, Sequence[Any]]
-#: What the row filter matches a row by: its text and its labels.
-Matchable = tuple[str, Mapping[str, str]]
+__all__ = ["NOTICE_KEY", "ColumnSpec", "KeyedTable", "Matchable", "Row", "sort_key"]
 
 #: Flexible columns are cut to this width before any optional column is hidden.
 COMFORTABLE_WIDTH = 24
-
-#: Key of the single row that says why a table has no data (forbidden, not installed, loading).
-NOTICE_KEY = "__notice__"
-
-
-def as_cell(value: Any) -> Any:
-    if value is None:
-        return Text("—")
-    if isinstance(value, str):
-        return Text(value)
-    return value
-
-
-def cell_width(cell: Any) -> int:
-    plain = cell.plain if isinstance(cell, Text) else str(cell)
-    return len(plain) if plain.isascii() else cell_len(plain)
-
-
-def cell_plain(cell: Any) -> str:
-    return cell.plain if isinstance(cell, Text) else str(cell)
-
-
-_AGE = re.compile(r"^(\d+)([smhdy])$")
-_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "y": 31536000}
-_NUMBER = re.compile(r"^[#~+]?(-?\d+(?:\.\d+)?)")
-
-
-def sort_key(cell: Any) -> tuple:
-    """Numbers, positions (``#3``, ``~3``) and ages (``5m``) sort by value; text case-insensitively;
-    empty cells last."""
-    text = cell_plain(cell).strip()
-    if not text or text == "—":
-        return (2, 0.0, "")
-    age = _AGE.match(text)
-    if age:
-        return (0, float(age.group(1)) * _AGE_UNITS[age.group(2)], text)
-    number = _NUMBER.match(text)
-    if number:
-        return (0, float(number.group(1)), text)
-    return (1, 0.0, text.lower())
 
 
 @dataclass(frozen=True)
@@ -136,21 +102,21 @@ class KeyedTable(DataTable):
         self._column_spec: list[ColumnSpec] = [as_spec(c) for c in columns]
         #: False for tables whose order means something (a tree of queues and their flavors).
         self.sortable = sortable
-        self._cells: dict[str, tuple] = {}
+        self._state = TableState(columns=len(self._column_spec))
         self._order: list[str] = []  # the rows shown, in order (DataTable's row index)
         self._all: list[str] = []  # every row, shown or filtered out, in order
-        self._source: dict[str, Any] = {}  # key -> the cells object the pane gave last time
         self._matchable: Mapping[str, Matchable] | None = None
         self._kept: set[str] = set()
         self.row_filter = RowFilter("")
         self._rows_in: Sequence[Row] = []
-        self._sort_keys: dict[str, tuple[Any, tuple]] = {}
+        self._notice_in: Any = None
         self._widths: list[Counter[int]] = [Counter() for _ in self._column_spec]
         self._hidden: set[str] = set()
         self.sort_column: str | None = None
         self.sort_reverse = False
         #: What the updates did, counted (tests bound work by these).
-        self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0}
+        self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0,
+                      "replanned": 0}
         self.rows_inserted = 0
         self.cells_written = 0
 
@@ -204,14 +170,14 @@ class KeyedTable(DataTable):
         """Replace the columns (rows are re-added on the next :meth:`apply_rows`)."""
         self.clear(columns=True)
         self._column_spec = [as_spec(c) for c in columns]
-        self._cells.clear()
-        self._source = {}
         self._order = []
         self._all = []
         self._kept = set()
         self._widths = [Counter() for _ in self._column_spec]
         if self.sort_column not in {c.key for c in self._column_spec}:
             self.sort_column = None
+        self._state = TableState(columns=len(self._column_spec), sort_index=self._sort_index(),
+                                 sort_reverse=self.sort_reverse)
         self._add_columns()
         self.stats["rebuilt"] += 1
 
@@ -229,8 +195,17 @@ class KeyedTable(DataTable):
             return None
         return None if row_key.value == NOTICE_KEY else row_key.value
 
+    @property
+    def state(self) -> TableState:
+        """The rows as of the last update, for a plan made in a worker (:func:`plan_rows`)."""
+        return self._state
+
+    @property
+    def _cells(self) -> Mapping[str, tuple]:
+        return self._state.cells
+
     def cells_of(self, key: str) -> tuple | None:
-        return self._cells.get(key)
+        return self._state.cells.get(key)
 
     @property
     def keys(self) -> list[str]:
@@ -271,68 +246,42 @@ class KeyedTable(DataTable):
         A row whose cells are the same object as last time is not compared at
         all (panes reuse the cells of unchanged objects), so a tick costs one
         dictionary look-up per row plus the work for what changed."""
-        if notice is not None and not rows:
-            rows = [(NOTICE_KEY, [notice] + [""] * (len(self._column_spec) - 1))]
-            matchable = None
-        self._rows_in = rows
-        self._matchable = matchable
-        wanted = self._sorted(rows)
+        self.apply_plan(plan_rows(self._state, rows, notice, matchable))
+
+    def apply_plan(self, plan: TablePlan) -> None:
+        """Carry out a plan (UI thread): drop, write and add what it lists.  A plan made against a
+        state that is no longer the table's (a sort or filter came in between) is made again."""
+        if plan.state is not self._state:
+            self.stats["replanned"] += 1
+            plan = plan_rows(self._state, plan.rows, plan.notice, plan.matchable)
+        self._rows_in, self._notice_in, self._matchable = plan.rows, plan.notice, plan.matchable
         selected = self.selected_key
-        old = self._cells
-        old_source = self._source
-        new_cells: dict[str, tuple] = {}
-        new_source: dict[str, Any] = {}
-        keys: list[str] = []
-        changed: list[str] = []
-        for key, cells in wanted:
-            if key in new_cells:  # a duplicate key would corrupt the table; the first wins
-                continue
-            keys.append(key)
-            new_source[key] = cells
-            if old_source.get(key) is cells:
-                new_cells[key] = old[key]
-                continue
-            converted = tuple(as_cell(c) for c in cells)
-            previous = old.get(key)
-            if previous is not None and previous == converted:
-                new_cells[key] = previous
-            else:
-                new_cells[key] = converted
-                changed.append(key)
-        # same count and no new or changed row: nothing can be stale
-        stale = [] if len(new_cells) == len(old) and not changed else [k for k in old if k not in new_cells]
-        if stale:
-            self._drop_rows(stale)
+        old = self._state
+        if plan.stale:
+            self._drop_rows(plan.stale)
         column_keys = [ColumnKey(k) for k in self.column_keys]
-        new_rows: list[tuple[str, tuple]] = []
+        count = self._count_width
         written = 0
-        for key in changed:
-            cells = new_cells[key]
-            before = old.get(key)
-            if before is None:
-                new_rows.append((key, cells))
-                continue
+        for key, changes in plan.writes:
             data = self._data.get(RowKey(key))
             if data is None:
                 continue
-            for index, (was, now) in enumerate(zip(before, cells, strict=False)):
-                if was is not now and was != now:
-                    data[column_keys[index]] = now  # what DataTable.update_cell does, without a refresh per cell
-                    self._count_width(index, was, -1)
-                    self._count_width(index, now, +1)
-                    written += 1
-        if new_rows:
-            self._insert_rows(new_rows)
+            for index, now, old_width, new_width in changes:
+                data[column_keys[index]] = now  # what DataTable.update_cell does, without a refresh per cell
+                count(index, old_width, -1)
+                count(index, new_width, +1)
+                written += 1
+        if plan.added:
+            self._insert_rows(plan.added)
         if written:
             self.stats["updated"] += written
             self.cells_written += written
             self._update_count += 1
             self.refresh()
-        self._cells = new_cells
-        self._source = new_source
-        self._all = keys
-        self._kept = self._verdicts(keys, old_source, new_source)
-        self._show(self._visible(keys), selected, rebuilt=bool(stale))
+        self._state = plan.next_state()
+        self._all = plan.keys
+        self._kept = self._verdicts(plan.keys, old.source, plan.source)
+        self._show(self._visible(plan.keys), selected, rebuilt=bool(plan.stale))
 
     def _verdicts(self, keys: list[str], old_source: Mapping[str, Any], new_source: Mapping[str, Any]) -> set[str]:
         """The rows the filter keeps: an unchanged row keeps its verdict, a changed one is matched."""
@@ -412,16 +361,18 @@ class KeyedTable(DataTable):
         """(rows shown, rows in all) for the filter line's ``N/M match``."""
         return len(self._order), len(self._all)
 
-    def _insert_rows(self, rows: list[tuple[str, tuple]]) -> None:
+    def _insert_rows(self, rows: list[tuple[str, tuple, tuple[int, ...]]]) -> None:
         """Store rows in one batch: what DataTable.add_row does per row (its column list, cursor
         validation and refresh are once per batch here).  All rows are one line high; which of
         them are shown, in what order, is :meth:`_show`'s."""
         column_keys = [ColumnKey(k) for k in self.column_keys]
-        for key, cells in rows:
+        count = self._count_width
+        for key, cells, widths in rows:
             row_key = RowKey(key)
             self._data[row_key] = dict(zip(column_keys, cells, strict=False))
             self.rows[row_key] = DataRow(row_key, 1)
-            self._count_widths(cells, +1)
+            for index, width in enumerate(widths):
+                count(index, width, +1)
         self.stats["added"] += len(rows)
         self.rows_inserted += len(rows)
         self._update_count += 1
@@ -459,29 +410,10 @@ class KeyedTable(DataTable):
 
     # -- sorting --------------------------------------------------------------------------
 
-    def _sorted(self, rows: Sequence[Row]) -> Sequence[Row]:
-        if self.sort_column is None or not rows or rows[0][0] == NOTICE_KEY:
-            return rows
-        try:
-            index = self.column_keys.index(self.sort_column)
-        except ValueError:
-            return rows
-        cache = self._sort_keys
-        fresh: dict[str, tuple[Any, tuple]] = {}
-
-        def key_of(row: Row) -> tuple:
-            key, cells = row
-            hit = cache.get(key)
-            if hit is not None and hit[0] is cells:
-                value = hit[1]
-            else:
-                value = sort_key(cells[index]) if index < len(cells) else (3, 0.0, "")
-            fresh[key] = (cells, value)
-            return value
-
-        ordered = sorted(rows, key=key_of, reverse=self.sort_reverse)
-        self._sort_keys = fresh
-        return ordered
+    def _sort_index(self) -> int | None:
+        if self.sort_column is None or self.sort_column not in self.column_keys:
+            return None
+        return self.column_keys.index(self.sort_column)
 
     def sort_by(self, column: str, reverse: bool | None = None) -> None:
         """Sort by ``column``; the same column again reverses (k9s)."""
@@ -489,12 +421,15 @@ class KeyedTable(DataTable):
             reverse = (not self.sort_reverse) if column == self.sort_column else False
         self.sort_column = column
         self.sort_reverse = reverse
-        self._sort_keys = {}
+        self._state = replace(self._state, sort_index=self._sort_index(), sort_reverse=reverse, sort_keys={})
         for spec in self._column_spec:
             col = self.columns.get(ColumnKey(spec.key))
             if col is not None:
                 col.label = self._label_of(spec)
-        self.apply_rows(self._rows_in, matchable=self._matchable) if self._rows_in else self.refresh()
+        if self._rows_in or self._notice_in is not None:
+            self.apply_rows(self._rows_in, self._notice_in, self._matchable)
+        else:
+            self.refresh()
         self._fit_columns(force=True)
 
     def sort_letters(self) -> dict[str, str]:
@@ -548,13 +483,12 @@ class KeyedTable(DataTable):
 
     def _count_widths(self, cells: tuple, sign: int) -> None:
         for index, cell in enumerate(cells):
-            self._count_width(index, cell, sign)
+            self._count_width(index, cell_width(cell), sign)
 
-    def _count_width(self, index: int, cell: Any, sign: int) -> None:
+    def _count_width(self, index: int, width: int, sign: int) -> None:
         if index >= len(self._widths):
             return
         counter = self._widths[index]
-        width = cell_width(cell)
         self.stats["measured"] += 1
         counter[width] += sign
         if counter[width] <= 0:

@@ -1,0 +1,168 @@
+"""What a table update will change, worked out away from the UI thread.
+
+A pane's refresh builds its rows in a worker thread; :func:`plan_rows` compares them there with the
+state the table had when the refresh started (:class:`TableState`, which every update replaces and
+never changes) and lists what to do: rows to drop, rows to add, single cells to write, each with its
+width already measured.  On the UI thread :meth:`KeyedTable.apply_plan` then only carries that out,
+so a refresh that changes one cell of each of 20,000 rows (every "Waiting" age ticking over) costs
+the UI thread a dictionary write per cell, not a comparison of every row.  A plan made against a
+state that is no longer the table's (a sort or a filter came in between) is made again there.
+
+Nothing here imports Textual: it runs in any thread."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.cells import cell_len
+from rich.text import Text
+
+Row = tuple[str, Sequence[Any]]
+#: What the row filter matches a row by: its text and its labels.
+Matchable = tuple[str, Mapping[str, str]]
+
+#: Key of the single row that says why a table has no data (forbidden, not installed, loading).
+NOTICE_KEY = "__notice__"
+
+
+def as_cell(value: Any) -> Any:
+    if value is None:
+        return Text("—")
+    if isinstance(value, str):
+        return Text(value)
+    return value
+
+
+def cell_plain(cell: Any) -> str:
+    return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+def cell_width(cell: Any) -> int:
+    plain = cell_plain(cell)
+    return len(plain) if plain.isascii() else cell_len(plain)
+
+
+_AGE = re.compile(r"^(\d+)([smhdy])$")
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "y": 31536000}
+_NUMBER = re.compile(r"^[#~+]?(-?\d+(?:\.\d+)?)")
+
+
+def sort_key(cell: Any) -> tuple:
+    """Numbers, positions (``#3``, ``~3``) and ages (``5m``) sort by value; text case-insensitively;
+    empty cells last."""
+    text = cell_plain(cell).strip()
+    if not text or text == "—":
+        return (2, 0.0, "")
+    age = _AGE.match(text)
+    if age:
+        return (0, float(age.group(1)) * _AGE_UNITS[age.group(2)], text)
+    number = _NUMBER.match(text)
+    if number:
+        return (0, float(number.group(1)), text)
+    return (1, 0.0, text.lower())
+
+
+@dataclass(frozen=True)
+class TableState:
+    """A table's rows as of one update: replaced by the next update, never changed, so a worker
+    thread can read it while the UI thread goes on."""
+
+    cells: Mapping[str, tuple] = field(default_factory=dict)
+    #: key -> the cells object the pane gave (the same object next time: the row is unchanged)
+    source: Mapping[str, Any] = field(default_factory=dict)
+    columns: int = 0
+    sort_index: int | None = None
+    sort_reverse: bool = False
+    #: key -> (cells object, its sort key): unchanged rows are not measured again for sorting
+    sort_keys: Mapping[str, tuple[Any, tuple]] = field(default_factory=dict)
+
+
+@dataclass
+class TablePlan:
+    state: TableState  # the state the plan was made against
+    rows: Sequence[Row]  # what the pane gave (to make the plan again if the state moved)
+    notice: Any
+    matchable: Mapping[str, Matchable] | None
+    keys: list[str]  # every row, in order
+    cells: dict[str, tuple]
+    source: dict[str, Any]
+    sort_keys: dict[str, tuple[Any, tuple]]
+    stale: list[str]
+    #: (key, cells, width of each cell)
+    added: list[tuple[str, tuple, tuple[int, ...]]]
+    #: (key, [(column index, new cell, old width, new width)])
+    writes: list[tuple[str, list[tuple[int, Any, int, int]]]]
+
+    @property
+    def cells_written(self) -> int:
+        return sum(len(changes) for _, changes in self.writes)
+
+    def next_state(self) -> TableState:
+        return TableState(self.cells, self.source, self.state.columns, self.state.sort_index,
+                          self.state.sort_reverse, self.sort_keys)
+
+
+def _sorted(state: TableState, rows: Sequence[Row]) -> tuple[Sequence[Row], dict[str, tuple[Any, tuple]]]:
+    index = state.sort_index
+    if index is None or not rows or rows[0][0] == NOTICE_KEY:
+        return rows, {}
+    cache = state.sort_keys
+    fresh: dict[str, tuple[Any, tuple]] = {}
+
+    def key_of(row: Row) -> tuple:
+        key, cells = row
+        hit = cache.get(key)
+        if hit is not None and hit[0] is cells:
+            value = hit[1]
+        else:
+            value = sort_key(cells[index]) if index < len(cells) else (3, 0.0, "")
+        fresh[key] = (cells, value)
+        return value
+
+    return sorted(rows, key=key_of, reverse=state.sort_reverse), fresh
+
+
+def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
+              matchable: Mapping[str, Matchable] | None = None) -> TablePlan:
+    """Compare ``rows`` with ``state`` (any thread).  A row whose cells are the same object as last
+    time is not compared at all (panes reuse the cells of unchanged objects)."""
+    given = rows
+    if notice is not None and not rows:
+        rows = [(NOTICE_KEY, [notice] + [""] * (state.columns - 1))]
+        matchable = None
+    wanted, sort_keys = _sorted(state, rows)
+    old = state.cells
+    old_source = state.source
+    new_cells: dict[str, tuple] = {}
+    new_source: dict[str, Any] = {}
+    keys: list[str] = []
+    added: list[tuple[str, tuple, tuple[int, ...]]] = []
+    writes: list[tuple[str, list[tuple[int, Any, int, int]]]] = []
+    for key, cells in wanted:
+        if key in new_source:  # a duplicate key would corrupt the table; the first wins
+            continue
+        keys.append(key)
+        new_source[key] = cells
+        before = old.get(key)
+        if before is not None and old_source.get(key) is cells:
+            new_cells[key] = before
+            continue
+        converted = tuple(as_cell(c) for c in cells)
+        if before is None:
+            new_cells[key] = converted
+            added.append((key, converted, tuple(cell_width(c) for c in converted)))
+            continue
+        changes = [(index, now, cell_width(was), cell_width(now))
+                   for index, (was, now) in enumerate(zip(before, converted, strict=False))
+                   if was is not now and was != now]
+        if changes:
+            new_cells[key] = converted
+            writes.append((key, changes))
+        else:
+            new_cells[key] = before  # equal: keep the cells the table holds
+    # same count and nothing added: nothing can be stale
+    stale = [] if len(new_cells) == len(old) and not added else [k for k in old if k not in new_cells]
+    return TablePlan(state, given, notice, matchable, keys, new_cells, new_source, sort_keys, stale, added, writes)
