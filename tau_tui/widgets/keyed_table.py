@@ -33,7 +33,6 @@ from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.widgets import DataTable
 from textual.widgets._data_table import Column, ColumnKey, RowKey, TwoWayDict
-from textual.widgets._data_table import Row as DataRow
 
 from tau_tui.widgets.row_filter import RowFilter
 from tau_tui.widgets.table_plan import (
@@ -42,11 +41,10 @@ from tau_tui.widgets.table_plan import (
     Row,
     TablePlan,
     TableState,
-    cell_width,
     plan_rows,
     sort_key,
 )
-from tau_tui.widgets.unit_row_views import OrderedRowsView, UnitLineOffsets
+from tau_tui.widgets.unit_row_views import OrderedRowsView, StateCells, StateRows, UnitLineOffsets
 
 __all__ = ["NOTICE_KEY", "ColumnSpec", "KeyedTable", "Matchable", "Row", "sort_key"]
 
@@ -115,6 +113,8 @@ class KeyedTable(DataTable):
         self.sort_column: str | None = None
         self.sort_reverse = False
         #: What the updates did, counted (tests bound work by these).
+        self._data = StateCells(self)  # type: ignore[assignment]  # views of self._state
+        self.rows = StateRows(self)  # type: ignore[assignment]
         self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0,
                       "replanned": 0}
         self.rows_inserted = 0
@@ -166,18 +166,26 @@ class KeyedTable(DataTable):
             self.columns[key].__class__ = FitColumn
         self._fit_columns()
 
-    def set_columns(self, columns: Sequence[ColumnSpec | tuple]) -> None:
-        """Replace the columns (rows are re-added on the next :meth:`apply_rows`)."""
-        self.clear(columns=True)
-        self._column_spec = [as_spec(c) for c in columns]
+    @property
+    def column_key_objects(self) -> list[ColumnKey]:
+        return [ColumnKey(spec.key) for spec in self._column_spec]
+
+    def clear(self, columns: bool = False) -> KeyedTable:
+        super().clear(columns)
+        self._state = TableState(columns=len(self._column_spec), sort_index=self._sort_index(),
+                                 sort_reverse=self.sort_reverse)
         self._order = []
         self._all = []
         self._kept = set()
         self._widths = [Counter() for _ in self._column_spec]
+        return self
+
+    def set_columns(self, columns: Sequence[ColumnSpec | tuple]) -> None:
+        """Replace the columns (rows are re-added on the next :meth:`apply_rows`)."""
+        self._column_spec = [as_spec(c) for c in columns]
         if self.sort_column not in {c.key for c in self._column_spec}:
             self.sort_column = None
-        self._state = TableState(columns=len(self._column_spec), sort_index=self._sort_index(),
-                                 sort_reverse=self.sort_reverse)
+        self.clear(columns=True)
         self._add_columns()
         self.stats["rebuilt"] += 1
 
@@ -257,28 +265,20 @@ class KeyedTable(DataTable):
         self._rows_in, self._notice_in, self._matchable = plan.rows, plan.notice, plan.matchable
         selected = self.selected_key
         old = self._state
+        # DataTable's rows and cells are views of the state (unit_row_views): swapping it is the update
+        self._state = plan.next_state()
+        self._apply_width_deltas(plan.width_deltas)
+        self.stats["measured"] += plan.measured
         if plan.stale:
             self._drop_rows(plan.stale)
-        column_keys = [ColumnKey(k) for k in self.column_keys]
-        count = self._count_width
-        written = 0
-        for key, changes in plan.writes:
-            data = self._data.get(RowKey(key))
-            if data is None:
-                continue
-            for index, now, old_width, new_width in changes:
-                data[column_keys[index]] = now  # what DataTable.update_cell does, without a refresh per cell
-                count(index, old_width, -1)
-                count(index, new_width, +1)
-                written += 1
         if plan.added:
             self._insert_rows(plan.added)
+        written = plan.cells_written
         if written:
             self.stats["updated"] += written
             self.cells_written += written
             self._update_count += 1
             self.refresh()
-        self._state = plan.next_state()
         self._all = plan.keys
         self._kept = self._verdicts(plan.keys, old.source, plan.source)
         self._show(self._visible(plan.keys), selected, rebuilt=bool(plan.stale))
@@ -362,17 +362,8 @@ class KeyedTable(DataTable):
         return len(self._order), len(self._all)
 
     def _insert_rows(self, rows: list[tuple[str, tuple, tuple[int, ...]]]) -> None:
-        """Store rows in one batch: what DataTable.add_row does per row (its column list, cursor
-        validation and refresh are once per batch here).  All rows are one line high; which of
-        them are shown, in what order, is :meth:`_show`'s."""
-        column_keys = [ColumnKey(k) for k in self.column_keys]
-        count = self._count_width
-        for key, cells, widths in rows:
-            row_key = RowKey(key)
-            self._data[row_key] = dict(zip(column_keys, cells, strict=False))
-            self.rows[row_key] = DataRow(row_key, 1)
-            for index, width in enumerate(widths):
-                count(index, width, +1)
+        """Rows added by an update (already in the state; which are shown, in what order, is
+        :meth:`_show`'s): DataTable's once-per-batch bookkeeping of ``add_row``."""
         self.stats["added"] += len(rows)
         self.rows_inserted += len(rows)
         self._update_count += 1
@@ -381,18 +372,9 @@ class KeyedTable(DataTable):
         self.check_idle()
         self.refresh()
 
-    def _drop_rows(self, stale: Iterable[str]) -> None:
-        """Remove rows in one pass (DataTable.remove_row re-indexes every row per call)."""
-        for key in stale:
-            row_key = RowKey(key)
-            cells = self._cells.get(key)
-            if cells is not None:
-                self._count_widths(cells, -1)
-            self.rows.pop(row_key, None)
-            self._data.pop(row_key, None)
-            self._new_rows.discard(row_key)
-            self.stats["removed"] += 1
-        # the caller re-indexes the rows shown (one pass for all removals)
+    def _drop_rows(self, stale: list[str]) -> None:
+        """Rows gone in an update (already out of the state): the caller re-indexes the rows shown."""
+        self.stats["removed"] += len(stale)
 
     def _reorder(self, keys: list[str]) -> None:
         """Put rows in ``keys`` order by re-indexing: no row is re-added or re-measured."""
@@ -481,18 +463,12 @@ class KeyedTable(DataTable):
 
     # -- widths ---------------------------------------------------------------------------
 
-    def _count_widths(self, cells: tuple, sign: int) -> None:
-        for index, cell in enumerate(cells):
-            self._count_width(index, cell_width(cell), sign)
-
-    def _count_width(self, index: int, width: int, sign: int) -> None:
-        if index >= len(self._widths):
-            return
-        counter = self._widths[index]
-        self.stats["measured"] += 1
-        counter[width] += sign
-        if counter[width] <= 0:
-            del counter[width]
+    def _apply_width_deltas(self, deltas: list[dict[int, int]]) -> None:
+        for counter, delta in zip(self._widths, deltas, strict=False):
+            for width, change in delta.items():
+                counter[width] += change
+                if counter[width] <= 0:
+                    del counter[width]
 
     def _content_widths(self) -> list[int]:
         out = []

@@ -95,6 +95,10 @@ class TablePlan:
     added: list[tuple[str, tuple, tuple[int, ...]]]
     #: (key, [(column index, new cell, old width, new width)])
     writes: list[tuple[str, list[tuple[int, Any, int, int]]]]
+    #: per column: width -> how many more (or fewer) cells of that width than before
+    width_deltas: list[dict[int, int]] = field(default_factory=list)
+    #: cell widths measured to make the plan
+    measured: int = 0
 
     @property
     def cells_written(self) -> int:
@@ -165,4 +169,26 @@ def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
             new_cells[key] = before  # equal: keep the cells the table holds
     # same count and nothing added: nothing can be stale
     stale = [] if len(new_cells) == len(old) and not added else [k for k in old if k not in new_cells]
-    return TablePlan(state, given, notice, matchable, keys, new_cells, new_source, sort_keys, stale, added, writes)
+    deltas: list[dict[int, int]] = [{} for _ in range(max(state.columns, max((len(c) for _, c, _ in added), default=0)))]
+    measured = 0
+
+    def count(index: int, width: int, sign: int) -> None:
+        if index < len(deltas):
+            column = deltas[index]
+            column[width] = column.get(width, 0) + sign
+
+    for key in stale:
+        for index, cell in enumerate(old[key]):
+            count(index, cell_width(cell), -1)
+            measured += 1
+    for _, _, widths in added:
+        for index, width in enumerate(widths):
+            count(index, width, +1)
+            measured += 1
+    for _, changes in writes:
+        for index, _, old_width, new_width in changes:
+            count(index, old_width, -1)
+            count(index, new_width, +1)
+            measured += 2
+    return TablePlan(state, given, notice, matchable, keys, new_cells, new_source, sort_keys, stale, added, writes,
+                     deltas, measured)

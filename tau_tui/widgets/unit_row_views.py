@@ -1,19 +1,23 @@
-"""DataTable's row order and line offsets as views, for tables whose rows are all one line high.
+"""DataTable's rows, cells, row order and line offsets as views, for tables whose rows are all one
+line high and whose cells live in one state object (``KeyedTable``).
 
 DataTable rebuilds two lists of every row (``ordered_rows`` and ``_y_offsets``) on the first
 frame after any change, and sums the heights of all rows above the cursor on every cursor move.
 At 20,000 rows that is the cost of a one-cell change.  With every row one line high, line ``y``
 is row ``y``: these views answer each look-up from the row index directly, so a change costs
-what changed and a cursor move costs one look-up."""
+what changed and a cursor move costs one look-up.  DataTable's ``rows`` and ``_data`` are views of
+the table's state too, so an update stores nothing per row: it swaps the state."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
+
+from textual.widgets._data_table import Row
 
 if TYPE_CHECKING:
     from textual.widgets import DataTable
-    from textual.widgets._data_table import Row, RowKey
+    from textual.widgets._data_table import RowKey
 
 
 class OrderedRowsView(Sequence["Row"]):
@@ -77,3 +81,42 @@ class UnitLineOffsets(Sequence[tuple["RowKey", int]]):
 
     def clear(self) -> None:
         """DataTable.clear() empties the old list; a view has nothing to empty."""
+
+
+class StateRows(Mapping["RowKey", "Row"]):
+    """``DataTable.rows`` as a view of a keyed table's state: every row is one line high, so a
+    row's metadata is made when asked instead of stored for each of 20,000 rows.  Its length and
+    order are the rows shown (the filter's); membership is every stored row."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def __getitem__(self, row_key: RowKey) -> Row:
+        if row_key.value not in self._table.state.cells:
+            raise KeyError(row_key)
+        return Row(row_key, 1)
+
+    def __contains__(self, row_key: object) -> bool:
+        return getattr(row_key, "value", None) in self._table.state.cells
+
+    def __len__(self) -> int:
+        return self._table.row_count
+
+    def __iter__(self) -> Iterator[RowKey]:
+        key_at = self._table._row_locations.get_key
+        for index in range(self._table.row_count):
+            yield key_at(index)
+
+    def clear(self) -> None:
+        """DataTable.clear() empties its dict; the table's state is reset by the table."""
+
+
+class StateCells(StateRows):
+    """``DataTable._data`` as a view of a keyed table's state: a row's ``{column: cell}`` is
+    made when a frame draws it (DataTable reads only the rows it renders)."""
+
+    def __getitem__(self, row_key: RowKey) -> dict[Any, Any]:  # type: ignore[override]
+        cells = self._table.state.cells.get(row_key.value)
+        if cells is None:
+            raise KeyError(row_key)
+        return dict(zip(self._table.column_key_objects, cells, strict=False))
