@@ -71,6 +71,16 @@ policy.workload_profile_snapshot) serves client dry-run only.
 """
 
 
+def add_session_recording_options(parser: argparse.ArgumentParser) -> None:
+    """The app's ``--record FILE`` and ``--replay FILE`` (docs/architecture.md, Record and replay)."""
+    parser.add_argument("--record", metavar="FILE",
+                        help="record every cluster snapshot and change of this session into FILE "
+                             "(gzip-compressed; secrets redacted; never overwrites). Works with --demo and a kubeconfig")
+    parser.add_argument("--replay", metavar="FILE",
+                        help="play a recording back in the same panes, read-only: space play/pause, . and , step, "
+                             "+ and - speed, :seek HH:MM[:SS] or +90s")
+
+
 def duration_arg(text: str) -> float:
     """argparse type for kubectl-style durations (a bad one exits 2 with the reason)."""
     from ..core.cluster.kubeconfig import parse_duration

@@ -10,7 +10,8 @@ run of JSON lines:
   a seek decompresses one member, never the file from its start;
 * then the writes the backend made to its cache, in order: ``replace`` (a full list), ``apply``
   (a watch event), ``clear``, ``state``, ``connection``, ``pods`` / ``pod`` (GPU allocation of
-  bound pods) and ``visibility`` (a queue-position answer, which is not in the cache).
+  bound pods) and ``visibility`` (a queue-position answer, which is not in the cache);
+* and, when the recorder was closed (not killed), ``end``.
 
 Every record line starts with ``{"t":SECONDS,`` (UNIX seconds, the backend's clock: the
 simulated one for ``--demo``), so the reader can index a file without parsing it.  Secrets
@@ -38,6 +39,8 @@ PODS = "pods"
 POD = "pod"
 VISIBILITY = "visibility"
 SCOPE = "scope"
+#: The recording stopped here (absent when the app was killed): a session's end, not its last change.
+END = "end"
 
 
 class RecordingError(Exception):

@@ -105,6 +105,8 @@ class SessionRecorder:
         with self._lock:
             if self._closed:
                 return
+            if self._thread is not None:
+                self._record(fmt.END, {}, keyframe_due=False)
             self._closed = True
         self.backend.cache.attach_tap(None)
         if self.backend.visibility_tap == self._visibility_answered:
