@@ -51,6 +51,8 @@ class ReplayBackend(BaseBackend):
         self._cursor = 0
         self._visibility: dict[str, tuple[list[dict[str, Any]] | None, str]] = {}
         self._player: ReplayPlayer | None = None
+        #: Seeks and steps so far: readers that keep answers of their own (queue positions) re-read after one.
+        self.jumps = 0
         super().__init__(ObjectCache(self.clock.now))
 
     @classmethod
@@ -124,6 +126,7 @@ class ReplayBackend(BaseBackend):
     def seek_seconds(self, t: float) -> datetime:
         with self._lock:
             self._goto(t)
+            self.jumps += 1
         self.cache.flush()
         return self.clock.now()
 
@@ -135,6 +138,7 @@ class ReplayBackend(BaseBackend):
             target = self._next_time(here) if direction > 0 else self._previous_time(here)
             if target is not None:
                 self._goto(target)
+                self.jumps += 1
         self.cache.flush()
         return self.clock.now()
 
