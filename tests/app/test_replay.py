@@ -169,9 +169,21 @@ def prepare_replay(seek: str):
     return run_before
 
 
+@pytest.fixture
+def themed_status_cells():
+    """The status colours are module state the app sets on mount, which the queue pane's first
+    refresh can beat (and a table keeps a cell whose text did not change): set them as an earlier
+    app in this process would have, so the snapshot does not depend on test order."""
+    from tau_tui.settings.theme_files import load_theme_files
+    from tau_tui.widgets import status_text
+
+    theme = next(dict(f.fields) for f in load_theme_files()[0] if dict(f.fields).get("name") == "tau-dark")
+    status_text.set_palette(theme["success"], theme["warning"], theme["error"], theme["accent"], "dim")
+
+
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("pane", ["queue", "nodes"])
-def test_replay_snapshot(snap_compare, tmp_path, pane, size):
+def test_replay_snapshot(snap_compare, tmp_path, pane, size, themed_status_cells):
     record_demo_without_ui(tmp_path / "demo.rec")
     replay = ReplayBackend.open(tmp_path / "demo.rec")
     replay.start()

@@ -279,7 +279,7 @@ class BaseBackend(ClusterBackend):
                 f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
                 now,
             )
-        self.tracker.record(report, self._pending_since(report))
+        self._track_positions(report)
         return report
 
     def pending_positions_cluster_queue(self, name: str) -> PositionReport:
@@ -296,8 +296,12 @@ class BaseBackend(ClusterBackend):
                 f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
                 now,
             )
-        self.tracker.record(report, self._pending_since(report))
+        self._track_positions(report)
         return report
+
+    def _track_positions(self, report: PositionReport) -> None:
+        """Keep the report's positions in the per-workload history."""
+        self.tracker.record(report, self._pending_since(report))
 
     def position_history(self, namespace: str, name: str) -> PositionHistory | None:
         return self.tracker.history(namespace, name)

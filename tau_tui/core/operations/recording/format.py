@@ -6,7 +6,8 @@ run of JSON lines:
 * the first line of the file is the header: ``{"format": "tau-tui-recording", "version": 1, ...}``
   (source, context, contexts, namespace scope, identity, start time);
 * every member starts with a **keyframe**: the whole cache (raw objects per kind, view states,
-  connection state, GPU allocation of bound pods) and the last visibility answer per queue, so
+  connection state, GPU allocation of bound pods), the last visibility answer per queue and the
+  position histories (the queue pane's Δ column), so
   a seek decompresses one member, never the file from its start;
 * then the writes the backend made to its cache, in order: ``replace`` (a full list), ``apply``
   (a watch event), ``clear``, ``state``, ``connection``, ``pods`` / ``pod`` (GPU allocation of
@@ -24,6 +25,10 @@ from typing import Any
 
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewState, ViewStatus
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.positions import PositionSample, PositionSource
+
+#: Per-workload position histories, as :meth:`PositionTracker.export` gives them.
+Histories = dict[tuple[str, str], tuple[list[PositionSample], datetime | None]]
 
 FORMAT = "tau-tui-recording"
 VERSION = 1
@@ -90,6 +95,19 @@ def encode_key(key: tuple[str, str]) -> str:
 def decode_key(text: str) -> tuple[str, str]:
     namespace, _, name = text.partition("/")
     return namespace, name
+
+
+def encode_histories(histories: Histories) -> dict[str, Any]:
+    return {encode_key(key): {"samples": [[seconds(s.at), s.position_in_local_queue, s.position_in_cluster_queue, s.source.value]
+                                          for s in samples],
+                              "since": seconds(since) if since else None}
+            for key, (samples, since) in histories.items()}
+
+
+def decode_histories(data: dict[str, Any]) -> Histories:
+    return {decode_key(key): ([PositionSample(instant(at), lq, cq, PositionSource(source)) for at, lq, cq, source in item["samples"]],
+                              instant(item["since"]) if item.get("since") is not None else None)
+            for key, item in data.items()}
 
 
 def encode_allocation(allocation: tuple[str, dict[str, float]] | None) -> list[Any] | None:

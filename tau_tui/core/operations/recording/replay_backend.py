@@ -10,6 +10,7 @@ recording."""
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,7 +25,7 @@ from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest, LogRequest
 from tau_tui.core.cluster.logspool.stream import ClosableIterator, LogStream
 from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
-from tau_tui.core.cluster.positions import PositionTracker
+from tau_tui.core.cluster.positions import PositionReport
 from tau_tui.core.operations.recording import format as fmt
 from tau_tui.core.operations.recording.player import ReplayPlayer
 from tau_tui.core.operations.recording.reader import RecordingReader
@@ -169,10 +170,7 @@ class ReplayBackend(BaseBackend):
     def _goto(self, t: float) -> None:
         """Stand at ``t``: from the keyframe before it when moving back or past this member,
         else on from the records not yet applied (call with the lock held)."""
-        before = self.clock.position
         t = self.clock.move_to(t)
-        if t < before:
-            self.tracker = PositionTracker()  # back in time: the position history starts again
         member = self.reader.member_at(t)
         if member != self._member or t < self._applied_until():
             self._records = self.reader.member_records(member)
@@ -207,6 +205,7 @@ class ReplayBackend(BaseBackend):
                                        if (alloc := fmt.decode_allocation(v)) is not None})
         self._visibility = {suffix: (answer.get("items"), answer.get("why") or "")
                             for suffix, answer in (record.get("visibility") or {}).items()}
+        self.tracker.restore(fmt.decode_histories(record.get("positions") or {}))
         self._set_scope(record.get("scope") or {})
 
     def _set_scope(self, scope: Mapping[str, Any]) -> None:
@@ -236,6 +235,7 @@ class ReplayBackend(BaseBackend):
             self.cache.set_pod_allocation(fmt.decode_key(record["key"]), fmt.decode_allocation(record.get("allocation")))
         elif op == fmt.VISIBILITY:
             self._visibility[record["suffix"]] = (record.get("items"), record.get("why") or "")
+            self._replay_position_read(record["suffix"], fmt.instant(record["t"]))
         elif op == fmt.SCOPE:
             self._set_scope(record)
         elif op == fmt.KEYFRAME:
@@ -274,6 +274,21 @@ class ReplayBackend(BaseBackend):
 
     def who_am_i(self) -> dict[str, Any] | None:
         return dict(self._identity) if self._identity else None
+
+    def _track_positions(self, report: PositionReport) -> None:
+        """Reads in the replay keep no history: it is the recorded session's (``_replay_position_read``)."""
+
+    def _replay_position_read(self, suffix: str, at: datetime) -> None:
+        """The live app read a queue's positions here: add them to the history as it did."""
+        parts = suffix.split("/")
+        if len(parts) == 5 and parts[0] == "namespaces" and parts[2] == "localqueues":
+            report = self.pending_positions_local_queue(parts[1], parts[3])
+        elif len(parts) == 3 and parts[0] == "clusterqueues":
+            report = self.pending_positions_cluster_queue(parts[1])
+        else:
+            return
+        report = dataclasses.replace(report, at=at)
+        self.tracker.record(report, self._pending_since(report))
 
     def _visibility_items(self, suffix: str) -> tuple[builtins.list[dict[str, Any]] | None, str]:
         answer = self._visibility.get(suffix)

@@ -178,6 +178,7 @@ class SessionRecorder:
             "pods": None if snapshot.pod_allocations is None else
             {fmt.encode_key(k): fmt.encode_allocation(v) for k, v in snapshot.pod_allocations.items()},
             "visibility": dict(self._visibility),
+            "positions": fmt.encode_histories(self.backend.tracker.export()),
             "scope": self._scope(),
         }
         self._queue.put((t, fmt.KEYFRAME, payload))
