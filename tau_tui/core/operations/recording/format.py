@@ -20,6 +20,7 @@ never reach the file: objects are redacted before they are written (``writer.py`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -73,7 +74,7 @@ def encode_connection(state: ConnectionState) -> dict[str, Any]:
             "stale_since": seconds(state.stale_since) if state.stale_since else None, "message": state.message}
 
 
-def decode_connection(data: dict[str, Any]) -> ConnectionState:
+def decode_connection(data: Mapping[str, Any]) -> ConnectionState:
     since = data.get("stale_since")
     return ConnectionState(ConnectionStatus(data["status"]), data.get("context"),
                            instant(since) if since is not None else None, data.get("message") or "")

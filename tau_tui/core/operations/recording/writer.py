@@ -32,7 +32,7 @@ from tau_tui.core.operations.recording import format as fmt
 
 #: A queued record: (seconds, operation, payload); payload fields are redacted when written.
 _Queued = tuple[float, str, dict[str, Any]]
-_STOP = (0.0, "", {})
+_STOP: _Queued = (0.0, "", {})
 
 
 def _dumps(record: dict[str, Any]) -> bytes:
@@ -255,7 +255,8 @@ class SessionRecorder:
                     "connection": SessionRecorder._redacted(fmt.CONNECTION, payload["connection"]),
                     "states": {k: [s, redact(m)] for k, (s, m) in payload["states"].items()}}
         if op in (fmt.REPLACE, fmt.APPLY, fmt.VISIBILITY):
-            return redact_object(payload)
+            redacted: dict[str, Any] = redact_object(payload)
+            return redacted
         if "message" in payload:
             return {**payload, "message": redact(payload["message"] or "")}
         return payload
