@@ -189,3 +189,24 @@ def test_replay_snapshot(snap_compare, tmp_path, pane, size, themed_status_cells
     replay.start()
     app = make_app(tmp_path, replay, start_pane=pane)
     assert snap_compare(app, terminal_size=size, run_before=prepare_replay("09:02:30"))
+
+
+@async_test
+async def test_the_app_records_with_record_file_and_the_file_replays(tmp_path):
+    from tau_tui.app import TauApp
+    from tau_tui.settings.settings_file import AppSettings, LoadedSettings
+
+    world, backend = demo_backend()
+    path = tmp_path / "session.rec"
+    app = TauApp(backend, record=str(path), settings=LoadedSettings(AppSettings(refresh_tick=0.5), tmp_path / "config.yaml"),
+                 audit=AuditLog(tmp_path / "audit.jsonl"))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle_until(pilot, lambda: app.session_recorder is not None)
+        world.advance(60)
+        await settle(pilot)
+        await app.action_quit()
+    assert app.session_recorder is None and path.exists()
+    replay = ReplayBackend.open(path)
+    replay.start()
+    assert replay.reader.header["source"] == "SimulatedBackend" and not replay.reader.truncated
+    assert replay.clock.end - replay.clock.start >= 60
