@@ -156,7 +156,7 @@ class ObjectCache:
     def snapshot(self) -> CacheSnapshot:
         with self._lock:
             return CacheSnapshot(
-                {kind: [self._raw[kind][key] for key in sorted(self._raw[kind])] for kind in ResourceKind},
+                {kind: list(self._raw[kind].values()) for kind in ResourceKind},
                 dict(self._states),
                 self._connection,
                 {key: (node, dict(gpus)) for key, (node, gpus) in self._pod_alloc.items()} if self._node_pods_known else None,

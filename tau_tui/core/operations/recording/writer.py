@@ -33,6 +33,8 @@ from tau_tui.core.operations.recording import format as fmt
 #: A queued record: (seconds, operation, payload); payload fields are redacted when written.
 _Queued = tuple[float, str, dict[str, Any]]
 _STOP: _Queued = (0.0, "", {})
+#: gzip's default (9) costs several times the CPU for a few per cent: a recording is written all session.
+COMPRESS_LEVEL = 5
 
 
 def _dumps(record: dict[str, Any]) -> bytes:
@@ -229,7 +231,7 @@ class SessionRecorder:
         assert self._file is not None
         if self._member is not None:
             self._member.close()  # writes the member's trailer; the file stays open
-        self._member = gzip.GzipFile(fileobj=self._file, mode="wb", mtime=0)
+        self._member = gzip.GzipFile(fileobj=self._file, mode="wb", mtime=0, compresslevel=COMPRESS_LEVEL)
 
     def _write(self, line: bytes) -> None:
         try:
