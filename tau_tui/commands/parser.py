@@ -16,7 +16,8 @@ DESCRIPTION = """\
 tau-tui: a terminal UI for AI workloads on Kubernetes with Kueue, KubeRay and MultiKueue.
 
 Without a command, starts the interactive app (current kubeconfig context; --demo for the
-embedded simulated cluster). The headless commands use the same core and rules as the app:
+embedded simulated cluster; --record FILE records the session, --replay FILE plays a recording
+back read-only). The headless commands use the same core and rules as the app:
 
   tau-tui validate FILE [--profiles SNAPSHOT]
                                         check a tau.yaml; exit 0 if valid, 2 if not (every problem found,

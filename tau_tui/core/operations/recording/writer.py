@@ -35,6 +35,8 @@ _Queued = tuple[float, str, dict[str, Any]]
 _STOP: _Queued = (0.0, "", {})
 #: gzip's default (9) costs several times the CPU for a few per cent: a recording is written all session.
 COMPRESS_LEVEL = 5
+#: Keyframes no more often than this many times the last one's writing time (recorded seconds).
+KEYFRAME_COST_FACTOR = 30
 
 
 def _dumps(record: dict[str, Any]) -> bytes:
@@ -45,7 +47,10 @@ class SessionRecorder:
     """Records one backend into ``path`` from :meth:`start` until :meth:`close`.
 
     ``keyframe_every_s`` (recorded time) and ``keyframe_every_records`` bound how much a seek
-    has to read: a new keyframe (and gzip member) starts when either is reached."""
+    has to read: a new keyframe (and gzip member) starts when either is reached.  A big cluster
+    stretches both: never more records than the keyframe holds objects, never more often than
+    ``KEYFRAME_COST_FACTOR`` times what writing the last keyframe took (the ``large`` scenario's
+    takes seconds of the writer's CPU)."""
 
     def __init__(self, backend: BaseBackend, path: str | os.PathLike[str], *, source: str,
                  keyframe_every_s: float = 60.0, keyframe_every_records: int = 5000,
@@ -62,6 +67,8 @@ class SessionRecorder:
         self._last_t = 0.0
         self._keyframe_t = 0.0
         self._since_keyframe = 0
+        self._keyframe_objects = 0
+        self._keyframe_cost_s = 0.0
         self._visibility: dict[str, dict[str, Any]] = {}
         self._thread: threading.Thread | None = None
         self._file: IO[bytes] | None = None
@@ -168,8 +175,8 @@ class SessionRecorder:
                 self._visibility[payload["suffix"]] = {"items": payload["items"], "why": payload["why"]}
             self._queue.put((t, op, payload))
             self._since_keyframe += 1
-            if keyframe_due and (t - self._keyframe_t >= self.keyframe_every_s
-                                 or self._since_keyframe >= self.keyframe_every_records):
+            if keyframe_due and (t - self._keyframe_t >= max(self.keyframe_every_s, KEYFRAME_COST_FACTOR * self._keyframe_cost_s)
+                                 or self._since_keyframe >= max(self.keyframe_every_records, self._keyframe_objects)):
                 self._keyframe(self.backend.cache.snapshot(), t)  # the cache's lock is held: consistent
 
     def _keyframe(self, snapshot: CacheSnapshot, t: float) -> None:
@@ -184,6 +191,7 @@ class SessionRecorder:
             "scope": self._scope(),
         }
         self._queue.put((t, fmt.KEYFRAME, payload))
+        self._keyframe_objects = sum(len(items) for items in snapshot.raw.values())
         self._keyframe_t = t
         self._since_keyframe = 0
 
@@ -205,6 +213,7 @@ class SessionRecorder:
                     break
                 if self.error is not None:
                     continue  # keep draining: the tap must never block on a full queue
+                started = time.monotonic()
                 if op == fmt.KEYFRAME:
                     self._new_member()
                     if pending_header is not None:
@@ -213,6 +222,8 @@ class SessionRecorder:
                     self.keyframes_written += 1
                 self._write(_dumps({"t": t, "op": op, **self._redacted(op, payload)}))
                 self.records_written += 1
+                if op == fmt.KEYFRAME:
+                    self._keyframe_cost_s = time.monotonic() - started
                 if time.monotonic() - last_flush >= self.flush_every_s:
                     self._flush()
                     last_flush = time.monotonic()
