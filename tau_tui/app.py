@@ -23,10 +23,15 @@ from textual.theme import Theme
 from tau_tui.app_parts.command_mode import CommandMode
 from tau_tui.app_parts.keys import APP_BINDINGS
 from tau_tui.app_parts.mutation_flow import MutationFlow
+from tau_tui.app_parts.replay_controls import REPLAY_BINDINGS, REPLAY_HELP_KEYS, ReplayControls
+from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.audit import AuditLog
 from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
 from tau_tui.core.operations.evidence.store import EvidenceStore
+from tau_tui.core.operations.recording.format import RecordingError
+from tau_tui.core.operations.recording.replay_backend import ReplayBackend
+from tau_tui.core.operations.recording.writer import SessionRecorder
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.compose import ComposeScreen
 from tau_tui.screens.evidence import EvidenceScreen
@@ -39,7 +44,12 @@ from tau_tui.screens.queue import QueueScreen
 from tau_tui.screens.runs import RunsScreen
 from tau_tui.settings.settings_file import DEFAULT_THEME, AppSettings, LoadedSettings, load_settings
 from tau_tui.settings.theme_files import load_theme_files
-from tau_tui.startup.backends import BackendUnavailable, connect_kubeconfig_backend, start_demo_backend
+from tau_tui.startup.backends import (
+    BackendUnavailable,
+    connect_kubeconfig_backend,
+    start_demo_backend,
+    start_replay_backend,
+)
 from tau_tui.startup.heap import settle_heap
 from tau_tui.widgets import status_text
 from tau_tui.widgets.command_line import CommandLine
@@ -47,7 +57,7 @@ from tau_tui.widgets.header_bar import HeaderState
 from tau_tui.widgets.help_dialog import HelpDialog
 
 
-class TauApp(CommandMode, MutationFlow):
+class TauApp(CommandMode, ReplayControls, MutationFlow):
     """tau-tui."""
 
     TITLE = "tau-tui"
@@ -65,7 +75,7 @@ class TauApp(CommandMode, MutationFlow):
     }
     DEFAULT_MODE = "queue"
 
-    BINDINGS = APP_BINDINGS
+    BINDINGS = [*APP_BINDINGS, *REPLAY_BINDINGS]
 
     class BackendReady(Message):
         def __init__(self, backend: ClusterBackend, note: str = "") -> None:
@@ -95,13 +105,22 @@ class TauApp(CommandMode, MutationFlow):
         demo_realtime: bool = True,
         request_timeouts=None,
         evidence: EvidenceStore | None = None,
+        record: str | None = None,
+        replay: str | None = None,
     ) -> None:
         super().__init__()
         self.backend = backend
         self.demo = demo
         self.context_name = context
         self.namespace_name = namespace
-        self.readonly = readonly
+        #: ``--replay FILE``: a recording played back, read-only by nature.
+        self.replay_file = replay
+        self.readonly = readonly or replay is not None or isinstance(backend, ReplayBackend)
+        #: Why mutations are refused (said with every refusal).
+        self.readonly_reason = "a replay is read-only" if self.readonly and not readonly else "started with --readonly"
+        #: ``--record FILE``: the session recorder, once the backend is up.
+        self.record_file = record
+        self.session_recorder: SessionRecorder | None = None
         self.loaded_settings = settings or load_settings()
         self.settings: AppSettings = self.loaded_settings.settings
         self.audit = audit or AuditLog()
@@ -136,6 +155,9 @@ class TauApp(CommandMode, MutationFlow):
             self.notify(problem, title="config", severity="warning", timeout=10)
         if self.backend is not None:
             self._backend_started(self.backend)
+        elif self.replay_file:
+            self.connection_label = "loading recording"
+            self._load_replay(self.replay_file)
         elif self.demo:
             self.connection_label = "loading demo"
             self._load_demo(self.demo)
@@ -185,6 +207,15 @@ class TauApp(CommandMode, MutationFlow):
         self.post_message(self.BackendReady(backend, f"demo scenario {scenario!r} (simulated cluster)"))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
+    def _load_replay(self, path: str) -> None:
+        try:
+            backend = start_replay_backend(path)
+        except BackendUnavailable as err:
+            self.post_message(self.BackendFailed(err.message, offer_demo=err.offer_demo))
+            return
+        self.post_message(self.BackendReady(backend, f"replay of {path}"))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
     def _connect(self, context: str | None, namespace: str | None) -> None:
         try:
             backend = connect_kubeconfig_backend(
@@ -207,7 +238,13 @@ class TauApp(CommandMode, MutationFlow):
         self._backend_started(message.backend)
 
     def _backend_started(self, backend: ClusterBackend) -> None:
-        self._start_recorder(backend)
+        if isinstance(backend, ReplayBackend):
+            self.readonly = True
+            self.readonly_reason = f"a replay of {backend.reader.path.name} is read-only"
+        else:  # a replay has no new runs to keep evidence of
+            self._start_recorder(backend)
+            if self.record_file:
+                self._start_session_recorder(backend, self.record_file)
         self._settle_heap(backend)
         self.connection_label = backend.connection_state().label
         if self.namespace_name and backend.namespace != self.namespace_name:
@@ -230,6 +267,23 @@ class TauApp(CommandMode, MutationFlow):
         except Exception as err:  # evidence is a record, not the app: say so and go on
             self.call_from_thread(self.notify, f"evidence recorder not started: {err}", severity="warning")
 
+    @work(thread=True, exclusive=True, exit_on_error=False, group="session-recorder")
+    def _start_session_recorder(self, backend: ClusterBackend, path: str) -> None:
+        """``--record FILE``: the first backend is recorded until quit (a later one is not)."""
+        if self.session_recorder is not None:
+            self.call_from_thread(self.notify, f"recording into {path} stopped: the cluster changed", severity="warning")
+            self.session_recorder.close()
+            return
+        if not isinstance(backend, BaseBackend):
+            self.call_from_thread(self.notify, "this backend cannot be recorded", severity="warning")
+            return
+        try:  # the source names the backend class: SimulatedBackend or KubernetesBackend
+            self.session_recorder = SessionRecorder(backend, path, source=type(backend).__name__).start()
+        except RecordingError as err:
+            self.call_from_thread(self.notify, err.message, title="record", severity="error", timeout=10)
+            return
+        self.call_from_thread(self.notify, f"recording into {path}", title="record")
+
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
         self.connection_label = "no cluster"
@@ -247,6 +301,9 @@ class TauApp(CommandMode, MutationFlow):
         backend.close()
 
     async def action_quit(self) -> None:
+        session, self.session_recorder = self.session_recorder, None
+        if session is not None:
+            session.close()
         recorder, self.evidence_recorder = self.evidence_recorder, None
         if recorder is not None:
             recorder.close()
@@ -348,6 +405,8 @@ class TauApp(CommandMode, MutationFlow):
             about = (screen.HELP + ("\n\nFocused: " + about if about and about != screen.HELP else "")).strip()
             title = screen.PANE_TITLE
             keys = screen.help_keys()
+            if self.replay is not None:
+                keys = [*keys, *REPLAY_HELP_KEYS]
         else:
             title = getattr(screen, "PANE_TITLE", "tau-tui")
             about = getattr(screen, "HELP", about)

@@ -34,6 +34,7 @@ class CommandMode(App):
     action_help: Callable[[], None]
     open_logs_for_run: Callable[..., Awaitable[None]]
     tau_theme_names: Callable[[], list[str]]
+    seek_replay: Callable[[str], None]
 
     # ":" and "/" are priority bindings: the app opens the line and focuses it before the next key is
     # routed, so keys typed right after them land in the line, never in the table behind it.  Typed
@@ -67,7 +68,7 @@ class CommandMode(App):
         """What ``tab`` can complete in ``:`` mode: a command, or the argument of ctx/ns/theme/logs."""
         words = before.split()
         if len(words) <= 1 and not before.endswith(" "):
-            return sorted(set(PANE_ALIASES) | {"ctx", "ns", "theme", "help", "quit"})
+            return sorted(set(PANE_ALIASES) | {"ctx", "ns", "theme", "help", "quit", "seek"})
         verb = words[0].lower()
         backend = self.backend
         try:
@@ -124,6 +125,8 @@ class CommandMode(App):
             self._command_namespace(args)
         elif verb in ("theme", "skin"):
             self._command_theme(args)
+        elif verb == "seek":
+            self.seek_replay(" ".join(args))
         elif verb in ("mk", "multikueue") and args and args[0].lower() in MULTIKUEUE_FLOWS:
             self.open_multikueue_flow(args[0].lower(), args[1:])
         elif verb in PANE_ALIASES:

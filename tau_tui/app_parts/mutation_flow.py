@@ -26,6 +26,7 @@ class MutationFlow(App):
     backend: ClusterBackend | None
     audit: AuditLog
     readonly: bool
+    readonly_reason: str
     #: The app shell's refresh tick, run once a change is applied so every pane shows it.
     _tick: Callable[[], None]
 
@@ -61,9 +62,10 @@ class MutationFlow(App):
         self._preview_mutation(mutation)
 
     def block_mutation(self, verb: str, target: str) -> None:
-        self.notify(f"read-only mode: {verb} {target} is disabled", severity="warning")
+        self.notify(f"read-only mode: {verb} {target} is disabled ({self.readonly_reason})", severity="warning")
         self.post_message(self.MutationBlocked(verb, target))
-        self._audit_worker("refused", verb, target, ok=False, message="refused: read-only mode", readonly_blocked=True)
+        self._audit_worker("refused", verb, target, ok=False, message=f"refused: read-only mode ({self.readonly_reason})",
+                           readonly_blocked=True)
 
     def write_audit(self, phase: str, verb: str, target: str, *, ok: bool | None, message: str,
                     namespace: str | None = None, dry_run: bool = False, readonly_blocked: bool = False) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .parser import DESCRIPTION
+from .parser import DESCRIPTION, EXIT_INVALID, add_session_recording_options
 
 
 def build_app_parser() -> argparse.ArgumentParser:
@@ -29,7 +29,31 @@ def build_app_parser() -> argparse.ArgumentParser:
     parser.add_argument("--request-timeout", metavar="DURATION",
                         help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; "
                              "default: request_timeout in config.yaml, else 30s)")
+    add_session_recording_options(parser)
     return parser
+
+
+def check_session_files(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+    """Why ``--record``/``--replay`` cannot work, before the app starts (one line), or None."""
+    if args.replay:
+        if args.record or args.demo or args.context:
+            parser.error("--replay plays a recording: it cannot be combined with --record, --demo or --context")
+        from ..core.operations.recording.format import RecordingError
+        from ..core.operations.recording.reader import RecordingReader
+
+        try:
+            RecordingReader(args.replay)
+        except RecordingError as err:
+            return err.message
+    if args.record:
+        from pathlib import Path
+
+        target = Path(args.record)
+        if target.exists():
+            return f"cannot record into {target}: it already exists; choose another file name (a recording is never overwritten)"
+        if not target.parent.is_dir():
+            return f"cannot record into {target}: directory {target.parent} does not exist; create it or choose another path"
+    return None
 
 
 def run_app(argv: list[str]) -> int:
@@ -50,6 +74,10 @@ def run_app(argv: list[str]) -> int:
         clean_stale_spools(state_dir() / "spool")
     except OSError:
         pass
+    problem = check_session_files(args, parser)
+    if problem is not None:
+        print(f"tau-tui: {problem}", file=sys.stderr)
+        return EXIT_INVALID
     if not sys.stdin.isatty() or not sys.stdout.isatty():
         print("tau-tui: the app needs a terminal; use a sub-command (tau-tui --help) for scripts", file=sys.stderr)
         return 2
@@ -66,6 +94,8 @@ def run_app(argv: list[str]) -> int:
         start_pane=args.pane,
         compose_file=args.file,
         request_timeouts=timeouts,
+        record=args.record,
+        replay=args.replay,
     )
     app.run()
     return 0 if app.return_code in (None, 0) else int(app.return_code)

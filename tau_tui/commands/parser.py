@@ -16,7 +16,8 @@ DESCRIPTION = """\
 tau-tui: a terminal UI for AI workloads on Kubernetes with Kueue, KubeRay and MultiKueue.
 
 Without a command, starts the interactive app (current kubeconfig context; --demo for the
-embedded simulated cluster). The headless commands use the same core and rules as the app:
+embedded simulated cluster; --record FILE records the session, --replay FILE plays a recording
+back read-only). The headless commands use the same core and rules as the app:
 
   tau-tui validate FILE [--profiles SNAPSHOT]
                                         check a tau.yaml; exit 0 if valid, 2 if not (every problem found,
@@ -69,6 +70,16 @@ Profiles come from TauCluster/cluster (tau.azure.com/v1alpha1) status.workloadPr
 the fail-closed readiness gate; an offline TauWorkloadProfileSnapshot (--profiles or
 policy.workload_profile_snapshot) serves client dry-run only.
 """
+
+
+def add_session_recording_options(parser: argparse.ArgumentParser) -> None:
+    """The app's ``--record FILE`` and ``--replay FILE`` (docs/architecture.md, Record and replay)."""
+    parser.add_argument("--record", metavar="FILE",
+                        help="record every cluster snapshot and change of this session into FILE "
+                             "(gzip-compressed; secrets redacted; never overwrites). Works with --demo and a kubeconfig")
+    parser.add_argument("--replay", metavar="FILE",
+                        help="play a recording back in the same panes, read-only: space play/pause, . and , step, "
+                             "+ and - speed, :seek HH:MM[:SS] or +90s")
 
 
 def duration_arg(text: str) -> float:

@@ -34,6 +34,7 @@ from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import PANES, HeaderBar
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.pane_footer import PaneFooter
+from tau_tui.widgets.replay_bar import ReplayBar
 from tau_tui.widgets.row_filter import RowFilter, parse_filter
 from tau_tui.widgets.status_text import style_of
 from tau_tui.widgets.table_plan import Matchable, Row, TablePlan, TableState, plan_rows
@@ -250,6 +251,7 @@ class PaneScreen(Screen):
         with Vertical(id="pane-body"):
             yield from self.compose_body()
         yield Static("", id="pane-status")
+        yield ReplayBar(id="replay-bar")
         yield CommandLine(id="command-line")
         yield PaneFooter()
 
@@ -287,6 +289,8 @@ class PaneScreen(Screen):
         except Exception:
             return
         header.set_state(self.tau.header_state(self.PANE, self.crumbs(), self.row_filter.text))
+        for bar in self.query(ReplayBar):
+            bar.show(self.tau.replay_status())
 
     def set_status(self, text: str | Text) -> None:
         try:
@@ -482,7 +486,7 @@ class PaneScreen(Screen):
             action = binding.action.split("(")[0]
             if action in self.MUTATING_ACTIONS:
                 event.stop()
-                self.notify(f"read-only mode: {binding.description or action} is disabled (started with --readonly)",
+                self.notify(f"read-only mode: {binding.description or action} is disabled ({self.tau.readonly_reason})",
                             severity="warning", timeout=4)
                 return
 

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
 from tau_tui.core.operations.evidence.store import EvidenceStore
+from tau_tui.core.operations.recording.replay_clock import ReplayStatus
 from tau_tui.mutations.mutation import ClusterHost, Mutation
 from tau_tui.settings.settings_file import AppSettings
 from tau_tui.widgets.header_bar import HeaderState
@@ -23,6 +24,8 @@ class PaneHost(ClusterHost, Protocol):
     backend: ClusterBackend | None
     #: ``--readonly``: mutating actions are hidden and refused.
     readonly: bool
+    #: Why mutations are refused: "started with --readonly", or the replay's name.
+    readonly_reason: str
     settings: AppSettings
     #: ``-n`` from the command line (None: all namespaces).
     namespace_name: str | None
@@ -36,6 +39,10 @@ class PaneHost(ClusterHost, Protocol):
 
     def now(self) -> datetime:
         """Cluster time (the backend's clock when it has one)."""
+        ...
+
+    def replay_status(self) -> ReplayStatus | None:
+        """Where a replay (``--replay FILE``) stands, or None when the cluster is live."""
         ...
 
     def request_mutation(self, mutation: Mutation) -> None:

@@ -18,6 +18,7 @@ from tau_tui.core.cluster.mutations import StopPolicy
 from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.cluster.positions import LocalQueuePositions, PendingPosition
 from tau_tui.core.cluster.view_types import ClusterQueueView, EventView, LocalQueueView, WorkloadView
+from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.mutations.cluster_changes import cancel_mutation, stop_policy_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
@@ -124,6 +125,8 @@ class QueueScreen(PaneScreen):
         self.data = QueueData()
         self._resources: list[str] = []
         self._positions = LocalQueuePositions()
+        #: A replay's jump count when positions were last read: after a seek they are read again.
+        self._replay_jumps = 0
         #: key -> (what the row was built from, its cells, its filter text): unchanged workloads keep
         #: their cells object.
         self._row_cache: dict[str, tuple[tuple, list, str]] = {}
@@ -184,6 +187,9 @@ class QueueScreen(PaneScreen):
                 cells.append(Text(f"used {_quantity(lq_used[res], res)}") if res in lq_used else "")
             data.queue_rows.append((key, cells))
         # positions: one report per LocalQueue with pending work, re-read only when that queue changed
+        if isinstance(backend, ReplayBackend) and backend.jumps != self._replay_jumps:
+            self._replay_jumps = backend.jumps
+            self._positions.invalidate()  # a seek: the reports held are of another time
         lq_names = {(lq.namespace or "", lq.name) for lq in lqs}
         pending_by_queue: dict[tuple[str, str], list[WorkloadView]] = {}
         counts = {word: 0 for word in order}

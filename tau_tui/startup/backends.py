@@ -63,3 +63,16 @@ def connect_kubeconfig_backend(
         message = getattr(err, "message", None) or str(err)
         raise BackendUnavailable(f"cannot connect: {message}", True) from err
     return backend
+
+
+def start_replay_backend(path: str) -> ClusterBackend:
+    """A recording played back (``--replay FILE``), paused at its start."""
+    from tau_tui.core.operations.recording.format import RecordingError
+    from tau_tui.core.operations.recording.replay_backend import ReplayBackend
+
+    try:
+        backend = ReplayBackend.open(path, realtime=True)
+        backend.start()
+    except RecordingError as err:
+        raise BackendUnavailable(err.message, offer_demo=False) from err
+    return backend

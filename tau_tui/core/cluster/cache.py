@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from tau_tui.core.cluster.changes import (
     ChangeBatch,
@@ -32,6 +33,36 @@ from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.cluster.view_types import GpuHealthView, ObjectView
 
 Key = tuple[str, str]
+#: A pod's GPU requests on the node it is bound to, as the node views count them.
+PodAllocation = tuple[str, dict[str, float]]
+
+
+class CacheTap(Protocol):
+    """Sees every write a backend makes to the cache, in order, under the cache's lock, just after
+    it is applied (a session recorder: it must only queue what it is given, never block or
+    change it; a snapshot it takes then includes that write)."""
+
+    def attached(self, snapshot: CacheSnapshot) -> None:
+        """What the cache held when the tap was attached (the first keyframe)."""
+    def replaced(self, kind: ResourceKind, items: list[dict[str, Any]]) -> None: ...
+    def applied(self, kind: ResourceKind, event_type: str, obj: dict[str, Any]) -> None: ...
+    def cleared(self, kind: ResourceKind, status: ViewStatus, message: str) -> None: ...
+    def state_set(self, kind: ResourceKind, status: ViewStatus, message: str) -> None: ...
+    def connection_set(self, state: ConnectionState) -> None: ...
+    def pod_allocations_replaced(self, allocations: dict[Key, PodAllocation] | None) -> None:
+        """Every bound pod's GPU requests (None: unknown, the pod list is not readable)."""
+    def pod_allocation_set(self, key: Key, allocation: PodAllocation | None) -> None: ...
+
+
+@dataclass(frozen=True)
+class CacheSnapshot:
+    """Everything the cache holds, as a backend fed it (raw objects are shared, never changed)."""
+
+    raw: dict[ResourceKind, list[dict[str, Any]]]
+    states: dict[ResourceKind, ViewState]
+    connection: ConnectionState
+    #: None: the pods bound to nodes are unknown (not readable).
+    pod_allocations: dict[Key, PodAllocation] | None
 
 
 def key_of(kind: ResourceKind, obj: Mapping[str, Any]) -> Key:
@@ -67,7 +98,7 @@ class ObjectCache:
         self._gen: dict[ResourceKind, int] = {k: 0 for k in ResourceKind}
         self._states: dict[ResourceKind, ViewState] = {k: ViewState(k, ViewStatus.SYNCING) for k in ResourceKind}
         # node composition
-        self._pod_alloc: dict[Key, tuple[str, dict[str, float]]] = {}
+        self._pod_alloc: dict[Key, PodAllocation] = {}
         self._node_alloc: dict[str, dict[str, float]] = {}
         self._node_pods_known = False
         self._health_by_node: dict[str, GpuHealthView] = {}
@@ -77,6 +108,7 @@ class ObjectCache:
         self._subs: list[_Subscription] = []
         self._connection = ConnectionState(ConnectionStatus.RECONNECTING, None, None, "connecting")
         self._changed = threading.Condition(self._lock)
+        self._tap: CacheTap | None = None
 
     # -- reads -------------------------------------------------------------
 
@@ -113,6 +145,23 @@ class ObjectCache:
         with self._lock:
             return self._connection
 
+    def attach_tap(self, tap: CacheTap | None) -> None:
+        """Send every later write to ``tap`` (None: stop), after telling it what the cache holds
+        now, atomically: no write falls between that snapshot and the first tapped one."""
+        with self._lock:
+            self._tap = tap
+            if tap is not None:
+                tap.attached(self.snapshot())
+
+    def snapshot(self) -> CacheSnapshot:
+        with self._lock:
+            return CacheSnapshot(
+                {kind: list(self._raw[kind].values()) for kind in ResourceKind},
+                dict(self._states),
+                self._connection,
+                {key: (node, dict(gpus)) for key, (node, gpus) in self._pod_alloc.items()} if self._node_pods_known else None,
+            )
+
     def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Block until ``predicate()`` holds after some change (real time)."""
         import time
@@ -135,6 +184,8 @@ class ObjectCache:
             new = ViewState(kind, status, message, synced)
             if (old.status, old.message) != (status, message):
                 self._states[kind] = new
+                if self._tap is not None:
+                    self._tap.state_set(kind, status, message)
                 self._gen[kind] += 1
                 self._changed.notify_all()
 
@@ -143,6 +194,8 @@ class ObjectCache:
             if state == self._connection:
                 return
             self._connection = state
+            if self._tap is not None:
+                self._tap.connection_set(state)
             subs = [s for s in self._subs if s.on_state is not None]
             self._changed.notify_all()
         for sub in subs:
@@ -168,6 +221,8 @@ class ObjectCache:
                     self._store(kind, key, obj, ChangeType.MODIFIED)
             self._relisted.add(kind)
             self._gen[kind] += 1
+            if self._tap is not None:
+                self._tap.replaced(kind, list(incoming.values()))
             self._changed.notify_all()
 
     def apply(self, kind: ResourceKind, event_type: str, obj: dict[str, Any]) -> bool:
@@ -184,6 +239,8 @@ class ObjectCache:
                 if old is not None and _rv(old) == _rv(obj):
                     return False
                 self._store(kind, key, obj, ChangeType.ADDED if old is None else ChangeType.MODIFIED)
+            if self._tap is not None:  # after the write: a keyframe the tap takes now includes it
+                self._tap.applied(kind, event_type, obj)
             self._changed.notify_all()
             return True
 
@@ -194,6 +251,8 @@ class ObjectCache:
                 self._remove(kind, key)
             self._states[kind] = ViewState(kind, status, message, None)
             self._gen[kind] += 1
+            if self._tap is not None:
+                self._tap.cleared(kind, status, message)
             self._changed.notify_all()
 
     # node-pod allocation (pods bound to nodes, cluster-wide)
@@ -206,6 +265,35 @@ class ObjectCache:
             self._recompute_alloc()
             self._node_pods_known = True
             self._rebuild_all_nodes()
+            if self._tap is not None:
+                self._tap.pod_allocations_replaced(dict(self._pod_alloc))
+
+    def replace_pod_allocations(self, allocations: Mapping[Key, PodAllocation] | None) -> None:
+        """Set every bound pod's GPU requests at once (a replay of :meth:`replace_node_pods`;
+        None as :meth:`set_node_pods_unknown`)."""
+        if allocations is None:
+            self.set_node_pods_unknown()
+            return
+        with self._lock:
+            self._pod_alloc = dict(allocations)
+            self._recompute_alloc()
+            self._node_pods_known = True
+            self._rebuild_all_nodes()
+            if self._tap is not None:
+                self._tap.pod_allocations_replaced(dict(allocations))
+            self._changed.notify_all()
+
+    def set_pod_allocation(self, key: Key, allocation: PodAllocation | None) -> None:
+        """One pod's GPU requests on its node (a replay of :meth:`apply_node_pod`)."""
+        with self._lock:
+            before = self._pod_alloc.get(key)
+            if before == allocation:
+                return
+            if allocation is None:
+                self._pod_alloc.pop(key, None)
+            else:
+                self._pod_alloc[key] = allocation
+            self._after_pod_change(key, before)
 
     def apply_node_pod(self, event_type: str, obj: dict[str, Any]) -> None:
         with self._lock:
@@ -215,14 +303,19 @@ class ObjectCache:
                 self._pod_alloc.pop(key, None)
             else:
                 self._track_pod(obj, rebuild=False)
-            after = self._pod_alloc.get(key)
-            if before == after:
+            if before == self._pod_alloc.get(key):
                 return
-            touched = {n for n in ((before or ("",))[0], (after or ("",))[0]) if n}
-            self._recompute_alloc(touched)
-            for node in touched:
-                self._rebuild_node(node)
-            self._changed.notify_all()
+            self._after_pod_change(key, before)
+
+    def _after_pod_change(self, key: Key, before: PodAllocation | None) -> None:
+        after = self._pod_alloc.get(key)
+        touched = {n for n in ((before or ("",))[0], (after or ("",))[0]) if n}
+        self._recompute_alloc(touched)
+        for node in touched:
+            self._rebuild_node(node)
+        if self._tap is not None:
+            self._tap.pod_allocation_set(key, after)
+        self._changed.notify_all()
 
     def set_node_pods_unknown(self) -> None:
         with self._lock:
@@ -230,6 +323,8 @@ class ObjectCache:
             self._pod_alloc.clear()
             self._node_alloc.clear()
             self._rebuild_all_nodes()
+            if self._tap is not None:
+                self._tap.pod_allocations_replaced(None)
 
     def _track_pod(self, obj: dict[str, Any], rebuild: bool) -> None:
         key = key_of(ResourceKind.POD, obj)

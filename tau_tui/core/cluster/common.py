@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -106,6 +106,9 @@ class BaseBackend(ClusterBackend):
 
     #: False: never ask the visibility API; positions are always estimated.
     use_visibility_api: bool = True
+    #: Told every visibility answer (endpoint suffix, items or None, why not): a session recorder
+    #: keeps them, since positions are not in the cache. Called on the asking thread.
+    visibility_tap: Callable[[str, builtins.list[dict[str, Any]] | None, str], None] | None = None
 
     def __init__(self, cache: ObjectCache):
         self.cache = cache
@@ -216,6 +219,13 @@ class BaseBackend(ClusterBackend):
 
     def _visibility_items(self, suffix: str) -> tuple[builtins.list[dict[str, Any]] | None, str]:
         """All pages of a pendingworkloads endpoint, or (None, why not)."""
+        items, why = self._read_visibility(suffix)
+        tap = self.visibility_tap
+        if tap is not None:
+            tap(suffix, items, why)
+        return items, why
+
+    def _read_visibility(self, suffix: str) -> tuple[builtins.list[dict[str, Any]] | None, str]:
         if not self.use_visibility_api:
             return None, "the visibility API is switched off for this session"
         last_reason = ""
@@ -269,7 +279,7 @@ class BaseBackend(ClusterBackend):
                 f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
                 now,
             )
-        self.tracker.record(report, self._pending_since(report))
+        self._track_positions(report)
         return report
 
     def pending_positions_cluster_queue(self, name: str) -> PositionReport:
@@ -286,8 +296,12 @@ class BaseBackend(ClusterBackend):
                 f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
                 now,
             )
-        self.tracker.record(report, self._pending_since(report))
+        self._track_positions(report)
         return report
+
+    def _track_positions(self, report: PositionReport) -> None:
+        """Keep the report's positions in the per-workload history."""
+        self.tracker.record(report, self._pending_since(report))
 
     def position_history(self, namespace: str, name: str) -> PositionHistory | None:
         return self.tracker.history(namespace, name)

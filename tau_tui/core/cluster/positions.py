@@ -258,6 +258,16 @@ class PositionTracker:
                 return None
             return PositionHistory(namespace, name, tuple(samples), self._pending_since.get((namespace, name)))
 
+    def export(self) -> dict[tuple[str, str], tuple[list[PositionSample], datetime | None]]:
+        """Every history (a session recording's keyframe keeps them: :meth:`restore` puts them back)."""
+        with self._lock:
+            return {key: (list(samples), self._pending_since.get(key)) for key, samples in self._samples.items()}
+
+    def restore(self, histories: Mapping[tuple[str, str], tuple[list[PositionSample], datetime | None]]) -> None:
+        with self._lock:
+            self._samples = {key: deque(samples, maxlen=self.maxlen) for key, (samples, _) in histories.items()}
+            self._pending_since = {key: since for key, (_, since) in histories.items()}
+
     def forget(self, namespace: str, name: str) -> None:
         with self._lock:
             self._samples.pop((namespace, name), None)
