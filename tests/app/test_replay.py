@@ -15,8 +15,9 @@ from tau_tui.core.operations.audit import AuditLog
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.core.operations.recording.writer import SessionRecorder
 from tau_tui.mutations.cluster_changes import node_mutation
-from tau_tui.widgets.keyed_table import KeyedTable, cell_plain
+from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.replay_bar import ReplayBar
+from tau_tui.widgets.table_plan import cell_plain
 from tests.app.helpers import async_test, demo_backend, make_app, settle, settle_until
 
 #: Seconds after the demo's start at which the live and the replayed screens are compared.
