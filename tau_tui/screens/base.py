@@ -187,6 +187,10 @@ class PaneScreen(Screen):
     READ_KINDS: tuple[ResourceKind, ...] = ()
     #: Re-read at least this often even when nothing moved (ages, times in queue).
     MAX_UNCHANGED_S = 5.0
+    #: A refresh that took C seconds is followed by the next one no sooner than this many C later
+    #: (unless forced): on a big cluster the reads share the interpreter with the UI thread, and
+    #: this keeps them to about a third of it, so keys are answered while the cluster churns.
+    REFRESH_BACKOFF = 2.0
     #: Show the cluster's GPU faults in the banner (the panes a user opens first: queue, runs).
     SHOWS_GPU_FAULTS = False
     #: The pane's tables filter themselves (apply gives each row's text and labels): typing in the
@@ -204,8 +208,9 @@ class PaneScreen(Screen):
 
     class Collected(Message):
         def __init__(self, data: Any, generation: int, freshness: Freshness | None = None,
-                     matched: tuple[int, int] = (0, 0), gpu_faults: str | None = None) -> None:
+                     matched: tuple[int, int] = (0, 0), gpu_faults: str | None = None, seconds: float = 0.0) -> None:
             super().__init__()
+            self.seconds = seconds  # how long the read took
             self.gpu_faults = gpu_faults
             self.data = data
             self.generation = generation
@@ -228,6 +233,10 @@ class PaneScreen(Screen):
         self._collect_generation = 0
         self._drawn_signature: tuple | None = None
         self._collected_at = 0.0
+        #: How long the last refresh's read took (its worker's clock) and when it finished.
+        self._collect_seconds = 0.0
+        self._collect_finished_at = 0.0
+        self.ticks_backed_off = 0
         self._rerun = False
         self.filter_matches: tuple[int, int] = (0, 0)
         #: The filter the running collect uses (with its own tally); collect reads it, not row_filter.
@@ -321,6 +330,9 @@ class PaneScreen(Screen):
                 and now - self._collected_at < self.MAX_UNCHANGED_S):
             self.ticks_unchanged += 1
             return
+        if not force and now - self._collect_finished_at < self.REFRESH_BACKOFF * self._collect_seconds:
+            self.ticks_backed_off += 1
+            return
         self._drawn_signature = signature
         self._collected_at = now
         self.refresh_running = True
@@ -357,6 +369,7 @@ class PaneScreen(Screen):
     def _collect_worker(self, generation: int, row_filter: RowFilter) -> None:
         try:
             # read before the data: a change in between shows as stale, never as fresh
+            started = time.monotonic()
             freshness = self.read_freshness()
             self.collect_freshness = freshness
             self.collect_filter = row_filter
@@ -366,7 +379,8 @@ class PaneScreen(Screen):
         except Exception as err:  # a bug or a backend failure must not kill the app
             self.post_message(self.CollectFailed(f"{type(err).__name__}: {err}"))
             return
-        self.post_message(self.Collected(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0]), faults))
+        self.post_message(self.Collected(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0]), faults,
+                                         seconds=time.monotonic() - started))
 
     def read_freshness(self) -> Freshness:
         """Connection and view states for this pane (any thread; cache reads only)."""
@@ -392,6 +406,8 @@ class PaneScreen(Screen):
     @on(Collected)
     def _on_collected(self, message: Collected) -> None:
         self.refresh_running = False
+        self._collect_seconds = message.seconds
+        self._collect_finished_at = time.monotonic()
         if message.generation == self._collect_generation:  # an older refresh's data never overwrites a newer one
             with self.app.batch_update():
                 self.show_freshness(message.freshness, message.gpu_faults)

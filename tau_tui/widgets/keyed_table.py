@@ -401,9 +401,12 @@ class KeyedTable(DataTable):
         """Sort by ``column``; the same column again reverses (k9s)."""
         if reverse is None:
             reverse = (not self.sort_reverse) if column == self.sort_column else False
+        same_column = column == self.sort_column
         self.sort_column = column
         self.sort_reverse = reverse
-        self._state = replace(self._state, sort_index=self._sort_index(), sort_reverse=reverse, sort_keys={})
+        # the same column reversed keeps the rows' sort keys: only the order flips
+        self._state = replace(self._state, sort_index=self._sort_index(), sort_reverse=reverse,
+                              sort_keys=self._state.sort_keys if same_column else {})
         for spec in self._column_spec:
             col = self.columns.get(ColumnKey(spec.key))
             if col is not None:
