@@ -25,14 +25,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from rich.text import Text
 from textual.binding import Binding
 from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.widgets import DataTable
-from textual.widgets._data_table import Column, ColumnKey, RowKey, TwoWayDict
+from textual.widgets._data_table import Column, ColumnKey, RowKey
 
 from tau_tui.widgets.row_filter import RowFilter
 from tau_tui.widgets.table_plan import (
@@ -44,7 +44,7 @@ from tau_tui.widgets.table_plan import (
     plan_rows,
     sort_key,
 )
-from tau_tui.widgets.unit_row_views import OrderedRowsView, StateCells, StateRows, UnitLineOffsets
+from tau_tui.widgets.unit_row_views import KeyLocations, OrderedRowsView, StateCells, StateRows, UnitLineOffsets
 
 __all__ = ["NOTICE_KEY", "ColumnSpec", "KeyedTable", "Matchable", "Row", "sort_key"]
 
@@ -114,6 +114,7 @@ class KeyedTable(DataTable):
         self.sort_reverse = False
         #: What the updates did, counted (tests bound work by these).
         self._data = StateCells(self)  # type: ignore[assignment]  # views of self._state
+        self._row_locations = KeyLocations([])  # type: ignore[assignment]
         self.rows = StateRows(self)  # type: ignore[assignment]
         self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0,
                       "replanned": 0}
@@ -172,6 +173,7 @@ class KeyedTable(DataTable):
 
     def clear(self, columns: bool = False) -> KeyedTable:
         super().clear(columns)
+        self._row_locations = KeyLocations([])  # type: ignore[assignment]
         self._state = TableState(columns=len(self._column_spec), sort_index=self._sort_index(),
                                  sort_reverse=self.sort_reverse)
         self._order = []
@@ -316,9 +318,7 @@ class KeyedTable(DataTable):
         if rebuilt or visible[:len(located)] != located:
             self._reorder(visible)
         elif len(visible) > len(located):
-            locations = self._row_locations
-            for index in range(len(located), len(visible)):
-                locations[RowKey(visible[index])] = index
+            cast(KeyLocations, self._row_locations).append(visible[len(located):])
             self._update_count += 1
             self.cursor_coordinate = self.cursor_coordinate
             self.refresh()
@@ -378,7 +378,7 @@ class KeyedTable(DataTable):
 
     def _reorder(self, keys: list[str]) -> None:
         """Put rows in ``keys`` order by re-indexing: no row is re-added or re-measured."""
-        self._row_locations = TwoWayDict({RowKey(k): i for i, k in enumerate(keys)})
+        self._row_locations = KeyLocations(keys)  # type: ignore[assignment]
         self.stats["moved"] += 1
         self._update_count += 1
         self.cursor_coordinate = self.cursor_coordinate
