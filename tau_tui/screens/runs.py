@@ -5,6 +5,7 @@ the next actions."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Group
 from rich.table import Table
@@ -14,11 +15,14 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, RayJobView
 from tau_tui.core.operations.gpufaults import node_gpu_faults
+from tau_tui.core.operations.multikueue_steps.worker_logs import worker_log_backend
 from tau_tui.core.operations.recovery import RetryDecision, retry_decision
+from tau_tui.core.operations.rundocument import read_worker_pods
 from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status, objects_for_run
 from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.mutations.recovery import resume_mutation, retry_mutation
@@ -37,6 +41,8 @@ class RunsData:
     decisions: dict[str, RetryDecision] = field(default_factory=dict)
     owners: dict[str, JobView | RayJobView] = field(default_factory=dict)
     status: str = ""
+    #: Runs cancelled on a MultiKueue manager whose worker pods are now gone.
+    released: set[str] = field(default_factory=set)
 
 
 #: Next actions that change the cluster: not offered in --readonly.
@@ -117,6 +123,12 @@ class RunsScreen(PaneScreen):
     def __init__(self) -> None:
         super().__init__()
         self.data = RunsData()
+        #: "namespace/name" → (uid, MultiKueue worker or None) of the runs cancelled from this pane: once
+        #: their Job or RayJob and every pod (on that worker, for a run placed there) are gone they
+        #: read "cancelled" (the cluster keeps no trace of a deleted run).
+        self.cancelled_runs: dict[str, tuple[str, str | None]] = {}
+        #: Backends that read a worker's pods, by worker (from config.yaml's worker_contexts).
+        self._worker_backends: dict[str, Any] = {}
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable([("state", "State"), ("run", "Run"), ("kind", "Kind"), ("queue", "Queue"),
@@ -135,7 +147,9 @@ class RunsScreen(PaneScreen):
         events = backend.events()
         gpu_faults = node_gpu_faults(backend.nodes(), now)
         data = RunsData()
-        order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "not_found": 6}
+        order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "cancelled": 6,
+                 "not_found": 7}
+        cancelled = dict(self.cancelled_runs)  # changed on the UI thread; read once here
         # Index once per collect (a scan per run is quadratic at 20,000 runs): workloads by owner
         # uid, pods by job / Ray cluster label, events by involved name, all within a namespace.
         workloads_by_uid: dict[str, list] = {}
@@ -185,9 +199,19 @@ class RunsScreen(PaneScreen):
                     and any(k.startswith(TAU_LABEL_PREFIX) for k in pod.labels):
                 leftovers.setdefault((pod.namespace or "", run), []).append(pod)
         for (ns, run), run_pods in leftovers.items():
-            status = compute_run_status(RunObjects(ns, run, pods=tuple(run_pods)))
+            status = compute_run_status(RunObjects(ns, run, pods=tuple(run_pods), cancelled=f"{ns}/{run}" in cancelled))
             if f.matches(f"{ns}/{run} {status.state}", run_pods[0].labels):
                 items.append((order[status.state], f"{ns}/{run}", None, status))
+        shown = {f"{o.namespace or ''}/{o.name}" for o in owners} | {f"{ns}/{run}" for ns, run in leftovers}
+        for key in sorted(set(cancelled) - shown):
+            ns, _, run = key.partition("/")
+            worker = cancelled[key][1]
+            worker_pods = read_worker_pods(self._worker_backend(worker), ns, run) if worker else None
+            status = compute_run_status(RunObjects(ns, run, cancelled=True, worker=worker, worker_pods=worker_pods))
+            if worker and status.state == "cancelled":
+                data.released.add(key)
+            if f.matches(f"{key} {status.state}", {}):
+                items.append((order[status.state], key, None, status))
         for _, key, run_owner, status in sorted(items, key=lambda item: (item[0], item[1])):
             data.statuses[key] = status
             if run_owner is None:
@@ -204,8 +228,23 @@ class RunsScreen(PaneScreen):
         data.status = f"{len(data.rows)} runs · " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
         return data
 
+    def _worker_backend(self, worker: str) -> Any:
+        """A backend reading ``worker`` (never started), or None when no context is mapped to it."""
+        if worker not in self._worker_backends:
+            try:
+                self._worker_backends[worker] = worker_log_backend(self.tau.backend, worker, self.tau.settings.worker_contexts)
+            except ClusterError:  # the mapped context is not in the kubeconfig: unread, so never "released"
+                self._worker_backends[worker] = None
+        return self._worker_backends[worker]
+
     def apply(self, data: RunsData) -> None:
         self.data = data
+        for key, (uid, _) in list(self.cancelled_runs.items()):
+            owner = data.owners.get(key)
+            if owner is not None and owner.uid != uid:  # submitted again under the same name: a new run
+                del self.cancelled_runs[key]
+            elif key in data.released:  # its worker's pods are gone: no need to read that worker again
+                self.cancelled_runs[key] = (uid, None)
         notice = self.freshness.notice(ResourceKind.JOB)
         ray_state = self.freshness.views.get(ResourceKind.RAY_JOB)
         if notice is None and ray_state is not None and not ray_state.usable and not data.rows:
@@ -257,7 +296,18 @@ class RunsScreen(PaneScreen):
             return
         key, owner = picked
         kind = ResourceKind.JOB if isinstance(owner, JobView) else ResourceKind.RAY_JOB
-        self.tau.request_mutation(cancel_mutation(self.tau, kind, owner.namespace or "", owner.name))
+        mutation = cancel_mutation(self.tau, kind, owner.namespace or "", owner.name)
+
+        status = self.data.statuses.get(key)
+        # A run MultiKueue placed on a worker holds its GPUs there: released when the worker's pods are gone.
+        worker = status.cluster if status is not None and status.multikueue else None
+
+        def done(ok: bool, _text: str) -> None:
+            if ok:
+                self.cancelled_runs[key] = (owner.uid or "", worker)
+
+        mutation.on_done = done
+        self.tau.request_mutation(mutation)
 
     def action_retry(self) -> None:
         picked = self.selected()
@@ -271,4 +321,7 @@ class RunsScreen(PaneScreen):
         if picked is None:
             self.notify("select a finished run to resume", severity="warning")
             return
-        self.tau.request_mutation(resume_mutation(self.tau, picked[1].namespace or "", picked[1].name))
+        status = self.data.statuses.get(picked[0])
+        # An OOMKilled run is resumed only by force, with the warning in the confirmation.
+        after_oom = status is not None and status.state == "failed" and any(d.code == "OOM_KILLED" for d in status.diagnostics)
+        self.tau.request_mutation(resume_mutation(self.tau, picked[1].namespace or "", picked[1].name, force=after_oom))

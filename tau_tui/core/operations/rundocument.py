@@ -71,6 +71,19 @@ def read_run(backend: BaseBackend, namespace: str, name: str,
                            gpu_faults=gpu_faults)
 
 
+def read_worker_pods(worker_backend: BaseBackend | None, namespace: str, name: str) -> list[PodView] | None:
+    """The pods of Job ``name`` on a MultiKueue worker (where a run placed there holds its GPUs);
+    None when the worker cannot be read (no backend for it, or the read failed): unknown, never none."""
+    from tau_tui.core.cluster.errors import ClusterError
+
+    if worker_backend is None:
+        return None
+    try:
+        return _only(worker_backend.fetch(ResourceKind.POD, namespace, f"job-name={name}"), PodView)
+    except ClusterError:
+        return None
+
+
 def read_gpu_faults(backend: BaseBackend, now: datetime) -> dict[str, NodeGpuFault]:
     """Nodes whose GPUs are unhealthy or degraded now, from the agent's report and the conditions of
     other writers (TauGrid NPD, GKE, AKS); nodes the caller may not read are left out."""
