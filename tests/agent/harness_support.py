@@ -156,6 +156,50 @@ def agent_client(plane, admin: k8s.ApiClient, node: str) -> k8s.ApiClient:
     return token_client(plane, admin, token)
 
 
+def gpu_queue(admin: k8s.ApiClient, namespace: str, queue: str, cluster_queue: str, gpus: int) -> None:
+    """A namespace with a LocalQueue on its own ClusterQueue of `gpus` H100s (the renderer's default
+    flavor and priority class), for runs on test-only nodes; returns once pods can be created there."""
+    from tests.harness.manifests import create_from_file
+
+    for name in ("resourceflavors.yaml", "workloadpriorityclasses.yaml"):
+        create_from_file(admin, REPO / "manifests" / "kueue" / name)
+    core = k8s.CoreV1Api(admin)
+    custom = k8s.CustomObjectsApi(admin)
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cluster_queue},
+          "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                   "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [
+                       {"name": "taugrid-h100-80gb", "resources": [{"name": "cpu", "nominalQuota": str(8 * gpus)},
+                                                                   {"name": "memory", "nominalQuota": f"{64 * gpus}Gi"},
+                                                                   {"name": "nvidia.com/gpu", "nominalQuota": str(gpus)}]}]}]}}
+    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": queue, "namespace": namespace},
+          "spec": {"clusterQueue": cluster_queue}}
+    for create in (lambda: core.create_namespace({"metadata": {"name": namespace}}),
+                   lambda: custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", cq),
+                   lambda: custom.create_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", namespace, "localqueues", lq)):
+        try:
+            create()
+        except ApiException as err:
+            if err.status != 409:
+                raise
+    wait_for(lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items),
+             "default ServiceAccount", timeout=90)
+
+
+def on_test_nodes(manifests: list[dict], nodes: list[str] | tuple[str, ...], annotations: dict[str, str]) -> list[dict]:
+    """The Job's pods tolerate the test nodes' taint, may run only on `nodes`, and carry `annotations`
+    (KWOK's stage delays)."""
+    for manifest in manifests:
+        if manifest.get("kind") != "Job":
+            continue
+        template = manifest["spec"]["template"]
+        template.setdefault("metadata", {}).setdefault("annotations", {}).update(annotations)
+        spec = template["spec"]
+        spec.setdefault("tolerations", []).append({"key": TEST_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"})
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}]}}}
+    return manifests
+
+
 def conditions_of(admin: k8s.ApiClient, node: str) -> dict:
     status = k8s.CoreV1Api(admin).read_node_status(node).status
     return {c.type: c for c in (status.conditions or [])}
