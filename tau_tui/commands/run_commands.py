@@ -139,9 +139,10 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     if not args.wait or dry_run:
         return EXIT_OK
     worker_backend = worker_log_backend(backend, worker, load_settings().settings.worker_contexts) if worker else None
+    ray_cluster = objs.ray_job.ray_cluster_name if objs.ray_job is not None else None
     last = ""
     while True:
-        objs = replace(read_run(backend, namespace, args.run), cancelled=True, worker=worker,
+        objs = replace(read_run(backend, namespace, args.run, ray_cluster=ray_cluster), cancelled=True, worker=worker,
                        worker_pods=read_worker_pods(worker_backend, namespace, args.run) if worker else None)
         status = compute_run_status(objs)
         if status.state == "cancelled":

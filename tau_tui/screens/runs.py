@@ -4,7 +4,7 @@ the next actions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rich.console import Group
@@ -43,6 +43,17 @@ class RunsData:
     status: str = ""
     #: Runs cancelled on a MultiKueue manager whose worker pods are now gone.
     released: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class CancelledRun:
+    """A run this pane cancelled: what finds its pods once the Job or RayJob is gone."""
+
+    uid: str
+    #: The MultiKueue worker it was placed on (its pods are there), None once they are gone.
+    worker: str | None = None
+    #: A RayJob's Ray cluster (its pods carry ``ray.io/cluster``, not ``job-name``).
+    ray_cluster: str | None = None
 
 
 #: Next actions that change the cluster: not offered in --readonly.
@@ -123,10 +134,10 @@ class RunsScreen(PaneScreen):
     def __init__(self) -> None:
         super().__init__()
         self.data = RunsData()
-        #: "namespace/name" → (uid, MultiKueue worker or None) of the runs cancelled from this pane: once
-        #: their Job or RayJob and every pod (on that worker, for a run placed there) are gone they
-        #: read "cancelled" (the cluster keeps no trace of a deleted run).
-        self.cancelled_runs: dict[str, tuple[str, str | None]] = {}
+        #: "namespace/name" → the runs cancelled from this pane: once their Job or RayJob and every pod
+        #: (on its worker, for a run MultiKueue placed there) are gone they read "cancelled" (the
+        #: cluster keeps no trace of a deleted run).
+        self.cancelled_runs: dict[str, CancelledRun] = {}
         #: Backends that read a worker's pods, by worker (from config.yaml's worker_contexts).
         self._worker_backends: dict[str, Any] = {}
 
@@ -205,9 +216,13 @@ class RunsScreen(PaneScreen):
         shown = {f"{o.namespace or ''}/{o.name}" for o in owners} | {f"{ns}/{run}" for ns, run in leftovers}
         for key in sorted(set(cancelled) - shown):
             ns, _, run = key.partition("/")
-            worker = cancelled[key][1]
+            entry = cancelled[key]
+            worker = entry.worker
             worker_pods = read_worker_pods(self._worker_backend(worker), ns, run) if worker else None
-            status = compute_run_status(RunObjects(ns, run, cancelled=True, worker=worker, worker_pods=worker_pods))
+            # A RayJob's pods carry its Ray cluster's label, not job-name: found by that label.
+            ray_pods = pods_by_label.get((ns, "ray.io/cluster", entry.ray_cluster), []) if entry.ray_cluster else []
+            status = compute_run_status(RunObjects(ns, run, pods=tuple(ray_pods), cancelled=True, worker=worker,
+                                                   worker_pods=worker_pods))
             if worker and status.state == "cancelled":
                 data.released.add(key)
             if f.matches(f"{key} {status.state}", {}):
@@ -239,12 +254,12 @@ class RunsScreen(PaneScreen):
 
     def apply(self, data: RunsData) -> None:
         self.data = data
-        for key, (uid, _) in list(self.cancelled_runs.items()):
+        for key, entry in list(self.cancelled_runs.items()):
             owner = data.owners.get(key)
-            if owner is not None and owner.uid != uid:  # submitted again under the same name: a new run
+            if owner is not None and owner.uid != entry.uid:  # submitted again under the same name: a new run
                 del self.cancelled_runs[key]
             elif key in data.released:  # its worker's pods are gone: no need to read that worker again
-                self.cancelled_runs[key] = (uid, None)
+                self.cancelled_runs[key] = replace(entry, worker=None)
         notice = self.freshness.notice(ResourceKind.JOB)
         ray_state = self.freshness.views.get(ResourceKind.RAY_JOB)
         if notice is None and ray_state is not None and not ray_state.usable and not data.rows:
@@ -304,7 +319,8 @@ class RunsScreen(PaneScreen):
 
         def done(ok: bool, _text: str) -> None:
             if ok:
-                self.cancelled_runs[key] = (owner.uid or "", worker)
+                ray_cluster = owner.ray_cluster_name if isinstance(owner, RayJobView) else None
+                self.cancelled_runs[key] = CancelledRun(owner.uid or "", worker, ray_cluster)
 
         mutation.on_done = done
         self.tau.request_mutation(mutation)

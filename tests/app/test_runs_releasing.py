@@ -83,4 +83,25 @@ async def test_a_multikueue_run_cancelled_from_the_pane_is_released_when_the_wor
         remote.store.remove(ResourceKind.POD.type, "mk-train-0-abcde", "team-nlp")
         await settle_until(pilot, lambda: table.cells_of(key) is not None and "cancelled" in table.cells_of(key)[0].plain)
         assert table.cells_of(key)[0].plain == "■ cancelled"
-        assert app.screen.cancelled_runs[key][1] is None  # released: the worker is not read again
+        assert app.screen.cancelled_runs[key].worker is None  # released: the worker is not read again
+
+
+@async_test
+async def test_a_rayjob_cancelled_from_the_pane_reads_releasing_until_its_ray_pods_are_gone(tmp_path):
+    world, backend = demo_backend()
+    key = "team-nlp/ray-rlhf-ppo"
+    app = make_app(tmp_path, backend, start_pane="runs")
+    async with app.run_test(size=(160, 48)) as pilot:
+        table = app.screen.query_one("#runs-table", KeyedTable)
+        await settle_until(pilot, lambda: table.cells_of(key) is not None and "running" in table.cells_of(key)[0].plain)
+        table.focus()
+        table.move_cursor(row=table.keys.index(key))
+        await pilot.press("ctrl+d")
+        await settle_until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.press("y")
+        await settle_until(pilot, lambda: table.cells_of(key) is not None and "releasing" in table.cells_of(key)[0].plain)
+        release = app.screen.data.statuses[key].phase("Compute release")
+        assert release is not None and "2 pod(s) still hold GPUs" in release.detail
+        world.advance(35)  # the Ray pods' grace period ends
+        await settle_until(pilot, lambda: table.cells_of(key) is not None and "cancelled" in table.cells_of(key)[0].plain)
+        assert table.cells_of(key)[0].plain == "■ cancelled"
