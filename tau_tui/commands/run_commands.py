@@ -133,7 +133,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     result = backend.cancel(kind, namespace, args.run, dry_run=dry_run)
     audit.append("cancel", target, ok=result.ok, dry_run=dry_run, message=result.message,
                  phase="preview" if dry_run else "outcome", **where)
-    print(escape_control(result.message), file=sys.stdout if result.ok else sys.stderr)
+    print(escape_control(result.message), file=sys.stdout if result.ok else sys.stderr, flush=True)
     if not result.ok:
         return EXIT_FAILED
     if not args.wait or dry_run:
