@@ -14,6 +14,18 @@ from tests.multikueue_lab import lab_job, make_lab
 KEY = "taugrid-default/llama-70b-sft"
 
 
+async def cancel_from_pane(pilot, key: str) -> None:
+    """Select the run, ctrl+d, confirm with y; returns once its row reads releasing."""
+    app = pilot.app
+    table = app.screen.query_one("#runs-table", KeyedTable)
+    table.focus()
+    table.move_cursor(row=table.keys.index(key))
+    await pilot.press("ctrl+d")
+    await settle_until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+    await pilot.press("y")
+    await settle_until(pilot, lambda: table.cells_of(key) is not None and "releasing" in table.cells_of(key)[0].plain)
+
+
 @async_test
 async def test_a_cancelled_run_reads_releasing_compute_until_its_pods_are_gone(tmp_path):
     world, backend = demo_backend()
@@ -37,12 +49,7 @@ async def test_a_run_cancelled_from_the_pane_reads_releasing_then_cancelled(tmp_
     async with app.run_test(size=(160, 48)) as pilot:
         table = app.screen.query_one("#runs-table", KeyedTable)
         await settle_until(pilot, lambda: table.cells_of(KEY) is not None)
-        table.focus()
-        table.move_cursor(row=table.keys.index(KEY))
-        await pilot.press("ctrl+d")
-        await settle_until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
-        await pilot.press("y")
-        await settle_until(pilot, lambda: table.cells_of(KEY) is not None and "releasing" in table.cells_of(KEY)[0].plain)
+        await cancel_from_pane(pilot, KEY)
         assert table.cells_of(KEY)[0].plain == "◑ releasing compute"
         world.advance(35)  # the pods' grace period ends
         await settle_until(pilot, lambda: table.cells_of(KEY) is not None and "cancelled" in table.cells_of(KEY)[0].plain)
@@ -71,12 +78,7 @@ async def test_a_multikueue_run_cancelled_from_the_pane_is_released_when_the_wor
                "spec": {"nodeName": f"{worker}-gpu-0", "containers": [{"name": "trainer", "image": "t:1"}]},
                "status": {"phase": "Running"}}
         remote.store.put(ResourceKind.POD.type, pod)
-        table.focus()
-        table.move_cursor(row=table.keys.index(key))
-        await pilot.press("ctrl+d")
-        await settle_until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
-        await pilot.press("y")
-        await settle_until(pilot, lambda: table.cells_of(key) is not None and "releasing" in table.cells_of(key)[0].plain)
+        await cancel_from_pane(pilot, key)
         assert table.cells_of(key)[0].plain == "◑ releasing compute"
         release = app.screen.data.statuses[key].phase("Compute release")
         assert release is not None and f"on worker {worker}" in release.detail
@@ -94,12 +96,7 @@ async def test_a_rayjob_cancelled_from_the_pane_reads_releasing_until_its_ray_po
     async with app.run_test(size=(160, 48)) as pilot:
         table = app.screen.query_one("#runs-table", KeyedTable)
         await settle_until(pilot, lambda: table.cells_of(key) is not None and "running" in table.cells_of(key)[0].plain)
-        table.focus()
-        table.move_cursor(row=table.keys.index(key))
-        await pilot.press("ctrl+d")
-        await settle_until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
-        await pilot.press("y")
-        await settle_until(pilot, lambda: table.cells_of(key) is not None and "releasing" in table.cells_of(key)[0].plain)
+        await cancel_from_pane(pilot, key)
         release = app.screen.data.statuses[key].phase("Compute release")
         assert release is not None and "2 pod(s) still hold GPUs" in release.detail
         world.advance(35)  # the Ray pods' grace period ends

@@ -28,15 +28,13 @@ from kubernetes.client.rest import ApiException
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.real import KubernetesBackend
-from tau_tui.core.operations.audit import AuditLog
 from tau_tui.core.runconfig.loader import load_config
 from tau_tui.core.runconfig.pipeline import render_run
 from tau_tui.core.runconfig.profiles import ProfileSet
 from tau_tui.core.runconfig.resolve import RenderOptions
-from tau_tui.settings.settings_file import AppSettings, LoadedSettings
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
 from tau_tui.widgets.keyed_table import KeyedTable
-from tests.agent.harness_support import gpu_queue, kwok_gpu_node, on_test_nodes
+from tests.agent.harness_support import gpu_queue, harness_app, kwok_test_nodes, on_test_nodes
 from tests.agent.test_agent_tui_harness import wait_until
 from tests.harness.kwok import KEEP_RUNNING_ANNOTATIONS
 from tests.harness.waiting import wait_for
@@ -70,25 +68,12 @@ def admin(t2):
 def test_nodes(t2, admin):
     """Two tainted KWOK GPU nodes only these runs use, and a queue of 16 GPUs for them."""
     gpu_queue(admin, NS, QUEUE, CQ, gpus=16)
-    core = k8s.CoreV1Api(admin)
-    for name in NODES:
-        try:
-            core.create_node(kwok_gpu_node(name))
-        except ApiException as err:
-            if err.status != 409:
-                raise
-    yield NODES
-    for name in NODES:
-        try:
-            core.delete_node(name)
-        except ApiException as err:
-            if err.status != 404:
-                raise
+    with kwok_test_nodes(admin, NODES):
+        yield NODES
 
 
 def submit(t2, tmp_path: Path, name: str) -> None:
-    """Render and submit as `tau-tui submit` does (Job + headless Service), then wait for both pods
-    to run and hold them with the test's finalizer."""
+    """Render and submit as `tau-tui submit` does (Job + headless Service), on the test nodes."""
     (tmp_path / "tau.yaml").write_text(tau_yaml(name))
     (tmp_path / "train.py").write_text("print('training')\n")
     run = render_run(load_config(tmp_path / "tau.yaml"), ProfileSet("none", None, "", []), RenderOptions(NS, None, None, None))
@@ -144,11 +129,6 @@ def service_exists(core: k8s.CoreV1Api, name: str) -> bool:
 
 def test_runs_pane_cancel_reads_releasing_compute_until_the_pods_are_gone(t2, admin, test_nodes, tmp_path, monkeypatch):
     """ctrl+d and "y" on the run in the Runs pane (the app's cancel mutation against the real API)."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("TAU_TUI_CONFIG", raising=False)
-    from tau_tui.app import TauApp
-
     name, key = "cancel-pane", f"{NS}/cancel-pane"
     core = k8s.CoreV1Api(admin)
     submit(t2, tmp_path, name)
@@ -156,11 +136,7 @@ def test_runs_pane_cancel_reads_releasing_compute_until_the_pods_are_gone(t2, ad
     hold(core, pods)
     assert service_exists(core, name)
 
-    backend = KubernetesBackend(kubeconfig=t2.kubeconfig, all_namespaces=True)
-    backend.start()
-    assert backend.wait_synced(60, kinds=[ResourceKind.JOB, ResourceKind.POD]), "backend did not sync"
-    app = TauApp(backend, settings=LoadedSettings(AppSettings(refresh_tick=0.5), tmp_path / "config.yaml"),
-                 audit=AuditLog(tmp_path / "audit.jsonl"), start_pane="runs")
+    app, backend = harness_app(t2, tmp_path, monkeypatch, "runs", [ResourceKind.JOB, ResourceKind.POD])
     seen: dict[str, list[str]] = {"states": []}
 
     async def drive():

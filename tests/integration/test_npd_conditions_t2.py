@@ -15,16 +15,13 @@ from datetime import UTC, datetime
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
-from kubernetes.client.rest import ApiException
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.real import KubernetesBackend
-from tau_tui.core.operations.audit import AuditLog
 from tau_tui.core.operations.rundocument import read_gpu_faults
 from tau_tui.screens.node_detail import NodeDetailScreen
-from tau_tui.settings.settings_file import AppSettings, LoadedSettings
 from tau_tui.widgets.keyed_table import KeyedTable
-from tests.agent.harness_support import kwok_gpu_node
+from tests.agent.harness_support import harness_app, kwok_test_nodes
 from tests.agent.test_agent_tui_harness import COL_HB, COL_REASON, COL_VERDICT, wait_until
 from tests.harness.waiting import wait_for
 
@@ -39,27 +36,18 @@ def npd_node(t2):
     """The node, with XIDErrors=True as TauGrid NPD writes it (problem polarity, fresh heartbeat)."""
     admin = k8s_config.new_client_from_config(config_file=t2.kubeconfig)
     core = k8s.CoreV1Api(admin)
-    try:
-        core.create_node(kwok_gpu_node(NODE))
-    except ApiException as err:
-        if err.status != 409:
-            raise
-    # KWOK initialises the node's status (Ready) first; NPD patches its own condition beside it.
-    wait_for(lambda: any(c.type == "Ready" and c.status == "True" for c in core.read_node_status(NODE).status.conditions or ()),
-             f"{NODE} Ready", timeout=60)
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    core.patch_node_status(NODE, {"status": {"conditions": [
-        {"type": "XIDErrors", "status": "True", "reason": "XIDErrors", "message": MESSAGE,
-         "lastHeartbeatTime": now, "lastTransitionTime": now}]}}, _content_type="application/strategic-merge-patch+json")
-    conditions = {c.type: c for c in core.read_node_status(NODE).status.conditions}
-    assert conditions["XIDErrors"].status == "True" and conditions["Ready"].status == "True"
-    assert "GPUUnhealthy" not in conditions and "GPUDegraded" not in conditions
-    yield NODE
-    try:
-        core.delete_node(NODE)
-    except ApiException as err:
-        if err.status != 404:
-            raise
+    with kwok_test_nodes(admin, [NODE]):
+        # KWOK initialises the node's status (Ready) first; NPD patches its own condition beside it.
+        wait_for(lambda: any(c.type == "Ready" and c.status == "True" for c in core.read_node_status(NODE).status.conditions or ()),
+                 f"{NODE} Ready", timeout=60)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        core.patch_node_status(NODE, {"status": {"conditions": [
+            {"type": "XIDErrors", "status": "True", "reason": "XIDErrors", "message": MESSAGE,
+             "lastHeartbeatTime": now, "lastTransitionTime": now}]}}, _content_type="application/strategic-merge-patch+json")
+        conditions = {c.type: c for c in core.read_node_status(NODE).status.conditions}
+        assert conditions["XIDErrors"].status == "True" and conditions["Ready"].status == "True"
+        assert "GPUUnhealthy" not in conditions and "GPUDegraded" not in conditions
+        yield NODE
     admin.close()
 
 
@@ -77,16 +65,7 @@ def test_core_reads_the_npd_condition_as_an_unhealthy_gpu_fault(t2, npd_node):
 
 
 def test_nodes_pane_shows_unhealthy_with_the_xid_reason_and_taugrid_npd_as_source(t2, npd_node, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("TAU_TUI_CONFIG", raising=False)
-    from tau_tui.app import TauApp
-
-    backend = KubernetesBackend(kubeconfig=t2.kubeconfig, all_namespaces=True)
-    backend.start()
-    assert backend.wait_synced(60, kinds=[ResourceKind.NODE]), "backend did not sync"
-    app = TauApp(backend, settings=LoadedSettings(AppSettings(refresh_tick=0.5), tmp_path / "config.yaml"),
-                 audit=AuditLog(tmp_path / "audit.jsonl"), start_pane="nodes")
+    app, backend = harness_app(t2, tmp_path, monkeypatch, "nodes", [ResourceKind.NODE])
 
     async def drive():
         async with app.run_test(size=(220, 50)) as pilot:
