@@ -79,3 +79,17 @@ def fail_by_xid79(world: SimulatedCluster, backend: SimulatedBackend) -> str:
     world.gpu_fault(node, "unhealthy", "Xid79", "GPU has fallen off the bus (Xid 79)", 3)
     world.advance(2)
     return node
+
+
+def fail_by_oom(world: SimulatedCluster, backend: SimulatedBackend) -> str:
+    """Run the job, then its container is OOMKilled (exit 137) and the Job fails; returns the pod."""
+    pod = running_pod(world, backend, RUN).name
+
+    def oom_killed(o: dict) -> None:
+        for status in o["status"]["containerStatuses"]:
+            status["state"]["terminated"].update(reason="OOMKilled", exitCode=137)
+
+    world.kubelet.terminate_pod(NS, pod, "Failed", "Killed")
+    world.store.update(ResourceKind.POD.type, pod, NS, oom_killed)
+    world.advance(2)
+    return pod

@@ -105,15 +105,21 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     import time
+    from dataclasses import replace
 
     from ..core.cluster.kinds import ResourceKind
     from ..core.operations.audit import AuditLog
-    from ..core.operations.rundocument import read_run
+    from ..core.operations.multikueue_steps.worker_logs import worker_log_backend
+    from ..core.operations.rundocument import read_run, read_worker_pods
     from ..core.operations.runstatus import compute_run_status
+    from ..settings.settings_file import load_settings
 
     backend = _read_backend(args)
     namespace = _namespace_of(args, backend)
     objs = read_run(backend, namespace, args.run)
+    # A MultiKueue run placed on a worker holds GPUs there: its release is read on that worker.
+    placed = compute_run_status(objs)
+    worker = placed.cluster if placed.multikueue and objs.manager_view else None
     if objs.job is None and objs.ray_job is None:
         print(escape_control(f"tau-tui: no Job or RayJob {namespace}/{args.run}; tau-tui runs -n {namespace} lists them"),
               file=sys.stderr)
@@ -127,15 +133,19 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     result = backend.cancel(kind, namespace, args.run, dry_run=dry_run)
     audit.append("cancel", target, ok=result.ok, dry_run=dry_run, message=result.message,
                  phase="preview" if dry_run else "outcome", **where)
-    print(escape_control(result.message), file=sys.stdout if result.ok else sys.stderr)
+    print(escape_control(result.message), file=sys.stdout if result.ok else sys.stderr, flush=True)
     if not result.ok:
         return EXIT_FAILED
     if not args.wait or dry_run:
         return EXIT_OK
+    worker_backend = worker_log_backend(backend, worker, load_settings().settings.worker_contexts) if worker else None
+    ray_cluster = objs.ray_job.ray_cluster_name if objs.ray_job is not None else None
     last = ""
     while True:
-        status = compute_run_status(read_run(backend, namespace, args.run))
-        if status.state == "not_found":
+        objs = replace(read_run(backend, namespace, args.run, ray_cluster=ray_cluster), cancelled=True, worker=worker,
+                       worker_pods=read_worker_pods(worker_backend, namespace, args.run) if worker else None)
+        status = compute_run_status(objs)
+        if status.state == "cancelled":
             print(f"{namespace}/{args.run}: cancelled; compute released")
             return EXIT_OK
         release = status.phase("Compute release")
@@ -144,6 +154,11 @@ def cmd_cancel(args: argparse.Namespace) -> int:
             print(escape_control(line))
             sys.stdout.flush()
             last = line
+        if worker is not None and worker_backend is None:
+            # Nothing here can ever confirm the release: say so instead of waiting forever.
+            print(escape_control(f"tau-tui: cannot confirm that the pods on worker {worker} are gone: map it to a "
+                                 f"kubeconfig context in config.yaml (worker_contexts: {{{worker}: CONTEXT}})"), file=sys.stderr)
+            return EXIT_FAILED
         if args.demo is not None:
             backend.world.advance(args.interval)
         else:

@@ -76,6 +76,12 @@ def resume_mutation(app: ClusterHost, namespace: str, name: str, force: bool = F
         ok, text = describe_result(perform_resume(backend, objs, plan, dry_run=True))
         return ok, "\n".join(plan_lines(plan, offered)) + f"\n{text}", ok
 
+    if force:
+        # After an OOMKilled the CLI asks for --force; here the confirmation is that opt-in, so it says so.
+        return Mutation(verb="force-resume", target=f"run {namespace}/{name}",
+                        title=f"Resume run {namespace}/{name} anyway? It was OOMKilled: with the same memory and batch "
+                              "size it will likely run out of memory again (this is `tau-tui runs resume --force`).",
+                        run=run, namespace=namespace, preview=preview, decline="Back")
     return Mutation(verb="resume", target=f"run {namespace}/{name}",
                     title=f"Resume run {namespace}/{name} from its last checkpoint under a new submission?",
                     run=run, namespace=namespace, preview=preview, decline="Back")

@@ -4,7 +4,8 @@ the next actions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from rich.console import Group
 from rich.table import Table
@@ -14,12 +15,15 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, RayJobView
 from tau_tui.core.operations.gpufaults import node_gpu_faults
+from tau_tui.core.operations.multikueue_steps.worker_logs import worker_log_backend
 from tau_tui.core.operations.recovery import RetryDecision, retry_decision
 from tau_tui.core.operations.run_index import RunIndex
+from tau_tui.core.operations.rundocument import read_worker_pods
 from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
 from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.mutations.recovery import resume_mutation, retry_mutation
@@ -72,6 +76,19 @@ class RunsData:
     #: The runs table's update, worked out in the worker.
     plan: TablePlan | None = None
     status: str = ""
+    #: Runs cancelled on a MultiKueue manager whose worker pods are now gone.
+    released: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class CancelledRun:
+    """A run this pane cancelled: what finds its pods once the Job or RayJob is gone."""
+
+    uid: str
+    #: The MultiKueue worker it was placed on (its pods are there), None once they are gone.
+    worker: str | None = None
+    #: A RayJob's Ray cluster (its pods carry ``ray.io/cluster``, not ``job-name``).
+    ray_cluster: str | None = None
 
 
 #: Next actions that change the cluster: not offered in --readonly.
@@ -158,6 +175,12 @@ class RunsScreen(PaneScreen):
         self._run_cache: dict[str, RunMemo] = {}
         #: Run statuses computed by collects (tests bound a refresh's work by it).
         self.statuses_computed = 0
+        #: "namespace/name" → the runs cancelled from this pane: once their Job or RayJob and every pod
+        #: (on its worker, for a run MultiKueue placed there) are gone they read "cancelled" (the
+        #: cluster keeps no trace of a deleted run).
+        self.cancelled_runs: dict[str, CancelledRun] = {}
+        #: Backends that read a worker's pods, by worker (from config.yaml's worker_contexts).
+        self._worker_backends: dict[str, Any] = {}
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable([("state", "State"), ("run", "Run"), ("kind", "Kind"), ("queue", "Queue"),
@@ -175,7 +198,9 @@ class RunsScreen(PaneScreen):
         events = backend.events()
         gpu_faults = node_gpu_faults(backend.nodes(), now)
         data = RunsData()
-        order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "not_found": 6}
+        order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "cancelled": 6,
+                 "not_found": 7}
+        cancelled = dict(self.cancelled_runs)  # changed on the UI thread; read once here
         index = RunIndex(workloads, pods, events)  # one scan per list, not one per run
         # (state rank, key, owner or None for pods left by a cancelled Job, status)
         items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = []
@@ -211,9 +236,23 @@ class RunsScreen(PaneScreen):
                     and any(k.startswith(TAU_LABEL_PREFIX) for k in pod.labels):
                 leftovers.setdefault((pod.namespace or "", run), []).append(pod)
         for (ns, run), run_pods in leftovers.items():
-            status = compute_run_status(RunObjects(ns, run, pods=tuple(run_pods)))
+            status = compute_run_status(RunObjects(ns, run, pods=tuple(run_pods), cancelled=f"{ns}/{run}" in cancelled))
             data.matchable[f"{ns}/{run}"] = (f"{ns}/{run} {status.state}", run_pods[0].labels)
             items.append((order[status.state], f"{ns}/{run}", None, status))
+        shown = {f"{o.namespace or ''}/{o.name}" for o in owners} | {f"{ns}/{run}" for ns, run in leftovers}
+        for key in sorted(set(cancelled) - shown):
+            ns, _, run = key.partition("/")
+            entry = cancelled[key]
+            worker = entry.worker
+            worker_pods = read_worker_pods(self._worker_backend(worker), ns, run) if worker else None
+            # A RayJob's pods carry its Ray cluster's label, not job-name: found by that label.
+            ray_pods = index.ray_cluster_pods(ns, entry.ray_cluster) if entry.ray_cluster else []
+            status = compute_run_status(RunObjects(ns, run, pods=tuple(ray_pods), cancelled=True, worker=worker,
+                                                   worker_pods=worker_pods))
+            if worker and status.state == "cancelled":
+                data.released.add(key)
+            data.matchable[key] = (f"{key} {status.state}", {})
+            items.append((order[status.state], key, None, status))
         for _, key, run_owner, status in sorted(items, key=lambda item: (item[0], item[1])):
             data.statuses[key] = status
             if run_owner is None:
@@ -237,8 +276,23 @@ class RunsScreen(PaneScreen):
         data.plan = self.plan_table("runs-table", data.rows, self._notice(self.collect_freshness, data), data.matchable)
         return data
 
+    def _worker_backend(self, worker: str) -> Any:
+        """A backend reading ``worker`` (never started), or None when no context is mapped to it."""
+        if worker not in self._worker_backends:
+            try:
+                self._worker_backends[worker] = worker_log_backend(self.tau.backend, worker, self.tau.settings.worker_contexts)
+            except ClusterError:  # the mapped context is not in the kubeconfig: unread, so never "released"
+                self._worker_backends[worker] = None
+        return self._worker_backends[worker]
+
     def apply(self, data: RunsData) -> None:
         self.data = data
+        for key, entry in list(self.cancelled_runs.items()):
+            owner = data.owners.get(key)
+            if owner is not None and owner.uid != entry.uid:  # submitted again under the same name: a new run
+                del self.cancelled_runs[key]
+            elif key in data.released:  # its worker's pods are gone: no need to read that worker again
+                self.cancelled_runs[key] = replace(entry, worker=None)
         table = self.query_one("#runs-table", KeyedTable)
         if data.plan is not None:
             table.apply_plan(data.plan)
@@ -298,7 +352,19 @@ class RunsScreen(PaneScreen):
             return
         key, owner = picked
         kind = ResourceKind.JOB if isinstance(owner, JobView) else ResourceKind.RAY_JOB
-        self.tau.request_mutation(cancel_mutation(self.tau, kind, owner.namespace or "", owner.name))
+        mutation = cancel_mutation(self.tau, kind, owner.namespace or "", owner.name)
+
+        status = self.data.statuses.get(key)
+        # A run MultiKueue placed on a worker holds its GPUs there: released when the worker's pods are gone.
+        worker = status.cluster if status is not None and status.multikueue else None
+
+        def done(ok: bool, _text: str) -> None:
+            if ok:
+                ray_cluster = owner.ray_cluster_name if isinstance(owner, RayJobView) else None
+                self.cancelled_runs[key] = CancelledRun(owner.uid or "", worker, ray_cluster)
+
+        mutation.on_done = done
+        self.tau.request_mutation(mutation)
 
     def action_retry(self) -> None:
         picked = self.selected()
@@ -312,4 +378,7 @@ class RunsScreen(PaneScreen):
         if picked is None:
             self.notify("select a finished run to resume", severity="warning")
             return
-        self.tau.request_mutation(resume_mutation(self.tau, picked[1].namespace or "", picked[1].name))
+        status = self.data.statuses.get(picked[0])
+        # An OOMKilled run is resumed only by force, with the warning in the confirmation.
+        after_oom = status is not None and status.state == "failed" and any(d.code == "OOM_KILLED" for d in status.diagnostics)
+        self.tau.request_mutation(resume_mutation(self.tau, picked[1].namespace or "", picked[1].name, force=after_oom))

@@ -17,6 +17,8 @@ _STATES: dict[str, tuple[str, str]] = {
     "succeeded": ("✓", "$success"),
     "failed": ("✗", "$error"),
     "not_found": ("?", "$error"),
+    "releasing": ("◑", "$accent"),
+    "cancelled": ("■", "$text-muted"),
     # GPU verdicts
     "healthy": ("✓", "$success"),
     "degraded": ("▲", "$warning"),

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
@@ -93,6 +94,20 @@ def agent_manifests_applied(plane, admin: k8s.ApiClient, nodes: list[str]) -> It
         return any(c.type == "Established" and c.status == "True" for c in (crd.status.conditions or []))
 
     wait_for(established, "GPUNodeHealth CRD established")
+    with kwok_test_nodes(admin, nodes):
+        try:
+            yield result.stdout
+        finally:
+            try:
+                k8s.AppsV1Api(admin).delete_namespaced_daemon_set(DAEMONSET, NAMESPACE)
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+
+
+@contextlib.contextmanager
+def kwok_test_nodes(admin: k8s.ApiClient, nodes: list[str] | tuple[str, ...]) -> Iterator[list[str]]:
+    """`nodes` as tainted KWOK GPU nodes (kept if they exist), deleted afterwards."""
     core = k8s.CoreV1Api(admin)
     for name in nodes:
         try:
@@ -101,19 +116,33 @@ def agent_manifests_applied(plane, admin: k8s.ApiClient, nodes: list[str]) -> It
             if err.status != 409:
                 raise
     try:
-        yield result.stdout
+        yield list(nodes)
     finally:
-        try:
-            k8s.AppsV1Api(admin).delete_namespaced_daemon_set(DAEMONSET, NAMESPACE)
-        except ApiException as err:
-            if err.status != 404:
-                raise
         for name in nodes:
             try:
                 core.delete_node(name)
             except ApiException as err:
                 if err.status != 404:
                     raise
+
+
+def harness_app(plane, tmp_path: Path, monkeypatch, start_pane: str, kinds: list) -> tuple[Any, Any]:
+    """The Textual app on a KubernetesBackend of `plane` (all namespaces, synced for `kinds`), its
+    settings, audit log and XDG directories under `tmp_path`. Returns (app, backend); close the backend."""
+    from tau_tui.app import TauApp
+    from tau_tui.core.cluster.real import KubernetesBackend
+    from tau_tui.core.operations.audit import AuditLog
+    from tau_tui.settings.settings_file import AppSettings, LoadedSettings
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("TAU_TUI_CONFIG", raising=False)
+    backend = KubernetesBackend(kubeconfig=plane.kubeconfig, all_namespaces=True)
+    backend.start()
+    assert backend.wait_synced(60, kinds=kinds), "backend did not sync"
+    app = TauApp(backend, settings=LoadedSettings(AppSettings(refresh_tick=0.5), tmp_path / "config.yaml"),
+                 audit=AuditLog(tmp_path / "audit.jsonl"), start_pane=start_pane)
+    return app, backend
 
 
 def token_client(plane, admin: k8s.ApiClient, token: str) -> k8s.ApiClient:
@@ -154,6 +183,50 @@ def agent_client(plane, admin: k8s.ApiClient, node: str) -> k8s.ApiClient:
         }
     }).status.token
     return token_client(plane, admin, token)
+
+
+def gpu_queue(admin: k8s.ApiClient, namespace: str, queue: str, cluster_queue: str, gpus: int) -> None:
+    """A namespace with a LocalQueue on its own ClusterQueue of `gpus` H100s (the renderer's default
+    flavor and priority class), for runs on test-only nodes; returns once pods can be created there."""
+    from tests.harness.manifests import create_from_file
+
+    for name in ("resourceflavors.yaml", "workloadpriorityclasses.yaml"):
+        create_from_file(admin, REPO / "manifests" / "kueue" / name)
+    core = k8s.CoreV1Api(admin)
+    custom = k8s.CustomObjectsApi(admin)
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cluster_queue},
+          "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                   "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [
+                       {"name": "taugrid-h100-80gb", "resources": [{"name": "cpu", "nominalQuota": str(8 * gpus)},
+                                                                   {"name": "memory", "nominalQuota": f"{64 * gpus}Gi"},
+                                                                   {"name": "nvidia.com/gpu", "nominalQuota": str(gpus)}]}]}]}}
+    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": queue, "namespace": namespace},
+          "spec": {"clusterQueue": cluster_queue}}
+    for create in (lambda: core.create_namespace({"metadata": {"name": namespace}}),
+                   lambda: custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", cq),
+                   lambda: custom.create_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", namespace, "localqueues", lq)):
+        try:
+            create()
+        except ApiException as err:
+            if err.status != 409:
+                raise
+    wait_for(lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items),
+             "default ServiceAccount", timeout=90)
+
+
+def on_test_nodes(manifests: list[dict], nodes: list[str] | tuple[str, ...], annotations: dict[str, str]) -> list[dict]:
+    """The Job's pods tolerate the test nodes' taint, may run only on `nodes`, and carry `annotations`
+    (KWOK's stage delays)."""
+    for manifest in manifests:
+        if manifest.get("kind") != "Job":
+            continue
+        template = manifest["spec"]["template"]
+        template.setdefault("metadata", {}).setdefault("annotations", {}).update(annotations)
+        spec = template["spec"]
+        spec.setdefault("tolerations", []).append({"key": TEST_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"})
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}]}}}
+    return manifests
 
 
 def conditions_of(admin: k8s.ApiClient, node: str) -> dict:

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
-from kubernetes.client.rest import ApiException
 
 from tau_agent.kube import KubernetesWriter
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -41,17 +40,15 @@ from tau_tui.core.runconfig.loader import load_config
 from tau_tui.core.runconfig.pipeline import render_run
 from tau_tui.core.runconfig.profiles import ProfileSet
 from tau_tui.core.runconfig.resolve import RenderOptions
-from tests.harness.manifests import create_from_file
 from tests.harness.waiting import wait_for
 
 from .fake_nvml import h100_node
-from .harness_support import EVENTS_NAMESPACE, TEST_TAINT, agent_client, agent_manifests_applied
+from .harness_support import EVENTS_NAMESPACE, agent_client, agent_manifests_applied, gpu_queue, on_test_nodes
 from .sim import FakeClock, SimNode, fast_config
 from .test_agent_tui_harness import settle_reports
 
 pytestmark = [pytest.mark.harness, pytest.mark.t2]
 
-REPO = Path(__file__).resolve().parents[2]
 NODES = ("recovery-gpu-a", "recovery-gpu-b")
 NS, RUN, QUEUE, CQ = "recovery", "xidrun", "recovery", "recovery-cq"
 CHECKPOINT = "/ckpt/xidrun"
@@ -153,46 +150,12 @@ def test_a_preempted_run_is_retried_within_max_retries_and_not_beyond(t2, admin,
 
 
 def _queues(admin: k8s.ApiClient) -> None:
-    for name in ("resourceflavors.yaml", "workloadpriorityclasses.yaml"):  # the renderer's default priority class
-        create_from_file(admin, REPO / "manifests" / "kueue" / name)
-    core = k8s.CoreV1Api(admin)
-    try:
-        core.create_namespace({"metadata": {"name": NS}})
-    except ApiException as err:
-        if err.status != 409:
-            raise
-    custom = k8s.CustomObjectsApi(admin)
-    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": CQ},
-          "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NS}},
-                   "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [
-                       {"name": "taugrid-h100-80gb", "resources": [{"name": "cpu", "nominalQuota": "64"},
-                                                                   {"name": "memory", "nominalQuota": "512Gi"},
-                                                                   {"name": "nvidia.com/gpu", "nominalQuota": "8"}]}]}]}}
-    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": QUEUE, "namespace": NS},
-          "spec": {"clusterQueue": CQ}}
-    for create in (lambda: custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", cq),
-                   lambda: custom.create_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", NS, "localqueues", lq)):
-        try:
-            create()
-        except ApiException as err:
-            if err.status != 409:
-                raise
-    wait_for(lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(NS).items),
-             "default ServiceAccount", timeout=90)
+    gpu_queue(admin, NS, QUEUE, CQ, gpus=8)
 
 
 def _on_test_nodes(manifests: list[dict]) -> list[dict]:
     """KWOK keeps the pod running; it tolerates the test nodes' taint and may run only on them."""
-    for manifest in manifests:
-        if manifest.get("kind") != "Job":
-            continue
-        template = manifest["spec"]["template"]
-        template.setdefault("metadata", {}).setdefault("annotations", {}).update(KEEP_RUNNING)
-        spec = template["spec"]
-        spec.setdefault("tolerations", []).append({"key": TEST_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"})
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(NODES)}]}]}}}
-    return manifests
+    return on_test_nodes(manifests, NODES, KEEP_RUNNING)
 
 
 def _running_pod(core: k8s.CoreV1Api, job: str, admin: k8s.ApiClient) -> k8s.V1Pod:

@@ -18,17 +18,14 @@ from kubernetes import client as k8s
 
 from tau_agent.kube import KubernetesWriter
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.real import KubernetesBackend
 from tau_tui.core.gpuhealth.names import API_GROUP, API_VERSION, HEALTH_PLURAL
 from tau_tui.core.gpuhealth.verdicts import Verdict
-from tau_tui.core.operations.audit import AuditLog
 from tau_tui.screens.node_detail import NodeDetailScreen
 from tau_tui.screens.nodes import NodesScreen
-from tau_tui.settings.settings_file import AppSettings, LoadedSettings
 from tau_tui.widgets.keyed_table import KeyedTable
 
 from .fake_nvml import h100_node
-from .harness_support import EVENTS_NAMESPACE, agent_client, agent_manifests_applied, conditions_of
+from .harness_support import EVENTS_NAMESPACE, agent_client, agent_manifests_applied, conditions_of, harness_app
 from .sim import FakeClock, SimNode, fast_config
 
 pytestmark = [pytest.mark.harness, pytest.mark.t2]
@@ -110,20 +107,7 @@ async def wait_until(pilot, predicate, what: str, timeout: float = 30.0):
 
 
 def test_nodes_pane_shows_agent_verdicts_reasons_and_unknown_for_unreported(t2, reported, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("TAU_TUI_CONFIG", raising=False)
-    from tau_tui.app import TauApp
-
-    backend = KubernetesBackend(kubeconfig=t2.kubeconfig, all_namespaces=True)
-    backend.start()
-    assert backend.wait_synced(60, kinds=[ResourceKind.NODE, ResourceKind.GPU_HEALTH]), "backend did not sync"
-    app = TauApp(
-        backend,
-        settings=LoadedSettings(AppSettings(refresh_tick=0.5), tmp_path / "config.yaml"),
-        audit=AuditLog(tmp_path / "audit.jsonl"),
-        start_pane="nodes",
-    )
+    app, backend = harness_app(t2, tmp_path, monkeypatch, "nodes", [ResourceKind.NODE, ResourceKind.GPU_HEALTH])
     expected = {NODE_UNHEALTHY, NODE_DEGRADED, NODE_SILENT}
 
     async def drive():

@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import Input
 
 from tests.app.helpers import make_app, settle, settle_until, wait_workers
-from tests.recovery_world import fail_by_xid79, recovery_world
+from tests.recovery_world import fail_by_oom, fail_by_xid79, recovery_world
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 PANES = ["compose", "profiles", "queue", "runs", "logs", "nodes", "multikueue"]
@@ -208,6 +208,24 @@ def test_resume_preview_dialog(snap_compare, tmp_path, size):
     async def run_before(pilot):
         await prepare("runs")(pilot)
         await pilot.press("R")  # resume: server dry-run, the node it avoids, where it can land
+        await settle(pilot)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_force_resume_after_oomkilled_dialog(snap_compare, tmp_path, size):
+    """R on an OOMKilled run: the confirmation is a force-resume that says why it is risky (#14 item 4)."""
+    world, backend = recovery_world(tmp_path, realtime=False)
+    fail_by_oom(world, backend)
+    backend.start()
+    assert backend.wait_synced(10)
+    app = make_app(tmp_path, backend, start_pane="runs")
+
+    async def run_before(pilot):
+        await prepare("runs")(pilot)
+        await pilot.press("R")
         await settle(pilot)
         await pilot.pause(0.3)
 

@@ -147,3 +147,7 @@ def test_kubeconfig_merges_several_files_like_kubectl(tmp_path, monkeypatch):
     # The client runs the exec plugin while loading; one that cannot run is named, not a later 401.
     with pytest.raises(ClusterError, match="exec plugin kubelogin could not start"):
         source.api_client("aks-dev")
+    # Both files name a current-context: kubectl takes the first file's (the client's merger took the last).
+    write(second, "aks-dev", "dev-cluster", current="aks-dev")
+    assert KubeconfigSource().current_context() == "prod"
+    assert KubeconfigSource(f"{second}:{first}").current_context() == "aks-dev"

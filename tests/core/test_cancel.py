@@ -68,3 +68,14 @@ def test_cli_cancel_of_a_missing_run_exits_1(tmp_path, monkeypatch, capsys):
     assert main(["cancel", "no-such-run", "-n", NS, "--demo"]) == 1
     assert "no Job or RayJob taugrid-default/no-such-run" in capsys.readouterr().err
     assert not (tmp_path / "tau-tui" / "audit.jsonl").exists()
+
+
+def test_cli_cancel_wait_of_a_rayjob_waits_for_its_ray_pods(tmp_path, monkeypatch, capsys):
+    """A RayJob's pods carry ray.io/cluster, not job-name: they were missed, and the run read
+    'cancelled; compute released' while they still held GPUs."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert main(["cancel", "ray-rlhf-ppo", "-n", "team-nlp", "--demo", "--wait", "--interval", "5s"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "RayJob team-nlp/ray-rlhf-ppo cancelled; Kueue releases its quota"
+    assert lines[1].startswith("team-nlp/ray-rlhf-ppo: releasing compute: 2 pod(s) still hold GPUs on ")
+    assert lines[-1] == "team-nlp/ray-rlhf-ppo: cancelled; compute released"

@@ -79,6 +79,8 @@ def test_xid_errors_alone_make_the_node_unhealthy_with_that_reason():
     view = view_from_node(node(cond("XIDErrors", reason="XIDErrors", message="Xid 79 on GPU 0000:3b:00.0")), None, NOW)
     assert view.verdict is Verdict.UNHEALTHY and view.reason == "XIDErrors"
     assert "Xid 79 on GPU 0000:3b:00.0" in view.message and "TauGrid node-problem-detector" in view.message
+    # Without the agent, the last heartbeat is NPD's (the Nodes pane's hb column), not "never".
+    assert view.last_heartbeat == datetime.fromisoformat(FRESH)
 
 
 def test_healthy_conditions_of_several_writers_are_healthy_and_listed():

@@ -16,6 +16,11 @@ module points the app at) for those bytes."""
 from __future__ import annotations
 
 import json
+import os
+import queue
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -67,6 +72,9 @@ TIMEOUT = 180.0
 #: Longer than Kueue's longest reconnect back-off for a lost worker (~320 s), on a loaded machine.
 RECONNECT_TIMEOUT = 600.0
 
+
+#: The cancel test's own hold on a worker's pod (KWOK deletes a pod only once it has no finalizers).
+HOLD = "tau-tui.test/hold-pod"
 
 #: Every credential (token, and the kubeconfig bytes the Secrets held) seen in this module.
 CREDENTIAL_BYTES: set[str] = set()
@@ -344,6 +352,78 @@ def test_enablement_dispatch_status_logs_cancel_then_drain_rollback_drain(t3, fl
     assert clean_on_every_worker(t3, fleet) == {n: [] for n in t3.worker_names}
     records = sorted((tmp_path / "records").glob("*.json"))
     assert [json.loads(p.read_text())["outcome"] for p in records] == ["verified"] * 4
+
+
+def test_cancel_on_the_manager_is_released_only_when_the_workers_pods_are_gone(t3, fleet, tmp_path):
+    """#14 item 2: `tau-tui cancel --wait` on the manager reads the run's pods on its worker (the
+    context mapped in worker_contexts) and says "cancelled; compute released" only once they are gone.
+    The test holds the worker's pod with a finalizer of its own, so it decides when the pod goes."""
+    enable(t3, fleet, tmp_path)
+    name = submit(fleet, "t3-tau-cancel", fleet["plan"].profile)["metadata"]["name"]
+    worker, _ = placed(fleet, name)
+    core = k8s.CoreV1Api(t3.worker(worker.removeprefix("tau-")).api_client())
+
+    def worker_pods():
+        return core.list_namespaced_pod(NAMESPACE, label_selector=f"job-name={name}").items
+
+    deadline = time.monotonic() + TIMEOUT
+    while not any(p.status.phase == "Running" for p in worker_pods()):
+        assert time.monotonic() < deadline, f"no Running pod of {name} on {worker}"
+        time.sleep(1)
+    for pod in worker_pods():
+        core.patch_namespaced_pod(pod.metadata.name, NAMESPACE, {"metadata": {"finalizers": [HOLD]}},
+                                  _content_type="application/strategic-merge-patch+json")
+
+    def release() -> None:
+        for pod in worker_pods():
+            if HOLD in (pod.metadata.finalizers or ()):
+                core.patch_namespaced_pod(pod.metadata.name, NAMESPACE,
+                                          {"metadata": {"$deleteFromPrimitiveList/finalizers": [HOLD]}},
+                                          _content_type="application/strategic-merge-patch+json")
+
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "tau-tui" / "config.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(yaml.safe_dump({"worker_contexts": {wp.name: wp.admin_context for wp in fleet["plan"].workers}}))
+    proc = subprocess.Popen([sys.executable, "-m", "tau_tui", "cancel", name, "-n", NAMESPACE, "--wait", "--interval", "1s"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "KUBECONFIG": fleet["kubeconfig"]})
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line.rstrip("\n")) for line in proc.stdout or ()], daemon=True)
+    reader.start()
+    out: list[str] = []
+
+    def next_line() -> str:
+        try:
+            out.append(lines.get(timeout=TIMEOUT))
+        except queue.Empty:
+            proc.kill()
+            raise AssertionError(f"tau-tui cancel printed nothing more in {TIMEOUT:g}s after {out}; "
+                                 f"stderr: {proc.communicate(timeout=30)[1]}") from None
+        return out[-1]
+
+    try:
+        assert next_line().startswith(f"Job {NAMESPACE}/{name} cancelled; Kueue releases its quota"), out
+        next_line()
+        assert out[1].startswith(f"{NAMESPACE}/{name}: releasing compute: 1 pod(s) still hold GPUs on worker {worker} ("), out
+        # MultiKueue deletes the worker's Job; its pod is deleted there but held: the run stays releasing.
+        while not all(p.metadata.deletion_timestamp for p in worker_pods()):
+            assert time.monotonic() < deadline + TIMEOUT, f"the pod of {name} on {worker} was never deleted"
+            time.sleep(1)
+        for _ in range(3):
+            time.sleep(1)  # the CLI polls every second: three more polls see the pod still there
+            assert proc.poll() is None and worker_pods(), out
+        release()
+        assert proc.wait(timeout=TIMEOUT) == 0, proc.stderr.read() if proc.stderr else ""
+        reader.join(timeout=30)
+        while not lines.empty():
+            out.append(lines.get_nowait())
+        assert out[-1] == f"{NAMESPACE}/{name}: cancelled; compute released", out
+        assert worker_pods() == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        release()
+        config.unlink(missing_ok=True)
 
 
 def test_negatives_default_queue_insecure_kubeconfig_version(t3, fleet, tmp_path):

@@ -145,6 +145,11 @@ class KubeconfigSource:
         if merger is None:
             return None
         config: dict[str, Any] = _plain(merger.config)
+        # kubectl's rule: the first file that sets current-context wins; the client's merger keeps the last.
+        first = next((c["current-context"] for c in merger.config_files.values()
+                      if isinstance(c, dict) and c.get("current-context")), None)
+        if first:
+            config["current-context"] = first
         return config
 
     def contexts(self) -> list[ContextInfo]:

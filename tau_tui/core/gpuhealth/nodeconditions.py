@@ -84,6 +84,8 @@ class ConditionFinding(BaseModel):
     stale: bool
     what: str
     category: str
+    #: lastHeartbeatTime (or lastTransitionTime when the writer sets no heartbeat).
+    heartbeat: datetime | None = None
 
 
 class SourceHealth(BaseModel):
@@ -96,6 +98,8 @@ class SourceHealth(BaseModel):
     message: str
     stale: bool
     findings: list[ConditionFinding] = []
+    #: The newest heartbeat of its conditions: when this writer last vouched for the node.
+    last_heartbeat: datetime | None = None
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -135,7 +139,7 @@ def _finding(mapped: MappedCondition, cond: dict[str, Any], now: datetime, stale
         reason = _gke_xids(reason)
     return ConditionFinding(type=mapped.type, status=status, verdict=verdict, reason=reason,
                             message=str(cond.get("message") or ""), stale=stale, what=mapped.what,
-                            category=mapped.category)
+                            category=mapped.category, heartbeat=heartbeat)
 
 
 def third_party_health(node: dict[str, Any], now: datetime, mapping: ConditionMapping | None = None) -> list[SourceHealth]:
@@ -162,5 +166,6 @@ def third_party_health(node: dict[str, Any], now: datetime, mapping: ConditionMa
         else:
             reason, message = "NoProblem", f"{len(findings)} condition(s) report no problem"
         out.append(SourceHealth(source=source, label=mapping.sources[source], verdict=verdict, reason=reason,
-                                message=message, stale=all(f.stale for f in findings), findings=findings))
+                                message=message, stale=all(f.stale for f in findings), findings=findings,
+                                last_heartbeat=max((f.heartbeat for f in findings if f.heartbeat), default=None)))
     return sorted(out, key=lambda s: (-s.verdict.rank, s.source))

@@ -70,7 +70,7 @@ def view_from_node(
         top = others[0]
         return NodeHealthView(node_name=agent.node_name, verdict=top.verdict, reason=top.reason,
                               message=f"{top.label}: {top.message}", stale=top.stale, detail=agent.detail,
-                              sources=others)
+                              last_heartbeat=top.last_heartbeat, sources=others)
     sources = sorted([_as_source(agent), *others], key=lambda s: -s.verdict.rank)  # stable: the agent first on ties
     top = sources[0]
     if top.source == "tau-agent":

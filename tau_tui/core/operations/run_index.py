@@ -47,6 +47,10 @@ class RunIndex:
         events = [e for _, e in sorted(item for name in names for item in self._events_by_name.get((ns, name), ()))]
         return workloads, pods, events
 
+    def ray_cluster_pods(self, namespace: str, ray_cluster: str) -> list[PodView]:
+        """Pods of a Ray cluster (a cancelled RayJob's, once the RayJob is gone)."""
+        return self._pods_by_label.get((namespace, "ray.io/cluster", ray_cluster), [])
+
     def objects(self, owner: JobView | RayJobView, gpu_faults: Mapping[str, NodeGpuFault] | None = None) -> RunObjects:
         workloads, pods, events = self.parts(owner)
         return objects_for_run(owner.namespace or "", owner.name, job=owner if isinstance(owner, JobView) else None,

@@ -49,15 +49,18 @@ def _only(views: Sequence[ObjectView], view_type: type[Any]) -> list[Any]:
 
 
 def read_run(backend: BaseBackend, namespace: str, name: str,
-             gpu_faults: Mapping[str, NodeGpuFault] | None = None) -> RunObjects:
-    """The objects of one run, read live: the Job or RayJob, its Workloads, pods and events."""
+             gpu_faults: Mapping[str, NodeGpuFault] | None = None, *, ray_cluster: str | None = None) -> RunObjects:
+    """The objects of one run, read live: the Job or RayJob, its Workloads, pods and events.
+    ``ray_cluster``: the Ray cluster of a RayJob known to be gone (cancelled), whose pods carry
+    ``ray.io/cluster`` rather than ``job-name``."""
     jobs: list[JobView] = [j for j in _only(backend.fetch(ResourceKind.JOB, namespace), JobView) if j.name == name]
     ray_jobs: list[RayJobView] = [r for r in _only(backend.fetch(ResourceKind.RAY_JOB, namespace), RayJobView) if r.name == name]
     job = jobs[0] if jobs else None
     ray_job = ray_jobs[0] if ray_jobs and job is None else None
     if job is None and ray_job is None:
         # Cancelled (or never there): a Job's pods may still be terminating and holding GPUs.
-        leftover: list[PodView] = _only(backend.fetch(ResourceKind.POD, namespace, f"job-name={name}"), PodView)
+        leftover_selector = f"ray.io/cluster={ray_cluster}" if ray_cluster else f"job-name={name}"
+        leftover: list[PodView] = _only(backend.fetch(ResourceKind.POD, namespace, leftover_selector), PodView)
         return RunObjects(namespace, name, pods=tuple(leftover), gpu_faults=dict(gpu_faults or {}))
     workloads: list[WorkloadView] = _only(backend.fetch(ResourceKind.WORKLOAD, namespace), WorkloadView)
     if job is not None:
@@ -70,6 +73,19 @@ def read_run(backend: BaseBackend, namespace: str, name: str,
     events: list[EventView] = _only(backend.fetch(ResourceKind.EVENT, namespace), EventView)
     return objects_for_run(namespace, name, job=job, ray_job=ray_job, workloads=workloads, pods=pods, events=events,
                            gpu_faults=gpu_faults)
+
+
+def read_worker_pods(worker_backend: BaseBackend | None, namespace: str, name: str) -> list[PodView] | None:
+    """The pods of Job ``name`` on a MultiKueue worker (where a run placed there holds its GPUs);
+    None when the worker cannot be read (no backend for it, or the read failed): unknown, never none."""
+    from tau_tui.core.cluster.errors import ClusterError
+
+    if worker_backend is None:
+        return None
+    try:
+        return _only(worker_backend.fetch(ResourceKind.POD, namespace, f"job-name={name}"), PodView)
+    except ClusterError:
+        return None
 
 
 def read_gpu_faults(backend: BaseBackend, now: datetime) -> dict[str, NodeGpuFault]:

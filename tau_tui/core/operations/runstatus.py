@@ -20,8 +20,9 @@ from tau_tui.core.operations.gpufaults import GpuHit, NodeGpuFault, gpu_hits
 
 PhaseStatus = Literal["pending", "active", "done", "warning", "skipped"]
 #: taugrid.md §8.2's states, plus ``releasing``: the Job or RayJob is deleted (cancelled) and its
-#: pods still hold their nodes' GPUs until their grace period ends.
-LifecycleState = Literal["not_found", "queued", "starting", "running", "succeeded", "failed", "releasing"]
+#: pods still hold their nodes' GPUs until their grace period ends; and ``cancelled``: the caller
+#: cancelled it and every pod is gone.
+LifecycleState = Literal["not_found", "queued", "starting", "running", "succeeded", "failed", "releasing", "cancelled"]
 
 PHASE_ORDER = (
     "Submitted",
@@ -99,6 +100,14 @@ class RunObjects:
     #: node name → its GPU fault now (unhealthy or degraded: node, GPUs, reason, since), from the
     #: agent's verdict or other writers' node conditions; a pod of this run hit by one gives GPU_FAULT.
     gpu_faults: Mapping[str, NodeGpuFault] = field(default_factory=dict)
+    #: The caller cancelled (deleted) this run: once its Job or RayJob and every pod are gone it
+    #: reads "cancelled", not "not found" (the cluster keeps no trace of a deleted run).
+    cancelled: bool = False
+    #: The MultiKueue worker a cancelled run was placed on: its pods held GPUs there, not here.
+    worker: str | None = None
+    #: That worker's pods of the run, read on the worker; None when they could not be read (no
+    #: context mapped to the worker, or it is unreachable): then the release is never confirmed.
+    worker_pods: Sequence[PodView] | None = None
 
 
 @dataclass(frozen=True)
@@ -419,6 +428,31 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
                        for name in PHASE_ORDER)
         return RunStatus(objs.namespace, objs.name, "unknown", "releasing", "releasing compute", phases,
                          actions=(RunAction("list", "list runs in this namespace", ":runs", ("tau-tui", "runs", "-n", objs.namespace)),))
+    if owner is None and objs.worker is not None:
+        on_worker = None if objs.worker_pods is None else [p for p in objs.worker_pods if p.node_name and not p.terminal]
+        if on_worker is None or on_worker:
+            if on_worker is None:
+                release = Phase("Compute release", "warning",
+                                f"cancelled on the manager; its pods ran on MultiKueue worker {objs.worker}, which "
+                                "cannot be read from here, so the release is not confirmed",
+                                f"map {objs.worker} to a kubeconfig context in config.yaml (worker_contexts)")
+            else:
+                nodes = sorted({p.node_name or "" for p in on_worker})
+                release = Phase("Compute release", "active",
+                                f"{len(on_worker)} pod(s) still hold GPUs on worker {objs.worker} ({', '.join(nodes)}); "
+                                "waiting for them to terminate")
+            phases = tuple(release if name == "Compute release" else Phase(name, "skipped", "the run was deleted")
+                           for name in PHASE_ORDER)
+            display = "releasing compute" if on_worker else "releasing compute (unconfirmed)"
+            return RunStatus(objs.namespace, objs.name, "unknown", "releasing", display, phases,
+                             actions=(RunAction("list", "list runs in this namespace", ":runs", ("tau-tui", "runs", "-n", objs.namespace)),),
+                             cluster=objs.worker, multikueue=True)
+    if owner is None and objs.cancelled:
+        release = Phase("Compute release", "done", "every pod is gone; its GPUs are free")
+        phases = tuple(release if name == "Compute release" else Phase(name, "skipped", "the run was cancelled")
+                       for name in PHASE_ORDER)
+        return RunStatus(objs.namespace, objs.name, "unknown", "cancelled", "cancelled", phases,
+                         actions=(RunAction("list", "list runs in this namespace", ":runs", ("tau-tui", "runs", "-n", objs.namespace)),))
     if owner is None:
         return RunStatus(
             objs.namespace,
@@ -577,6 +611,7 @@ STATE_SYMBOLS: dict[str, str] = {
     "succeeded": "✓",
     "failed": "✗",
     "releasing": "◑",
+    "cancelled": "■",
 }
 
 
