@@ -27,12 +27,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.widgets import DataTable
-from textual.widgets._data_table import Column, ColumnKey, RowKey
+from textual.widgets._data_table import Column, ColumnKey, RowKey, SegmentLines
 
 from tau_tui.widgets.row_filter import RowFilter
 from tau_tui.widgets.table_plan import (
@@ -50,6 +51,8 @@ __all__ = ["NOTICE_KEY", "ColumnSpec", "KeyedTable", "Matchable", "Row", "sort_k
 
 #: Flexible columns are cut to this width before any optional column is hidden.
 COMFORTABLE_WIDTH = 24
+#: Rendered cells kept (a few screens' worth at 200 columns); the cache starts over when full.
+CELL_LINES_KEPT = 4096
 
 
 @dataclass(frozen=True)
@@ -113,11 +116,13 @@ class KeyedTable(DataTable):
         self.sort_column: str | None = None
         self.sort_reverse = False
         #: What the updates did, counted (tests bound work by these).
+        #: (row, index, column, style, width, cursor...) -> (the cell object, its rendered lines)
+        self._cell_lines: dict[tuple, tuple[Any, SegmentLines]] = {}
         self._data = StateCells(self)  # type: ignore[assignment]  # views of self._state
         self._row_locations = KeyLocations([])  # type: ignore[assignment]
         self.rows = StateRows(self)  # type: ignore[assignment]
         self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0,
-                      "replanned": 0}
+                      "replanned": 0, "cells_rendered": 0, "cells_reused": 0}
         self.rows_inserted = 0
         self.cells_written = 0
 
@@ -157,6 +162,37 @@ class KeyedTable(DataTable):
         column_key = self._column_locations.get_key(column_index)
         width = self.columns[column_key].get_render_width(self) if column_key is not None else 0
         return Region(x, row_index + self._header_lines(), width, 1)
+
+    # -- a cell is rendered again only when it changed ---------------------------------------
+    # (DataTable keys its cell cache by an update counter: any change re-renders every visible
+    # cell.  Here a cell object kept by an update is the same object, so its lines are kept too.)
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False) -> SegmentLines:
+        if row_index < 0 or column_index < 0:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        name = str(row_key.value) if row_key is not None else ""
+        cells = self._state.cells.get(name)
+        if cells is None or column_index >= len(cells):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cell = cells[column_index]
+        key = (name, row_index, column_index, base_style, width, cursor, hover, self._show_hover_cursor,
+               self._pseudo_class_state, self.show_cursor, self.cursor_type)
+        hit = self._cell_lines.get(key)
+        if hit is not None and hit[0] is cell:
+            self.stats["cells_reused"] += 1
+            return hit[1]
+        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        if len(self._cell_lines) >= CELL_LINES_KEPT:
+            self._cell_lines.clear()
+        self._cell_lines[key] = (cell, lines)
+        self.stats["cells_rendered"] += 1
+        return lines
+
+    def _clear_caches(self) -> None:
+        super()._clear_caches()
+        self._cell_lines.clear()
 
     def _header_lines(self) -> int:
         return self.header_height if self.show_header else 0
