@@ -162,7 +162,13 @@ def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
         changes = [(index, now, cell_width(was), cell_width(now))
                    for index, (was, now) in enumerate(zip(before, converted, strict=False))
                    if was is not now and was != now]
-        if changes:
+        if changes and len(before) == len(converted):
+            # a cell equal to the one the table holds stays that object (its rendered lines are kept)
+            changed = {index for index, _, _, _ in changes}
+            new_cells[key] = tuple(now if index in changed else was
+                                   for index, (was, now) in enumerate(zip(before, converted, strict=True)))
+            writes.append((key, changes))
+        elif changes:
             new_cells[key] = converted
             writes.append((key, changes))
         else:

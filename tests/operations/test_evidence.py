@@ -356,3 +356,25 @@ def test_a_bomb_in_the_headers_stops_at_the_unpacked_size_limit(tmp_path, monkey
         tar.addfile(info, io.BytesIO(MANIFEST))
     result = verify_bundle(path)
     assert "unpacks to more than 4196 bytes" in result.refused
+
+
+def test_recorder_reads_the_lists_once_per_batch_not_once_per_run(demo, store):
+    """A tick that changes many runs is handled from one read of the cache (it was one full read
+    and scan of every Workload per changed run: quadratic at 20,000 runs)."""
+    world, backend = demo
+    backend.start()
+    assert backend.wait_synced(10)
+    reads = {"workloads": 0}
+    workloads = backend.workloads
+
+    def counted(namespace=None):
+        reads["workloads"] += 1
+        return workloads(namespace)
+
+    backend.workloads = counted  # type: ignore[method-assign]
+    recorder = EvidenceRecorder(backend, store, world.now).start(thread=False)
+    runs = len(backend.jobs()) + len(backend.ray_jobs())
+    assert runs >= 5
+    recorder.drain()  # every run there is, queued by start()
+    assert reads["workloads"] == 1
+    recorder.close()

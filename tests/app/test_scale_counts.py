@@ -1,0 +1,120 @@
+"""What a refresh costs, counted (never timed): the table filter looks only at the rows it must,
+a plan made in the worker is carried out as made, unchanged cells are not rendered again, a Runs
+refresh with nothing changed computes no run status, a slow read backs the next one off, and the
+`tau-tui` process tunes and freezes its garbage collector."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from rich.text import Text
+from textual.app import App
+
+from tau_tui.screens.runs import RunsScreen
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
+from tau_tui.widgets.row_filter import parse_filter
+from tau_tui.widgets.table_plan import plan_rows
+from tests.app.helpers import async_test, make_app, settle, settle_until
+
+ROWS = 20_000
+
+
+class TableApp(App):
+    def compose(self):
+        yield KeyedTable([ColumnSpec("name", "Name", "N"), ColumnSpec("state", "State", "S"),
+                          ColumnSpec("age", "Age", "A")], id="t")
+
+
+def rows_and_match(ages: int = 0) -> tuple[list, dict]:
+    rows = [(f"ns/wl-{i:05d}", [Text(f"ns/wl-{i:05d}"), Text("pending"), Text(f"{(i + ages) % 60}s")]) for i in range(ROWS)]
+    return rows, {key: (key, {}) for key, _ in rows}
+
+
+@async_test
+async def test_typing_one_more_character_looks_only_at_the_rows_still_shown():
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(KeyedTable)
+        rows, match = rows_and_match()
+        table.apply_rows(rows, matchable=match)
+        await pilot.pause()
+        table.set_row_filter(parse_filter("wl-1"))
+        shown = table.row_count
+        assert shown == 10_000 and table.stats["matched"] == ROWS  # the first character: every row
+        table.stats["matched"] = 0
+        table.set_row_filter(parse_filter("wl-12"))
+        assert table.row_count == 1_000 and table.stats["matched"] == shown  # only the rows shown
+        table.stats["matched"] = 0
+        table.set_row_filter(parse_filter("wl-1|x"))  # a regex may widen: every row again
+        assert table.stats["matched"] == ROWS
+        added = table.stats["added"]
+        table.set_row_filter(parse_filter(""))
+        assert table.row_count == ROWS and table.stats["added"] == added  # rows were stored, not re-added
+        assert table.match_count == (ROWS, ROWS)
+
+
+@async_test
+async def test_a_plan_made_off_the_ui_thread_is_carried_out_as_made_and_only_changed_cells_render_again():
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(KeyedTable)
+        rows, match = rows_and_match()
+        table.apply_rows(rows, matchable=match)
+        await pilot.pause()
+        # every age ticks over (20,000 one-cell changes), planned against the table's state
+        aged, _ = rows_and_match(ages=1)
+        plan = plan_rows(table.state, aged, None, match)
+        assert plan.cells_written == ROWS and not plan.added and not plan.stale
+        table.stats["cells_rendered"] = table.stats["cells_reused"] = 0
+        table.apply_plan(plan)
+        assert table.stats["replanned"] == 0 and table.stats["updated"] == ROWS
+        await pilot.pause()
+        visible = table.size.height - table.header_height
+        # the age column renders again on the visible rows; the other two columns are reused
+        assert table.stats["cells_rendered"] <= visible + 2
+        assert table.stats["cells_reused"] >= 2 * (visible - 2)
+        # a plan made against a state the table no longer has (a sort came in between) is made again
+        stale = plan_rows(table.state, rows, None, match)
+        table.sort_by("name")
+        table.apply_plan(stale)
+        assert table.stats["replanned"] == 1 and table.keys[0] == "ns/wl-00000"
+
+
+@async_test
+async def test_a_runs_refresh_with_nothing_changed_computes_no_run_status(tmp_path):
+    app = make_app(tmp_path, start_pane="runs")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.data.rows)
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        first = screen.statuses_computed
+        assert first > 0
+        screen.collect()  # the cluster has not changed since: every run's objects are the same objects
+        assert screen.statuses_computed == first
+
+
+@async_test
+async def test_a_slow_read_backs_the_next_refresh_off_unless_forced(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen._collect_seconds = 3600.0  # the last read took an hour
+        screen._collect_finished_at = time.monotonic()
+        screen._drawn_signature = None  # as if the cluster changed
+        started = screen.collects_started
+        screen.tick()
+        assert screen.ticks_backed_off == 1 and screen.collects_started == started
+        screen.tick(force=True)  # a filter or a pane switch is never held back
+        assert screen.collects_started == started + 1
+        await settle(pilot)
+
+
+def test_the_tau_tui_process_tunes_and_freezes_its_collector_and_a_test_process_does_not():
+    code = ("import gc; from tau_tui.startup.heap import settle_heap, tune_collector; "
+            "before = settle_heap(); tune_collector(); after = settle_heap(); "
+            "print(before, after > 0, gc.get_threshold()[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["0", "True", "50000"]
