@@ -32,14 +32,20 @@ def rows_and_match(ages: int = 0) -> tuple[list, dict]:
     return rows, {key: (key, {}) for key, _ in rows}
 
 
+async def filled(app, pilot) -> tuple[KeyedTable, list, dict]:
+    """The app's table with ROWS matchable rows applied and drawn."""
+    table = app.query_one(KeyedTable)
+    rows, match = rows_and_match()
+    table.apply_rows(rows, matchable=match)
+    await pilot.pause()
+    return table, rows, match
+
+
 @async_test
 async def test_typing_one_more_character_looks_only_at_the_rows_still_shown():
     app = TableApp()
     async with app.run_test(size=(100, 30)) as pilot:
-        table = app.query_one(KeyedTable)
-        rows, match = rows_and_match()
-        table.apply_rows(rows, matchable=match)
-        await pilot.pause()
+        table, rows, match = await filled(app, pilot)
         table.set_row_filter(parse_filter("wl-1"))
         shown = table.row_count
         assert shown == 10_000 and table.stats["matched"] == ROWS  # the first character: every row
@@ -59,10 +65,7 @@ async def test_typing_one_more_character_looks_only_at_the_rows_still_shown():
 async def test_a_plan_made_off_the_ui_thread_is_carried_out_as_made_and_only_changed_cells_render_again():
     app = TableApp()
     async with app.run_test(size=(100, 30)) as pilot:
-        table = app.query_one(KeyedTable)
-        rows, match = rows_and_match()
-        table.apply_rows(rows, matchable=match)
-        await pilot.pause()
+        table, rows, match = await filled(app, pilot)
         # every age ticks over (20,000 one-cell changes), planned against the table's state
         aged, _ = rows_and_match(ages=1)
         plan = plan_rows(table.state, aged, None, match)
