@@ -31,6 +31,8 @@ def pane_text(app) -> dict[str, list[list[str]]]:
     text = {table.id or "": [[cell_plain(c) for c in table.cells_of(key) or ()] for key in table.keys]
             for table in screen.query(KeyedTable)}
     text["status"] = [[str(screen.query_one("#pane-status").render())]]
+    for table in screen.query(KeyedTable):  # the lines as drawn: widths, order, truncation
+        text[f"drawn {table.id}"] = [[table.render_line(y).text] for y in range(table.size.height)]
     return text
 
 
@@ -85,7 +87,14 @@ async def test_a_recorded_demo_session_replays_into_identical_screens_at_three_t
         await settle_until(pilot, lambda: app.screen.refreshes_applied >= 2)
         for t, screens in live.items():
             replay.seek_seconds(t)
-            assert {"queue": await show(pilot, "queue"), "nodes": await show(pilot, "nodes")} == screens
+            replayed = {"queue": await show(pilot, "queue"), "nodes": await show(pilot, "nodes")}
+            for pane, parts in screens.items():
+                for part, lines in parts.items():
+                    again = replayed[pane][part]
+                    if part.startswith("drawn "):  # the replay bar takes the table's last line
+                        assert 0 <= len(lines) - len(again) <= 1, (pane, part)
+                        lines = lines[:len(again)]
+                    assert again == lines, (pane, part)
     # the three times show different things: the comparison is not of one static screen
     assert len({repr(s) for s in live.values()}) == 3
 
