@@ -32,6 +32,7 @@ from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.recording.format import RecordingError
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.core.operations.recording.writer import SessionRecorder
+from tau_tui.core.operations.run_status_memo import RunStatusMemo
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.compose import ComposeScreen
 from tau_tui.screens.evidence import EvidenceScreen
@@ -127,6 +128,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow):
         self.evidence = evidence or EvidenceStore()
         #: Captures a run's evidence when it finishes (a core thread; see core/operations/evidence/recorder.py).
         self.evidence_recorder: EvidenceRecorder | None = None
+        self.run_statuses = RunStatusMemo()
         #: Tests and embedders may set the MultiKueue wizard's environment directly.
         self._multikueue_env = None
         self.requested_theme = theme
@@ -238,6 +240,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow):
         self._backend_started(message.backend)
 
     def _backend_started(self, backend: ClusterBackend) -> None:
+        self.run_statuses = RunStatusMemo()  # another cluster's runs
         if isinstance(backend, ReplayBackend):
             self.readonly = True
             self.readonly_reason = f"a replay of {backend.reader.path.name} is read-only"
@@ -263,7 +266,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow):
         if old is not None:
             old.close()
         try:
-            self.evidence_recorder = EvidenceRecorder(backend, self.evidence, self.now).start()
+            self.evidence_recorder = EvidenceRecorder(backend, self.evidence, self.now, statuses=self.run_statuses).start()
         except Exception as err:  # evidence is a record, not the app: say so and go on
             self.call_from_thread(self.notify, f"evidence recorder not started: {err}", severity="warning")
 

@@ -14,6 +14,7 @@ from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.recording.replay_clock import ReplayStatus
+from tau_tui.core.operations.run_status_memo import RunStatusMemo
 from tau_tui.mutations.mutation import ClusterHost, Mutation
 from tau_tui.settings.settings_file import AppSettings
 from tau_tui.widgets.header_bar import HeaderState
@@ -36,6 +37,8 @@ class PaneHost(ClusterHost, Protocol):
     #: The local evidence store (app state, written in --readonly too) and the recorder that fills it.
     evidence: EvidenceStore
     evidence_recorder: EvidenceRecorder | None
+    #: Each run's status while none of its objects changed (the recorder's and the Runs pane's).
+    run_statuses: RunStatusMemo
 
     def now(self) -> datetime:
         """Cluster time (the backend's clock when it has one)."""

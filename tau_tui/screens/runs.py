@@ -4,7 +4,9 @@ the next actions."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from rich.console import Group
@@ -19,10 +21,11 @@ from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, RayJobView
-from tau_tui.core.operations.gpufaults import node_gpu_faults
+from tau_tui.core.operations.gpufaults import NodeGpuFault, node_gpu_faults
 from tau_tui.core.operations.multikueue_steps.worker_logs import worker_log_backend
 from tau_tui.core.operations.recovery import RetryDecision, retry_decision
 from tau_tui.core.operations.run_index import RunIndex
+from tau_tui.core.operations.run_status_memo import RunInputs
 from tau_tui.core.operations.rundocument import read_worker_pods
 from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
 from tau_tui.mutations.cluster_changes import cancel_mutation
@@ -35,32 +38,16 @@ from tau_tui.widgets.status_text import status_text, style_of
 from tau_tui.widgets.table_plan import TablePlan
 
 
-@dataclass(frozen=True)
-class RunInputs:
-    """What one run's status is computed from: its owner, Workloads, pods and events (cache views,
-    replaced when they change, so identity says "unchanged") and the GPU faults of its pods' nodes."""
-
-    owner: JobView | RayJobView
-    workloads: tuple
-    pods: tuple
-    events: tuple
-    faults: tuple
-
-    def same_as(self, other: RunInputs) -> bool:
-        return (self.owner is other.owner and _same_objects(self.workloads, other.workloads)
-                and _same_objects(self.pods, other.pods) and _same_objects(self.events, other.events)
-                and self.faults == other.faults)
-
-
-def _same_objects(a: tuple, b: tuple) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+def _status_of(index: RunIndex, owner: JobView | RayJobView, gpu_faults: Mapping[str, NodeGpuFault]) -> RunStatus:
+    return compute_run_status(index.objects(owner, gpu_faults))
 
 
 @dataclass
-class RunMemo:
-    inputs: RunInputs
+class RunRow:
+    """A run's row as last drawn: kept while its status (the same object) and age are."""
+
     status: RunStatus
-    cells: list | None
+    cells: list
     age: str
 
 
@@ -170,10 +157,10 @@ class RunsScreen(PaneScreen):
     def __init__(self) -> None:
         super().__init__()
         self.data = RunsData()
-        #: key -> the run's inputs, its status and row: a run none of whose objects changed is not
-        #: computed again, and keeps its cells object (the table skips it).
-        self._run_cache: dict[str, RunMemo] = {}
-        #: Run statuses computed by collects (tests bound a refresh's work by it).
+        #: key -> the run's row: a run whose status (kept by ``tau.run_statuses`` while none of its
+        #: objects changed) and age are the same keeps its cells object, so the table skips it.
+        self._rows: dict[str, RunRow] = {}
+        #: Run statuses this pane's collects worked out (tests bound a refresh's work by it).
         self.statuses_computed = 0
         #: "namespace/name" → the runs cancelled from this pane: once their Job or RayJob and every pod
         #: (on its worker, for a run MultiKueue placed there) are gone they read "cancelled" (the
@@ -204,26 +191,16 @@ class RunsScreen(PaneScreen):
         index = RunIndex(workloads, pods, events)  # one scan per list, not one per run
         # (state rank, key, owner or None for pods left by a cancelled Job, status)
         items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = []
-        previous = self._run_cache
-        memo: dict[str, RunMemo] = {}
+        statuses = self.tau.run_statuses
         for owner in owners:
             ns = owner.namespace or ""
             run_workloads, run_pods, run_events = index.parts(owner)
             key = f"{ns}/{owner.name}"
-            inputs = RunInputs(owner, tuple(run_workloads), tuple(run_pods), tuple(run_events),
-                               tuple(gpu_faults.get(p.node_name or "") for p in run_pods))
-            hit = previous.get(key)
-            objs: RunObjects | None = None
-            if hit is not None and hit.inputs.same_as(inputs):
-                status = hit.status
-            else:
-                objs = index.objects(owner, gpu_faults)
-                status = compute_run_status(objs)
-                self.statuses_computed += 1
+            inputs = RunInputs.of(owner, run_workloads, run_pods, run_events, gpu_faults)
+            status, computed = statuses.status(key, inputs, partial(_status_of, index, owner, gpu_faults))
+            self.statuses_computed += computed
             if status.state == "failed":  # the backoff moves with the clock: decided on every read
-                data.decisions[key] = retry_decision(objs or index.objects(owner, gpu_faults), now)
-            memo[key] = RunMemo(inputs, status, hit.cells if hit is not None and hit.status is status else None,
-                                hit.age if hit is not None else "")
+                data.decisions[key] = retry_decision(index.objects(owner, gpu_faults), now)
             data.matchable[key] = (f"{key} {status.state} {status.display_state} {status.kind} {status.queue or ''}",
                                    owner.labels)
             items.append((order[status.state], key, owner, status))
@@ -253,6 +230,8 @@ class RunsScreen(PaneScreen):
                 data.released.add(key)
             data.matchable[key] = (f"{key} {status.state}", {})
             items.append((order[status.state], key, None, status))
+        previous = self._rows
+        rows: dict[str, RunRow] = {}
         for _, key, run_owner, status in sorted(items, key=lambda item: (item[0], item[1])):
             data.statuses[key] = status
             if run_owner is None:
@@ -260,15 +239,16 @@ class RunsScreen(PaneScreen):
                                         Text("—"), Text("local"), Text("—")]))
                 continue
             data.owners[key] = run_owner
-            run_memo = memo[key]
             run_age = since(run_owner.creation_timestamp, now)
-            if run_memo.cells is None or run_memo.age != run_age:
+            row = previous.get(key)
+            if row is None or row.status is not status or row.age != run_age:
                 where = status.cluster or ("multikueue" if status.multikueue else "local")
-                run_memo.cells = [status_text(status.state, status.display_state), Text(key), Text(status.kind),
-                                  Text(status.queue or "—"), Text(where), Text(run_age)]
-                run_memo.age = run_age
-            data.rows.append((key, run_memo.cells))
-        self._run_cache = memo
+                row = RunRow(status, [status_text(status.state, status.display_state), Text(key), Text(status.kind),
+                                      Text(status.queue or "—"), Text(where), Text(run_age)], run_age)
+            rows[key] = row
+            data.rows.append((key, row.cells))
+        self._rows = rows
+        statuses.retain(data.owners.keys())
         counts: dict[str, int] = {}
         for status in data.statuses.values():
             counts[status.state] = counts.get(status.state, 0) + 1

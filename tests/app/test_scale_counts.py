@@ -86,16 +86,22 @@ async def test_a_plan_made_off_the_ui_thread_is_carried_out_as_made_and_only_cha
 
 
 @async_test
-async def test_a_runs_refresh_with_nothing_changed_computes_no_run_status(tmp_path):
-    app = make_app(tmp_path, start_pane="runs")
+async def test_the_runs_pane_opens_with_the_statuses_the_recorder_worked_out_and_a_refresh_computes_none(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
+        backend = app.backend
+        assert backend is not None
+        runs = len(backend.jobs()) + len(backend.ray_jobs())
+        # the evidence recorder looks at every run when it starts: their statuses are kept
+        await settle_until(pilot, lambda: app.run_statuses.computed >= runs)
+        assert app.run_statuses.computed == runs
+        app.action_switch_pane("runs")
         await settle_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.data.rows)
         screen = app.screen
-        assert isinstance(screen, RunsScreen)
-        first = screen.statuses_computed
-        assert first > 0
-        screen.collect()  # the cluster has not changed since: every run's objects are the same objects
-        assert screen.statuses_computed == first
+        assert isinstance(screen, RunsScreen) and len(screen.data.owners) == runs
+        assert screen.statuses_computed == 0  # none worked out again for the first open
+        screen.collect()  # nothing changed since: every run's objects are the same objects
+        assert screen.statuses_computed == 0 and app.run_statuses.computed == runs
 
 
 @async_test

@@ -15,6 +15,7 @@ import queue
 import threading
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 
 from tau_tui.core.cluster.changes import ChangeBatch, ChangeType, Subscription
 from tau_tui.core.cluster.interfaces import ClusterBackend
@@ -22,8 +23,10 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import JobView, RayJobView
 from tau_tui.core.operations.evidence.capture import CaptureResult, capture, outcome_of
 from tau_tui.core.operations.evidence.store import EvidenceStore
+from tau_tui.core.operations.gpufaults import node_gpu_faults
 from tau_tui.core.operations.run_index import RunIndex
-from tau_tui.core.operations.runstatus import RunObjects, compute_run_status
+from tau_tui.core.operations.run_status_memo import RunInputs, RunStatusMemo
+from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
 
 RunKey = tuple[str, str]
 _STOP = ("", "")
@@ -31,8 +34,11 @@ _STOP = ("", "")
 
 class EvidenceRecorder:
     def __init__(self, backend: ClusterBackend, store: EvidenceStore, clock: Callable[[], datetime],
-                 on_captured: Callable[[CaptureResult], None] | None = None) -> None:
+                 on_captured: Callable[[CaptureResult], None] | None = None,
+                 statuses: RunStatusMemo | None = None) -> None:
         self.backend = backend
+        #: Shared with the Runs pane: a status worked out here is not worked out there again.
+        self.statuses = statuses or RunStatusMemo()
         self.store = store
         self.clock = clock
         self.on_captured = on_captured
@@ -111,20 +117,28 @@ class EvidenceRecorder:
         runs: list[JobView | RayJobView] = [*self.backend.jobs(), *self.backend.ray_jobs()]
         owners = {(o.namespace or "", o.name): o for o in runs}
         index = RunIndex(self.backend.workloads(), self.backend.pods(), self.backend.events())
+        faults = node_gpu_faults(self.backend.nodes(), self.clock())
         for key, deleted in latest.items():
             owner = None if deleted else owners.get(key)
             try:
-                self._handle(key, None if owner is None else index.objects(owner))
+                if owner is None:
+                    self._handle(key, None, None)
+                    continue
+                objs = index.objects(owner, faults)
+                status, _ = self.statuses.status(f"{key[0]}/{key[1]}", RunInputs.of(owner, objs.workloads, objs.pods,
+                                                                                    objs.events, faults),
+                                                 partial(compute_run_status, objs))
+                self._handle(key, objs, status)
             except Exception as err:  # a failed capture must not end the recorder
                 self.last_error = f"{key[0]}/{key[1]}: {type(err).__name__}: {err}"
 
-    def _handle(self, key: RunKey, objs: RunObjects | None) -> None:
-        if objs is None:
+    def _handle(self, key: RunKey, objs: RunObjects | None, status: RunStatus | None) -> None:
+        if objs is None or status is None:
             last = self._watching.pop(key, None)
             if last is not None:  # seen unfinished, now gone: cancelled
                 self._capture(last, "cancelled")
             return
-        outcome = outcome_of(compute_run_status(objs))
+        outcome = outcome_of(status)
         if outcome is None:
             self._watching[key] = objs
             return
