@@ -58,5 +58,6 @@ class RunStatusMemo:
 
     def retain(self, keys: Collection[str]) -> None:
         """Forget the runs that are gone (the caller saw every run there is)."""
-        for key in [k for k in self._entries if k not in keys]:
-            self._entries.pop(key, None)
+        for key in list(self._entries):  # one C-level copy: the recorder's thread may add meanwhile
+            if key not in keys:
+                self._entries.pop(key, None)
