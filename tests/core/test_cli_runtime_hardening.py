@@ -162,12 +162,19 @@ def test_a_bad_request_timeout_is_invalid_input(env):
 
 def test_ctrl_c_exits_130_with_one_line(tmp_path, env, stall_server):
     env["KUBECONFIG"] = kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{stall_server.port}", {"token": "t0ken"})
-    process = subprocess.Popen([sys.executable, "-m", "tau_tui.cli", "profiles", "--request-timeout", "0"], env=env,
+    # -X faulthandler: if it ever hangs after Ctrl-C, SIGABRT makes it print where each thread is
+    process = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "tau_tui.cli", "profiles",
+                                "--request-timeout", "0"], env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert stall_server.accepted.wait(RUN_BOUND), "the CLI never connected"
         process.send_signal(signal.SIGINT)
-        _out, err = process.communicate(timeout=RUN_BOUND)
+        try:
+            _out, err = process.communicate(timeout=RUN_BOUND)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            _out, err = process.communicate(timeout=RUN_BOUND)
+            raise AssertionError(f"still running {RUN_BOUND} s after Ctrl-C; its threads:\n{err}") from None
     finally:
         process.kill()
     assert process.returncode == 130, err
