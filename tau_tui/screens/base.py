@@ -468,7 +468,6 @@ class PaneScreen(Screen):
                     table.set_row_filter(self.row_filter)
             self.filter_matches = self.table_match_count()
             self.show_match_count()
-            self.filter_applied()
             return
         self.tick(force=True)
 
@@ -476,9 +475,6 @@ class PaneScreen(Screen):
         """(rows shown, rows in all) over the tables that filter themselves."""
         counts = [table.match_count for table in self.query(KeyedTable) if table.filters_itself]
         return (sum(c[0] for c in counts), sum(c[1] for c in counts))
-
-    def filter_applied(self) -> None:
-        """A table filter changed what is shown (UI thread): panes refresh what depends on it."""
 
     def action_back(self) -> bool:
         """Esc inside the pane: clear the filter first.  Returns True if handled."""

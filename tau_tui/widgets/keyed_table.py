@@ -421,7 +421,7 @@ class KeyedTable(DataTable):
         self.refresh()
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        """Widths are tracked by :meth:`_count_widths`; skip DataTable's per-cell measuring
+        """Widths come from the plans' width deltas (:meth:`_apply_width_deltas`); skip DataTable's per-cell measuring
         (all rows here are one line high), keep the virtual size right."""
         self._new_rows.clear()
         self._fit_columns(force=True)
