@@ -3,9 +3,9 @@ live filter, narrow layout, Tab completion in ``:`` mode, clickable tabs, read-o
 
 from __future__ import annotations
 
-from rich.text import Text
+from rich.text import Span, Text
 from textual.app import App
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 
 from tau_tui.screens.queue import QueueScreen
 from tau_tui.widgets.command_line import CommandLine, complete
@@ -140,6 +140,34 @@ async def test_cursor_moves_and_a_change_at_the_bottom_of_20000_rows_look_up_onl
         assert table.cursor_row == ROWS - 2 and table.cells_written >= 1
         # the visible lines and the cursor's row, not every row
         assert 0 < len(lookups) <= 30 * 10, len(lookups)  # DataTable alone: 20,000 per change
+
+
+@async_test
+async def test_text_cells_are_drawn_as_datatables_rich_pipeline_draws_them():
+    """KeyedTable draws one-line Text cells from their segments; every cell, under the cursor or not,
+    at any width, must come out as DataTable's own rendering of it (styles, spans, wide characters,
+    cut and padded)."""
+    cells = [Text("team-a/job-12345-xyz-long-name", style="bold"), Text(""), Text("—"), Text("✓ admitted", style="green"),
+             Text("日本語テキスト"), Text.assemble(("◐ ", "yellow"), "starting", (" (2)", "dim")), Text("  spaced  "),
+             Text("abc def", style="on red", spans=[Span(1, 3, "italic"), Span(2, 5, "red")])]
+    cells[0].stylize("red", 0, 4)
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(CountingTable)
+        table.apply_rows([(f"r{i}", [cell, Text("x"), Text("1m")]) for i, cell in enumerate(cells)])
+        await pilot.pause()
+        drawn = 0
+        for row in range(len(cells)):
+            for width in (3, 4, 7, 12, 40):
+                for cursor in (False, True):
+                    style = table.rich_style
+                    ours = table._draw_text_cell(cells[row], row, 0, style, width, cursor, False)
+                    table._clear_caches()
+                    theirs = DataTable._render_cell(table, row, 0, style, width, cursor, False)
+                    assert ours == theirs, (cells[row].plain, width, cursor)
+                    drawn += 1
+        assert drawn == len(cells) * 5 * 2
+        assert table._draw_text_cell(Text("two\nlines"), 0, 0, table.rich_style, 12, False, False) is None
 
 
 @async_test
