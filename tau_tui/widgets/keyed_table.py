@@ -37,7 +37,7 @@ from textual.geometry import Region
 from textual.widgets import DataTable
 from textual.widgets._data_table import Column, ColumnKey, RowKey, SegmentLines
 
-from tau_tui.widgets.row_filter import RowFilter
+from tau_tui.widgets.row_filter import RowFilter, kept_rows
 from tau_tui.widgets.table_plan import (
     NOTICE_KEY,
     Matchable,
@@ -46,6 +46,7 @@ from tau_tui.widgets.table_plan import (
     TableState,
     plan_rows,
     sort_key,
+    sorted_keys,
 )
 from tau_tui.widgets.unit_row_views import KeyLocations, OrderedRowsView, StateCells, StateRows, UnitLineOffsets
 
@@ -139,7 +140,7 @@ class KeyedTable(DataTable):
         self._row_locations = KeyLocations([])  # type: ignore[assignment]
         self.rows = StateRows(self)  # type: ignore[assignment]
         self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0,
-                      "replanned": 0, "cells_rendered": 0, "cells_reused": 0}
+                      "replanned": 0, "cells_rendered": 0, "cells_reused": 0, "sorted": 0}
         self.rows_inserted = 0
         self.cells_written = 0
 
@@ -417,9 +418,7 @@ class KeyedTable(DataTable):
         selected = self.selected_key
         if row_filter.active:
             candidates = self._order if row_filter.narrows(previous) else self._all
-            matchable = self._matchable
-            matches = row_filter.matches_row
-            self._kept = {k for k in candidates if k != NOTICE_KEY and matches(*matchable.get(k, ("", {})))}
+            self._kept = kept_rows(row_filter, candidates, self._matchable)
             self.stats["matched"] += len(candidates)
         else:
             self._kept = set()
@@ -476,14 +475,20 @@ class KeyedTable(DataTable):
         same_column = column == self.sort_column
         self.sort_column = column
         self.sort_reverse = reverse
-        # the same column reversed keeps the rows' sort keys: only the order flips
-        self._state = replace(self._state, sort_index=self._sort_index(), sort_reverse=reverse,
-                              sort_keys=self._state.sort_keys if same_column else {})
+        state = self._state
+        # a sort changes the order only: the rows are put in it without a new plan (no cell is
+        # compared); the same column reversed keeps the rows' sort keys
+        order, sort_keys = sorted_keys(state, self._sort_index(), reverse, same_column)
+        self._state = replace(state, sort_index=self._sort_index(), sort_reverse=reverse, sort_keys=sort_keys)
         for spec in self._column_spec:
             col = self.columns.get(ColumnKey(spec.key))
             if col is not None:
                 col.label = self._label_of(spec)
-        if self._rows_in or self._notice_in is not None:
+        if order is not None:
+            self.stats["sorted"] += 1
+            self._all = order
+            self._show(self._visible(order), self.selected_key, rebuilt=True)
+        elif self._rows_in or self._notice_in is not None:
             self.apply_rows(self._rows_in, self._notice_in, self._matchable)
         else:
             self.refresh()

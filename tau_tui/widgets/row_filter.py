@@ -8,7 +8,7 @@ so the table looks only at the rows still shown."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 #: Characters with no regex meaning outside a set: a filter made of them only is a plain literal.
@@ -63,6 +63,20 @@ class RowFilter:
             return True
         found = self.pattern.search(row_text) is not None
         return found != self.invert
+
+
+def kept_rows(row_filter: RowFilter, keys: Iterable[str], rows: Mapping[str, tuple[str, Mapping[str, str]]],
+              skip: str = "__notice__") -> set[str]:
+    """The keys of ``rows`` (text, labels) that ``row_filter`` keeps.  A plain pattern is searched in
+    one comprehension (at 20,000 rows the per-row call of :meth:`RowFilter.matches_row` costs as
+    much as the search)."""
+    pattern = row_filter.pattern
+    if pattern is not None and not row_filter.labels and not row_filter.invert:
+        search = pattern.search
+        no_row = ("", {})
+        return {k for k in keys if k != skip and search(rows.get(k, no_row)[0]) is not None}
+    matches = row_filter.matches_row
+    return {k for k in keys if k != skip and matches(*rows.get(k, ("", {})))}
 
 
 def parse_filter(text: str) -> RowFilter:

@@ -56,6 +56,8 @@ def sort_key(cell: Any) -> tuple:
     text = cell_plain(cell).strip()
     if not text or text == "—":
         return (2, 0.0, "")
+    if text[0].isalpha():  # neither an age nor a number (both start with a digit or #~+-)
+        return (1, 0.0, text.lower())
     age = _AGE.match(text)
     if age:
         return (0, float(age.group(1)) * _AGE_UNITS[age.group(2)], text)
@@ -78,6 +80,8 @@ class TableState:
     sort_reverse: bool = False
     #: key -> (cells object, its sort key): unchanged rows are not measured again for sorting
     sort_keys: Mapping[str, tuple[Any, tuple]] = field(default_factory=dict)
+    #: every row's key in the pane's order (a sort is a stable sort of it)
+    given: Sequence[str] = ()
 
 
 @dataclass
@@ -99,6 +103,7 @@ class TablePlan:
     width_deltas: list[dict[int, int]] = field(default_factory=list)
     #: cell widths measured to make the plan
     measured: int = 0
+    given_keys: Sequence[str] = ()
 
     @property
     def cells_written(self) -> int:
@@ -106,7 +111,7 @@ class TablePlan:
 
     def next_state(self) -> TableState:
         return TableState(self.cells, self.source, self.state.columns, self.state.sort_index,
-                          self.state.sort_reverse, self.sort_keys)
+                          self.state.sort_reverse, self.sort_keys, self.given_keys)
 
 
 def _sorted(state: TableState, rows: Sequence[Row]) -> tuple[Sequence[Row], dict[str, tuple[Any, tuple]]]:
@@ -127,6 +132,25 @@ def _sorted(state: TableState, rows: Sequence[Row]) -> tuple[Sequence[Row], dict
         return value
 
     return sorted(rows, key=key_of, reverse=state.sort_reverse), fresh
+
+
+def sorted_keys(state: TableState, index: int | None, reverse: bool,
+                same_column: bool) -> tuple[list[str] | None, dict[str, tuple[Any, tuple]]]:
+    """The table's rows in a new sort order, from its state alone (the order :func:`plan_rows` would
+    give: the pane's order, sorted stably), and their sort keys; reversing the same column reuses
+    them.  (None, {}) when there is nothing to sort by (no column, or the notice row)."""
+    if index is None or NOTICE_KEY in state.source:
+        return None, {}
+    kept = state.sort_keys if same_column else {}
+    keys: dict[str, tuple[Any, tuple]] = {}
+    for key, cells in state.source.items():
+        hit = kept.get(key)
+        if hit is not None and hit[0] is cells:
+            keys[key] = hit
+        else:
+            keys[key] = (cells, sort_key(cells[index]) if index < len(cells) else (3, 0.0, ""))
+    order = sorted(state.given, key=lambda key: keys[key][1], reverse=reverse)
+    return order, keys
 
 
 def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
@@ -196,5 +220,7 @@ def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
             count(index, old_width, -1)
             count(index, new_width, +1)
             measured += 2
+    # unsorted, the rows are in the pane's order already
+    given_keys = keys if wanted is rows else list(dict.fromkeys(key for key, _ in rows))
     return TablePlan(state, given, notice, matchable, keys, new_cells, new_source, sort_keys, stale, added, writes,
-                     deltas, measured)
+                     deltas, measured, given_keys)

@@ -11,6 +11,7 @@ from tau_tui.screens.queue import QueueScreen
 from tau_tui.widgets.command_line import CommandLine, complete
 from tau_tui.widgets.header_bar import HeaderBar
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, sort_key
+from tau_tui.widgets.table_plan import TableState, plan_rows
 from tests.app.helpers import async_test, make_app, settle, settle_until
 
 ROWS = 20_000
@@ -189,6 +190,32 @@ async def test_sort_each_direction_and_header_arrow():
         # new data keeps the chosen order
         table.apply_rows([("b", ["b", "x", "10m"]), ("a", ["a", "y", "2h"]), ("c", ["c", "z", "5s"]), ("0", ["0", "w", "1s"])])
         assert table.keys == ["0", "a", "b", "c"]
+
+
+@async_test
+async def test_a_sort_of_20000_rows_compares_no_cell_and_orders_as_a_fresh_plan_would():
+    """A sort puts the rows in the new order from the table's state (no plan, no cell compared or
+    measured); ties keep the pane's order both ways, as a plan made with that sort gives."""
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table, rows = await filled_table(app, pilot)
+        reset(table)
+        table.sort_by("state")
+        assert table.stats["sorted"] == 1 and table.stats["measured"] == 0 and table.cells_written == 0
+        assert table.stats["matched"] == 0 and table.calls["add_row"] == 0
+        given = [key for key, _ in rows]
+        assert table.keys == given  # every state is "pending": a stable sort keeps the pane's order
+        table.sort_by("age")
+        fresh = plan_rows(TableState(columns=3, sort_index=2), rows)
+        assert table.keys == fresh.keys
+        table.sort_by("age")  # again: reversed, from the kept sort keys
+        fresh = plan_rows(TableState(columns=3, sort_index=2, sort_reverse=True), rows)
+        assert table.keys == fresh.keys and table.sort_reverse
+        assert table.stats["sorted"] == 3 and table.stats["measured"] == 0
+        # the next update keeps the order and its rows' sort keys
+        rows[5] = (rows[5][0], [Text(rows[5][0]), Text("admitted"), Text("99h")])
+        table.apply_rows(rows)
+        assert table.keys[0] == rows[5][0]
 
 
 def test_sort_key_orders_numbers_positions_and_ages_by_value():
