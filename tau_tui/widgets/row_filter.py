@@ -73,7 +73,7 @@ def kept_rows(row_filter: RowFilter, keys: Iterable[str], rows: Mapping[str, tup
     pattern = row_filter.pattern
     if pattern is not None and not row_filter.labels and not row_filter.invert:
         search = pattern.search
-        no_row = ("", {})
+        no_row: tuple[str, Mapping[str, str]] = ("", {})
         return {k for k in keys if k != skip and search(rows.get(k, no_row)[0]) is not None}
     matches = row_filter.matches_row
     return {k for k in keys if k != skip and matches(*rows.get(k, ("", {})))}
