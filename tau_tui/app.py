@@ -23,6 +23,7 @@ from textual.theme import Theme
 from tau_tui.app_parts.command_mode import CommandMode
 from tau_tui.app_parts.keys import APP_BINDINGS
 from tau_tui.app_parts.mutation_flow import MutationFlow
+from tau_tui.app_parts.pane_preparation import PanePreparation
 from tau_tui.app_parts.replay_controls import REPLAY_BINDINGS, REPLAY_HELP_KEYS, ReplayControls
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.interfaces import ClusterBackend
@@ -58,7 +59,7 @@ from tau_tui.widgets.header_bar import HeaderState
 from tau_tui.widgets.help_dialog import HelpDialog
 
 
-class TauApp(CommandMode, ReplayControls, MutationFlow):
+class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation):
     """tau-tui."""
 
     TITLE = "tau-tui"
@@ -142,6 +143,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow):
         self.pending_logs: tuple | None = None
         #: ``--request-timeout`` (else the settings' request_timeout/connect_timeout).
         self.request_timeouts = request_timeouts
+        self.use_prepared_panes()
 
     # -- start-up --------------------------------------------------------------
 
@@ -259,6 +261,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow):
         """Once the first sync is done, take the cache out of the garbage collector's walks."""
         if backend.wait_synced(timeout=300):
             settle_heap()
+            self.call_from_thread(self.prepare_panes, backend)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="evidence-recorder")
     def _start_recorder(self, backend: ClusterBackend) -> None:

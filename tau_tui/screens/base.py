@@ -246,10 +246,18 @@ class PaneScreen(Screen):
         #: Each table's state when the running collect started: its plans are made against these.
         self._table_states: dict[str, TableState] = {}
         self.freshness = Freshness()
+        #: (backend, read, when) from :meth:`prepare_read`, shown when the pane first opens.
+        self._prepared: tuple[Any, PaneScreen.Collected, float] | None = None
+        #: Times a read made before the pane was shown was shown (tests count it).
+        self.prepared_shown = 0
+        self._status = Text("")
+        self._host: PaneHost | None = None
 
     @property
     def tau(self) -> PaneHost:
         """The hosting app, seen through what a pane may use of it."""
+        if self._host is not None:  # read before it is mounted, from a thread Textual knows no app in
+            return self._host
         return cast(PaneHost, self.app)
 
     # -- layout --------------------------------------------------------------
@@ -292,6 +300,14 @@ class PaneScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.update_header()
+        if self._prepared is not None:
+            # once its tables are mounted; the refresh starts after, planned against those rows
+            self.call_after_refresh(self._open_prepared)
+            return
+        self.tick(force=True)
+
+    def _open_prepared(self) -> None:
+        self._show_prepared()
         self.tick(force=True)
 
     def crumbs(self) -> str:
@@ -307,8 +323,9 @@ class PaneScreen(Screen):
             bar.show(self.tau.replay_status())
 
     def set_status(self, text: str | Text) -> None:
+        self._status = text if isinstance(text, Text) else Text(text)
         try:
-            self.query_one("#pane-status", Static).update(text if isinstance(text, Text) else Text(text))
+            self.query_one("#pane-status", Static).update(self._status)
         except Exception:
             pass
 
@@ -321,7 +338,7 @@ class PaneScreen(Screen):
         filter or sort changed, or :attr:`MAX_UNCHANGED_S` passed (ages in the
         rows).  A tick while a refresh runs is remembered and runs after it,
         so the newest filter is never dropped."""
-        if not self.is_attached or self.app.screen is not self:
+        if not self.is_attached or self.app.screen is not self or self._prepared is not None:
             return
         if self.tau.backend is None and self.needs_backend():
             return
@@ -372,6 +389,10 @@ class PaneScreen(Screen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="pane-refresh")
     def _collect_worker(self, generation: int, row_filter: RowFilter) -> None:
+        self.post_message(self.read_pane(generation, row_filter))
+
+    def read_pane(self, generation: int, row_filter: RowFilter) -> Collected | CollectFailed:
+        """One refresh's read (a worker thread): the pane's data, or why it could not be read."""
         try:
             # read before the data: a change in between shows as stale, never as fresh
             started = time.monotonic()
@@ -382,10 +403,42 @@ class PaneScreen(Screen):
             backend = self.tau.backend
             faults = fault_summary(gpu_problems(backend.gpu_health())) if self.SHOWS_GPU_FAULTS and backend else None
         except Exception as err:  # a bug or a backend failure must not kill the app
-            self.post_message(self.CollectFailed(f"{type(err).__name__}: {err}"))
+            return self.CollectFailed(f"{type(err).__name__}: {err}")
+        return self.Collected(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0]), faults,
+                              seconds=time.monotonic() - started)
+
+    # -- read before the first open ------------------------------------------
+
+    def prepare_read(self, host: PaneHost) -> Collected | None:
+        """A worker thread, before this pane is first shown (the app does it once after the first
+        sync for its largest panes): its data read and its tables' updates planned, so opening it
+        shows the rows at once.  The refresh that opening starts follows with the changes since."""
+        if self.is_attached:
+            return None
+        self._host = host
+        if host.backend is None:
+            return None
+        self._table_states = {}  # not composed yet: every table starts empty
+        read = self.read_pane(0, RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh())
+        return read if isinstance(read, self.Collected) else None
+
+    def keep_prepared(self, backend: Any, read: Collected) -> None:
+        """UI thread: hold a read from :meth:`prepare_read` until this pane is shown."""
+        if not self.is_attached:
+            self._prepared = (backend, read, time.monotonic())
+
+    def _show_prepared(self) -> None:
+        prepared, self._prepared = self._prepared, None
+        if prepared is None or self.refreshes_applied:  # a refresh of its own came first
             return
-        self.post_message(self.Collected(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0]), faults,
-                                         seconds=time.monotonic() - started))
+        backend, read, read_at = prepared
+        if backend is not self.tau.backend:  # read from a cluster the app has left
+            return
+        self.prepared_shown += 1
+        self._show_read(read)
+        age = round(time.monotonic() - read_at)
+        if age >= 2:
+            self.set_status(Text.assemble(self._status, f" · rows read {age}s ago, refreshing"))
 
     def read_freshness(self) -> Freshness:
         """Connection and view states for this pane (any thread; cache reads only)."""
@@ -414,14 +467,17 @@ class PaneScreen(Screen):
         self._collect_seconds = message.seconds
         self._collect_finished_at = time.monotonic()
         if message.generation == self._collect_generation:  # an older refresh's data never overwrites a newer one
-            with self.app.batch_update():
-                self.show_freshness(message.freshness, message.gpu_faults)
-                self.apply(message.data)
+            self._show_read(message)
             self.refreshes_applied += 1
-            self.filter_matches = self.table_match_count() if self.TABLE_FILTER else message.matched
-            self.update_header()
-            self.show_match_count()
         self._run_deferred()
+
+    def _show_read(self, message: Collected) -> None:
+        with self.app.batch_update():
+            self.show_freshness(message.freshness, message.gpu_faults)
+            self.apply(message.data)
+        self.filter_matches = self.table_match_count() if self.TABLE_FILTER else message.matched
+        self.update_header()
+        self.show_match_count()
 
     @on(CollectFailed)
     def _on_collect_failed(self, message: CollectFailed) -> None:

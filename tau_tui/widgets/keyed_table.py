@@ -335,8 +335,11 @@ class KeyedTable(DataTable):
         """Carry out a plan (UI thread): drop, write and add what it lists.  A plan made against a
         state that is no longer the table's (a sort or filter came in between) is made again."""
         if plan.state is not self._state:
-            self.stats["replanned"] += 1
-            plan = plan_rows(self._state, plan.rows, plan.notice, plan.matchable)
+            if plan.state.blank_like(self._state):  # planned before this table existed (a pane read before it opened)
+                plan = replace(plan, state=self._state)
+            else:
+                self.stats["replanned"] += 1
+                plan = plan_rows(self._state, plan.rows, plan.notice, plan.matchable)
         self._rows_in, self._notice_in, self._matchable = plan.rows, plan.notice, plan.matchable
         selected = self.selected_key
         old = self._state

@@ -83,6 +83,11 @@ class TableState:
     #: every row's key in the pane's order (a sort is a stable sort of it)
     given: Sequence[str] = ()
 
+    def blank_like(self, other: TableState) -> bool:
+        """Both hold no row and sort alike: a plan made against one holds for the other."""
+        return (not self.cells and not other.cells and self.sort_index == other.sort_index
+                and self.sort_reverse == other.sort_reverse)
+
 
 @dataclass
 class TablePlan:

@@ -99,9 +99,45 @@ async def test_the_runs_pane_opens_with_the_statuses_the_recorder_worked_out_and
         await settle_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.data.rows)
         screen = app.screen
         assert isinstance(screen, RunsScreen) and len(screen.data.owners) == runs
-        assert screen.statuses_computed == 0  # none worked out again for the first open
+        # each status worked out once: by the recorder, or by the pane's read ahead when it came first
+        assert app.run_statuses.computed == runs
+        computed = screen.statuses_computed
         screen.collect()  # nothing changed since: every run's objects are the same objects
-        assert screen.statuses_computed == 0 and app.run_statuses.computed == runs
+        assert screen.statuses_computed == computed and app.run_statuses.computed == runs
+
+
+@async_test
+async def test_runs_and_nodes_are_read_once_ahead_and_open_with_those_rows_before_their_own_read(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: all(s._prepared is not None for s in app._unopened_panes.values()))
+        ahead = dict(app._unopened_panes)
+        assert set(ahead) == {"runs", "nodes"} and all(s._prepared is not None for s in ahead.values())
+        # not open: app ticks do not read them again
+        for _ in range(3):
+            app._tick()
+            await settle(pilot)
+        assert all(s.collects_started == 0 and s.refreshes_applied == 0 for s in ahead.values())
+        for mode, table_id in (("runs", "#runs-table"), ("nodes", "#nodes-table")):
+            screen = ahead[mode]
+            rows_when_own_read_started: list[int] = []
+            tick = screen.tick
+
+            def counting_tick(force: bool = False, screen=screen, tick=tick, table_id=table_id,
+                              seen=rows_when_own_read_started) -> None:
+                if force and not seen:
+                    seen.append(screen.query_one(table_id, KeyedTable).row_count)
+                tick(force)
+
+            screen.tick = counting_tick  # type: ignore[method-assign]
+            app.action_switch_pane(mode)
+            await settle_until(pilot, lambda screen=screen: screen.refreshes_applied >= 1)
+            assert app.screen is screen and screen.prepared_shown == 1
+            table = screen.query_one(table_id, KeyedTable)
+            # the rows read ahead were on screen before the pane's own first read began
+            assert rows_when_own_read_started and rows_when_own_read_started[0] == table.row_count > 0
+            assert table.stats["replanned"] == 0  # both plans carried out as made in their workers
+        assert app._unopened_panes == {}
 
 
 @async_test

@@ -1,0 +1,64 @@
+"""The largest panes read before they are first opened, so opening them shows rows at once.
+
+A part of :class:`tau_tui.app.TauApp`, which inherits it.  Once the first sync is done, the Runs and
+Nodes panes (20,000 runs and 2,000 nodes at ``--demo large``: a second or more of reading each) are
+made and read once in a worker; the pane holds that read and shows it when it is first opened, and
+the refresh that opening starts follows with what changed since.  A pane that is open, or was, reads
+only while it is on screen, as before; nothing is read again in the background.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, cast
+
+from textual import work
+from textual.app import App
+from textual.screen import Screen
+
+from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.host import PaneHost
+
+#: Panes read before they are first opened.
+PREPARED_PANES = ("runs", "nodes")
+
+
+class PanePreparation(App):
+    """Makes the prepared panes' screens ahead of their first open, and reads them."""
+
+    backend: ClusterBackend | None
+    #: mode -> its screen, made and read ahead, until the mode is first opened
+    _unopened_panes: dict[str, PaneScreen]
+
+    def use_prepared_panes(self) -> None:
+        """Make the modes of :data:`PREPARED_PANES` open the screen read ahead, when there is one."""
+        self._unopened_panes = {}
+        for mode in PREPARED_PANES:
+            self._modes[mode] = partial(self._open_pane_screen, mode, self._modes[mode])
+
+    def _open_pane_screen(self, mode: str, make: Any) -> Screen:
+        prepared = self._unopened_panes.pop(mode, None)
+        return prepared if prepared is not None else make()
+
+    def prepare_panes(self, backend: ClusterBackend) -> None:
+        """UI thread, after the first sync: read each prepared pane not opened yet (once)."""
+        if backend is not self.backend:
+            return
+        for mode in PREPARED_PANES:
+            if mode in self._screen_stacks:  # opened already: it reads itself while shown
+                continue
+            screen = self._unopened_panes.get(mode)
+            if screen is None:
+                make = self.MODES[mode]
+                made = make() if callable(make) else None
+                if not isinstance(made, PaneScreen):
+                    continue
+                screen = self._unopened_panes[mode] = made
+            self._read_unopened_pane(screen, backend)
+
+    @work(thread=True, exclusive=False, exit_on_error=False, group="pane-prepare")
+    def _read_unopened_pane(self, screen: PaneScreen, backend: ClusterBackend) -> None:
+        read = screen.prepare_read(cast(PaneHost, self))
+        if read is not None:
+            self.call_from_thread(screen.keep_prepared, backend, read)
