@@ -171,6 +171,10 @@ class PaneCommands(Provider):
 NARROW_WIDTH = 100
 
 
+class ReadAbandoned(Exception):
+    """Raised in a pane's read once the pane has left the screen (:meth:`PaneScreen.keep_reading`)."""
+
+
 class PaneScreen(Screen):
     """Base of every pane.  Subclasses set PANE/PANE_TITLE/HELP, compose
     :meth:`compose_body`, and implement :meth:`collect` (thread) and
@@ -222,10 +226,17 @@ class PaneScreen(Screen):
             super().__init__()
             self.error = error
 
+    class CollectAbandoned(Message):
+        """The pane left the screen while it read: the read stopped, nothing to show."""
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.row_filter: RowFilter = RowFilter("")
         self.refresh_running = False
+        #: On screen, or reading ahead: a read goes on only while this holds (:meth:`keep_reading`).
+        self._wanted = False
+        #: Reads stopped because the pane left the screen (tests count them).
+        self.reads_abandoned = 0
         self.ticks_skipped = 0
         self.refreshes_applied = 0
         self.ticks_unchanged = 0
@@ -298,7 +309,11 @@ class PaneScreen(Screen):
                 footer.show_command_palette = not narrow
                 footer.refresh(recompose=True)
 
+    def on_screen_suspend(self) -> None:
+        self._wanted = False
+
     def on_screen_resume(self) -> None:
+        self._wanted = True
         self.update_header()
         if self._prepared is not None:
             # once its tables are mounted; the refresh starts after, planned against those rows
@@ -391,7 +406,13 @@ class PaneScreen(Screen):
     def _collect_worker(self, generation: int, row_filter: RowFilter) -> None:
         self.post_message(self.read_pane(generation, row_filter))
 
-    def read_pane(self, generation: int, row_filter: RowFilter) -> Collected | CollectFailed:
+    def keep_reading(self) -> None:
+        """Called by :meth:`collect` between steps and in long loops: a pane that left the screen
+        stops reading (at 20,000 runs a read is a second or more the pane it is for would not show)."""
+        if not self._wanted:
+            raise ReadAbandoned
+
+    def read_pane(self, generation: int, row_filter: RowFilter) -> Collected | CollectFailed | CollectAbandoned:
         """One refresh's read (a worker thread): the pane's data, or why it could not be read."""
         try:
             # read before the data: a change in between shows as stale, never as fresh
@@ -402,6 +423,8 @@ class PaneScreen(Screen):
             data = self.collect()
             backend = self.tau.backend
             faults = fault_summary(gpu_problems(backend.gpu_health())) if self.SHOWS_GPU_FAULTS and backend else None
+        except ReadAbandoned:
+            return self.CollectAbandoned()
         except Exception as err:  # a bug or a backend failure must not kill the app
             return self.CollectFailed(f"{type(err).__name__}: {err}")
         return self.Collected(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0]), faults,
@@ -419,7 +442,11 @@ class PaneScreen(Screen):
         if host.backend is None:
             return None
         self._table_states = {}  # not composed yet: every table starts empty
-        read = self.read_pane(0, RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh())
+        self._wanted = True
+        try:
+            read = self.read_pane(0, RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh())
+        finally:
+            self._wanted = self.is_attached and self.app.screen is self
         return read if isinstance(read, self.Collected) else None
 
     def keep_prepared(self, backend: Any, read: Collected) -> None:
@@ -479,6 +506,12 @@ class PaneScreen(Screen):
         self.update_header()
         self.show_match_count()
 
+    @on(CollectAbandoned)
+    def _on_collect_abandoned(self, message: CollectAbandoned) -> None:
+        self.refresh_running = False
+        self.reads_abandoned += 1
+        self._drawn_signature = None  # nothing was drawn: the next tick on screen reads again
+
     @on(CollectFailed)
     def _on_collect_failed(self, message: CollectFailed) -> None:
         self.refresh_running = False
@@ -511,6 +544,7 @@ class PaneScreen(Screen):
         """Worker thread (from :meth:`collect`): what putting ``rows`` in the table will change,
         worked out against the table as it was when this refresh started, so that :meth:`apply`
         on the UI thread only carries it out (``KeyedTable.apply_plan``)."""
+        self.keep_reading()
         return plan_rows(self._table_states.get(table_id) or TableState(), rows, notice, matchable)
 
     # -- filter --------------------------------------------------------------

@@ -192,7 +192,9 @@ class RunsScreen(PaneScreen):
         # (state rank, key, owner or None for pods left by a cancelled Job, status)
         items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = []
         statuses = self.tau.run_statuses
-        for owner in owners:
+        for count, owner in enumerate(owners):
+            if count % 1024 == 0:
+                self.keep_reading()
             ns = owner.namespace or ""
             run_workloads, run_pods, run_events = index.parts(owner)
             key = f"{ns}/{owner.name}"

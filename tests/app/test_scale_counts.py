@@ -14,7 +14,7 @@ from textual.app import App
 
 from tau_tui.screens.runs import RunsScreen
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
-from tau_tui.widgets.row_filter import parse_filter
+from tau_tui.widgets.row_filter import RowFilter, parse_filter
 from tau_tui.widgets.table_plan import plan_rows
 from tests.app.helpers import async_test, make_app, settle, settle_until
 
@@ -138,6 +138,31 @@ async def test_runs_and_nodes_are_read_once_ahead_and_open_with_those_rows_befor
             assert rows_when_own_read_started and rows_when_own_read_started[0] == table.row_count > 0
             assert table.stats["replanned"] == 0  # both plans carried out as made in their workers
         assert app._unopened_panes == {}
+
+
+@async_test
+async def test_a_pane_that_leaves_the_screen_stops_its_read_and_reads_again_when_back(tmp_path):
+    app = make_app(tmp_path, start_pane="runs")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.refreshes_applied >= 1)
+        runs = app.screen
+        assert isinstance(runs, RunsScreen)
+        assert isinstance(runs.read_pane(99, RowFilter("")), RunsScreen.Collected)  # on screen: reads
+        app.action_switch_pane("queue")
+        await settle(pilot)
+        applied = runs.refreshes_applied
+        # a read still running when the pane left: it stops at its next step, nothing planned
+        read = runs.read_pane(runs._collect_generation, RowFilter(""))
+        assert isinstance(read, RunsScreen.CollectAbandoned)
+        abandoned = runs.reads_abandoned  # its own refresh may have been stopped by the switch already
+        runs.refresh_running = True
+        runs.post_message(read)
+        await settle(pilot)
+        assert runs.reads_abandoned == abandoned + 1 and not runs.refresh_running
+        assert runs.refreshes_applied == applied
+        app.action_switch_pane("runs")
+        await settle_until(pilot, lambda: runs.refreshes_applied > applied)
+        assert runs.refreshes_applied > applied and runs.reads_abandoned == abandoned + 1
 
 
 @async_test
