@@ -45,6 +45,11 @@ class PanePreparation(App):
         """UI thread, after the first sync: read each prepared pane not opened yet (once)."""
         if backend is not self.backend:
             return
+        shown = self.screen
+        if isinstance(shown, PaneScreen) and shown.refreshes_applied == 0:
+            # the pane on screen first: its first rows are what the user waits for
+            self.set_timer(0.5, partial(self.prepare_panes, backend))
+            return
         for mode in PREPARED_PANES:
             if mode in self._screen_stacks:  # opened already: it reads itself while shown
                 continue

@@ -50,14 +50,30 @@ _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "y": 31536000}
 _NUMBER = re.compile(r"^[#~+]?(-?\d+(?:\.\d+)?)")
 
 
+#: Sort keys of the texts that are not plain words: a column's ages and positions share few texts,
+#: so most are a look-up.  Started over when full; a lost entry is only worked out again.
+_SORT_KEYS: dict[str, tuple] = {}
+_SORT_KEYS_KEPT = 65536
+
+
 def sort_key(cell: Any) -> tuple:
     """Numbers, positions (``#3``, ``~3``) and ages (``5m``) sort by value; text case-insensitively;
     empty cells last."""
-    text = cell_plain(cell).strip()
+    text = cell_plain(cell)
+    if text[:1].isalpha():  # neither an age nor a number (both start with a digit or #~+-)
+        return (1, 0.0, text.rstrip().lower())
+    value = _SORT_KEYS.get(text)
+    if value is None:
+        value = _sort_key_of(text.strip())
+        if len(_SORT_KEYS) >= _SORT_KEYS_KEPT:
+            _SORT_KEYS.clear()
+        _SORT_KEYS[text] = value
+    return value
+
+
+def _sort_key_of(text: str) -> tuple:
     if not text or text == "—":
         return (2, 0.0, "")
-    if text[0].isalpha():  # neither an age nor a number (both start with a digit or #~+-)
-        return (1, 0.0, text.lower())
     age = _AGE.match(text)
     if age:
         return (0, float(age.group(1)) * _AGE_UNITS[age.group(2)], text)
@@ -148,14 +164,14 @@ def sorted_keys(state: TableState, index: int | None, reverse: bool,
         return None, {}
     kept = state.sort_keys if same_column else {}
     keys: dict[str, tuple[Any, tuple]] = {}
+    values: dict[str, tuple] = {}
     for key, cells in state.source.items():
         hit = kept.get(key)
-        if hit is not None and hit[0] is cells:
-            keys[key] = hit
-        else:
-            keys[key] = (cells, sort_key(cells[index]) if index < len(cells) else (3, 0.0, ""))
-    order = sorted(state.given, key=lambda key: keys[key][1], reverse=reverse)
-    return order, keys
+        if hit is None or hit[0] is not cells:
+            hit = (cells, sort_key(cells[index]) if index < len(cells) else (3, 0.0, ""))
+        keys[key] = hit
+        values[key] = hit[1]
+    return sorted(state.given, key=values.__getitem__, reverse=reverse), keys
 
 
 def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
