@@ -2,17 +2,19 @@
 
 A part of :class:`tau_tui.app.TauApp`, which inherits it.  Once the first sync is done, the Runs and
 Nodes panes (20,000 runs and 2,000 nodes at ``--demo large``: a second or more of reading each) are
-made and read once in a worker; the pane holds that read and shows it when it is first opened, and
+made and read once in a worker, when the pane on screen has its rows and no key came for a moment
+(the read takes a processor the keys would share); the pane holds that read and shows it when it is first opened, and
 the refresh that opening starts follows with what changed since.  A pane that is open, or was, reads
 only while it is on screen, as before; nothing is read again in the background.
 """
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from typing import Any, cast
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.screen import Screen
 
@@ -22,6 +24,8 @@ from tau_tui.screens.host import PaneHost
 
 #: Panes read before they are first opened.
 PREPARED_PANES = ("runs", "nodes")
+#: Seconds without a key before the panes are read ahead.
+QUIET_BEFORE_READING_S = 1.5
 
 
 class PanePreparation(App):
@@ -30,10 +34,13 @@ class PanePreparation(App):
     backend: ClusterBackend | None
     #: mode -> its screen, made and read ahead, until the mode is first opened
     _unopened_panes: dict[str, PaneScreen]
+    #: When the last key came (monotonic): the panes are read ahead only after a quiet moment.
+    _last_key_at: float
 
     def use_prepared_panes(self) -> None:
         """Make the modes of :data:`PREPARED_PANES` open the screen read ahead, when there is one."""
         self._unopened_panes = {}
+        self._last_key_at = 0.0
         for mode in PREPARED_PANES:
             self._modes[mode] = partial(self._open_pane_screen, mode, self._modes[mode])
 
@@ -46,9 +53,11 @@ class PanePreparation(App):
         if backend is not self.backend:
             return
         shown = self.screen
-        if isinstance(shown, PaneScreen) and shown.refreshes_applied == 0:
-            # the pane on screen first: its first rows are what the user waits for
-            self.set_timer(0.5, partial(self.prepare_panes, backend))
+        quiet = time.monotonic() - self._last_key_at
+        if (isinstance(shown, PaneScreen) and shown.refreshes_applied == 0) or quiet < QUIET_BEFORE_READING_S:
+            # the pane on screen first (its first rows are what the user waits for), and keys are
+            # never made to share the processor with a read they did not ask for
+            self.set_timer(max(0.5, QUIET_BEFORE_READING_S - quiet), partial(self.prepare_panes, backend))
             return
         for mode in PREPARED_PANES:
             if mode in self._screen_stacks:  # opened already: it reads itself while shown
@@ -60,10 +69,19 @@ class PanePreparation(App):
                 if not isinstance(made, PaneScreen):
                     continue
                 screen = self._unopened_panes[mode] = made
-            self._read_unopened_pane(screen, backend)
+            if not screen.read_ahead_running:
+                screen.read_ahead_running = True
+                self._read_unopened_pane(screen, backend)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self._last_key_at = time.monotonic()
+        await super().on_event(event)
 
     @work(thread=True, exclusive=False, exit_on_error=False, group="pane-prepare")
     def _read_unopened_pane(self, screen: PaneScreen, backend: ClusterBackend) -> None:
-        read = screen.prepare_read(cast(PaneHost, self))
-        if read is not None:
+        read = None
+        try:
+            read = screen.prepare_read(cast(PaneHost, self))
+        finally:
             self.call_from_thread(screen.keep_prepared, backend, read)

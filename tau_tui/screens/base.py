@@ -171,6 +171,12 @@ class PaneCommands(Provider):
 NARROW_WIDTH = 100
 
 
+#: A read ahead works in slices of this many seconds and rests READ_AHEAD_REST times as long after
+#: each: a quarter of one processor, so keys typed meanwhile hardly wait for the interpreter.
+READ_AHEAD_SLICE_S = 0.01
+READ_AHEAD_REST = 3.0
+
+
 class ReadAbandoned(Exception):
     """Raised in a pane's read once the pane has left the screen (:meth:`PaneScreen.keep_reading`)."""
 
@@ -237,6 +243,11 @@ class PaneScreen(Screen):
         self._wanted = False
         #: Reads stopped because the pane left the screen (tests count them).
         self.reads_abandoned = 0
+        #: A read ahead of the first open runs: it rests between steps (:meth:`keep_reading`).
+        self._reading_ahead = False
+        #: From the app's start of a read ahead to :meth:`keep_prepared` (UI thread).
+        self.read_ahead_running = False
+        self._paused_at = 0.0
         self.ticks_skipped = 0
         self.refreshes_applied = 0
         self.ticks_unchanged = 0
@@ -314,6 +325,7 @@ class PaneScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self._wanted = True
+        self._reading_ahead = False  # opened while read ahead: that read no longer rests
         self.update_header()
         if self._prepared is not None:
             # once its tables are mounted; the refresh starts after, planned against those rows
@@ -354,6 +366,8 @@ class PaneScreen(Screen):
         rows).  A tick while a refresh runs is remembered and runs after it,
         so the newest filter is never dropped."""
         if not self.is_attached or self.app.screen is not self or self._prepared is not None:
+            return
+        if self.read_ahead_running:  # opened while read ahead: that read is shown, then a refresh
             return
         if self.tau.backend is None and self.needs_backend():
             return
@@ -411,6 +425,11 @@ class PaneScreen(Screen):
         stops reading (at 20,000 runs a read is a second or more the pane it is for would not show)."""
         if not self._wanted:
             raise ReadAbandoned
+        if self._reading_ahead:  # nobody waits for it: leave the processor to the keys most of the time
+            worked = time.monotonic() - self._paused_at
+            if worked >= READ_AHEAD_SLICE_S:
+                time.sleep(worked * READ_AHEAD_REST)
+                self._paused_at = time.monotonic()
 
     def read_pane(self, generation: int, row_filter: RowFilter) -> Collected | CollectFailed | CollectAbandoned:
         """One refresh's read (a worker thread): the pane's data, or why it could not be read."""
@@ -442,17 +461,23 @@ class PaneScreen(Screen):
         if host.backend is None:
             return None
         self._table_states = {}  # not composed yet: every table starts empty
-        self._wanted = True
+        self._wanted = self._reading_ahead = True
+        self._paused_at = time.monotonic()
         try:
             read = self.read_pane(0, RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh())
         finally:
+            self._reading_ahead = False
             self._wanted = self.is_attached and self.app.screen is self
         return read if isinstance(read, self.Collected) else None
 
-    def keep_prepared(self, backend: Any, read: Collected) -> None:
-        """UI thread: hold a read from :meth:`prepare_read` until this pane is shown."""
-        if not self.is_attached:
+    def keep_prepared(self, backend: Any, read: Collected | None) -> None:
+        """UI thread, when a read from :meth:`prepare_read` ends: held until this pane is shown, or,
+        when the pane was opened meanwhile (its own refresh waited for it), shown now."""
+        self.read_ahead_running = False
+        if read is not None:
             self._prepared = (backend, read, time.monotonic())
+        if self.is_attached and self.app.screen is self:
+            self._open_prepared()
 
     def _show_prepared(self) -> None:
         prepared, self._prepared = self._prepared, None
@@ -545,7 +570,8 @@ class PaneScreen(Screen):
         worked out against the table as it was when this refresh started, so that :meth:`apply`
         on the UI thread only carries it out (``KeyedTable.apply_plan``)."""
         self.keep_reading()
-        return plan_rows(self._table_states.get(table_id) or TableState(), rows, notice, matchable)
+        return plan_rows(self._table_states.get(table_id) or TableState(), rows, notice, matchable,
+                         between=self.keep_reading)
 
     # -- filter --------------------------------------------------------------
 

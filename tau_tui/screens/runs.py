@@ -193,7 +193,7 @@ class RunsScreen(PaneScreen):
         items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = []
         statuses = self.tau.run_statuses
         for count, owner in enumerate(owners):
-            if count % 1024 == 0:
+            if count % 256 == 0:
                 self.keep_reading()
             ns = owner.namespace or ""
             run_workloads, run_pods, run_events = index.parts(owner)

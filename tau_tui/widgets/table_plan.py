@@ -13,7 +13,7 @@ Nothing here imports Textual: it runs in any thread."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,9 +175,11 @@ def sorted_keys(state: TableState, index: int | None, reverse: bool,
 
 
 def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
-              matchable: Mapping[str, Matchable] | None = None) -> TablePlan:
+              matchable: Mapping[str, Matchable] | None = None,
+              between: Callable[[], None] | None = None) -> TablePlan:
     """Compare ``rows`` with ``state`` (any thread).  A row whose cells are the same object as last
-    time is not compared at all (panes reuse the cells of unchanged objects)."""
+    time is not compared at all (panes reuse the cells of unchanged objects).  ``between`` is
+    called every 512 rows (a worker's read may pause or stop there)."""
     given = rows
     if notice is not None and not rows:
         rows = [(NOTICE_KEY, [notice] + [""] * (state.columns - 1))]
@@ -190,7 +192,9 @@ def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
     keys: list[str] = []
     added: list[tuple[str, tuple, tuple[int, ...]]] = []
     writes: list[tuple[str, list[tuple[int, Any, int, int]]]] = []
-    for key, cells in wanted:
+    for row_number, (key, cells) in enumerate(wanted):
+        if between is not None and row_number % 512 == 0:
+            between()
         if key in new_source:  # a duplicate key would corrupt the table; the first wins
             continue
         keys.append(key)

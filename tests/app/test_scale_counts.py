@@ -141,6 +141,26 @@ async def test_runs_and_nodes_are_read_once_ahead_and_open_with_those_rows_befor
 
 
 @async_test
+async def test_a_pane_opened_while_it_is_read_ahead_waits_for_that_read_instead_of_reading_twice(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: all(s._prepared is not None for s in app._unopened_panes.values()))
+        nodes = app._unopened_panes["nodes"]
+        backend, read, _ = nodes._prepared
+        nodes._prepared = None
+        nodes.read_ahead_running = True  # as if its read ahead were still going when the user opens it
+        app.action_switch_pane("nodes")
+        await settle(pilot)
+        assert app.screen is nodes and nodes.collects_started == 0 and nodes.refreshes_applied == 0
+        assert not nodes._reading_ahead  # the read no longer rests: somebody waits for it
+        nodes.keep_prepared(backend, read)  # the read ends
+        assert nodes.prepared_shown == 1 and nodes.collects_started == 1  # shown, then its own refresh
+        assert nodes.query_one("#nodes-table", KeyedTable).row_count > 0
+        await settle_until(pilot, lambda: nodes.refreshes_applied >= 1)
+        assert nodes.refreshes_applied >= 1 and not nodes.read_ahead_running
+
+
+@async_test
 async def test_a_pane_that_leaves_the_screen_stops_its_read_and_reads_again_when_back(tmp_path):
     app = make_app(tmp_path, start_pane="runs")
     async with app.run_test(size=(160, 48)) as pilot:
