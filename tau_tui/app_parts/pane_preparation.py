@@ -19,7 +19,7 @@ from textual.app import App
 from textual.screen import Screen
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
-from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.base import PaneScreen, read_place
 from tau_tui.screens.host import PaneHost
 
 #: Panes read before they are first opened.
@@ -70,8 +70,8 @@ class PanePreparation(App):
                     continue
                 screen = self._unopened_panes[mode] = made
             if not screen.read_ahead_running:
-                screen.read_ahead_running = True
-                self._read_unopened_pane(screen, backend)
+                screen.start_read_ahead()
+                self._read_unopened_pane(screen, backend, read_place(backend))
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
@@ -79,9 +79,9 @@ class PanePreparation(App):
         await super().on_event(event)
 
     @work(thread=True, exclusive=False, exit_on_error=False, group="pane-prepare")
-    def _read_unopened_pane(self, screen: PaneScreen, backend: ClusterBackend) -> None:
+    def _read_unopened_pane(self, screen: PaneScreen, backend: ClusterBackend, where: tuple) -> None:
         read = None
         try:
             read = screen.prepare_read(cast(PaneHost, self))
         finally:
-            self.call_from_thread(screen.keep_prepared, backend, read)
+            self.call_from_thread(screen.keep_prepared, backend, where, read)

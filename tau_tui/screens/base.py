@@ -37,7 +37,7 @@ from tau_tui.widgets.pane_footer import PaneFooter
 from tau_tui.widgets.replay_bar import ReplayBar
 from tau_tui.widgets.row_filter import RowFilter, parse_filter
 from tau_tui.widgets.status_text import style_of
-from tau_tui.widgets.table_plan import Matchable, Row, TablePlan, TableState, plan_rows
+from tau_tui.widgets.table_plan import NOTICE_KEY, Matchable, Row, TablePlan, TableState, plan_rows
 
 # --------------------------------------------------------------------------
 # Freshness: fail closed on a dead connection or an unreadable view
@@ -177,6 +177,14 @@ READ_AHEAD_SLICE_S = 0.01
 READ_AHEAD_REST = 3.0
 
 
+def read_place(backend: Any) -> tuple:
+    """Where a read was made: the context and namespace (``:ctx``/``:ns`` keep the backend object)."""
+    try:
+        return (backend.current_context, backend.namespace)
+    except Exception:
+        return (None, None)
+
+
 class ReadAbandoned(Exception):
     """Raised in a pane's read once the pane has left the screen (:meth:`PaneScreen.keep_reading`)."""
 
@@ -240,7 +248,7 @@ class PaneScreen(Screen):
         self.row_filter: RowFilter = RowFilter("")
         self.refresh_running = False
         #: On screen, or reading ahead: a read goes on only while this holds (:meth:`keep_reading`).
-        self._wanted = False
+        self._read_wanted = False
         #: Reads stopped because the pane left the screen (tests count them).
         self.reads_abandoned = 0
         #: A read ahead of the first open runs: it rests between steps (:meth:`keep_reading`).
@@ -268,8 +276,8 @@ class PaneScreen(Screen):
         #: Each table's state when the running collect started: its plans are made against these.
         self._table_states: dict[str, TableState] = {}
         self.freshness = Freshness()
-        #: (backend, read, when) from :meth:`prepare_read`, shown when the pane first opens.
-        self._prepared: tuple[Any, PaneScreen.Collected, float] | None = None
+        #: (backend, where, read, when) from :meth:`prepare_read`, shown when the pane first opens.
+        self._prepared: tuple[Any, tuple, PaneScreen.Collected, float] | None = None
         #: Times a read made before the pane was shown was shown (tests count it).
         self.prepared_shown = 0
         self._status = Text("")
@@ -321,10 +329,10 @@ class PaneScreen(Screen):
                 footer.refresh(recompose=True)
 
     def on_screen_suspend(self) -> None:
-        self._wanted = False
+        self._read_wanted = False
 
     def on_screen_resume(self) -> None:
-        self._wanted = True
+        self._read_wanted = True
         self._reading_ahead = False  # opened while read ahead: that read no longer rests
         self.update_header()
         if self._prepared is not None:
@@ -423,7 +431,7 @@ class PaneScreen(Screen):
     def keep_reading(self) -> None:
         """Called by :meth:`collect` between steps and in long loops: a pane that left the screen
         stops reading (at 20,000 runs a read is a second or more the pane it is for would not show)."""
-        if not self._wanted:
+        if not self._read_wanted:
             raise ReadAbandoned
         if self._reading_ahead:  # nobody waits for it: leave the processor to the keys most of the time
             worked = time.monotonic() - self._paused_at
@@ -461,30 +469,41 @@ class PaneScreen(Screen):
         if host.backend is None:
             return None
         self._table_states = {}  # not composed yet: every table starts empty
-        self._wanted = self._reading_ahead = True
         self._paused_at = time.monotonic()
-        try:
-            read = self.read_pane(0, RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh())
-        finally:
-            self._reading_ahead = False
-            self._wanted = self.is_attached and self.app.screen is self
-        return read if isinstance(read, self.Collected) else None
+        read = self.read_pane(0, RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh())
+        if not isinstance(read, self.Collected) or any(
+                NOTICE_KEY in getattr(plan, "source", {}) for plan in self._plans_of(read.data)):
+            return None  # a view that could not be read: nothing worth showing ahead
+        return read
 
-    def keep_prepared(self, backend: Any, read: Collected | None) -> None:
+    @staticmethod
+    def _plans_of(data: Any) -> list[TablePlan]:
+        return [value for value in vars(data).values() if isinstance(value, TablePlan)] if hasattr(data, "__dict__") else []
+
+    def start_read_ahead(self) -> None:
+        """UI thread, as the app starts a read ahead: it may read, resting between steps."""
+        self.read_ahead_running = True
+        self._read_wanted = self._reading_ahead = not self.is_attached
+
+    def keep_prepared(self, backend: Any, where: tuple, read: Collected | None) -> None:
         """UI thread, when a read from :meth:`prepare_read` ends: held until this pane is shown, or,
-        when the pane was opened meanwhile (its own refresh waited for it), shown now."""
+        when the pane was opened meanwhile (its own refresh waited for it), shown now.  ``where``:
+        the context and namespace it was read in (``:ctx`` and ``:ns`` keep the backend object)."""
         self.read_ahead_running = False
+        self._reading_ahead = False
+        shown = self.is_attached and self.app.screen is self
+        self._read_wanted = shown
         if read is not None:
-            self._prepared = (backend, read, time.monotonic())
-        if self.is_attached and self.app.screen is self:
+            self._prepared = (backend, where, read, time.monotonic())
+        if shown:
             self._open_prepared()
 
     def _show_prepared(self) -> None:
         prepared, self._prepared = self._prepared, None
         if prepared is None or self.refreshes_applied:  # a refresh of its own came first
             return
-        backend, read, read_at = prepared
-        if backend is not self.tau.backend:  # read from a cluster the app has left
+        backend, where, read, read_at = prepared
+        if backend is not self.tau.backend or where != read_place(backend):  # read where the app no longer is
             return
         self.prepared_shown += 1
         self._show_read(read)
@@ -536,6 +555,7 @@ class PaneScreen(Screen):
         self.refresh_running = False
         self.reads_abandoned += 1
         self._drawn_signature = None  # nothing was drawn: the next tick on screen reads again
+        self._run_deferred()
 
     @on(CollectFailed)
     def _on_collect_failed(self, message: CollectFailed) -> None:

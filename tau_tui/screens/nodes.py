@@ -107,7 +107,9 @@ class NodesScreen(PaneScreen):
         items = []
         nodes = backend.nodes()
         hit = runs_hit_by_node(backend.pods(), backend.ray_jobs(), node_gpu_faults(nodes, now))
-        for node in nodes:
+        for count, node in enumerate(nodes):
+            if count % 256 == 0:
+                self.keep_reading()
             health = node_health(node, now)
             verdict = health.verdict if health else None
             data.matchable[node.name] = (f"{filter_text(node.name, health, stale)} {' '.join(hit.get(node.name, ()))}",

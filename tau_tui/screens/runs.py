@@ -188,6 +188,7 @@ class RunsScreen(PaneScreen):
         order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "cancelled": 6,
                  "not_found": 7}
         cancelled = dict(self.cancelled_runs)  # changed on the UI thread; read once here
+        self.keep_reading()
         index = RunIndex(workloads, pods, events)  # one scan per list, not one per run
         # (state rank, key, owner or None for pods left by a cancelled Job, status)
         items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = []

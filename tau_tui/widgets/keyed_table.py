@@ -215,7 +215,8 @@ class KeyedTable(DataTable):
         """A one-line Text cell drawn straight from its segments: the lines DataTable's Rich pipeline
         (Padding in Styled, through ``console.render_lines``) makes, at a fifth of its cost.  None
         for anything else, which DataTable draws."""
-        if not isinstance(cell, Text) or cell.justify not in (None, "default") or width <= 2 * self.cell_padding:
+        if (not isinstance(cell, Text) or cell.justify not in (None, "default") or width <= 2 * self.cell_padding
+                or cell.overflow not in (None, "fold", "crop", "ignore") or cell.no_wrap is False):
             return None
         plain = cell.plain
         if "\n" in plain or "\t" in plain:
@@ -335,7 +336,9 @@ class KeyedTable(DataTable):
         """Carry out a plan (UI thread): drop, write and add what it lists.  A plan made against a
         state that is no longer the table's (a sort or filter came in between) is made again."""
         if plan.state is not self._state:
-            if plan.state.blank_like(self._state):  # planned before this table existed (a pane read before it opened)
+            if plan.state.blank_like(self._state) and NOTICE_KEY not in plan.source:
+                # planned before this table existed (a pane read before it opened); a notice row is
+                # sized by the state's columns, so a plan holding one is made again
                 plan = replace(plan, state=self._state)
             else:
                 self.stats["replanned"] += 1

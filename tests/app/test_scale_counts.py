@@ -146,18 +146,32 @@ async def test_a_pane_opened_while_it_is_read_ahead_waits_for_that_read_instead_
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until(pilot, lambda: all(s._prepared is not None for s in app._unopened_panes.values()))
         nodes = app._unopened_panes["nodes"]
-        backend, read, _ = nodes._prepared
+        backend, where, read, _ = nodes._prepared
         nodes._prepared = None
-        nodes.read_ahead_running = True  # as if its read ahead were still going when the user opens it
+        nodes.start_read_ahead()  # as if its read ahead were still going when the user opens it
         app.action_switch_pane("nodes")
         await settle(pilot)
         assert app.screen is nodes and nodes.collects_started == 0 and nodes.refreshes_applied == 0
         assert not nodes._reading_ahead  # the read no longer rests: somebody waits for it
-        nodes.keep_prepared(backend, read)  # the read ends
+        nodes.keep_prepared(backend, where, read)  # the read ends
         assert nodes.prepared_shown == 1 and nodes.collects_started == 1  # shown, then its own refresh
         assert nodes.query_one("#nodes-table", KeyedTable).row_count > 0
         await settle_until(pilot, lambda: nodes.refreshes_applied >= 1)
         assert nodes.refreshes_applied >= 1 and not nodes.read_ahead_running
+
+
+@async_test
+async def test_a_read_ahead_from_another_namespace_is_not_shown(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: all(s._prepared is not None for s in app._unopened_panes.values()))
+        runs = app._unopened_panes["runs"]
+        app.backend.use_namespace("team-nlp")  # :ns keeps the backend object
+        await settle(pilot)
+        app.action_switch_pane("runs")
+        await settle_until(pilot, lambda: runs.refreshes_applied >= 1)
+        assert runs.prepared_shown == 0 and runs._prepared is None
+        assert all(key.startswith("team-nlp/") for key in runs.query_one("#runs-table", KeyedTable).keys)
 
 
 @async_test

@@ -218,6 +218,23 @@ async def test_a_sort_of_20000_rows_compares_no_cell_and_orders_as_a_fresh_plan_
         assert table.keys[0] == rows[5][0]
 
 
+@async_test
+async def test_a_plan_made_before_the_table_existed_is_taken_as_made_unless_it_holds_a_notice():
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(CountingTable)
+        rows = big_rows(100)
+        table.apply_plan(plan_rows(TableState(), rows))  # planned against another empty state
+        await pilot.pause()
+        assert table.stats["replanned"] == 0 and table.row_count == 100
+        other = app.query_one(CountingTable)
+        other.clear()
+        notice_plan = plan_rows(TableState(), [], Text("forbidden: cannot list"))  # sized for 0 columns
+        other.apply_plan(notice_plan)
+        await pilot.pause()
+        assert other.stats["replanned"] == 1 and len(other.cells_of("__notice__")) == 3  # made again
+
+
 def test_sort_key_orders_numbers_positions_and_ages_by_value():
     assert sort_key("#2") < sort_key("#10")
     assert sort_key("~3") < sort_key("#4")
