@@ -424,7 +424,7 @@ class KeyedTable(DataTable):
         selected = self.selected_key
         if row_filter.active:
             candidates = self._order if row_filter.narrows(previous) else self._all
-            self._kept = kept_rows(row_filter, candidates, self._matchable)
+            self._kept = kept_rows(row_filter, candidates, self._matchable, NOTICE_KEY)
             self.stats["matched"] += len(candidates)
         else:
             self._kept = set()

@@ -135,22 +135,25 @@ class TablePlan:
                           self.state.sort_reverse, self.sort_keys, self.given_keys)
 
 
+def _row_sort_key(kept: Mapping[str, tuple[Any, tuple]], key: str, cells: Any, index: int) -> tuple[Any, tuple]:
+    """(cells, sort key) of a row: the kept one while the row's cells are the same object."""
+    hit = kept.get(key)
+    if hit is not None and hit[0] is cells:
+        return hit
+    return cells, sort_key(cells[index]) if index < len(cells) else (3, 0.0, "")
+
+
 def _sorted(state: TableState, rows: Sequence[Row]) -> tuple[Sequence[Row], dict[str, tuple[Any, tuple]]]:
     index = state.sort_index
     if index is None or not rows or rows[0][0] == NOTICE_KEY:
         return rows, {}
-    cache = state.sort_keys
+    kept = state.sort_keys
     fresh: dict[str, tuple[Any, tuple]] = {}
 
     def key_of(row: Row) -> tuple:
         key, cells = row
-        hit = cache.get(key)
-        if hit is not None and hit[0] is cells:
-            value = hit[1]
-        else:
-            value = sort_key(cells[index]) if index < len(cells) else (3, 0.0, "")
-        fresh[key] = (cells, value)
-        return value
+        hit = fresh[key] = _row_sort_key(kept, key, cells, index)
+        return hit[1]
 
     return sorted(rows, key=key_of, reverse=state.sort_reverse), fresh
 
@@ -163,14 +166,8 @@ def sorted_keys(state: TableState, index: int | None, reverse: bool,
     if index is None or NOTICE_KEY in state.source:
         return None, {}
     kept = state.sort_keys if same_column else {}
-    keys: dict[str, tuple[Any, tuple]] = {}
-    values: dict[str, tuple] = {}
-    for key, cells in state.source.items():
-        hit = kept.get(key)
-        if hit is None or hit[0] is not cells:
-            hit = (cells, sort_key(cells[index]) if index < len(cells) else (3, 0.0, ""))
-        keys[key] = hit
-        values[key] = hit[1]
+    keys = {key: _row_sort_key(kept, key, cells, index) for key, cells in state.source.items()}
+    values = {key: hit[1] for key, hit in keys.items()}  # a C-level key for sorted()
     return sorted(state.given, key=values.__getitem__, reverse=reverse), keys
 
 

@@ -106,13 +106,18 @@ async def test_the_runs_pane_opens_with_the_statuses_the_recorder_worked_out_and
         assert screen.statuses_computed == computed and app.run_statuses.computed == runs
 
 
+def read_ahead(app) -> bool:
+    """Every pane the app reads ahead holds its read."""
+    return all(s._prepared is not None for s in app._unopened_panes.values())
+
+
 @async_test
 async def test_runs_and_nodes_are_read_once_ahead_and_open_with_those_rows_before_their_own_read(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle_until(pilot, lambda: all(s._prepared is not None for s in app._unopened_panes.values()))
+        await settle_until(pilot, lambda: read_ahead(app))
         ahead = dict(app._unopened_panes)
-        assert set(ahead) == {"runs", "nodes"} and all(s._prepared is not None for s in ahead.values())
+        assert set(ahead) == {"runs", "nodes"} and read_ahead(app)
         # not open: app ticks do not read them again
         for _ in range(3):
             app._tick()
@@ -144,7 +149,7 @@ async def test_runs_and_nodes_are_read_once_ahead_and_open_with_those_rows_befor
 async def test_a_pane_opened_while_it_is_read_ahead_waits_for_that_read_instead_of_reading_twice(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle_until(pilot, lambda: all(s._prepared is not None for s in app._unopened_panes.values()))
+        await settle_until(pilot, lambda: read_ahead(app))
         nodes = app._unopened_panes["nodes"]
         backend, where, read, _ = nodes._prepared
         nodes._prepared = None
@@ -164,7 +169,7 @@ async def test_a_pane_opened_while_it_is_read_ahead_waits_for_that_read_instead_
 async def test_a_read_ahead_from_another_namespace_is_not_shown(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle_until(pilot, lambda: all(s._prepared is not None for s in app._unopened_panes.values()))
+        await settle_until(pilot, lambda: read_ahead(app))
         runs = app._unopened_panes["runs"]
         app.backend.use_namespace("team-nlp")  # :ns keeps the backend object
         await settle(pilot)
