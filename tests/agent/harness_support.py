@@ -16,6 +16,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from tau_tui.core.gpuhealth.names import API_GROUP, HEALTH_PLURAL
+from tests.harness.kwok import KEEP_RUNNING_ANNOTATIONS
 from tests.harness.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,7 +164,7 @@ def agent_client(plane, admin: k8s.ApiClient, node: str) -> k8s.ApiClient:
     try:
         pod = core.create_namespaced_pod(NAMESPACE, {
             "metadata": {"name": pod_name,
-                         "annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}},
+                         "annotations": KEEP_RUNNING_ANNOTATIONS},
             "spec": {
                 "nodeName": node,
                 "serviceAccountName": SERVICE_ACCOUNT,

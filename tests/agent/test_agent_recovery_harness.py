@@ -40,6 +40,7 @@ from tau_tui.core.runconfig.loader import load_config
 from tau_tui.core.runconfig.pipeline import render_run
 from tau_tui.core.runconfig.profiles import ProfileSet
 from tau_tui.core.runconfig.resolve import RenderOptions
+from tests.harness.kwok import KEEP_RUNNING_ANNOTATIONS
 from tests.harness.waiting import wait_for
 
 from .fake_nvml import h100_node
@@ -53,7 +54,7 @@ NODES = ("recovery-gpu-a", "recovery-gpu-b")
 NS, RUN, QUEUE, CQ = "recovery", "xidrun", "recovery", "recovery-cq"
 CHECKPOINT = "/ckpt/xidrun"
 LOST_GPU = 3
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
+KEEP_RUNNING = KEEP_RUNNING_ANNOTATIONS  # the delay alone ends a pod within 5 s
 PREEMPTED = "preempted"
 
 

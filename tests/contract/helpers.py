@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from tests.harness.kwok import KEEP_RUNNING_ANNOTATIONS
+
 KUEUE = "kueue.x-k8s.io/v1beta2"
 
 
@@ -45,7 +47,7 @@ def job(namespace: str, name: str, queue: str, gpus: int = 1, workers: int = 1, 
     if submission_id:
         labels["tau.azure.com/submission-id"] = submission_id
     resources = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)}
-    annotations = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"} if keep_running else {}
+    annotations = dict(KEEP_RUNNING_ANNOTATIONS) if keep_running else {}
     if restarted:  # the simulator gives such pods a terminated previous container; KWOK serves one for every pod
         annotations["sim.tau-tui.io/restarts"] = "1"
     return {

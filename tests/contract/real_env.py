@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -24,6 +25,7 @@ class RealEnv:
         self.has_visibility_api = bool(getattr(plane, "has_visibility_api", False))
         self.admin = _Http(KubeconfigSource(plane.kubeconfig).api_client(None))
         self.backends: list[ClusterBackend] = []
+        self.namespaces: list[str] = []
 
     def _start(self, backend: KubernetesBackend) -> KubernetesBackend:
         backend.start()
@@ -57,6 +59,7 @@ class RealEnv:
     def unique_namespace(self, prefix: str = "ct") -> str:
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
         self.create(ResourceKind.NAMESPACE.type, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        self.namespaces.append(name)
         return name
 
     def create(self, rt: ResourceType, obj: Mapping[str, Any]) -> dict:
@@ -88,3 +91,19 @@ class RealEnv:
     def close(self) -> None:
         for backend in self.backends:
             backend.close()
+        self._remove_namespaces()
+
+    def _remove_namespaces(self) -> None:
+        """Delete this test's namespaces, their pods at once: pods kept Running (KWOK, for an hour) would
+        otherwise hold GPUs on the tier's nodes that later tests on the same tier need whole."""
+        pods = ResourceKind.POD.type
+        for namespace in self.namespaces:
+            with contextlib.suppress(ApiFailure):  # the test deleted it itself
+                self.admin.request("DELETE", resource_path(ResourceKind.NAMESPACE.type, None, namespace))
+            for pod in self.admin.request("GET", resource_path(pods, namespace)).get("items", []):
+                with contextlib.suppress(ApiFailure):  # gone already
+                    self.admin.request("DELETE", resource_path(pods, namespace, pod["metadata"]["name"]),
+                                       query=[("gracePeriodSeconds", 0)])
+        assert wait_real(lambda: not any(self.admin.request("GET", resource_path(pods, namespace)).get("items")
+                                         for namespace in self.namespaces), 60), \
+            f"pods of {self.namespaces} still exist 60 s after their force deletion"

@@ -9,8 +9,10 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], what: str, timeout: float = 60.0, interval: float = 0.25) -> T:
-    """Return the first truthy value of `predicate`, or fail naming `what` and the last value."""
+def wait_for(predicate: Callable[[], T], what: str, timeout: float = 60.0, interval: float = 0.25,
+             explain: Callable[[], str] | None = None) -> T:
+    """Return the first truthy value of `predicate`, or fail naming `what` and the last value, and
+    what `explain` says about the cluster then (why a pod did not run: the failure alone says nothing)."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -18,4 +20,10 @@ def wait_for(predicate: Callable[[], T], what: str, timeout: float = 60.0, inter
         if last:
             return last
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+    message = f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})"
+    if explain is not None:
+        try:
+            message += "\n" + explain()
+        except Exception as error:  # the explanation must not hide the timeout
+            message += f"\n(could not explain: {error!r})"
+    raise AssertionError(message)

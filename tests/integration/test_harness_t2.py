@@ -7,6 +7,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
-from tests.harness.kwok import FAKE_LOG_LINES, GPUS_PER_NODE
+from tests.harness.explain import why_pods_wait
+from tests.harness.kwok import FAKE_LOG_LINES, GPUS_PER_NODE, KEEP_RUNNING_ANNOTATIONS
 from tests.harness.manifests import create_from_file
 from tests.harness.waiting import wait_for as poll
 
@@ -24,12 +26,12 @@ pytestmark = [pytest.mark.harness, pytest.mark.t2]
 REPO = Path(__file__).resolve().parents[2]
 KUEUE_EXAMPLE = REPO / "manifests" / "kueue"
 NAMESPACE = "taugrid-default"
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
+KEEP_RUNNING = KEEP_RUNNING_ANNOTATIONS  # the delay alone ends a pod within 5 s
 
 
 
-def wait_for(predicate, what: str, timeout: float = 90.0):
-    return poll(predicate, what, timeout, interval=0.5)
+def wait_for(predicate, what: str, timeout: float = 90.0, explain=None):
+    return poll(predicate, what, timeout, interval=0.5, explain=explain)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +50,7 @@ def api(t2):
 
 
 @pytest.fixture(scope="module")
-def running_pod(api, t2) -> k8s.V1Pod:
+def running_pod(api, t2) -> Iterator[k8s.V1Pod]:
     batch = k8s.BatchV1Api(api)
     core = k8s.CoreV1Api(api)
     batch.create_namespaced_job(NAMESPACE, {
@@ -67,8 +69,13 @@ def running_pod(api, t2) -> k8s.V1Pod:
         ready = [p for p in pods if p.status.phase == "Running"]
         return ready if len(ready) == 2 else None
 
-    pods = wait_for(running_pods, "both pods of the admitted Job Running")
-    return pods[0]
+    pods = wait_for(running_pods, "both pods of the admitted Job Running",
+                    explain=lambda: why_pods_wait(api, NAMESPACE, "batch.kubernetes.io/job-name=t2-gpu"))
+    yield pods[0]
+    # The pods hold every GPU of the tier's two nodes for an hour: free them for later tests.
+    batch.delete_namespaced_job("t2-gpu", NAMESPACE, propagation_policy="Background")
+    for pod in core.list_namespaced_pod(NAMESPACE, label_selector="batch.kubernetes.io/job-name=t2-gpu").items:
+        core.delete_namespaced_pod(pod.metadata.name, NAMESPACE, grace_period_seconds=0)
 
 
 def test_admitted_job_pods_run_on_kwok_gpu_nodes(t2, api, running_pod):
