@@ -18,7 +18,7 @@ from tau_tui.core.cluster.sim.annotations import (
     OUTCOME_ANNOTATION,
     SIM_PREFIX,
 )
-from tau_tui.core.cluster.sim.conditions import cond, is_true, set_condition
+from tau_tui.core.cluster.sim.conditions import cond, set_condition
 from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.store import SimStore
 
@@ -55,11 +55,14 @@ class JobController(Controller):
 
     # -- Job / RayJob controllers and pods ----------------------------------------
 
+    def _admitted_workloads(self) -> list[dict[str, Any]]:
+        """Admitted, unfinished Workloads by namespace and name (filtered before sorting: most are not)."""
+        admitted = [wl for wl, facts in self.world.kueue.workloads_with_facts() if facts.admitted and not facts.finished]
+        return sorted(admitted, key=lambda w: (w["metadata"]["namespace"], w["metadata"]["name"]))
+
     def start_admitted(self) -> None:
         now = self.now()
-        for wl in sorted(self.store.items(R.WORKLOAD.type), key=lambda w: (w["metadata"]["namespace"], w["metadata"]["name"])):
-            if not is_true(wl, "Admitted") or is_true(wl, "Finished"):
-                continue
+        for wl in self._admitted_workloads():
             owner = owner_of(self.store, wl)
             if owner is None:
                 continue
@@ -157,9 +160,7 @@ class JobController(Controller):
             uid = (pod["metadata"].get("labels") or {}).get("sim.tau-tui.io/owner-uid")
             if uid:
                 pods_by_owner.setdefault(uid, []).append(pod)
-        for wl in sorted(self.store.items(R.WORKLOAD.type), key=lambda w: (w["metadata"]["namespace"], w["metadata"]["name"])):
-            if not is_true(wl, "Admitted") or is_true(wl, "Finished"):
-                continue
+        for wl in self._admitted_workloads():
             owner = owner_of(self.store, wl)
             if owner is None:
                 continue

@@ -180,9 +180,10 @@ class MultiKueueController(Controller):
 
     def dispatch(self) -> None:
         now = self.now()
-        for wl in sorted(self.store.items(R.WORKLOAD.type), key=lambda w: (w["metadata"]["namespace"], w["metadata"]["name"])):
-            st = wl.get("status") or {}
-            if not st.get("admission") or is_true(wl, "Finished"):
+        holding = [wl for wl in self.store.items(R.WORKLOAD.type) if (wl.get("status") or {}).get("admission")]
+        for wl in sorted(holding, key=lambda w: (w["metadata"]["namespace"], w["metadata"]["name"])):
+            st = wl["status"]
+            if is_true(wl, "Finished"):
                 continue
             cq = self.store.read(R.CLUSTER_QUEUE.type, st["admission"].get("clusterQueue", ""))
             ac = multikueue_check_of(self.store, cq or {})
