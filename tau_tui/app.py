@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from tau_tui.app_parts.command_mode import CommandMode
+from tau_tui.app_parts.key_activity import KeyActivity
 from tau_tui.app_parts.keys import APP_BINDINGS
 from tau_tui.app_parts.mutation_flow import MutationFlow
 from tau_tui.app_parts.pane_preparation import PanePreparation
@@ -59,7 +60,7 @@ from tau_tui.widgets.header_bar import HeaderState
 from tau_tui.widgets.help_dialog import HelpDialog
 
 
-class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation):
+class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActivity):
     """tau-tui."""
 
     TITLE = "tau-tui"

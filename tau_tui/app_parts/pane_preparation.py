@@ -14,7 +14,7 @@ import time
 from functools import partial
 from typing import Any, cast
 
-from textual import events, work
+from textual import work
 from textual.app import App
 from textual.screen import Screen
 
@@ -34,13 +34,12 @@ class PanePreparation(App):
     backend: ClusterBackend | None
     #: mode -> its screen, made and read ahead, until the mode is first opened
     _unopened_panes: dict[str, PaneScreen]
-    #: When the last key came (monotonic): the panes are read ahead only after a quiet moment.
+    #: When the last key came (monotonic, kept by KeyActivity): read ahead only after a quiet moment.
     _last_key_at: float
 
     def use_prepared_panes(self) -> None:
         """Make the modes of :data:`PREPARED_PANES` open the screen read ahead, when there is one."""
         self._unopened_panes = {}
-        self._last_key_at = 0.0
         for mode in PREPARED_PANES:
             self._modes[mode] = partial(self._open_pane_screen, mode, self._modes[mode])
 
@@ -72,11 +71,6 @@ class PanePreparation(App):
             if not screen.read_ahead_running:
                 screen.start_read_ahead()
                 self._read_unopened_pane(screen, backend, read_place(backend))
-
-    async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key):
-            self._last_key_at = time.monotonic()
-        await super().on_event(event)
 
     @work(thread=True, exclusive=False, exit_on_error=False, group="pane-prepare")
     def _read_unopened_pane(self, screen: PaneScreen, backend: ClusterBackend, where: tuple) -> None:

@@ -84,6 +84,11 @@ class Lifecycle(abc.ABC):
     def wait_synced(self, timeout: float = 30.0, kinds: Iterable[ResourceKind] | None = None) -> bool:
         """Block until every (given) view left SYNCING; True if it did in time."""
 
+    def user_active(self, seconds: float) -> None:  # noqa: B027  (most backends have nothing to defer)
+        """A person is pressing keys: work this backend does in this process on its own account (the
+        simulated cluster's controllers) may wait up to `seconds` so that the keys are answered first.
+        A cluster's own work runs elsewhere, so by default nothing waits."""
+
 
 class ContextScope(abc.ABC):
     """Which cluster (kubeconfig context) and which namespaces the views cover."""

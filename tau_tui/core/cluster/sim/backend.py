@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -95,6 +96,10 @@ class SimulatedBackend(BaseBackend):
         if self.realtime and not any(isinstance(t, RealtimeTicker) and t.is_alive() for t in threading.enumerate() if getattr(t, "world", None) is world):
             self._ticker = RealtimeTicker(world, self.tick_seconds)
             self._ticker.start()
+
+    def user_active(self, seconds: float) -> None:
+        world = self.world
+        world.user_active_until = max(world.user_active_until, time.monotonic() + seconds)
 
     def _attach(self) -> None:
         """Follow the store again from a fresh list (call with world.lock held)."""

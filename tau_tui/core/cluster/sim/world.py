@@ -63,6 +63,10 @@ class SimulatedCluster:
         self.store.delete_hooks.append(self.gc.on_delete)
         self.store.validators.append(self.kueue.validate)
         self.ticks = 0
+        #: Until when (monotonic) a person is pressing keys in the app on this world: the real-time
+        #: ticker holds its next tick until then, for at most MAX_TICK_HOLD_S at a time. A real
+        #: cluster's controllers do not share the app's interpreter; the simulated ones do.
+        self.user_active_until = 0.0
         #: Called after every tick, outside the lock (backends flush their caches).
         self.tick_listeners: list[Callable[[], None]] = []
         #: API outage injection: while ``api_down`` holds a message, attached
@@ -178,6 +182,10 @@ class SimulatedCluster:
             self.store.remove(R.EVENT.type, old_name, old_ns)
 
 
+#: The longest the simulated cluster stands still for a person pressing keys without a pause.
+MAX_TICK_HOLD_S = 2.0
+
+
 class RealtimeTicker(threading.Thread):
     """Ticks a simulation against the wall clock (``tau-tui --demo``)."""
 
@@ -191,6 +199,8 @@ class RealtimeTicker(threading.Thread):
     def run(self) -> None:
         wait = self.interval
         while not self._stop.wait(wait):
+            if self._hold_for_user():
+                return
             started = time.monotonic()
             self.world.tick()
             if self.on_tick is not None:
@@ -198,6 +208,18 @@ class RealtimeTicker(threading.Thread):
             # A big scenario may tick slower than the interval: keep the UI
             # thread room by waiting at least twice the tick's own cost.
             wait = max(self.interval, 2 * (time.monotonic() - started))
+
+    def _hold_for_user(self) -> bool:
+        """Wait while keys are coming (never past MAX_TICK_HOLD_S in a row); True when stopped meanwhile."""
+        held = 0.0
+        while held < MAX_TICK_HOLD_S:
+            left = min(self.world.user_active_until - time.monotonic(), MAX_TICK_HOLD_S - held)
+            if left <= 0:
+                return False
+            if self._stop.wait(left):
+                return True
+            held += left
+        return False
 
     def stop(self) -> None:
         self._stop.set()

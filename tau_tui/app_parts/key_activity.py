@@ -1,0 +1,29 @@
+"""When the person last pressed a key: work nobody asked for waits for a quiet moment."""
+
+from __future__ import annotations
+
+import time
+
+from textual import events
+from textual.app import App
+
+from tau_tui.core.cluster.interfaces import ClusterBackend
+
+#: How long after a key the backend's own background work in this process (the simulated
+#: cluster's controllers) is held back, so the key and the next one are answered first.
+KEY_HOLDS_BACKGROUND_S = 0.3
+
+
+class KeyActivity(App):
+    """Notes each key's time, and tells the backend a person is pressing keys."""
+
+    backend: ClusterBackend | None
+    #: When the last key came (monotonic); 0.0 before the first.
+    _last_key_at: float = 0.0
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self._last_key_at = time.monotonic()
+            if self.backend is not None:
+                self.backend.user_active(KEY_HOLDS_BACKGROUND_S)
+        await super().on_event(event)

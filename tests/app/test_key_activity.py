@@ -1,0 +1,65 @@
+"""A key holds back the simulated cluster's next tick: its controllers share the app's interpreter,
+a real cluster's do not. The hold is bounded, so keys pressed without a pause never stop the world."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tau_tui.app_parts.key_activity import KEY_HOLDS_BACKGROUND_S
+from tau_tui.core.cluster.sim.world import MAX_TICK_HOLD_S, RealtimeTicker
+from tests.app.helpers import async_test, make_app, settle
+
+
+@async_test
+async def test_a_key_tells_the_backend_a_person_is_pressing_keys(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        world = app.backend.world
+        before = time.monotonic()
+        assert world.user_active_until < before
+        await pilot.press("j")
+        assert world.user_active_until >= before + KEY_HOLDS_BACKGROUND_S
+
+
+class _Stop(threading.Event):
+    """Records how long the ticker asks to wait, without waiting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(timeout or 0.0)
+        return self.is_set()
+
+
+class _World:
+    user_active_until = 0.0
+
+
+def _ticker(until: float) -> RealtimeTicker:
+    world = _World()
+    world.user_active_until = until
+    ticker = RealtimeTicker(world)  # type: ignore[arg-type]  (only user_active_until is read)
+    ticker._stop = _Stop()
+    return ticker
+
+
+def test_the_ticker_waits_while_keys_come_and_never_longer_than_the_bound():
+    idle = _ticker(time.monotonic() - 1)
+    assert idle._hold_for_user() is False and idle._stop.waits == []
+    typing = _ticker(time.monotonic() + 0.5)
+    assert typing._hold_for_user() is False
+    # the fake wait returns at once, so the ticker finds the hold still on and waits again, up to the bound
+    assert 0 < typing._stop.waits[0] <= 0.5 and sum(typing._stop.waits) <= MAX_TICK_HOLD_S
+    held_down = _ticker(time.monotonic() + 3600)  # a key held down: auto-repeat keeps the hold fresh
+    assert held_down._hold_for_user() is False
+    assert abs(sum(held_down._stop.waits) - MAX_TICK_HOLD_S) < 1e-9
+
+
+def test_a_ticker_stopped_while_holding_ends_without_ticking():
+    ticker = _ticker(time.monotonic() + 3600)
+    ticker._stop.set()
+    assert ticker._hold_for_user() is True
