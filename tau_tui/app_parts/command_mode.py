@@ -101,7 +101,12 @@ class CommandMode(App):
     def _on_filter_typed(self, message: CommandLine.Changed) -> None:
         screen = self.screen
         if message.mode == "filter" and isinstance(screen, PaneScreen):
-            screen.set_filter(message.text, live=True)
+            # The typed character is drawn first and the rows filtered after that frame, so a key's
+            # echo never waits for 20,000 rows; keys typed before then are filtered once, together.
+            waiting = screen.typed_filter is not None
+            screen.typed_filter = message.text
+            if not waiting:
+                self.call_after_refresh(screen.apply_typed_filter)
 
     @on(CommandLine.Closed)
     def _on_command_closed(self, message: CommandLine.Closed) -> None:

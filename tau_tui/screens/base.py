@@ -246,6 +246,8 @@ class PaneScreen(Screen):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.row_filter: RowFilter = RowFilter("")
+        #: Filter-line text typed but not applied yet (applied after the frame that shows it).
+        self.typed_filter: str | None = None
         self.refresh_running = False
         #: On screen, or reading ahead: a read goes on only while this holds (:meth:`keep_reading`).
         self._read_wanted = False
@@ -595,8 +597,16 @@ class PaneScreen(Screen):
 
     # -- filter --------------------------------------------------------------
 
+    def apply_typed_filter(self) -> None:
+        """The latest text typed in the filter line, unless enter or esc settled the filter since."""
+        text, self.typed_filter = self.typed_filter, None
+        if text is not None:
+            self.set_filter(text, live=True)
+
     def set_filter(self, text: str, live: bool = False) -> None:
         """Apply a row filter.  ``live``: typed in the filter line (no warning per keystroke)."""
+        if not live:
+            self.typed_filter = None  # enter or esc: what was typed before is settled by this
         if text.strip() == self.row_filter.text and live:
             return
         self.row_filter = parse_filter(text)

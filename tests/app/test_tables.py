@@ -287,6 +287,31 @@ async def test_live_filter_counts_matches_and_esc_clears(tmp_path):
 
 
 @async_test
+async def test_typed_filter_applies_after_the_frame_that_echoes_it_once_for_keys_typed_together(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        table = screen.query_one("#workloads-table", KeyedTable)
+        applied: list[str] = []
+        set_filter = screen.set_filter
+        screen.set_filter = lambda text, live=False: (applied.append(text), set_filter(text, live))[1]
+        line = screen.query_one(CommandLine)
+        line.open("filter")
+        for char in "llama":  # five keys before any frame: the echo first, then one filter
+            post_key_without_waiting(app, char, char)
+        await settle_until(pilot, lambda: screen.row_filter.text == "llama")
+        assert applied == ["llama"], applied
+        assert table.keys and all("llama" in k for k in table.keys)
+        # enter settles the filter: text typed just before it is not applied after it
+        post_key_without_waiting(app, "x", "x")
+        post_key_without_waiting(app, "enter", None)
+        await settle(pilot)
+        assert screen.typed_filter is None and screen.row_filter.text == "llamax"
+        assert applied[-1] == "llamax"
+
+
+@async_test
 async def test_keys_typed_right_after_slash_go_to_the_filter(tmp_path):
     """The reported bug: '/Xid' opened Describe because focus moved one frame late."""
     app = make_app(tmp_path, start_pane="queue")
