@@ -48,3 +48,27 @@ def test_tabs_shrink_before_the_crumbs_are_cut_and_clicks_still_land():
     # clicks still land: each tab's span covers its digit
     for (start, end, _mode), (key, _, _) in zip(spans, PANES, strict=True):
         assert digits.plain[start:end].strip().startswith(key)
+
+
+@async_test
+async def test_the_footer_hides_the_keys_the_filter_line_takes_and_builds_no_keys_again(tmp_path):
+    from tau_tui.widgets.pane_footer import PaneFooter
+
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        footer = app.screen.query_one(PaneFooter)
+        keys = list(footer.query(FooterKey))
+        shown_before = [k.key for k in keys if k.display]
+        assert "l" in shown_before and "question_mark" in shown_before
+        await pilot.press("slash")
+        await settle(pilot)
+        # letters type into the filter line: their keys leave the footer; the same widgets, none built
+        assert list(footer.query(FooterKey)) == keys
+        shown = [k.key for k in keys if k.display]
+        assert "l" not in shown and "d" not in shown and "question_mark" not in shown
+        assert shown == [k for k in shown_before if k in shown]
+        await pilot.press("escape")
+        await settle(pilot)
+        assert list(footer.query(FooterKey)) == keys
+        assert [k.key for k in keys if k.display] == shown_before
