@@ -11,7 +11,7 @@ Workloads), then measures, every tool against the same server:
      the app watches;
    - `kubectl get workloads.kueue.x-k8s.io -A -o json` then `kubectl get nodes -o json` (output to
      /dev/null; the two times add up, RSS is the larger);
-   - `kueuectl list workloads -A` (if built).
+   - `kueuectl list workload -A` (if built).
 2. Start to the first screen that shows workloads, in tmux at 160x48 (own tmux server), polled
    with `capture-pane -p` every 50 ms until a row `job-NNNNN` is on screen:
    - `tau-tui --readonly --pane queue` (all namespaces);
@@ -71,7 +71,7 @@ WAIT_LIMIT = 180.0
 SYNC_CHILD = r"""
 import sys, time
 started = time.monotonic()
-from tau_tui.core.cluster.api import ResourceKind
+from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.real import KubernetesBackend
 kubeconfig, scope, workloads, nodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 kinds = [ResourceKind.WORKLOAD, ResourceKind.NODE] if scope == "workloads+nodes" else None
@@ -139,8 +139,8 @@ def sync_round(kubeconfig: str, shape: Shape, peers: dict[str, Path]) -> dict:
         out["kubectl get -o json (workloads + nodes)"] = {"seconds": w1 + w2, "process_seconds": w1 + w2, "rss_mb": max(r1, r2),
                                                           "ok": c1 == 0 and c2 == 0, "workloads_s": w1, "nodes_s": w2}
     if peers.get("kueuectl"):
-        w, r, c, _, _ = run_measured([str(peers["kueuectl"]), "list", "workloads", "-A"], env=env)
-        out["kueuectl list workloads -A"] = {"seconds": w, "process_seconds": w, "rss_mb": r, "ok": c == 0}
+        w, r, c, _, _ = run_measured([str(peers["kueuectl"]), "list", "workload", "-A"], env=env)
+        out["kueuectl list workload -A"] = {"seconds": w, "process_seconds": w, "rss_mb": r, "ok": c == 0}
     return out
 
 
