@@ -7,9 +7,10 @@ from kubernetes import client as k8s
 EVENTS_SHOWN = 15
 
 
-def _conditions(conditions) -> str:
-    return ", ".join(f"{c.type}={c.status}" + (f" ({c.reason}: {c.message})" if c.reason or c.message else "")
-                     for c in conditions or []) or "no conditions"
+def _conditions(conditions: list[tuple]) -> str:
+    """(type, status, reason, message) of each condition, on one line."""
+    return ", ".join(f"{kind}={status}" + (f" ({reason}: {message})" if reason or message else "")
+                     for kind, status, reason, message in conditions) or "no conditions"
 
 
 def why_pods_wait(api_client: k8s.ApiClient, namespace: str, label_selector: str) -> str:
@@ -19,13 +20,13 @@ def why_pods_wait(api_client: k8s.ApiClient, namespace: str, label_selector: str
     workloads = k8s.CustomObjectsApi(api_client).list_namespaced_custom_object(
         "kueue.x-k8s.io", "v1beta2", namespace, "workloads")["items"]
     for workload in workloads:
-        conditions = workload.get("status", {}).get("conditions", [])
-        lines.append(f"Workload {workload['metadata']['name']}: "
-                     + (", ".join(f"{c['type']}={c['status']} ({c.get('reason')}: {c.get('message')})"
-                                  for c in conditions) or "no conditions"))
+        conditions = [(c["type"], c["status"], c.get("reason"), c.get("message"))
+                      for c in workload.get("status", {}).get("conditions", [])]
+        lines.append(f"Workload {workload['metadata']['name']}: {_conditions(conditions)}")
     for pod in core.list_namespaced_pod(namespace, label_selector=label_selector).items:
         lines.append(f"Pod {pod.metadata.name}: {pod.status.phase} on {pod.spec.node_name or '(unbound)'}; "
-                     f"selector {pod.spec.node_selector}; {_conditions(pod.status.conditions)}")
+                     f"selector {pod.spec.node_selector}; "
+                     + _conditions([(c.type, c.status, c.reason, c.message) for c in pod.status.conditions or []]))
     all_pods = core.list_pod_for_all_namespaces().items
     for node in core.list_node().items:
         bound = [f"{p.metadata.namespace}/{p.metadata.name} ({p.status.phase})"

@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 KUEUE_EXAMPLE = REPO / "manifests" / "kueue"
 NAMESPACE = "taugrid-default"
 KEEP_RUNNING = KEEP_RUNNING_ANNOTATIONS  # the delay alone ends a pod within 5 s
+JOB_PODS = "batch.kubernetes.io/job-name=t2-gpu"  # the pods of the module's Job
 
 
 
@@ -65,22 +66,22 @@ def running_pod(api, t2) -> Iterator[k8s.V1Pod]:
     })
 
     def running_pods():
-        pods = core.list_namespaced_pod(NAMESPACE, label_selector="batch.kubernetes.io/job-name=t2-gpu").items
+        pods = core.list_namespaced_pod(NAMESPACE, label_selector=JOB_PODS).items
         ready = [p for p in pods if p.status.phase == "Running"]
         return ready if len(ready) == 2 else None
 
     pods = wait_for(running_pods, "both pods of the admitted Job Running",
-                    explain=lambda: why_pods_wait(api, NAMESPACE, "batch.kubernetes.io/job-name=t2-gpu"))
+                    explain=lambda: why_pods_wait(api, NAMESPACE, JOB_PODS))
     yield pods[0]
     # The pods hold every GPU of the tier's two nodes for an hour: free them for later tests.
     batch.delete_namespaced_job("t2-gpu", NAMESPACE, propagation_policy="Background")
-    for pod in core.list_namespaced_pod(NAMESPACE, label_selector="batch.kubernetes.io/job-name=t2-gpu").items:
+    for pod in core.list_namespaced_pod(NAMESPACE, label_selector=JOB_PODS).items:
         core.delete_namespaced_pod(pod.metadata.name, NAMESPACE, grace_period_seconds=0)
 
 
 def test_admitted_job_pods_run_on_kwok_gpu_nodes(t2, api, running_pod):
     core = k8s.CoreV1Api(api)
-    pods = core.list_namespaced_pod(NAMESPACE, label_selector="batch.kubernetes.io/job-name=t2-gpu").items
+    pods = core.list_namespaced_pod(NAMESPACE, label_selector=JOB_PODS).items
     assert {p.spec.node_name for p in pods} == set(t2.gpu_nodes)  # 8 GPUs each: one pod per node
     for pod in pods:
         assert pod.spec.node_selector["tau.azure.com/gpu-class"] == "h100-80gb"  # from the ResourceFlavor

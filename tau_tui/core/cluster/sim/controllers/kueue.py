@@ -35,6 +35,11 @@ def workload_name(kind: str, group: str, owner_name: str, owner_uid: str) -> str
     return f"{prefix}-{digest}"
 
 
+def stop_policy(queue: Mapping[str, Any] | None) -> str:
+    """A ClusterQueue's or LocalQueue's spec.stopPolicy; "None" when unset (or no queue)."""
+    return ((queue or {}).get("spec") or {}).get("stopPolicy") or "None"
+
+
 def check_names(cq: Mapping[str, Any]) -> list[str]:
     """The AdmissionChecks a ClusterQueue requires, in spec order."""
     return [r.get("name", "") for r in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or ()]
@@ -110,11 +115,8 @@ class KueueController(Controller):
             new = [o for o in self.store.items(rt) if o["metadata"]["uid"] not in existing
                    and (o["metadata"].get("labels") or {}).get(QUEUE_NAME_LABEL)]
             for owner in sorted(new, key=lambda o: (o["metadata"].get("namespace"), o["metadata"]["name"])):
-                meta = owner["metadata"]
-                if meta["uid"] in existing:
-                    continue
-                self.store.put(R.WORKLOAD.type, self._workload_for(owner, kind, group, meta["labels"][QUEUE_NAME_LABEL]))
-                existing.add(meta["uid"])
+                queue = owner["metadata"]["labels"][QUEUE_NAME_LABEL]
+                self.store.put(R.WORKLOAD.type, self._workload_for(owner, kind, group, queue))
 
     def _workload_for(self, owner: dict[str, Any], kind: str, group: str, queue: str) -> dict[str, Any]:
         meta = owner["metadata"]
@@ -283,7 +285,7 @@ class KueueController(Controller):
         open_queues: dict[tuple[str, str], bool] = {}  # LocalQueue (namespace, name) → admits
         for cq_name, items in sorted(self.pending_by_cluster_queue().items()):
             cq = self.store.read(R.CLUSTER_QUEUE.type, cq_name)
-            if cq is None or ((cq.get("spec") or {}).get("stopPolicy") or "None") != "None":
+            if cq is None or stop_policy(cq) != "None":
                 continue
             strict = (cq.get("spec") or {}).get("queueingStrategy") == "StrictFIFO"
             used = usage.setdefault(cq_name, {})
@@ -340,7 +342,7 @@ class KueueController(Controller):
 
     def _queue_open(self, facts: WorkloadFacts) -> bool:
         lq = self.store.read(R.LOCAL_QUEUE.type, facts.queue_name, facts.namespace)
-        return lq is not None and ((lq.get("spec") or {}).get("stopPolicy") or "None") == "None"
+        return lq is not None and stop_policy(lq) == "None"
 
     def evict(self, wl: dict[str, Any], reason: str, message: str, requeue: bool = True) -> None:
         now = self.now()
@@ -371,9 +373,9 @@ class KueueController(Controller):
                    if facts.cluster_queue is not None and not facts.finished]
         for wl, facts in sorted(holding, key=lambda pair: (pair[1].namespace, pair[0]["metadata"]["name"])):
             cq = self.store.read(R.CLUSTER_QUEUE.type, facts.cluster_queue or "")
-            lq = self.store.read(R.LOCAL_QUEUE.type, wl["spec"].get("queueName", ""), wl["metadata"]["namespace"])
-            cq_policy = ((cq or {}).get("spec") or {}).get("stopPolicy") or "None"
-            lq_policy = ((lq or {}).get("spec") or {}).get("stopPolicy") or "None"
+            lq = self.store.read(R.LOCAL_QUEUE.type, facts.queue_name, facts.namespace)
+            cq_policy = stop_policy(cq)
+            lq_policy = stop_policy(lq)
             admitted = is_true(wl, "Admitted")
             if cq_policy == "HoldAndDrain" or (cq_policy == "Hold" and not admitted):
                 self.evict(wl, "ClusterQueueStopped", "The ClusterQueue is stopped")
@@ -428,7 +430,7 @@ class KueueController(Controller):
         for cq in sorted(self.store.items(R.CLUSTER_QUEUE.type), key=lambda o: o["metadata"]["name"]):
             name = cq["metadata"]["name"]
             pend, reserving, admitted = counts_cq.get(name, [0, 0, 0])
-            policy = (cq.get("spec") or {}).get("stopPolicy") or "None"
+            policy = stop_policy(cq)
             missing_flavors = [f.get("name") for g in (cq.get("spec") or {}).get("resourceGroups") or () for f in g.get("flavors") or ()
                                if self.store.read(R.RESOURCE_FLAVOR.type, f.get("name", "")) is None]
             missing_checks = [c for c in check_names(cq) if self.store.read(R.ADMISSION_CHECK.type, c) is None]
@@ -453,7 +455,7 @@ class KueueController(Controller):
         for lq in sorted(self.store.items(R.LOCAL_QUEUE.type), key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"])):
             key = (lq["metadata"]["namespace"], lq["metadata"]["name"])
             pend, reserving, admitted = counts_lq.get(key, [0, 0, 0])
-            policy = (lq.get("spec") or {}).get("stopPolicy") or "None"
+            policy = stop_policy(lq)
             cq = self.store.read(R.CLUSTER_QUEUE.type, (lq.get("spec") or {}).get("clusterQueue", ""))
             if policy != "None":
                 active = cond("Active", "False", "Stopped", "LocalQueue is stopped", now)
