@@ -27,17 +27,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from rich.console import Console
-from rich.segment import Segment
 from rich.style import Style
-from rich.text import Span, Text
+from rich.text import Text
 from textual.binding import Binding
 from textual.coordinate import Coordinate
 from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets._data_table import Column, ColumnKey, RowKey, SegmentLines
 
 from tau_tui.widgets.row_filter import RowFilter, kept_rows
+from tau_tui.widgets.row_strips import RowLook, RowStrips, plain_text_line, text_cell_segments
 from tau_tui.widgets.table_plan import (
     NOTICE_KEY,
     Matchable,
@@ -56,7 +56,6 @@ __all__ = ["NOTICE_KEY", "ColumnSpec", "KeyedTable", "Matchable", "Row", "sort_k
 COMFORTABLE_WIDTH = 24
 #: Rendered cells kept (a few screens' worth at 200 columns); the cache starts over when full.
 CELL_LINES_KEPT = 4096
-NULL_STYLE = Style.null()
 
 
 @dataclass(frozen=True)
@@ -79,20 +78,6 @@ class FitColumn(Column):
         if not self.auto_width and self.width == 0:
             return 0
         return super().get_render_width(data_table)
-
-
-def text_cell_line(console: Console, cell: Text, width: int, padding: int, pre_style: Style,
-                   post_style: Style) -> list[Segment]:
-    """One line of a Text cell as Rich renders it unwrapped: its style under its spans (as
-    ``Text.__rich_console__`` joins it), cut or padded to the width less the padding on each side,
-    then ``pre_style`` under and ``post_style`` over every segment (textual's ``Styled``)."""
-    if cell.style:
-        cell = Text(cell.plain, spans=[Span(0, len(cell), cell.style), *cell.spans], end="")
-    inner = width - 2 * padding
-    line = Segment.adjust_line_length(list(cell.render(console, end="")), inner, style=NULL_STYLE, pad=True)
-    if padding:
-        line = [Segment(" " * padding, NULL_STYLE), *line, Segment(" " * padding, NULL_STYLE)]
-    return list(Segment.apply_style(line, pre_style, post_style))
 
 
 def as_spec(column: ColumnSpec | tuple) -> ColumnSpec:
@@ -136,6 +121,8 @@ class KeyedTable(DataTable):
         #: What the updates did, counted (tests bound work by these).
         #: (row, index, column, style, width, cursor...) -> (the cell object, its rendered lines)
         self._cell_lines: dict[tuple, tuple[Any, SegmentLines]] = {}
+        self.row_strips = RowStrips()
+        self._row_look_parts: tuple[tuple[int, ...], Style, int] | None = None
         self._data = StateCells(self)  # type: ignore[assignment]  # views of self._state
         self._row_locations = KeyLocations([])  # type: ignore[assignment]
         self.rows = StateRows(self)  # type: ignore[assignment]
@@ -215,22 +202,70 @@ class KeyedTable(DataTable):
         """A one-line Text cell drawn straight from its segments: the lines DataTable's Rich pipeline
         (Padding in Styled, through ``console.render_lines``) makes, at a fifth of its cost.  None
         for anything else, which DataTable draws."""
-        if (not isinstance(cell, Text) or cell.justify not in (None, "default") or width <= 2 * self.cell_padding
-                or cell.overflow not in (None, "fold", "crop", "ignore") or cell.no_wrap is False):
-            return None
-        plain = cell.plain
-        if "\n" in plain or "\t" in plain:
+        text = plain_text_line(cell)
+        if text is None or width <= 2 * self.cell_padding:
             return None
         component_style, post_style = self._get_styles_to_render_cell(
             False, False, row_index < self.fixed_rows or column_index < self.fixed_columns, hover, cursor,
             self.show_cursor, self._show_hover_cursor, self.cursor_foreground_priority == "css",
             self.cursor_background_priority == "css")
         pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
-        return [text_cell_line(self.app.console, cell, width, self.cell_padding, pre_style, post_style)]
+        return [text_cell_segments(self.app.console, text, width, self.cell_padding, pre_style, post_style)]
 
     def _clear_caches(self) -> None:
         super()._clear_caches()
         self._cell_lines.clear()
+        self.row_strips.clear()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cell_lines.clear()
+        self.row_strips.clear()
+
+    # -- a data row is drawn from a strip kept by its key and cells (row_strips) ------------
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._row_look_parts = (tuple(column.get_render_width(self) for column in self.ordered_columns),
+                                self.rich_style, self.size.width)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._row_look_parts = None
+
+    def render_line(self, y: int) -> Strip:
+        strip = self._kept_row_line(y)
+        return strip if strip is not None else super().render_line(y)
+
+    def _kept_row_line(self, y: int) -> Strip | None:
+        parts = self._row_look_parts
+        header = self._header_lines()
+        if (parts is None or y < header or self.cursor_type != "row" or self.zebra_stripes or self.fixed_rows
+                or self.fixed_columns or (self._labelled_row_exists and self.show_row_labels)):
+            return None
+        scroll_x, scroll_y = self.scroll_offset
+        row_index = y - header + scroll_y
+        if not 0 <= row_index < len(self._row_locations):
+            return None
+        row_key = self._row_locations.get_key(row_index)
+        name = str(row_key.value) if row_key is not None else ""
+        cells = self._state.cells.get(name)
+        if cells is None:
+            return None
+        widths, base_style, width = parts
+        cursor = self.show_cursor and row_index == self.cursor_row
+        hover = self.show_cursor and self._show_hover_cursor and row_index == self.hover_row
+        strip = self.row_strips.strip(name, cells, RowLook(widths, base_style, width, cursor, hover), row_index,
+                                      self.app.console, self.cell_padding, self._row_cell_styles)
+        if strip is None:
+            return None
+        if scroll_x or strip.cell_length != width:
+            strip = strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, base_style)
+        return strip.apply_meta({"row": row_index, "column": 0})
+
+    def _row_cell_styles(self, cursor: bool, hover: bool) -> tuple[Style, Style]:
+        return self._get_styles_to_render_cell(
+            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
 
     def _header_lines(self) -> int:
         return self.header_height if self.show_header else 0
