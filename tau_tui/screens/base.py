@@ -301,7 +301,7 @@ class PaneScreen(Screen):
             yield from self.compose_body()
         yield Static("", id="pane-status")
         yield ReplayBar(id="replay-bar")
-        yield CommandLine(id="command-line")
+        yield CommandLine(covers="pane-status", id="command-line")
         yield PaneFooter()
 
     def compose_body(self) -> ComposeResult:

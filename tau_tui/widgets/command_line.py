@@ -69,10 +69,13 @@ class CommandLine(Horizontal):
             super().__init__()
             self.mode = mode
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, covers: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.mode = "command"
         self.completer: Completer | None = None
+        #: The id of a one-line widget the open line takes the place of: the lines above keep their
+        #: size, so opening the line redraws the line only, not the table above it.
+        self.covers = covers
 
     def compose(self):
         yield Label(":", id="command-prompt")
@@ -97,7 +100,7 @@ class CommandLine(Horizontal):
             field.value = initial
         field.cursor_position = len(initial)
         self.set_count("")
-        self.add_class("-open")
+        self._show(True)
         # Focus now, not on the next idle: keys typed right after ":" or "/" (while a refresh
         # is applying) must land in this line, never in the table behind it.
         self.screen.set_focus(field, scroll_visible=False)
@@ -108,8 +111,14 @@ class CommandLine(Horizontal):
         except Exception:
             pass
 
+    def _show(self, shown: bool) -> None:
+        if self.covers is not None:
+            for covered in self.screen.query(f"#{self.covers}"):
+                covered.display = not shown
+        self.set_class(shown, "-open")
+
     def action_close(self) -> None:
-        self.remove_class("-open")
+        self._show(False)
         self.post_message(self.Closed(self.mode))
 
     def action_complete(self) -> None:
@@ -134,5 +143,5 @@ class CommandLine(Horizontal):
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
         text = event.value.strip()
-        self.remove_class("-open")
+        self._show(False)
         self.post_message(self.Submitted(self.mode, text))

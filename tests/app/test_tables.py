@@ -326,6 +326,27 @@ async def test_keys_typed_right_after_slash_go_to_the_filter(tmp_path):
         assert app.screen is not None and len(app.screen_stack) == 1  # no Describe dialog
 
 
+@async_test
+async def test_the_open_line_takes_the_status_lines_place_so_the_tables_keep_their_size(tmp_path):
+    """Opening ``/`` or ``:`` must not shrink the table above it: a new size redraws every row."""
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        table = screen.query_one("#workloads-table", KeyedTable)
+        status = screen.query_one("#pane-status")
+        before, status_row = table.region, status.region.y
+        for key in ("slash", "colon"):
+            await pilot.press(key)
+            await settle(pilot)
+            line = screen.query_one(CommandLine)
+            assert line.is_open and not status.display and line.region.y == status_row
+            assert table.region == before, key
+            await pilot.press("escape")
+            await settle(pilot)
+            assert not line.is_open and status.display and table.region == before
+
+
 def post_key_without_waiting(app, key: str, char: str) -> None:
     """A key as the terminal driver posts it, with no wait for the app to go idle (Pilot.press
     waits, which hid keys typed faster than the app routed the one before)."""
