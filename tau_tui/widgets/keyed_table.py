@@ -127,7 +127,8 @@ class KeyedTable(DataTable):
         self._row_locations = KeyLocations([])  # type: ignore[assignment]
         self.rows = StateRows(self)  # type: ignore[assignment]
         self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0,
-                      "replanned": 0, "cells_rendered": 0, "cells_reused": 0, "sorted": 0}
+                      "replanned": 0, "cells_rendered": 0, "cells_reused": 0, "sorted": 0,
+                      "width_checks_skipped": 0}
         self.rows_inserted = 0
         self.cells_written = 0
 
@@ -501,6 +502,13 @@ class KeyedTable(DataTable):
         (all rows here are one line high), keep the virtual size right."""
         self._new_rows.clear()
         self._fit_columns(force=True)
+
+    def _update_column_widths(self, updated_cells: set) -> None:
+        """Skip DataTable's measuring of updated cells: a cell narrower than its column's label makes
+        it measure every cell of the column, and adding a column marks every row's cell updated, so
+        a table given its rows before its columns were added measured the column once per row (20,000
+        squared on the UI thread).  Widths here come from the plans (:meth:`_apply_width_deltas`)."""
+        self.stats["width_checks_skipped"] += len(updated_cells)
 
     # -- sorting --------------------------------------------------------------------------
 

@@ -63,3 +63,32 @@ def test_a_ticker_stopped_while_holding_ends_without_ticking():
     ticker = _ticker(time.monotonic() + 3600)
     ticker._stop.set()
     assert ticker._hold_for_user() is True
+
+
+def test_a_tick_gives_way_between_its_controllers_while_keys_come_and_only_up_to_its_bound():
+    """The tick in progress when a key comes sleeps between controllers (the interpreter's lock
+    released for the UI thread), for at most MAX_STEP_HOLD_S; with no key it never sleeps."""
+    from tau_tui.core.cluster.sim.scenario import build_world
+    from tau_tui.core.cluster.sim.world import MAX_STEP_HOLD_S
+
+    world = build_world("demo")
+    slept: list[float] = []
+
+    def pause(seconds: float) -> None:  # records a sleep and lets that much of the key's hold pass
+        slept.append(seconds)
+        world.user_active_until -= seconds
+
+    world.pause = pause
+    world.tick()
+    assert slept == []  # nobody typing: the tick runs straight through
+
+    world.user_active_until = time.monotonic() + 0.2
+    world.tick()
+    assert slept and all(0 < s <= 0.2 for s in slept)
+    assert 0.15 < sum(slept) <= 0.2 + 1e-9  # until the key's hold ran out
+
+    slept.clear()
+    world.user_active_until = time.monotonic() + 3600  # keys without a pause: bounded per tick
+    world.pause = slept.append
+    world.tick()
+    assert abs(sum(slept) - MAX_STEP_HOLD_S) < 1e-9

@@ -67,6 +67,8 @@ class SimulatedCluster:
         #: ticker holds its next tick until then, for at most MAX_TICK_HOLD_S at a time. A real
         #: cluster's controllers do not share the app's interpreter; the simulated ones do.
         self.user_active_until = 0.0
+        #: How a tick sleeps while giving way to a person (tests count the calls).
+        self.pause: Callable[[float], None] = time.sleep
         #: Called after every tick, outside the lock (backends flush their caches).
         self.tick_listeners: list[Callable[[], None]] = []
         #: API outage injection: while ``api_down`` holds a message, attached
@@ -139,23 +141,33 @@ class SimulatedCluster:
                 action()
             # One pass of every controller, in the order a change flows through
             # the cluster; the order is part of the simulation's determinism.
-            self.kueue.reconcile_owners()
-            self.multikueue.update_clusters()
-            self.multikueue.update_admission_checks()
-            self.kueue.stop_policies()
-            self.kueue.schedule()
-            self.multikueue.dispatch()
-            self.multikueue.sync_remote()
-            self.jobs.start_admitted()
-            self.kubelet.bind_and_run_pods()
-            self.kubelet.finish_pods(now)
-            self.jobs.finish_jobs()
-            self.kueue.queue_status()
-            self.gpu_agent.heartbeat(now)
-            self.tau.update_status()
+            steps: tuple[Callable[[], object], ...] = (
+                self.kueue.reconcile_owners, self.multikueue.update_clusters,
+                self.multikueue.update_admission_checks, self.kueue.stop_policies, self.kueue.schedule,
+                self.multikueue.dispatch, self.multikueue.sync_remote, self.jobs.start_admitted,
+                self.kubelet.bind_and_run_pods, lambda: self.kubelet.finish_pods(now), self.jobs.finish_jobs,
+                self.kueue.queue_status, lambda: self.gpu_agent.heartbeat(now), self.tau.update_status)
+            gave_way = 0.0
+            for step in steps:
+                step()
+                gave_way += self._give_way_to_user(MAX_STEP_HOLD_S - gave_way)
             self.store.changed.notify_all()
         for listener in list(self.tick_listeners):
             listener()
+
+    def _give_way_to_user(self, most: float) -> float:
+        """Between two controllers of a tick: while a person is pressing keys in the app, sleep (the
+        interpreter's lock released, so the app's UI thread runs alone) for at most ``most``
+        seconds; the seconds slept.  A tick is 0.4-0.5 s of CPU at ``large``; shared with it, a
+        key waited for the interpreter half of that time."""
+        slept = 0.0
+        while slept < most:
+            left = min(self.user_active_until - time.monotonic(), most - slept, GIVE_WAY_SLICE_S)
+            if left <= 0:
+                break
+            self.pause(left)
+            slept += left
+        return slept
 
     # -- events ----------------------------------------------------------------
 
@@ -184,6 +196,10 @@ class SimulatedCluster:
 
 #: The longest the simulated cluster stands still for a person pressing keys without a pause.
 MAX_TICK_HOLD_S = 2.0
+#: The longest one tick waits between its controllers for a person pressing keys, all waits
+#: together, and the longest single wait (a key's hold is renewed by the next key).
+MAX_STEP_HOLD_S = 1.0
+GIVE_WAY_SLICE_S = 0.05
 
 
 class RealtimeTicker(threading.Thread):
