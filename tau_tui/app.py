@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from tau_tui.app_parts.command_mode import CommandMode
+from tau_tui.app_parts.heap_upkeep import HeapUpkeep
 from tau_tui.app_parts.key_activity import KeyActivity
 from tau_tui.app_parts.keys import APP_BINDINGS
 from tau_tui.app_parts.mutation_flow import MutationFlow
@@ -60,7 +61,7 @@ from tau_tui.widgets.header_bar import HeaderState
 from tau_tui.widgets.help_dialog import HelpDialog
 
 
-class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActivity):
+class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActivity, HeapUpkeep):
     """tau-tui."""
 
     TITLE = "tau-tui"
@@ -263,6 +264,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
         if backend.wait_synced(timeout=300):
             settle_heap()
             self.call_from_thread(self.prepare_panes, backend)
+            self.call_from_thread(self.start_heap_upkeep)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="evidence-recorder")
     def _start_recorder(self, backend: ClusterBackend) -> None:

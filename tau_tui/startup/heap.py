@@ -1,21 +1,31 @@
 """The garbage collector's settings for a process that holds a whole cluster in memory.
 
 CPython's cyclic collector walks every tracked object on a full collection, on whichever thread
-happens to allocate, the UI thread included.  A `large` cluster's cache is about 700,000 objects,
-and a pane building 100,000 cells triggered several full collections per refresh (measured: the
-queue pane's read took 4.2 s with the default settings, 1.7 s without them).  So the app collects
-young objects less often, and once the backend's first sync is done it moves what that built (the
-cache, which lives as long as the connection) out of the collector's sight with ``gc.freeze``.
-Reference counting still frees everything as before; only cycles among frozen objects would stay."""
+happens to allocate, the UI thread included, and holds the interpreter while it does.  A `large`
+cluster's cache is about 800,000 objects, and a pane building 100,000 cells triggered several
+full collections per refresh (measured: the queue pane's read took 4.2 s with the default
+settings, 1.7 s without them).  So once the backend's first sync is done the app moves what that
+built (the cache, which lives as long as the connection) out of the collector's sight with
+``gc.freeze``.
+
+Then the cluster keeps changing, and what survives piles up again.  Measured on ``--demo large``
+(collector callbacks, 40 s of typing after the freeze): with one young collection per 50,000
+allocations, a young collection paused every thread for up to 113 ms and a middle one up to 913 ms;
+with 10,000 and 5 they were 44 and 76 ms, but two full collections of 0.9 and 1.4 s came instead.
+So young collections are small and frequent, full collections never start on their own, and the
+app collects and freezes again on its own terms (:func:`settle_heap`) when nobody is pressing keys
+(``app_parts/heap_upkeep.py``).  Reference counting still frees everything as before; only cycles
+among frozen objects stay until the process ends."""
 
 from __future__ import annotations
 
 import gc
 
-#: One young collection per 50,000 allocations (CPython's default: 700); older generations as usual.
-YOUNG_THRESHOLD = 50_000
-MIDDLE_THRESHOLD = 20
-OLD_THRESHOLD = 20
+#: One young collection per 10,000 allocations (CPython's default: 700), a middle one per 5 young.
+YOUNG_THRESHOLD = 10_000
+MIDDLE_THRESHOLD = 5
+#: Full collections are the app's (settle_heap, when keys are quiet), never an allocation's.
+OLD_THRESHOLD = 1_000_000_000
 
 
 _tuned = False
@@ -30,9 +40,9 @@ def tune_collector() -> None:
 
 
 def settle_heap() -> int:
-    """Collect once, then freeze every object alive now (the synced cache).  Returns how many
-    objects are frozen (0: the collector was not tuned for this process).  Call from a worker
-    thread: the collection itself takes a moment."""
+    """Collect once, then freeze every object alive now (the synced cache, and later what survived
+    since the last settle).  Returns how many objects are frozen (0: the collector was not tuned for
+    this process).  Call from a worker thread: the collection walks every object not yet frozen."""
     if not _tuned:
         return 0
     gc.collect()

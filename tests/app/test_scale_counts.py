@@ -228,6 +228,23 @@ async def test_a_slow_read_backs_the_next_refresh_off_unless_forced(tmp_path):
 def test_the_tau_tui_process_tunes_and_freezes_its_collector_and_a_test_process_does_not():
     code = ("import gc; from tau_tui.startup.heap import settle_heap, tune_collector; "
             "before = settle_heap(); tune_collector(); after = settle_heap(); "
-            "print(before, after > 0, gc.get_threshold()[0])")
+            "print(before, after > 0, *gc.get_threshold())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["0", "True", "50000"]
+    # small young collections; full ones only when the app settles the heap (never on an allocation)
+    assert out == ["0", "True", "10000", "5", "1000000000"]
+
+
+@async_test
+async def test_the_heap_is_settled_only_while_keys_are_quiet(tmp_path):
+    from tau_tui.app_parts.heap_upkeep import KEYS_QUIET_S
+
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("j")
+        app.heap_upkeep()  # a key just now: not yet
+        assert app.heap_settles == 0
+        app._last_key_at = time.monotonic() - KEYS_QUIET_S - 0.1
+        app.heap_upkeep()
+        assert app.heap_settles == 1
+        await settle(pilot)
