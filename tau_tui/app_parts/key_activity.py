@@ -9,8 +9,8 @@ from textual.app import App
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
 
-#: How long after a key the backend's own background work in this process (the simulated
-#: cluster's controllers) is held back, so the key and the next one are answered first.
+#: How long after a key the background work in this process (the simulated cluster's controllers,
+#: the panes' reads in worker threads) is held back, so the key and the next one are answered first.
 KEY_HOLDS_BACKGROUND_S = 0.3
 
 
@@ -20,10 +20,13 @@ class KeyActivity(App):
     backend: ClusterBackend | None
     #: When the last key came (monotonic); 0.0 before the first.
     _last_key_at: float = 0.0
+    #: Until when (monotonic) the app's own reads in worker threads nap for keys (PaneScreen.keep_reading).
+    key_hold_until: float = 0.0
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
             self._last_key_at = time.monotonic()
+            self.key_hold_until = self._last_key_at + KEY_HOLDS_BACKGROUND_S
             if self.backend is not None:
                 self.backend.user_active(KEY_HOLDS_BACKGROUND_S)
         await super().on_event(event)

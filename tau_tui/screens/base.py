@@ -11,7 +11,7 @@ the previous refresh still running is skipped and counted."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -175,6 +175,10 @@ NARROW_WIDTH = 100
 #: each: a quarter of one processor, so keys typed meanwhile hardly wait for the interpreter.
 READ_AHEAD_SLICE_S = 0.01
 READ_AHEAD_REST = 3.0
+#: While keys come, a read sleeps between its steps (the interpreter released for the UI thread) in
+#: naps of at most KEY_NAP_S, and at most MAX_KEY_NAPS_S in all per read, so it still finishes.
+KEY_NAP_S = 0.05
+MAX_KEY_NAPS_S = 1.0
 
 
 def read_place(backend: Any) -> tuple:
@@ -258,6 +262,9 @@ class PaneScreen(Screen):
         #: From the app's start of a read ahead to :meth:`keep_prepared` (UI thread).
         self.read_ahead_running = False
         self._paused_at = 0.0
+        #: Seconds the read in progress slept for keys (:meth:`keep_reading`), and how it sleeps.
+        self.read_napped_s = 0.0
+        self.nap: Callable[[float], None] = time.sleep
         self.ticks_skipped = 0
         self.refreshes_applied = 0
         self.ticks_unchanged = 0
@@ -440,9 +447,21 @@ class PaneScreen(Screen):
             if worked >= READ_AHEAD_SLICE_S:
                 time.sleep(worked * READ_AHEAD_REST)
                 self._paused_at = time.monotonic()
+        self._nap_while_keys_come()
+
+    def _nap_while_keys_come(self) -> None:
+        """A read shares the interpreter with the UI thread: while a person is pressing keys it
+        sleeps, so each key is answered at the UI thread's own speed, not at half of it."""
+        while self.read_napped_s < MAX_KEY_NAPS_S:
+            left = min(self.tau.key_hold_until - time.monotonic(), KEY_NAP_S, MAX_KEY_NAPS_S - self.read_napped_s)
+            if left <= 0:
+                return
+            self.nap(left)
+            self.read_napped_s += left
 
     def read_pane(self, generation: int, row_filter: RowFilter) -> Collected | CollectFailed | CollectAbandoned:
         """One refresh's read (a worker thread): the pane's data, or why it could not be read."""
+        self.read_napped_s = 0.0
         try:
             # read before the data: a change in between shows as stale, never as fresh
             started = time.monotonic()

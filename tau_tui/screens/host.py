@@ -39,6 +39,8 @@ class PaneHost(ClusterHost, Protocol):
     evidence_recorder: EvidenceRecorder | None
     #: Each run's status while none of its objects changed (the recorder's and the Runs pane's).
     run_statuses: RunStatusMemo
+    #: Until when (monotonic) reads in worker threads nap for a person pressing keys.
+    key_hold_until: float
 
     def now(self) -> datetime:
         """Cluster time (the backend's clock when it has one)."""

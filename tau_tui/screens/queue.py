@@ -224,8 +224,10 @@ class QueueScreen(PaneScreen):
 
         previous = self._row_cache
         rows_cache: dict[str, tuple[tuple, list, str]] = {}
-        for wl in sorted(workloads, key=lambda w: (order.get(w.status_word, 9), w.namespace or "", w.queue_name or "",
-                                                    position(w), w.name)):
+        for index, wl in enumerate(sorted(workloads, key=lambda w: (order.get(w.status_word, 9), w.namespace or "",
+                                                                     w.queue_name or "", position(w), w.name))):
+            if index % 512 == 0:
+                self.keep_reading()
             key = f"{wl.namespace}/{wl.name}"
             data.workloads[key] = wl
             entry = entry_of(wl)

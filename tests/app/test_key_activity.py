@@ -92,3 +92,40 @@ def test_a_tick_gives_way_between_its_controllers_while_keys_come_and_only_up_to
     world.pause = slept.append
     world.tick()
     assert abs(sum(slept) - MAX_STEP_HOLD_S) < 1e-9
+
+
+@async_test
+async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_to_its_bound(tmp_path):
+    """A read in a worker thread shares the interpreter with the UI thread: while keys come it
+    sleeps between steps (at most MAX_KEY_NAPS_S a read); with no key it never sleeps."""
+    from tau_tui.screens.base import MAX_KEY_NAPS_S
+
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        naps: list[float] = []
+
+        def nap(seconds: float) -> None:  # records a sleep and lets that much of the key's hold pass
+            naps.append(seconds)
+            app.key_hold_until -= seconds
+
+        screen.nap = nap
+        app.key_hold_until = 0.0
+        screen.read_napped_s = 0.0
+        screen.keep_reading()
+        assert naps == []
+
+        await pilot.press("j")
+        assert app.key_hold_until >= time.monotonic() + KEY_HOLDS_BACKGROUND_S - 0.1
+        screen.keep_reading()
+        assert naps and 0 < sum(naps) <= KEY_HOLDS_BACKGROUND_S + 1e-9
+
+        naps.clear()
+        app.key_hold_until = time.monotonic() + 3600  # keys without a pause: bounded per read
+        screen.nap = naps.append
+        screen.read_napped_s = 0.0
+        for _ in range(100):
+            screen.keep_reading()
+        assert abs(sum(naps) - MAX_KEY_NAPS_S) < 1e-9
+        app.key_hold_until = 0.0
