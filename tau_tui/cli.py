@@ -6,7 +6,11 @@ The commands themselves live in `tau_tui/commands/` (`commands.registry.HANDLERS
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+import threading
+from typing import NoReturn
 
 from .commands.app_command import run_app
 from .commands.parser import COMMANDS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, build_parser
@@ -56,6 +60,58 @@ def run_command(argv: list[str]) -> int:
 
 
 
+#: How long the main thread waits on a headless command at a time before it looks for a Ctrl-C.
+COMMAND_WAIT_SLICE_S = 0.2
+
+
+def run_command_interruptibly(argv: list[str]) -> int:
+    """:func:`run_command` in a worker thread while the main thread waits in short slices.
+
+    Python handles a Ctrl-C on the main thread only, when it runs Python code or a blocking call
+    of it is interrupted.  Run on the main thread, a command blocked in a socket read missed it when
+    the signal went to another of the process's threads or landed just before the read began (seen
+    under load, once even after a second Ctrl-C: the loaded suite of stop 20).  Waiting
+    in slices, the main thread sees it within one.  What the command raises (``SystemExit`` from
+    ``--help`` or a bad flag) is raised here, on the main thread."""
+    outcome: list[int | BaseException] = []
+
+    def command() -> None:
+        try:
+            outcome.append(run_command(argv))
+        except BaseException as err:  # noqa: BLE001  (handed to the main thread as it came)
+            outcome.append(err)
+
+    worker = threading.Thread(target=command, name="tau-tui-command", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(COMMAND_WAIT_SLICE_S)
+    except KeyboardInterrupt:
+        _leave_now(_interrupted())
+    except SystemExit as stop:  # SIGTERM/SIGHUP (install_exit_on_signals)
+        _leave_now(stop.code if isinstance(stop.code, int) else EXIT_FAILED)
+    if not outcome:
+        return EXIT_FAILED
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
+def _leave_now(code: int) -> NoReturn:
+    """End the process while the command's thread is still in a blocking call: the exit clean-up
+    (spools, private files) runs, then the process exits without the interpreter's shutdown, which
+    was seen to hang with that thread blocked in a socket read."""
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001  (a closed pipe: nothing more to say)
+                pass
+        os._exit(code)
+
+
 def _interrupted() -> int:
     print("tau-tui: interrupted", file=sys.stderr)
     return EXIT_INTERRUPTED
@@ -70,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         if not argv or argv[0] not in COMMANDS:
             # No sub-command (or only app flags such as --demo): the interactive app.
             return run_app(argv)
-        return run_command(argv)
+        return run_command_interruptibly(argv)
     except KeyboardInterrupt:  # Ctrl-C anywhere, imports included: one line, no traceback
         return _interrupted()
 
