@@ -265,8 +265,6 @@ class PaneScreen(Screen):
         #: Seconds the read in progress slept for keys (:meth:`keep_reading`), and how it sleeps.
         self.read_napped_s = 0.0
         self.nap: Callable[[float], None] = time.sleep
-        #: The read in progress is a background refresh (it naps for keys), not one a key asked for.
-        self.read_naps_for_keys = True
         self.ticks_skipped = 0
         self.refreshes_applied = 0
         self.ticks_unchanged = 0
@@ -409,7 +407,6 @@ class PaneScreen(Screen):
         self._table_states = {table.id: table.state for table in self.query(KeyedTable) if table.id}
         self._collect_generation += 1
         self.collects_started += 1
-        self.read_naps_for_keys = not force  # a read a key asked for (open, filter) never waits for keys
         self._collect_worker(self._collect_generation, RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh())
 
     def data_signature(self) -> tuple | None:
@@ -455,7 +452,7 @@ class PaneScreen(Screen):
     def _nap_while_keys_come(self) -> None:
         """A read shares the interpreter with the UI thread: while a person is pressing keys it
         sleeps, so each key is answered at the UI thread's own speed, not at half of it."""
-        while self.read_naps_for_keys and self.read_napped_s < MAX_KEY_NAPS_S:
+        while self.read_napped_s < MAX_KEY_NAPS_S:
             left = min(self.tau.key_hold_until - time.monotonic(), KEY_NAP_S, MAX_KEY_NAPS_S - self.read_napped_s)
             if left <= 0:
                 return

@@ -96,9 +96,8 @@ def test_a_tick_gives_way_between_its_controllers_while_keys_come_and_only_up_to
 
 @async_test
 async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_to_its_bound(tmp_path):
-    """A background read in a worker thread shares the interpreter with the UI thread: while keys
-    come it sleeps between steps (at most MAX_KEY_NAPS_S a read); with no key it never sleeps, and
-    a read a key asked for never does."""
+    """A read in a worker thread shares the interpreter with the UI thread: while keys come it
+    sleeps between steps (at most MAX_KEY_NAPS_S a read); with no key it never sleeps."""
     from tau_tui.screens.base import MAX_KEY_NAPS_S
 
     app = make_app(tmp_path, start_pane="queue")
@@ -112,7 +111,6 @@ async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_t
             app.key_hold_until -= seconds
 
         screen.nap = nap
-        screen.read_naps_for_keys = True  # a background refresh (opening the pane was a key's read)
         app.key_hold_until = 0.0
         screen.read_napped_s = 0.0
         screen.keep_reading()
@@ -130,11 +128,4 @@ async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_t
         for _ in range(100):
             screen.keep_reading()
         assert abs(sum(naps) - MAX_KEY_NAPS_S) < 1e-9
-
-        # a read a key asked for (a pane opened, a filter typed) never waits for that key
-        naps.clear()
-        screen.read_napped_s = 0.0
-        screen.read_naps_for_keys = False
-        screen.keep_reading()
-        assert naps == []
         app.key_hold_until = 0.0
