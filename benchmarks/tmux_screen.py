@@ -4,9 +4,23 @@ shared by the benchmarks that time what appears on screen."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
+import threading
 import time
 import uuid
+
+
+def exit_on_termination() -> None:
+    """A benchmark ended by SIGTERM or SIGHUP (``timeout``, a closed terminal) still runs its
+    ``finally: screen.stop()``; without this the tool it started kept running (once for 90 minutes,
+    beside every later measurement)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, lambda number, _frame: sys.exit(128 + number))
 
 
 class Screen:
@@ -24,6 +38,7 @@ class Screen:
         return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True, timeout=30)
 
     def start(self) -> float:
+        exit_on_termination()
         started = time.monotonic()
         shell = "exec " + " ".join(_quote(a) for a in self.command)
         self._tmux("new-session", "-d", "-s", "bench", "-x", str(self.size[0]), "-y", str(self.size[1]), shell)
