@@ -26,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewState, ViewStatus
+from tau_tui.core.cluster.give_way import give_way
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.gpufaults import fault_summary, gpu_problems
@@ -175,9 +176,8 @@ NARROW_WIDTH = 100
 #: each: a quarter of one processor, so keys typed meanwhile hardly wait for the interpreter.
 READ_AHEAD_SLICE_S = 0.01
 READ_AHEAD_REST = 3.0
-#: While keys come, a read sleeps between its steps (the interpreter released for the UI thread) in
-#: naps of at most KEY_NAP_S, and at most MAX_KEY_NAPS_S in all per read, so it still finishes.
-KEY_NAP_S = 0.05
+#: While keys come, a read sleeps between its steps (the interpreter released for the UI thread),
+#: at most MAX_KEY_NAPS_S in all per read, so it still finishes.
 MAX_KEY_NAPS_S = 1.0
 
 
@@ -452,12 +452,8 @@ class PaneScreen(Screen):
     def _nap_while_keys_come(self) -> None:
         """A read shares the interpreter with the UI thread: while a person is pressing keys it
         sleeps, so each key is answered at the UI thread's own speed, not at half of it."""
-        while self.read_napped_s < MAX_KEY_NAPS_S:
-            left = min(self.tau.key_hold_until - time.monotonic(), KEY_NAP_S, MAX_KEY_NAPS_S - self.read_napped_s)
-            if left <= 0:
-                return
-            self.nap(left)
-            self.read_napped_s += left
+        host = self.tau
+        self.read_napped_s += give_way(lambda: host.key_hold_until, MAX_KEY_NAPS_S - self.read_napped_s, self.nap)
 
     def read_pane(self, generation: int, row_filter: RowFilter) -> Collected | CollectFailed | CollectAbandoned:
         """One refresh's read (a worker thread): the pane's data, or why it could not be read."""

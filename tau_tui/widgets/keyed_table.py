@@ -259,9 +259,9 @@ class KeyedTable(DataTable):
                                       self.app.console, self.cell_padding, self._row_cell_styles)
         if strip is None:
             return None
-        if scroll_x or strip.cell_length != width:
+        if scroll_x or strip.cell_length != width:  # the strip's cells carry their own metadata
             strip = strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, base_style)
-        return strip.apply_meta({"row": row_index, "column": 0})
+        return strip
 
     def _row_cell_styles(self, cursor: bool, hover: bool) -> tuple[Style, Style]:
         return self._get_styles_to_render_cell(

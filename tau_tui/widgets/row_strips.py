@@ -135,7 +135,7 @@ class RowStrips:
                 return None
             parts.append((column, list(Segment.simplify(text_cell_segments(console, text, width, padding, pre, post)))))
             used += width
-        parts.append((-1, [Segment(" " * max(look.width - used, 0), look.base_style + component)]))
+        parts.append((-1, [Segment(" " * max(look.width - used, 0), pre)]))
         return parts
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from tau_tui.core.cluster.clock import Clock, ManualClock
 from tau_tui.core.cluster.convert import format_time
+from tau_tui.core.cluster.give_way import give_way
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.sim.controllers.gc import GarbageCollector
 from tau_tui.core.cluster.sim.controllers.gpu_agent import GpuAgent
@@ -150,24 +151,12 @@ class SimulatedCluster:
             gave_way = 0.0
             for step in steps:
                 step()
-                gave_way += self._give_way_to_user(MAX_STEP_HOLD_S - gave_way)
+                # while keys come, sleep between controllers so the app's UI thread runs alone:
+                # a tick is 0.4-0.5 s of CPU at ``large``, and a key shared it half the time
+                gave_way += give_way(lambda: self.user_active_until, MAX_STEP_HOLD_S - gave_way, self.pause)
             self.store.changed.notify_all()
         for listener in list(self.tick_listeners):
             listener()
-
-    def _give_way_to_user(self, most: float) -> float:
-        """Between two controllers of a tick: while a person is pressing keys in the app, sleep (the
-        interpreter's lock released, so the app's UI thread runs alone) for at most ``most``
-        seconds; the seconds slept.  A tick is 0.4-0.5 s of CPU at ``large``; shared with it, a
-        key waited for the interpreter half of that time."""
-        slept = 0.0
-        while slept < most:
-            left = min(self.user_active_until - time.monotonic(), most - slept, GIVE_WAY_SLICE_S)
-            if left <= 0:
-                break
-            self.pause(left)
-            slept += left
-        return slept
 
     # -- events ----------------------------------------------------------------
 
@@ -197,9 +186,8 @@ class SimulatedCluster:
 #: The longest the simulated cluster stands still for a person pressing keys without a pause.
 MAX_TICK_HOLD_S = 2.0
 #: The longest one tick waits between its controllers for a person pressing keys, all waits
-#: together, and the longest single wait (a key's hold is renewed by the next key).
+#: together (a key's hold is renewed by the next key).
 MAX_STEP_HOLD_S = 1.0
-GIVE_WAY_SLICE_S = 0.05
 
 
 class RealtimeTicker(threading.Thread):
