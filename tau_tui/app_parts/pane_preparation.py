@@ -3,7 +3,9 @@
 A part of :class:`tau_tui.app.TauApp`, which inherits it.  Once the first sync is done, the Runs and
 Nodes panes (20,000 runs and 2,000 nodes at ``--demo large``: a second or more of reading each) are
 made and read once in a worker, when the pane on screen has its rows and no key came for a moment
-(the read takes a processor the keys would share); the pane holds that read and shows it when it is first opened, and
+(the read takes a processor the keys would share), or, when keys keep coming, once the panes have
+waited :data:`LONGEST_WAIT_FOR_QUIET_S` (a read ahead rests between short slices and naps while keys
+come, so it uses the gaps between them); the pane holds that read and shows it when it is first opened, and
 the refresh that opening starts follows with what changed since.  A pane that is open, or was, reads
 only while it is on screen, as before; nothing is read again in the background.
 """
@@ -26,6 +28,9 @@ from tau_tui.screens.host import PaneHost
 PREPARED_PANES = ("runs", "nodes")
 #: Seconds without a key before the panes are read ahead.
 QUIET_BEFORE_READING_S = 1.5
+#: Seconds the panes wait for such a quiet moment, from when the pane on screen first has rows: a
+#: person who keeps pressing keys would otherwise open Runs to a read of a second or more.
+LONGEST_WAIT_FOR_QUIET_S = 5.0
 
 
 class PanePreparation(App):
@@ -36,6 +41,9 @@ class PanePreparation(App):
     _unopened_panes: dict[str, PaneScreen]
     #: When the last key came (monotonic, kept by KeyActivity): read ahead only after a quiet moment.
     _last_key_at: float
+    #: When the pane on screen first had its rows while the read ahead waited (None: not yet).
+    _preparation_waits_since: float | None = None
+    longest_wait_for_quiet_s = LONGEST_WAIT_FOR_QUIET_S
 
     def use_prepared_panes(self) -> None:
         """Make the modes of :data:`PREPARED_PANES` open the screen read ahead, when there is one."""
@@ -52,11 +60,19 @@ class PanePreparation(App):
         if backend is not self.backend:
             return
         shown = self.screen
-        quiet = time.monotonic() - self._last_key_at
-        if (isinstance(shown, PaneScreen) and shown.refreshes_applied == 0) or quiet < QUIET_BEFORE_READING_S:
-            # the pane on screen first (its first rows are what the user waits for), and keys are
-            # never made to share the processor with a read they did not ask for
-            self.set_timer(max(0.5, QUIET_BEFORE_READING_S - quiet), partial(self.prepare_panes, backend))
+        now = time.monotonic()
+        quiet = now - self._last_key_at
+        if isinstance(shown, PaneScreen) and shown.refreshes_applied == 0:
+            # the pane on screen first: its first rows are what the user waits for
+            self.set_timer(0.5, partial(self.prepare_panes, backend))
+            return
+        if self._preparation_waits_since is None:
+            self._preparation_waits_since = now
+        waited = now - self._preparation_waits_since
+        if quiet < QUIET_BEFORE_READING_S and waited < self.longest_wait_for_quiet_s:
+            # keys share the processor with no read they did not ask for, for a while
+            self.set_timer(max(0.5, min(QUIET_BEFORE_READING_S - quiet, self.longest_wait_for_quiet_s - waited)),
+                           partial(self.prepare_panes, backend))
             return
         for mode in PREPARED_PANES:
             if mode in self._screen_stacks:  # opened already: it reads itself while shown

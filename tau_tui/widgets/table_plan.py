@@ -13,8 +13,10 @@ Nothing here imports Textual: it runs in any thread."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 from rich.cells import cell_len
@@ -41,7 +43,8 @@ def cell_plain(cell: Any) -> str:
 
 
 def cell_width(cell: Any) -> int:
-    plain = cell_plain(cell)
+    # cell_plain inlined: a new table of 20,000 rows measures 140,000 cells
+    plain = cell.plain if isinstance(cell, Text) else str(cell)
     return len(plain) if plain.isascii() else cell_len(plain)
 
 
@@ -200,10 +203,10 @@ def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
         if before is not None and old_source.get(key) is cells:
             new_cells[key] = before
             continue
-        converted = tuple(as_cell(c) for c in cells)
+        converted = tuple([as_cell(c) for c in cells])
         if before is None:
             new_cells[key] = converted
-            added.append((key, converted, tuple(cell_width(c) for c in converted)))
+            added.append((key, converted, tuple(map(cell_width, converted))))
             continue
         changes = [(index, now, cell_width(was), cell_width(now))
                    for index, (was, now) in enumerate(zip(before, converted, strict=False))
@@ -233,10 +236,13 @@ def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
         for index, cell in enumerate(old[key]):
             count(index, cell_width(cell), -1)
             measured += 1
-    for _, _, widths in added:
-        for index, width in enumerate(widths):
-            count(index, width, +1)
-            measured += 1
+    # counted a column at a time (a new table adds every row: 140,000 cells for 20,000 runs)
+    for index, widths_of_column in enumerate(zip_longest(*(widths for _, _, widths in added))):
+        column_counts = Counter(widths_of_column)
+        column_counts.pop(None, None)  # rows shorter than the longest
+        for width, number in column_counts.items():
+            count(index, width, number)
+            measured += number
     for _, changes in writes:
         for index, _, old_width, new_width in changes:
             count(index, old_width, -1)

@@ -150,6 +150,23 @@ async def test_runs_and_nodes_are_read_once_ahead_and_open_with_those_rows_befor
 
 
 @async_test
+async def test_keys_that_never_stop_delay_the_read_ahead_only_up_to_its_bound(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    app.longest_wait_for_quiet_s = 1e9  # no bound yet: keys that keep coming hold the read ahead
+    app._last_key_at = time.monotonic() + 1e6  # a key "just came", at every look
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: app._preparation_waits_since is not None)
+        for _ in range(3):
+            app.prepare_panes(app.backend)
+            await settle(pilot)
+        assert not app._unopened_panes  # nothing made or read while keys come
+        app.longest_wait_for_quiet_s = 0.0  # the bound passed: read, in the gaps between keys
+        app.prepare_panes(app.backend)
+        await settle_until(pilot, lambda: set(app._unopened_panes) == {"runs", "nodes"} and read_ahead(app))
+        assert all(s._prepared is not None for s in app._unopened_panes.values())
+
+
+@async_test
 async def test_a_pane_opened_while_it_is_read_ahead_waits_for_that_read_instead_of_reading_twice(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:

@@ -3,6 +3,8 @@ live filter, narrow layout, Tab completion in ``:`` mode, clickable tabs, read-o
 
 from __future__ import annotations
 
+from collections import Counter
+
 from rich.text import Span, Text
 from textual.app import App
 from textual.widgets import DataTable, Input
@@ -12,7 +14,7 @@ from tau_tui.screens.queue import QueueScreen
 from tau_tui.widgets.command_line import CommandLine, complete
 from tau_tui.widgets.header_bar import HeaderBar
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, sort_key
-from tau_tui.widgets.table_plan import TableState, plan_rows
+from tau_tui.widgets.table_plan import TableState, as_cell, cell_width, plan_rows
 from tests.app.helpers import async_test, make_app, settle, settle_until
 
 ROWS = 20_000
@@ -524,3 +526,17 @@ async def test_cells_marked_updated_are_not_measured_against_every_row_of_their_
         assert not table._updated_cells and columns_read == []
         assert table.stats["width_checks_skipped"] == ROWS
         assert table.column_width("age") == 3  # "59m" and the label "Age", as the plan measured
+
+
+def test_a_new_tables_column_widths_are_counted_per_column_like_cell_by_cell():
+    """A first plan counts each column's widths at once; rows shorter than others, wide characters,
+    None and control characters count as each cell would alone."""
+    rows = [("a", ["abc", Text("● ok"), None, "x\x1by"]), ("b", ["abcd", Text("日本")]), ("c", ["", Text("● ok"), "zz"])]
+    plan = plan_rows(TableState(columns=4), rows)
+    expected = [Counter() for _ in range(4)]
+    for _, cells in rows:
+        for index, cell in enumerate(cells):
+            expected[index][cell_width(as_cell(cell))] += 1
+    assert [dict(column) for column in plan.width_deltas] == [dict(column) for column in expected]
+    assert plan.measured == sum(len(cells) for _, cells in rows)
+    assert [widths for _, _, widths in plan.added] == [tuple(cell_width(as_cell(c)) for c in cells) for _, cells in rows]

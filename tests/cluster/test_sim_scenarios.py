@@ -126,6 +126,38 @@ def test_reading_every_queue_position_builds_the_pending_lists_once_per_change(m
         backend.close()
 
 
+def test_simulated_visibility_positions_are_worked_out_once_per_cluster_queue_and_change(monkeypatch):
+    """Each LocalQueue's answer reads its ClusterQueue's positions worked out once, and they match a
+    walk of that queue's pending list (the ClusterQueue endpoint counts LocalQueues by name only)."""
+    from tau_tui.core.cluster.sim.pending_positions import PendingPositions
+
+    world = build_world("large")
+    backend = SimulatedBackend(world)
+    made: list[int] = []
+    original = PendingPositions.of.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(PendingPositions, "of", classmethod(lambda cls, items: made.append(len(items)) or original(cls, items)))
+    queues = [(lq["metadata"]["namespace"], lq["metadata"]["name"], lq["spec"]["clusterQueue"])
+              for lq in world.store.items(R.LOCAL_QUEUE.type)]
+    by_cq = world.kueue.pending_by_cluster_queue()
+    for ns, name, cluster_queue in queues:
+        summary = backend._visibility_get(
+            f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues/{name}/pendingworkloads", {})
+        items = by_cq.get(cluster_queue, [])
+        mine = [w for w in items if w["metadata"]["namespace"] == ns and w["spec"]["queueName"] == name]
+        assert [i["metadata"]["name"] for i in summary["items"]] == [w["metadata"]["name"] for w in mine][:1000]
+        assert [i["positionInLocalQueue"] for i in summary["items"]] == list(range(len(summary["items"])))
+        assert [i["positionInClusterQueue"] for i in summary["items"]] == [items.index(w) for w in mine][:1000]
+    assert len(queues) == 50 and len(made) == len(by_cq) == 10  # once per ClusterQueue, not per LocalQueue
+    cq = next(iter(by_cq))
+    summary = backend._visibility_get(f"/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{cq}/pendingworkloads",
+                                      {"limit": 5000})
+    seen: dict[str, int] = {}
+    for item in summary["items"]:
+        assert item["positionInLocalQueue"] == seen.get(item["localQueueName"], 0)
+        seen[item["localQueueName"]] = item["positionInLocalQueue"] + 1
+    assert len(made) == 10  # the same positions served that endpoint too
+
+
 def test_faults_scenario_requeues_from_stalled_worker():
     world = build_world("faults")
     backend = SimulatedBackend(world)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -218,13 +217,15 @@ def parse_pending_workloads_summary(
 
 class PositionTracker:
     """A short per-workload history of positions (``maxlen`` samples; only
-    changes are kept, plus the latest time each position was confirmed)."""
+    changes are kept, plus the latest time each position was confirmed).  Each history is a tuple,
+    not a deque: 20,000 pending Workloads hold one or two samples each, and an empty deque alone
+    takes 760 bytes."""
 
     def __init__(self, maxlen: int = 32, max_workloads: int = 50_000):
         self.maxlen = maxlen
         self.max_workloads = max_workloads
         self._lock = threading.Lock()
-        self._samples: dict[tuple[str, str], deque[PositionSample]] = {}
+        self._samples: dict[tuple[str, str], tuple[PositionSample, ...]] = {}
         self._pending_since: dict[tuple[str, str], datetime | None] = {}
 
     def record(self, report: PositionReport, pending_since: Mapping[tuple[str, str], datetime | None]) -> None:
@@ -237,7 +238,7 @@ class PositionTracker:
                 if samples is None:
                     if len(self._samples) >= self.max_workloads:
                         self._samples.pop(next(iter(self._samples)))
-                    samples = self._samples[key] = deque(maxlen=self.maxlen)
+                    samples = ()
                 if samples and (
                     samples[-1].position_in_local_queue,
                     samples[-1].position_in_cluster_queue,
@@ -246,9 +247,10 @@ class PositionTracker:
                     samples[-2].position_in_local_queue,
                     samples[-2].position_in_cluster_queue,
                 ) == (sample.position_in_local_queue, sample.position_in_cluster_queue):
-                    samples[-1] = sample  # same position again: just move its time
+                    samples = (*samples[:-1], sample)  # same position again: just move its time
                 else:
-                    samples.append(sample)
+                    samples = (*samples, sample)[-self.maxlen:]
+                self._samples[key] = samples
                 self._pending_since[key] = pending_since.get(key, self._pending_since.get(key))
 
     def history(self, namespace: str, name: str) -> PositionHistory | None:
@@ -256,7 +258,7 @@ class PositionTracker:
             samples = self._samples.get((namespace, name))
             if samples is None:
                 return None
-            return PositionHistory(namespace, name, tuple(samples), self._pending_since.get((namespace, name)))
+            return PositionHistory(namespace, name, samples, self._pending_since.get((namespace, name)))
 
     def export(self) -> dict[tuple[str, str], tuple[list[PositionSample], datetime | None]]:
         """Every history (a session recording's keyframe keeps them: :meth:`restore` puts them back)."""
@@ -265,7 +267,7 @@ class PositionTracker:
 
     def restore(self, histories: Mapping[tuple[str, str], tuple[list[PositionSample], datetime | None]]) -> None:
         with self._lock:
-            self._samples = {key: deque(samples, maxlen=self.maxlen) for key, (samples, _) in histories.items()}
+            self._samples = {key: tuple(samples)[-self.maxlen:] for key, (samples, _) in histories.items()}
             self._pending_since = {key: since for key, (_, since) in histories.items()}
 
     def forget(self, namespace: str, name: str) -> None:

@@ -311,33 +311,28 @@ class SimulatedBackend(BaseBackend):
                 world.store.authorize(self.identity, "get", _VIS_CQ_TYPE, None, sub="pendingworkloads")
                 if world.store.read(ResourceKind.CLUSTER_QUEUE.type, cq) is None:
                     raise ApiFailure(404, "NotFound", f'clusterqueues.kueue.x-k8s.io "{cq}" not found')
-                items = world.kueue.pending_by_cluster_queue().get(cq, [])
-                selected = items
+                positions = world.kueue.pending_positions(cq)
+                selected = positions.items
+                in_local_queue = positions.in_queue_name
             elif m_lq:
                 ns, lq = m_lq.group(2), m_lq.group(3)
                 world.store.authorize(self.identity, "get", _VIS_LQ_TYPE, ns, sub="pendingworkloads")
                 lq_obj = world.store.read(ResourceKind.LOCAL_QUEUE.type, lq, ns)
                 if lq_obj is None:
                     raise ApiFailure(404, "NotFound", f'localqueues.kueue.x-k8s.io "{lq}" not found')
-                items = world.kueue.pending_by_cluster_queue().get((lq_obj.get("spec") or {}).get("clusterQueue", ""), [])
-                selected = [w for w in items if w["metadata"]["namespace"] == ns and w["spec"]["queueName"] == lq]
+                positions = world.kueue.pending_positions((lq_obj.get("spec") or {}).get("clusterQueue", ""))
+                selected = positions.of_local_queue.get((ns, lq), [])
+                in_local_queue = positions.in_local_queue
             else:
                 raise ApiFailure(404, "NotFound", "the server could not find the requested resource")
-            cq_pos = {id(w): i for i, w in enumerate(items)}
-            lq_counter: dict[Any, int] = {}
-            lq_pos: dict[int, int] = {}
-            for w in items:
-                # Kueue's CQ endpoint keys the LocalQueue counter by name only (kueue.md A3.1 quirk).
-                key = w["spec"]["queueName"] if m_cq else (w["metadata"]["namespace"], w["spec"]["queueName"])
-                lq_pos[id(w)] = lq_counter.get(key, 0)
-                lq_counter[key] = lq_pos[id(w)] + 1
+            in_cluster_queue = positions.in_cluster_queue
             page = selected[offset: offset + limit]
             return {"kind": "PendingWorkloadsSummary", "apiVersion": "visibility.kueue.x-k8s.io/v1beta2", "items": [
                 {"metadata": {"name": w["metadata"]["name"], "namespace": w["metadata"]["namespace"],
                               "creationTimestamp": w["metadata"].get("creationTimestamp"),
                               "ownerReferences": w["metadata"].get("ownerReferences") or []},
                  "priority": int((w.get("spec") or {}).get("priority") or 0), "localQueueName": w["spec"]["queueName"],
-                 "positionInClusterQueue": cq_pos[id(w)], "positionInLocalQueue": lq_pos[id(w)]}
+                 "positionInClusterQueue": in_cluster_queue[id(w)], "positionInLocalQueue": in_local_queue[id(w)]}
                 for w in page]}
 
     def open_container_log(self, request: LogChunkRequest) -> SimLogReader:

@@ -18,6 +18,7 @@ from tau_tui.core.cluster.sim.controllers.base import Controller
 from tau_tui.core.cluster.sim.controllers.jobs import owner_of
 from tau_tui.core.cluster.sim.controllers.multikueue import multikueue_check_of
 from tau_tui.core.cluster.sim.controllers.workload_facts import WorkloadFacts, WorkloadFactsCache
+from tau_tui.core.cluster.sim.pending_positions import PendingPositions
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.sim.world import SimulatedCluster
@@ -54,6 +55,7 @@ class KueueController(Controller):
         # every visibility read (one per LocalQueue) share one build instead of scanning all workloads each.
         self._pending_at_revision: int | None = None
         self._pending_lists: dict[str, list[dict[str, Any]]] = {}
+        self._positions: dict[str, PendingPositions] = {}
         self._facts = WorkloadFactsCache()
 
     # -- webhooks (create) ---------------------------------------------------
@@ -183,7 +185,16 @@ class KueueController(Controller):
         if self._pending_at_revision != self.store.rv:
             self._pending_lists = self._build_pending_by_cluster_queue()
             self._pending_at_revision = self.store.rv
+            self._positions = {}
         return self._pending_lists
+
+    def pending_positions(self, cluster_queue: str) -> PendingPositions:
+        """The positions of ``cluster_queue``'s pending Workloads, shared until the store changes."""
+        lists = self.pending_by_cluster_queue()
+        positions = self._positions.get(cluster_queue)
+        if positions is None:
+            positions = self._positions[cluster_queue] = PendingPositions.of(lists.get(cluster_queue, []))
+        return positions
 
     def _build_pending_by_cluster_queue(self) -> dict[str, list[dict[str, Any]]]:
         lq_cq = {(lq["metadata"]["namespace"], lq["metadata"]["name"]): (lq.get("spec") or {}).get("clusterQueue")
