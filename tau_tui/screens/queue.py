@@ -78,6 +78,14 @@ def why_pending(wl: WorkloadView, events: list[EventView], held: set[str]) -> st
     return one_line("; ".join(parts) or "waiting for quota")
 
 
+#: A first read with more pending Workloads than this shows its rows before asking for their
+#: positions (one visibility API request per LocalQueue: 50 of them at 20,000 Workloads), and reads
+#: the positions right after; a small queue reads both at once, so it never shows "…".
+ROWS_BEFORE_POSITIONS_OVER = 2_000
+#: What the "In line" column shows while the positions are being read.
+POSITION_READING = "…"
+
+
 @dataclass
 class QueueData:
     queue_rows: list = field(default_factory=list)
@@ -91,6 +99,8 @@ class QueueData:
     #: The workloads table's update, worked out in the worker.
     workload_plan: TablePlan | None = None
     status: str = ""
+    #: Rows shown before their positions were read (a large first read): read them next.
+    positions_to_read: bool = False
 
 
 class QueueScreen(PaneScreen):
@@ -130,6 +140,8 @@ class QueueScreen(PaneScreen):
         #: key -> (what the row was built from, its cells, its filter text): unchanged workloads keep
         #: their cells object.
         self._row_cache: dict[str, tuple[tuple, list, str]] = {}
+        #: Whether a read was made yet: only the first may leave positions out (ROWS_BEFORE_POSITIONS_OVER).
+        self._read_once = False
 
     def compose_body(self) -> ComposeResult:
         yield Label(Text("Queues"), classes="section-title", id="queues-title")
@@ -200,7 +212,14 @@ class QueueScreen(PaneScreen):
                 queue = (w.namespace or "", w.queue_name or "")
                 if queue in lq_names:
                     pending_by_queue.setdefault(queue, []).append(w)
-        reports, problems = self._positions.update(pending_by_queue, backend.pending_positions_local_queue)
+        waiting_for_positions = not self._read_once and \
+            sum(len(queued) for queued in pending_by_queue.values()) > ROWS_BEFORE_POSITIONS_OVER
+        self._read_once = True
+        if waiting_for_positions:
+            reports, problems = {}, []
+            data.positions_to_read = True
+        else:
+            reports, problems = self._positions.update(pending_by_queue, backend.pending_positions_local_queue)
         if problems:
             data.status = problems[0]
         estimated = any(r.report.estimated for r in reports.values())
@@ -238,6 +257,8 @@ class QueueScreen(PaneScreen):
                 pos = display_position(entry.position_in_local_queue, bool(cached_report and cached_report.report.estimated))
                 history = backend.position_history(wl.namespace or "", wl.name)
                 change = delta(history.change if history else None)
+            elif waiting_for_positions and wl.status_word == "pending":
+                pos = POSITION_READING
             waiting = ""
             if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
                 waiting = age((now - wl.queue_order_timestamp).total_seconds())
@@ -263,12 +284,15 @@ class QueueScreen(PaneScreen):
         summary = f"{len(cqs)} CQ · {len(lqs)} LQ · workloads: " + workload_summary
         if estimated:
             summary += " · ~N: position estimated (visibility API unavailable)"
+        if waiting_for_positions:
+            summary += f" · {POSITION_READING} reading positions"
         data.status = data.status or summary
         data.workload_plan = self.plan_table("workloads-table", data.workload_rows,
                                              self.collect_freshness.notice(ResourceKind.WORKLOAD), data.workload_matchable)
         return data
 
     def apply(self, data: QueueData) -> None:
+        rows_came_before_positions = self.data.positions_to_read
         self.data = data
         queues = self.query_one("#queues-table", KeyedTable)
         if data.resources != self._resources:
@@ -279,12 +303,19 @@ class QueueScreen(PaneScreen):
         queues.apply_rows(data.queue_rows, notice=self.freshness.notice(ResourceKind.CLUSTER_QUEUE, ResourceKind.LOCAL_QUEUE),
                           matchable=data.queue_matchable)
         workloads = self.query_one("#workloads-table", KeyedTable)
+        # the positions re-order the rows: a cursor nobody moved stays on the first row, not on
+        # the row it was on (now far down the list)
+        keep_top = rows_came_before_positions and workloads.cursor_row == 0
         if data.workload_plan is not None:
             workloads.apply_plan(data.workload_plan)
         else:
             workloads.apply_rows(data.workload_rows, notice=self.freshness.notice(ResourceKind.WORKLOAD),
                                  matchable=data.workload_matchable)
+        if keep_top and workloads.row_count:
+            workloads.move_cursor(row=0, scroll=True)
         self.set_status(data.status)
+        if data.positions_to_read:
+            self._rerun = True  # the positions, right after these rows are on screen
 
     # -- selection helpers ----------------------------------------------------------
 

@@ -32,3 +32,49 @@ async def test_queue_pane_positions_are_one_based(tmp_path):
             assert cell == ("~" if report.estimated else "#") + str(entry.position_in_local_queue + 1)
             shown[key] = cell
         assert "#1" in shown.values(), shown  # the head of a queue reads #1, not 0
+
+
+@async_test
+async def test_a_large_first_read_shows_rows_before_positions_and_reads_them_right_after(tmp_path):
+    import tau_tui.screens.queue as queue_screen
+
+    world, backend = demo_backend()
+    asked: list[tuple[str, str]] = []
+    ask = backend.pending_positions_local_queue
+    backend.pending_positions_local_queue = lambda ns, lq: asked.append((ns, lq)) or ask(ns, lq)  # type: ignore[method-assign]
+    shown_first: dict[str, str] = {}
+    original = queue_screen.ROWS_BEFORE_POSITIONS_OVER
+    queue_screen.ROWS_BEFORE_POSITIONS_OVER = 0  # the demo's few pending Workloads count as many
+    apply = queue_screen.QueueScreen.apply
+
+    def first_apply(screen, data) -> None:
+        apply(screen, data)
+        if not shown_first:
+            table = screen.query_one("#workloads-table", KeyedTable)
+            shown_first.update({key: table.cells_of(key)[1].plain for key, wl in data.workloads.items()
+                                if wl.status_word == "pending"})
+            shown_first["asked"] = str(len(asked))
+            shown_first["status"] = data.status
+
+    queue_screen.QueueScreen.apply = first_apply  # type: ignore[method-assign]
+    try:
+        app = make_app(tmp_path, backend, start_pane="queue")
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = app.screen
+            await settle(pilot)
+            table = screen.query_one("#workloads-table", KeyedTable)
+            pending = [key for key, wl in screen.data.workloads.items() if wl.status_word == "pending"]
+            assert pending and screen.refreshes_applied >= 2
+            # first: every pending row, no position asked for, each marked as being read
+            assert shown_first.pop("asked") == "0" and "reading positions" in shown_first.pop("status")
+            assert shown_first and set(shown_first.values()) == {queue_screen.POSITION_READING}
+            # then, with no key or tick in between: the positions, read once per LocalQueue with pending work
+            assert all(table.cells_of(key)[1].plain.startswith(("#", "~")) for key in pending)
+            # nobody moved the cursor: it stays on the first row, which now is the head of a queue
+            assert table.cursor_row == 0 and table.selected_key == table.keys[0]
+            assert table.cells_of(table.keys[0])[1].plain in ("#1", "~1")
+            assert len(asked) >= len({(w.namespace, w.queue_name) for w in screen.data.workloads.values()
+                                      if w.status_word == "pending"})
+    finally:
+        queue_screen.ROWS_BEFORE_POSITIONS_OVER = original
+        queue_screen.QueueScreen.apply = apply  # type: ignore[method-assign]
