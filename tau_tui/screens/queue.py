@@ -16,7 +16,7 @@ from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.mutations import StopPolicy
 from tau_tui.core.cluster.names import is_gpu_resource
-from tau_tui.core.cluster.positions import LocalQueuePositions, PendingPosition
+from tau_tui.core.cluster.positions import CachedPositions, LocalQueuePositions, PendingPosition
 from tau_tui.core.cluster.view_types import ClusterQueueView, EventView, LocalQueueView, WorkloadView
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.mutations.cluster_changes import cancel_mutation, stop_policy_mutation
@@ -215,8 +215,9 @@ class QueueScreen(PaneScreen):
         waiting_for_positions = not self._read_once and \
             sum(len(queued) for queued in pending_by_queue.values()) > ROWS_BEFORE_POSITIONS_OVER
         self._read_once = True
+        reports: dict[tuple[str, str], CachedPositions] = {}
+        problems: list[str] = []
         if waiting_for_positions:
-            reports, problems = {}, []
             data.positions_to_read = True
         else:
             reports, problems = self._positions.update(pending_by_queue, backend.pending_positions_local_queue)
