@@ -189,7 +189,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", default="benchmarks/results/app_keys.json")
     parser.add_argument("--size", default="160x48")
+    parser.add_argument("--sim-in-process", action="store_true",
+                        help="run the simulated cluster in this process (as before it had its own): an A/B")
     args = parser.parse_args()
+    if args.sim_in_process:
+        os.environ["TAU_TUI_SIM_IN_PROCESS"] = "1"
     size = tuple(int(x) for x in args.size.split("x"))
     rounds = []
     for index in range(args.repeat):
@@ -217,10 +221,13 @@ def main() -> int:
     row("filter applied per typed char p99", applied99, "ms", 1000)
     print(f"rows: workloads {rounds[0]['workload rows']}, filtered '{FILTER_TEXT}' {rounds[0]['filtered rows']} "
           f"(matches/seen {rounds[0]['filter matches']}), runs {rounds[0]['runs rows']}, nodes {rounds[0]['nodes rows']}")
-    print(f"peak RSS {max(r['peak RSS MB'] for r in rounds):.0f} MB")
+    print(f"simulated cluster: {'in this process' if args.sim_in_process else 'its own process'}")
+    print(f"peak RSS {max(r['peak RSS MB'] for r in rounds):.0f} MB (the app's process); "
+          f"the simulated cluster's own process {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB")
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"date": when, "machine": machine(), "size": args.size, "rounds": rounds}, indent=1))
+    path.write_text(json.dumps({"date": when, "machine": machine(), "size": args.size, "sim_in_process": args.sim_in_process,
+                                "rounds": rounds}, indent=1))
     print(f"raw samples: {path}")
     return 0
 

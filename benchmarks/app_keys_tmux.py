@@ -16,6 +16,7 @@ The numbers include tmux's own send/capture round trip (a few ms), so they are a
 on the app's latency.  Prints medians, p99 and min..max with the machine line; raw samples to JSON.
 
 Run: .venv/bin/python benchmarks/app_keys_tmux.py [--rounds 5] [--json benchmarks/results/app_keys_tmux.json]
+     [--sim-in-process]  (the simulated cluster in the app's process, as before it had its own: an A/B)
 """
 
 from __future__ import annotations
@@ -84,10 +85,11 @@ def summary(values: list[float]) -> str:
             f"min..max {min(ms):.0f}..{max(ms):.0f} ms, n={len(ms)}" + (f", {lost} past the limit" if lost else ""))
 
 
-def run(rounds: int) -> dict[str, list[float]]:
+def run(rounds: int, sim_in_process: bool) -> dict[str, list[float]]:
     home = tempfile.mkdtemp(prefix="tau-keys-tmux-")
     env = dict(os.environ, TERM="xterm-256color", HOME=home, XDG_CONFIG_HOME=f"{home}/config",
-               XDG_STATE_HOME=f"{home}/state", XDG_DATA_HOME=f"{home}/data", XDG_CACHE_HOME=f"{home}/cache")
+               XDG_STATE_HOME=f"{home}/state", XDG_DATA_HOME=f"{home}/data", XDG_CACHE_HOME=f"{home}/cache",
+               TAU_TUI_SIM_IN_PROCESS="1" if sim_in_process else "")
     env.pop("KUBECONFIG", None)
     command = [str(Path(sys.executable).parent / "tau-tui"), "--demo", "large", "--pane", "queue"]
     screen = Screen("tau-tui", command, env)
@@ -138,19 +140,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", default=str(REPO / "benchmarks/results/app_keys_tmux.json"))
+    parser.add_argument("--sim-in-process", action="store_true",
+                        help="run the simulated cluster in the app's process (as before it had its own)")
     args = parser.parse_args()
     if not shutil.which("tmux"):
         print("tmux is not installed", file=sys.stderr)
         return 2
     info = machine()
-    samples = run(args.rounds)
+    samples = run(args.rounds, args.sim_in_process)
     info_after = machine()
-    print(f"\nmachine: {info['nproc']} CPUs {info['cpu']}, Python {info['python']}, {info['date']}, "
+    print(f"\nsimulated cluster: {'in the app' if args.sim_in_process else 'its own process'}")
+    print(f"machine: {info['nproc']} CPUs {info['cpu']}, Python {info['python']}, {info['date']}, "
           f"load {info['loadavg']:.1f} → {info_after['loadavg']:.1f}")
     for name, values in samples.items():
         print(f"{name:18} {summary(values)}")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"machine": info, "machine_after": info_after, "samples": samples}, indent=1))
+    Path(args.json).write_text(json.dumps({"machine": info, "machine_after": info_after, "sim_in_process": args.sim_in_process,
+                                           "samples": samples}, indent=1))
     return 0
 
 

@@ -6,13 +6,11 @@ The commands themselves live in `tau_tui/commands/` (`commands.registry.HANDLERS
 
 from __future__ import annotations
 
-import atexit
-import os
 import sys
 import threading
-from typing import NoReturn
 
 from .commands.app_command import run_app
+from .commands.leaving import leave_now
 from .commands.parser import COMMANDS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, build_parser
 from .commands.registry import HANDLERS
 from .core.cluster.errors import ClusterError
@@ -87,29 +85,14 @@ def run_command_interruptibly(argv: list[str]) -> int:
         while worker.is_alive():
             worker.join(COMMAND_WAIT_SLICE_S)
     except KeyboardInterrupt:
-        _leave_now(_interrupted())
+        leave_now(_interrupted())
     except SystemExit as stop:  # SIGTERM/SIGHUP (install_exit_on_signals)
-        _leave_now(stop.code if isinstance(stop.code, int) else EXIT_FAILED)
+        leave_now(stop.code if isinstance(stop.code, int) else EXIT_FAILED)
     if not outcome:
         return EXIT_FAILED
     if isinstance(outcome[0], BaseException):
         raise outcome[0]
     return outcome[0]
-
-
-def _leave_now(code: int) -> NoReturn:
-    """End the process while the command's thread is still in a blocking call: the exit clean-up
-    (spools, private files) runs, then the process exits without the interpreter's shutdown, which
-    was seen to hang with that thread blocked in a socket read."""
-    try:
-        atexit._run_exitfuncs()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001  (a closed pipe: nothing more to say)
-                pass
-        os._exit(code)
 
 
 def _interrupted() -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .parser import DESCRIPTION, EXIT_INVALID, add_session_recording_options
+from .leaving import leave_if_threads_linger
+from .parser import DESCRIPTION, EXIT_FAILED, EXIT_INVALID, add_session_recording_options
 
 
 def build_app_parser() -> argparse.ArgumentParser:
@@ -97,5 +98,13 @@ def run_app(argv: list[str]) -> int:
         record=args.record,
         replay=args.replay,
     )
-    app.run()
-    return 0 if app.return_code in (None, 0) else int(app.return_code)
+    code = EXIT_FAILED
+    try:
+        app.run()
+        code = 0 if app.return_code in (None, 0) else int(app.return_code)
+    except SystemExit as stop:  # SIGTERM/SIGHUP (install_exit_on_signals) while the app ran
+        code = stop.code if isinstance(stop.code, int) else EXIT_FAILED
+        raise
+    finally:
+        leave_if_threads_linger(code)
+    return code

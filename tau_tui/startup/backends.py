@@ -5,6 +5,8 @@ raise :class:`BackendUnavailable` with the message the no-cluster screen shows."
 
 from __future__ import annotations
 
+import os
+
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kubeconfig import RequestTimeouts
@@ -18,7 +20,23 @@ class BackendUnavailable(Exception):
         self.offer_demo = offer_demo
 
 
+#: Set (to anything but "" or "0") to run a real-time demo's simulated cluster in the app's own process.
+IN_PROCESS_ENV = "TAU_TUI_SIM_IN_PROCESS"
+#: The scenario whose simulated cluster holds the MultiKueue wizard's worker fleet, which the app
+#: drives in its own process (``startup/multikueue_env.py``).
+FLEET_SCENARIO = "demo"
+
+
+def runs_in_own_process(scenario: str, realtime: bool) -> bool:
+    """A real-time demo's simulated controllers run in a process of their own, as a cluster's do,
+    so they never hold the app's interpreter while a key waits (the fleet's scenario excepted)."""
+    return (realtime and scenario != FLEET_SCENARIO and os.name == "posix"
+            and os.environ.get(IN_PROCESS_ENV, "") in ("", "0"))
+
+
 def start_demo_backend(scenario: str, namespace: str | None, realtime: bool) -> ClusterBackend:
+    if runs_in_own_process(scenario, realtime):
+        return _start_demo_process(scenario, namespace)
     try:
         from tau_tui.core.cluster.sim.backend import SimulatedBackend
         from tau_tui.core.cluster.sim.scenario import build_world
@@ -34,6 +52,29 @@ def start_demo_backend(scenario: str, namespace: str | None, realtime: bool) -> 
     except ClusterError as err:
         raise BackendUnavailable(err.message, offer_demo=scenario != "demo") from err
     except Exception as err:
+        raise BackendUnavailable(f"the demo cluster failed to start: {type(err).__name__}: {err}", False) from err
+    return backend
+
+
+def _start_demo_process(scenario: str, namespace: str | None) -> ClusterBackend:
+    from tau_tui.core.cluster.sim.cluster_process import SimulatedClusterProcess
+    from tau_tui.core.cluster.sim.process_backend import ProcessSimulatedBackend
+
+    try:
+        process = SimulatedClusterProcess("tau_tui.core.cluster.sim.scenario:build_world", [scenario], realtime=True)
+    except ClusterError as err:
+        raise BackendUnavailable(err.message, offer_demo=True) from err
+    except OSError as err:
+        raise BackendUnavailable(f"the demo cluster failed to start: {err}", False) from err
+    backend = ProcessSimulatedBackend(process, namespace=namespace, owns_process=True)
+    try:
+        backend.start()
+        backend.wait_synced(60)
+    except ClusterError as err:
+        backend.close()
+        raise BackendUnavailable(err.message, offer_demo=True) from err
+    except Exception as err:
+        backend.close()
         raise BackendUnavailable(f"the demo cluster failed to start: {type(err).__name__}: {err}", False) from err
     return backend
 

@@ -36,7 +36,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets._data_table import Column, ColumnKey, RowKey, SegmentLines
 
-from tau_tui.widgets.row_filter import RowFilter, kept_rows
+from tau_tui.widgets.row_filter import RowFilter, folded_texts, kept_rows
 from tau_tui.widgets.row_strips import RowLook, RowStrips, plain_text_line, text_cell_segments
 from tau_tui.widgets.table_plan import (
     NOTICE_KEY,
@@ -110,6 +110,8 @@ class KeyedTable(DataTable):
         self._order: list[str] = []  # the rows shown, in order (DataTable's row index)
         self._all: list[str] = []  # every row, shown or filtered out, in order
         self._matchable: Mapping[str, Matchable] | None = None
+        #: (the matchable rows, their texts in lower case) for plain filters.
+        self._folded: tuple[Mapping[str, Matchable], Mapping[str, str | None]] | None = None
         self._kept: set[str] = set()
         self.row_filter = RowFilter("")
         self._rows_in: Sequence[Row] = []
@@ -128,7 +130,7 @@ class KeyedTable(DataTable):
         self.rows = StateRows(self)  # type: ignore[assignment]
         self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0,
                       "replanned": 0, "cells_rendered": 0, "cells_reused": 0, "sorted": 0,
-                      "width_checks_skipped": 0}
+                      "width_checks_skipped": 0, "folded": 0}
         self.rows_inserted = 0
         self.cells_written = 0
 
@@ -460,7 +462,7 @@ class KeyedTable(DataTable):
         selected = self.selected_key
         if row_filter.active:
             candidates = self._order if row_filter.narrows(previous) else self._all
-            self._kept = kept_rows(row_filter, candidates, self._matchable, NOTICE_KEY)
+            self._kept = kept_rows(row_filter, candidates, self._matchable, NOTICE_KEY, self._folded_texts())
             self.stats["matched"] += len(candidates)
         else:
             self._kept = set()
@@ -468,6 +470,16 @@ class KeyedTable(DataTable):
         self._show(visible, selected, rebuilt=True)
         if selected is None or (row_filter.active and selected not in self._kept):
             self.move_cursor(row=0, animate=False, scroll=True)
+
+    def _folded_texts(self) -> Mapping[str, str | None]:
+        """The rows' texts in lower case, made once per set of matchable rows (on the first filter)."""
+        matchable = self._matchable
+        if matchable is None:
+            return {}
+        if self._folded is None or self._folded[0] is not matchable:
+            self._folded = (matchable, folded_texts(matchable))
+            self.stats["folded"] += len(matchable)
+        return self._folded[1]
 
     @property
     def match_count(self) -> tuple[int, int]:

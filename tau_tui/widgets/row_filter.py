@@ -65,13 +65,33 @@ class RowFilter:
         return found != self.invert
 
 
+def plain_needle(row_filter: RowFilter) -> str | None:
+    """The lower-case literal a filter is, when it has no regex meaning (plain characters only,
+    not inverted, no labels): on ASCII text, ``needle in text.lower()`` is exactly its
+    case-insensitive search."""
+    if row_filter.pattern is None or row_filter.labels or row_filter.invert or row_filter.error:
+        return None
+    return row_filter.text.lower() if _PLAIN.fullmatch(row_filter.text) else None
+
+
+def folded_texts(rows: Mapping[str, tuple[str, Mapping[str, str]]]) -> dict[str, str | None]:
+    """Each row's text in lower case for :func:`kept_rows` (None: not ASCII, searched by the regex)."""
+    return {key: (text.lower() if text.isascii() else None) for key, (text, _) in rows.items()}
+
+
 def kept_rows(row_filter: RowFilter, keys: Iterable[str], rows: Mapping[str, tuple[str, Mapping[str, str]]],
-              skip: str) -> set[str]:
+              skip: str, folded: Mapping[str, str | None] | None = None) -> set[str]:
     """The keys of ``rows`` (text, labels) that ``row_filter`` keeps, ``skip`` never.  A plain
-    pattern is searched in one comprehension (at 20,000 rows the per-row call of
-    :meth:`RowFilter.matches_row` costs as much as the search)."""
+    literal is looked for with ``in`` in the rows' ``folded`` texts (a tenth of a regex search's
+    cost; typing a name is the common filter); another pattern is searched in one comprehension
+    (at 20,000 rows the per-row call of :meth:`RowFilter.matches_row` costs as much as the search)."""
     no_row: tuple[str, Mapping[str, str]] = ("", {})
     pattern = row_filter.pattern
+    needle = plain_needle(row_filter)
+    if needle is not None and folded is not None and pattern is not None:
+        search = pattern.search
+        return {k for k in keys if k != skip and (
+            needle in f if (f := folded.get(k, "")) is not None else search(rows.get(k, no_row)[0]) is not None)}
     if pattern is not None and not row_filter.labels and not row_filter.invert:
         search = pattern.search
         return {k for k in keys if k != skip and search(rows.get(k, no_row)[0]) is not None}

@@ -62,6 +62,21 @@ async def test_typing_one_more_character_looks_only_at_the_rows_still_shown():
 
 
 @async_test
+async def test_plain_filters_fold_the_rows_texts_once_per_set_of_rows():
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table, rows, match = await filled(app, pilot)
+        for text in ("WL-1", "wl-12", "", "wl-0", "wl.0"):  # typed, extended, cleared, again, a regex
+            table.set_row_filter(parse_filter(text))
+        assert table.stats["folded"] == ROWS  # one pass over the rows' texts for every plain filter
+        assert table.row_count == 10_000  # "wl.0": "." is any character, as the regex says
+        rows, match = rows_and_match(ages=1)
+        table.apply_rows(rows, matchable=match)  # new rows: folded again at the next plain filter
+        table.set_row_filter(parse_filter("wl-0"))
+        assert table.stats["folded"] == 2 * ROWS and table.row_count == 10_000
+
+
+@async_test
 async def test_a_plan_made_off_the_ui_thread_is_carried_out_as_made_and_only_changed_cells_render_again():
     app = TableApp()
     async with app.run_test(size=(100, 30)) as pilot:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from rich.text import Span, Text
 from textual.app import App
 from textual.widgets import DataTable, Input
@@ -13,7 +14,8 @@ from textual.widgets._data_table import CellKey, ColumnKey, RowKey
 from tau_tui.screens.queue import QueueScreen
 from tau_tui.widgets.command_line import CommandLine, complete
 from tau_tui.widgets.header_bar import HeaderBar
-from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, sort_key
+from tau_tui.widgets.keyed_table import NOTICE_KEY, ColumnSpec, KeyedTable, sort_key
+from tau_tui.widgets.row_filter import folded_texts, kept_rows, parse_filter
 from tau_tui.widgets.table_plan import TableState, as_cell, cell_width, plan_rows
 from tests.app.helpers import async_test, make_app, settle, settle_until
 
@@ -540,3 +542,14 @@ def test_a_new_tables_column_widths_are_counted_per_column_like_cell_by_cell():
     assert [dict(column) for column in plan.width_deltas] == [dict(column) for column in expected]
     assert plan.measured == sum(len(cells) for _, cells in rows)
     assert [widths for _, _, widths in plan.added] == [tuple(cell_width(as_cell(c)) for c in cells) for _, cells in rows]
+
+
+@pytest.mark.parametrize("text", ["job", "JOB-1", "job-1 lq", "ns-é", "x:y=z", "a/b", "nothing-like-it", "job.1", "! job",
+                                  "-l app=x"])
+def test_a_plain_filter_found_in_folded_texts_keeps_exactly_the_rows_its_regex_keeps(text):
+    rows = {f"k{i}": (t, {"app": "x"} if i % 2 else {}) for i, t in enumerate(
+        ["team/JOB-1 lq-0 pending", "team/job-12 LQ-1 admitted", "ns-É/job-1 lq", "ns-é/other", "X:Y=Z", "a/b/c",
+         "İstanbul job-1", "job_1", ""])}
+    row_filter = parse_filter(text)
+    keys = [*rows, "missing", NOTICE_KEY]
+    assert kept_rows(row_filter, keys, rows, NOTICE_KEY, folded_texts(rows)) == kept_rows(row_filter, keys, rows, NOTICE_KEY)

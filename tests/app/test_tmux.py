@@ -103,3 +103,59 @@ def test_no_kubeconfig_offers_the_demo(tmp_path):
         tmux.wait_for("ctx sim-demo", "connected", "CQ jobqueue")
     finally:
         tmux.kill()
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (from /proc: the pane's shell, the app, the app's children)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_a_large_demos_cluster_runs_in_its_own_process_and_ends_with_the_app(tmp_path):
+    """``--demo faults`` (like ``large``): the simulated controllers run in a process of their own;
+    the app shows its cluster, a cordon goes through it, and quitting the app ends it."""
+    tmux = Tmux(tmp_path)
+    try:
+        tmux.start(f"{sys.executable} -m tau_tui.cli --demo faults")
+        tmux.wait_for("ctx sim-faults", "connected", "Why pending")
+        pane = int(tmux.run("display-message", "-p", "-t", tmux.session, "#{pane_pid}").stdout.strip())
+        servers = [p for p in _descendants(pane) if "tau_tui.core.cluster.sim.process_server" in _command_line(p)]
+        assert len(servers) == 1, "the simulated cluster does not run in a process of its own"
+        tmux.command("nodes")
+        tmux.wait_for("gpu-node-1", "Xid48")
+        tmux.keys("c")
+        tmux.wait_for("server dry-run passed", "Cordon (y)")
+        tmux.keys("y")
+        tmux.wait_for("node gpu-node-1 cordoned", "⊘ cordoned")
+        tmux.keys("C-q")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (
+                os.path.exists(f"/proc/{servers[0]}")
+                or tmux.run("has-session", "-t", tmux.session, check=False).returncode == 0):
+            time.sleep(0.2)
+        assert tmux.run("has-session", "-t", tmux.session, check=False).returncode != 0, "the app did not quit on ctrl+q"
+        assert not os.path.exists(f"/proc/{servers[0]}"), "the simulated cluster's process outlived the app"
+    finally:
+        tmux.kill()

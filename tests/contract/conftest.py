@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.contract.envs import SimEnv
+from tests.contract.envs import ProcessSimEnv, SimEnv
 
 
 def _real_env(request, tier: str):
@@ -18,6 +18,7 @@ def _real_env(request, tier: str):
 @pytest.fixture(
     params=[
         pytest.param("sim", id="sim"),
+        pytest.param("sim-process", id="sim-process"),
         pytest.param("t1", id="real-t1", marks=[pytest.mark.harness, pytest.mark.t1]),
     ]
 )
@@ -28,6 +29,7 @@ def env(request):
 @pytest.fixture(
     params=[
         pytest.param("sim", id="sim"),
+        pytest.param("sim-process", id="sim-process"),
         pytest.param("t2", id="real-t2", marks=[pytest.mark.harness, pytest.mark.t2]),
     ]
 )
@@ -37,7 +39,12 @@ def pod_env(request):
 
 
 def _environment(request):
-    environment = SimEnv() if request.param == "sim" else _real_env(request, request.param)
+    if request.param == "sim":
+        environment = SimEnv()
+    elif request.param == "sim-process":
+        environment = ProcessSimEnv()
+    else:
+        environment = _real_env(request, request.param)
     try:
         yield environment
     finally:

@@ -17,6 +17,8 @@ from tau_tui.core.cluster.clock import ManualClock
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
+from tau_tui.core.cluster.sim.cluster_process import SimulatedClusterProcess
+from tau_tui.core.cluster.sim.process_backend import ProcessSimulatedBackend
 from tau_tui.core.cluster.sim.store import qualified
 from tau_tui.core.cluster.sim.world import SimSettings, SimulatedCluster
 
@@ -27,26 +29,37 @@ _counter = itertools.count(1)
 READ_RESOURCES = sorted({(k.type.group, k.type.plural) for k in ResourceKind})
 
 
+def contract_world(visibility_api: bool = True) -> SimulatedCluster:
+    """The contract suite's simulated cluster: like tier 2, two Ready GPU nodes with 8 GPUs each."""
+    world = SimulatedCluster(ManualClock(datetime(2025, 3, 3, 9, 0, tzinfo=UTC)), seed=42,
+                             settings=SimSettings(visibility_api=visibility_api, default_duration_seconds=3600,
+                                                  log_interval_seconds=1, events=True, context="sim-contract"))
+    for ns in ("default", "kueue-system"):
+        world.store.put(ResourceKind.NAMESPACE.type, {"metadata": {"name": ns}})
+    for i in range(2):
+        capacity = {"cpu": "96", "memory": "1843Gi", "pods": "110", "nvidia.com/gpu": "8"}
+        world.store.put(ResourceKind.NODE.type, {
+            "metadata": {"name": f"sim-gpu-{i}", "labels": {"kubernetes.io/hostname": f"sim-gpu-{i}"}},
+            "spec": {}, "status": {"capacity": capacity, "allocatable": capacity,
+                                   "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
+    return world
+
+
+def restricted_identity(namespace: str) -> tuple[str, list[str]]:
+    """A ServiceAccount name and what it may read: every watched kind (and pod logs)."""
+    identity = f"system:serviceaccount:{namespace}:restricted-{next(_counter)}"
+    return identity, [qualified(ResourceType(g, "v1", p, "", True)) for g, p in READ_RESOURCES]
+
+
 class SimEnv:
     name = "sim"
     has_visibility_api = True
     has_pods = True  # the simulated kubelet runs pods and writes logs
 
     def __init__(self, visibility_api: bool = True):
-        self.world = SimulatedCluster(ManualClock(datetime(2025, 3, 3, 9, 0, tzinfo=UTC)), seed=42,
-                                      settings=SimSettings(visibility_api=visibility_api, default_duration_seconds=3600,
-                                                  log_interval_seconds=1, events=True, context="sim-contract"))
+        self.world = contract_world(visibility_api)
         self.has_visibility_api = visibility_api
         self.backends: list[ClusterBackend] = []
-        for ns in ("default", "kueue-system"):
-            self.world.store.put(ResourceKind.NAMESPACE.type, {"metadata": {"name": ns}})
-        # Like tier 2: two Ready GPU nodes with 8 GPUs each.
-        for i in range(2):
-            capacity = {"cpu": "96", "memory": "1843Gi", "pods": "110", "nvidia.com/gpu": "8"}
-            self.world.store.put(ResourceKind.NODE.type, {
-                "metadata": {"name": f"sim-gpu-{i}", "labels": {"kubernetes.io/hostname": f"sim-gpu-{i}"}},
-                "spec": {}, "status": {"capacity": capacity, "allocatable": capacity,
-                                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
 
     # -- backends -----------------------------------------------------------
 
@@ -59,8 +72,7 @@ class SimEnv:
     def restricted_backend(self, namespace: str, deny: tuple[str, ...]) -> ClusterBackend:
         """A backend as a ServiceAccount allowed to read every watched kind
         except the qualified resources in ``deny`` (no mutations)."""
-        identity = f"system:serviceaccount:{namespace}:restricted-{next(_counter)}"
-        resources = [qualified(ResourceType(g, "v1", p, "", True)) for g, p in READ_RESOURCES]
+        identity, resources = restricted_identity(namespace)
         self.world.store.grant(identity, ("get", "list", "watch"), [r for r in resources if r not in deny] + ["pods/log"])
         backend = SimulatedBackend(self.world, identity=identity, namespace=namespace)
         backend.start()
@@ -102,6 +114,9 @@ class SimEnv:
             time.sleep(0.02)  # let log threads catch up with the new simulated second
         return predicate()
 
+    def advance(self, seconds: float) -> None:
+        self.world.advance(seconds)
+
     def break_log_streams(self) -> None:
         self.world.break_log_streams()
 
@@ -117,3 +132,81 @@ def wait_real(predicate: Callable[[], bool], timeout: float = 60.0, interval: fl
             return True
         time.sleep(interval)
     return predicate()
+
+
+class ProcessSimEnv:
+    """The same simulated cluster in a process of its own (as ``tau-tui --demo large`` runs it),
+    reached through ProcessSimulatedBackend; the admin helpers are calls on that process's world."""
+
+    name = "sim-process"
+    has_pods = True
+
+    def __init__(self, visibility_api: bool = True):
+        self.process = SimulatedClusterProcess("tests.contract.envs:contract_world", [visibility_api], realtime=False)
+        self.has_visibility_api = visibility_api
+        self.backends: list[ProcessSimulatedBackend] = []
+
+    def _world(self, name: str, *args: Any) -> Any:
+        """A call on the world; returns once every backend of this env has its effect cached."""
+        result, marks = self.process.call(None, name, *args)
+        for backend in self.backends:
+            if backend.session is not None:
+                backend.wait_for_batch(marks.get(backend.session, 0))
+        return result
+
+    def _started(self, backend: ProcessSimulatedBackend) -> ProcessSimulatedBackend:
+        backend.start()
+        backend.wait_synced(30)
+        self.backends.append(backend)
+        return backend
+
+    def backend(self, namespace: str | None = None) -> ClusterBackend:
+        return self._started(ProcessSimulatedBackend(self.process, namespace=namespace))
+
+    def restricted_backend(self, namespace: str, deny: tuple[str, ...]) -> ClusterBackend:
+        identity, resources = restricted_identity(namespace)
+        self._world("store.grant", identity, ("get", "list", "watch"), [r for r in resources if r not in deny] + ["pods/log"])
+        return self._started(ProcessSimulatedBackend(self.process, identity=identity, namespace=namespace))
+
+    def unique_namespace(self, prefix: str = "ct") -> str:
+        name = f"{prefix}-{next(_counter)}"
+        self._world("store.put", ResourceKind.NAMESPACE.type, {"metadata": {"name": name}})
+        self._world("tick")
+        return name
+
+    def create(self, rt: ResourceType, obj: Mapping[str, Any]) -> dict:
+        created = self._world("store.api_create", None, rt, (obj.get("metadata") or {}).get("namespace"), dict(obj), False)
+        self._world("tick")
+        return created  # type: ignore[no-any-return]
+
+    def patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any]) -> dict:
+        out = self._world("store.api_patch", None, rt, name, namespace, dict(patch), False)
+        self._world("tick")
+        return out  # type: ignore[no-any-return]
+
+    def delete(self, rt: ResourceType, name: str, namespace: str | None) -> None:
+        self._world("store.api_delete", None, rt, name, namespace, False)
+        self._world("tick")
+
+    def read(self, rt: ResourceType, name: str, namespace: str | None) -> dict | None:
+        return self._world("store.read", rt, name, namespace)  # type: ignore[no-any-return]
+
+    def settle(self, predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
+        """Advance simulated time (1 s ticks, at most ``timeout`` seconds)."""
+        for _ in range(int(timeout)):
+            if predicate():
+                return True
+            self._world("advance", 1)
+            time.sleep(0.02)  # let log threads catch up with the new simulated second
+        return predicate()
+
+    def advance(self, seconds: float) -> None:
+        self._world("advance", seconds)
+
+    def break_log_streams(self) -> None:
+        self._world("break_log_streams")
+
+    def close(self) -> None:
+        for backend in self.backends:
+            backend.close()
+        self.process.stop()

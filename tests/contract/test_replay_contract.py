@@ -27,9 +27,9 @@ def test_a_replay_reads_back_what_the_backend_saw_in_order(env, tmp_path):
     def observed() -> None:
         seen.append((backend._now().timestamp(), backend.get(R.WORKLOAD_PRIORITY_CLASS, name)))
         # the next change lands at a later time (the simulated clock moves only when told)
-        world = getattr(env, "world", None)
-        if world is not None:
-            world.advance(1)
+        advance = getattr(env, "advance", None)
+        if advance is not None:
+            advance(1)
         else:
             time.sleep(0.05)
 
@@ -44,7 +44,7 @@ def test_a_replay_reads_back_what_the_backend_saw_in_order(env, tmp_path):
     observed()
     recorder.close()
     assert recorder.error is None
-    assert recorder.source in ("SimulatedBackend", "KubernetesBackend")
+    assert recorder.source in ("SimulatedBackend", "ProcessSimulatedBackend", "KubernetesBackend")
 
     replay = ReplayBackend.open(path)
     replay.start()

@@ -324,3 +324,31 @@ def test_a_killed_cli_leaves_no_client_key_on_disk(tmp_path, env, stall_server, 
     assert process.returncode in (128 + signum, -signum)
     assert _files_holding(roots, needle) == [], "the private key was written to disk"
     assert kubeconfig_dir.exists()
+
+
+LINGERING_APP_END = """
+import atexit, threading
+from tau_tui.commands.leaving import leave_if_threads_linger
+atexit.register(lambda: print("exit clean-up ran", flush=True))
+stop = threading.Event()
+threading.Thread(target=lambda: stop.wait(), name="like-textual-input").start()  # never told to stop
+leave_if_threads_linger(7, grace_s=0.2)
+print("not reached", flush=True)
+"""
+
+
+def test_an_app_end_that_a_thread_outlives_leaves_through_the_exit_clean_up():
+    """A non-daemon thread still alive after the app ended (Textual's input thread on a terminal
+    that went away) would keep the interpreter waiting for ever; the process leaves without it."""
+    result = subprocess.run([sys.executable, "-c", LINGERING_APP_END], capture_output=True, text=True,
+                            timeout=RUN_BOUND, stdin=subprocess.DEVNULL)
+    assert result.returncode == 7, result.stderr
+    assert result.stdout.splitlines() == ["exit clean-up ran"]
+
+
+def test_an_app_end_without_lingering_threads_returns_as_usual():
+    script = LINGERING_APP_END.replace("stop.wait()", "None")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=RUN_BOUND, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["not reached", "exit clean-up ran"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from tau_tui.core.cluster.names import (
     KUEUE_GROUP,
@@ -37,6 +38,9 @@ class ResourceType:
     def qualified(self) -> str:
         """``workloads.kueue.x-k8s.io`` / ``pods`` (the kubectl spelling)."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str, str, str, bool]]:
+        return (_unpickled_type, (self.group, self.version, self.plural, self.kind, self.namespaced))
 
 
 class ResourceKind(enum.Enum):
@@ -80,6 +84,15 @@ class ResourceKind(enum.Enum):
 
 
 GPU_HEALTH_TYPE = ResourceKind.GPU_HEALTH.value
+
+_KIND_TYPES = {member.value: member.value for member in ResourceKind}
+
+
+def _unpickled_type(group: str, version: str, plural: str, kind: str, namespaced: bool) -> ResourceType:
+    """A type from another process (the simulated cluster's): a watched kind's own instance, since
+    the simulator compares types with ``is``."""
+    made = ResourceType(group, version, plural, kind, namespaced)
+    return _KIND_TYPES.get(made, made)
 
 #: Kinds whose objects :meth:`ClusterBackend.create_multikueue_object` and
 #: :meth:`ClusterBackend.delete_multikueue_object` accept.

@@ -1,0 +1,157 @@
+"""A simulated backend's cache writes, carried from the process that runs the simulated cluster to
+the app's process, in order (``process_server.py`` sends them, ``process_backend.py`` replays them).
+
+In the serving process a :class:`SimulatedBackend` writes to a :class:`RelayedCache`: it has the
+write half of ObjectCache's interface and stores nothing (the app's cache builds the views, once),
+it only queues each write, and each ``flush`` marks where a batch ends. :func:`relay_messages` cuts
+what was queued into messages small enough to unpickle without holding the app's interpreter for
+long; :class:`RelayReplayer` makes the same calls on the app's cache, in the same order."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from tau_tui.core.cluster.cache import ObjectCache
+from tau_tui.core.cluster.changes import ConnectionState, ViewState, ViewStatus
+from tau_tui.core.cluster.kinds import ResourceKind
+
+#: Objects in one message at most: a full list of 20,000 Workloads goes as 20 messages, each
+#: unpickled in a few milliseconds, so the UI thread never waits long for the interpreter.
+OBJECTS_PER_MESSAGE = 1_000
+
+#: One queued write: ``(verb, ...)``; verbs below.
+RelayOp = tuple[Any, ...]
+REPLACE, APPLY, CLEAR, STATE, CONNECTION, NODE_PODS, NODE_POD, FLUSH = (
+    "replace", "apply", "clear", "state", "connection", "node_pods", "node_pod", "flush")
+
+
+class RelayedCache:
+    """What a SimulatedBackend writes to its cache, queued for the app's process (never blocks)."""
+
+    def __init__(self, now: Callable[[], datetime]) -> None:
+        self._now = now
+        self._ops: list[RelayOp] = []
+        self._ready = threading.Condition()
+        self._closed = False
+        self._states: dict[ResourceKind, ViewState] = {k: ViewState(k, ViewStatus.SYNCING) for k in ResourceKind}
+        #: The last batch marked; a reply to a write names it, so the caller can wait for it.
+        self.seq = 0
+
+    # -- ObjectCache's writes, as SimulatedBackend makes them -----------------------
+
+    def view_state(self, kind: ResourceKind) -> ViewState:
+        with self._ready:
+            return self._states[kind]
+
+    def set_state(self, kind: ResourceKind, status: ViewStatus, message: str = "") -> None:
+        with self._ready:
+            self._states[kind] = ViewState(kind, status, message, None)
+            self._queue((STATE, kind, status, message))
+
+    def clear(self, kind: ResourceKind, status: ViewStatus = ViewStatus.SYNCING, message: str = "") -> None:
+        with self._ready:
+            self._states[kind] = ViewState(kind, status, message, None)
+            self._queue((CLEAR, kind, status, message))
+
+    def set_connection(self, state: ConnectionState) -> None:
+        self._queue((CONNECTION, state))
+
+    def replace(self, kind: ResourceKind, items: Iterable[dict[str, Any]]) -> None:
+        items = list(items)
+        parts = [items[i:i + OBJECTS_PER_MESSAGE] for i in range(0, len(items), OBJECTS_PER_MESSAGE)] or [[]]
+        self._queue(*((REPLACE, kind, part, i == len(parts) - 1) for i, part in enumerate(parts)))
+
+    def apply(self, kind: ResourceKind, event_type: str, obj: dict[str, Any]) -> None:
+        self._queue((APPLY, kind, event_type, obj))
+
+    def replace_node_pods(self, items: Iterable[dict[str, Any]]) -> None:
+        self._queue((NODE_PODS, list(items)))
+
+    def set_node_pods_unknown(self) -> None:
+        self._queue((NODE_PODS, None))
+
+    def apply_node_pod(self, event_type: str, obj: dict[str, Any]) -> None:
+        self._queue((NODE_POD, event_type, obj))
+
+    def flush(self) -> None:
+        """A batch ends here: the app's cache flushes when it reaches this mark."""
+        with self._ready:
+            self.seq += 1
+            self._queue((FLUSH, self.seq, self._now(), time.monotonic()))
+
+    # -- the sender's side ----------------------------------------------------------
+
+    def take(self) -> list[RelayOp] | None:
+        """Everything queued since the last take (None: closed). A first sync goes out kind by
+        kind, so the app's cache takes one kind while this process lists the next."""
+        with self._ready:
+            while not self._closed and not self._ops:
+                self._ready.wait()
+            if self._closed:
+                return None
+            ops, self._ops = self._ops, []
+            return ops
+
+    def close(self) -> None:
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
+
+    def _queue(self, *ops: RelayOp) -> None:
+        with self._ready:
+            self._ops.extend(ops)
+            self._ready.notify()
+
+
+def relay_messages(ops: list[RelayOp]) -> Iterator[list[RelayOp]]:
+    """``ops`` cut into messages of about OBJECTS_PER_MESSAGE objects each, in order."""
+    message: list[RelayOp] = []
+    weight = 0
+    for op in ops:
+        message.append(op)
+        weight += len(op[2]) if op[0] == REPLACE else 1
+        if weight >= OBJECTS_PER_MESSAGE:
+            yield message
+            message, weight = [], 0
+    if message:
+        yield message
+
+
+class RelayReplayer:
+    """Applies relayed writes to the app's cache, in the order the serving cache made them."""
+
+    def __init__(self, cache: ObjectCache) -> None:
+        self.cache = cache
+        self._parts: dict[ResourceKind, list[dict[str, Any]]] = {}
+
+    def apply(self, op: RelayOp) -> tuple[int, datetime, float] | None:
+        """Apply one write; a flush mark returns its ``(seq, simulated now, monotonic)``."""
+        verb, cache = op[0], self.cache
+        if verb == APPLY:
+            cache.apply(op[1], op[2], op[3])
+        elif verb == REPLACE:
+            part = self._parts.setdefault(op[1], [])
+            part.extend(op[2])
+            if op[3]:
+                cache.replace(op[1], self._parts.pop(op[1]))
+        elif verb == FLUSH:
+            cache.flush()
+            return op[1], op[2], op[3]
+        elif verb == STATE:
+            cache.set_state(op[1], op[2], op[3])
+        elif verb == CLEAR:
+            cache.clear(op[1], op[2], op[3])
+        elif verb == CONNECTION:
+            cache.set_connection(op[1])
+        elif verb == NODE_POD:
+            cache.apply_node_pod(op[1], op[2])
+        elif verb == NODE_PODS:
+            if op[1] is None:
+                cache.set_node_pods_unknown()
+            else:
+                cache.replace_node_pods(op[1])
+        return None
