@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 
 from .leaving import leave_if_threads_linger
 from .parser import DESCRIPTION, EXIT_FAILED, EXIT_INVALID, add_session_recording_options
@@ -104,7 +105,10 @@ def run_app(argv: list[str]) -> int:
         code = 0 if app.return_code in (None, 0) else int(app.return_code)
     except SystemExit as stop:  # SIGTERM/SIGHUP (install_exit_on_signals) while the app ran
         code = stop.code if isinstance(stop.code, int) else EXIT_FAILED
-        raise
-    finally:
         leave_if_threads_linger(code)
+        raise
+    except BaseException:
+        leave_if_threads_linger(code, what_ended_it=traceback.format_exc())
+        raise
+    leave_if_threads_linger(code)
     return code

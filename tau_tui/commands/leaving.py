@@ -33,14 +33,18 @@ def lingering_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t is not main and not t.daemon and t.is_alive()]
 
 
-def leave_if_threads_linger(code: int, grace_s: float = LINGER_S) -> None:
+def leave_if_threads_linger(code: int, grace_s: float = LINGER_S, what_ended_it: str = "") -> None:
     """After the app has ended: leave through :func:`leave_now` if a non-daemon thread is still
     alive ``grace_s`` later. Textual's input thread reads the terminal until the app stops it; a
     terminal that goes away while the app is ending (a killed tmux, a closed window) can leave it
     reading end-of-file in a loop at full speed, and the interpreter would wait for it for ever
-    (a `tau-tui --demo faults` was found so, 17 minutes after its tmux was killed)."""
+    (a `tau-tui --demo faults` was found so, 17 minutes after its tmux was killed).
+    ``what_ended_it``: the traceback of an error that ended the app, printed before leaving (the
+    interpreter would have printed it)."""
     deadline = time.monotonic() + grace_s
     for thread in lingering_threads():
         thread.join(max(0.0, deadline - time.monotonic()))
     if lingering_threads():
+        if what_ended_it:
+            print(what_ended_it, file=sys.stderr, end="")
         leave_now(code)

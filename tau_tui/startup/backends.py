@@ -64,8 +64,8 @@ def _start_demo_process(scenario: str, namespace: str | None) -> ClusterBackend:
         process = SimulatedClusterProcess("tau_tui.core.cluster.sim.scenario:build_world", [scenario], realtime=True)
     except ClusterError as err:
         raise BackendUnavailable(err.message, offer_demo=True) from err
-    except OSError as err:
-        raise BackendUnavailable(f"the demo cluster failed to start: {err}", False) from err
+    except Exception as err:
+        raise BackendUnavailable(f"the demo cluster failed to start: {type(err).__name__}: {err}", False) from err
     backend = ProcessSimulatedBackend(process, namespace=namespace, owns_process=True)
     try:
         backend.start()

@@ -36,7 +36,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets._data_table import Column, ColumnKey, RowKey, SegmentLines
 
-from tau_tui.widgets.row_filter import RowFilter, folded_texts, kept_rows
+from tau_tui.widgets.row_filter import RowFilter, folded_texts, kept_rows, plain_needle
 from tau_tui.widgets.row_strips import RowLook, RowStrips, plain_text_line, text_cell_segments
 from tau_tui.widgets.table_plan import (
     NOTICE_KEY,
@@ -462,7 +462,8 @@ class KeyedTable(DataTable):
         selected = self.selected_key
         if row_filter.active:
             candidates = self._order if row_filter.narrows(previous) else self._all
-            self._kept = kept_rows(row_filter, candidates, self._matchable, NOTICE_KEY, self._folded_texts())
+            folded = self._folded_texts() if plain_needle(row_filter) is not None else None
+            self._kept = kept_rows(row_filter, candidates, self._matchable, NOTICE_KEY, folded)
             self.stats["matched"] += len(candidates)
         else:
             self._kept = set()

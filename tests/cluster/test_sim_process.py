@@ -17,6 +17,7 @@ from tau_tui.core.cluster.sim.cache_relay import OBJECTS_PER_MESSAGE, REPLACE, R
 from tau_tui.core.cluster.sim.cluster_process import SimulatedClusterProcess
 from tau_tui.core.cluster.sim.process_backend import ProcessSimulatedBackend
 from tau_tui.startup import backends
+from tests.contract import helpers as h
 from tests.contract.envs import ProcessSimEnv, wait_real
 
 R = ResourceKind
@@ -92,3 +93,88 @@ def test_a_full_list_reaches_the_app_in_messages_of_bounded_size():
 def test_which_demos_run_their_simulated_cluster_in_a_process_of_their_own(monkeypatch, scenario, realtime, env, own_process):
     monkeypatch.setenv(backends.IN_PROCESS_ENV, env)
     assert backends.runs_in_own_process(scenario, realtime) is own_process
+
+
+def noisy_world():
+    """A world whose building prints, as a scenario's code may: the answer line must not suffer."""
+    print("building the world…")
+    from tests.contract.envs import contract_world
+
+    return contract_world()
+
+
+def test_what_the_world_prints_while_it_is_built_never_reaches_the_apps_pipe():
+    process = SimulatedClusterProcess("tests.cluster.test_sim_process:noisy_world", [], realtime=False)
+    try:
+        backend = ProcessSimulatedBackend(process)
+        backend.start()
+        assert backend.wait_synced(30) and len(backend.list(R.NODE)) == 2
+        with open(process._log_path) as log:
+            assert "building the world…" in log.read()  # its log has it, the app's terminal never
+        backend.close()
+    finally:
+        process.stop()
+
+
+def test_a_client_that_fails_the_keys_challenge_ends_nothing():
+    from multiprocessing.connection import AuthenticationError, Client
+
+    env = ProcessSimEnv()
+    try:
+        backend = env.backend()
+        with pytest.raises((AuthenticationError, EOFError, OSError)):
+            Client(env.process.address, family="AF_UNIX", authkey=b"not the key")
+        assert env.process.process.poll() is None
+        assert backend.cordon("sim-gpu-0").ok  # the server still answers, and the write is cached
+        assert backend.get(R.NODE, "sim-gpu-0").unschedulable
+    finally:
+        env.close()
+
+
+def test_a_subscriber_that_fails_on_the_relay_thread_turns_the_views_stale_and_says_so():
+    env = ProcessSimEnv()
+    try:
+        backend = env.backend()
+
+        def broken(_batch):
+            raise ValueError("a broken subscriber")
+
+        backend.subscribe(broken)
+        env.unique_namespace("broken")
+        assert wait_real(lambda: backend.connection_state().status is ConnectionStatus.STALE, timeout=30, interval=0.02)
+        assert "stopped following it: ValueError: a broken subscriber" in backend.connection_state().message
+        assert backend.view_state(R.NODE).status is ViewStatus.ERROR
+        assert not backend.wait_synced(0)
+    finally:
+        env.close()
+
+
+def test_a_broken_log_stream_says_what_broke_it():
+    env = ProcessSimEnv()
+    try:
+        ns = env.unique_namespace("lg")
+        env.create(R.RESOURCE_FLAVOR.type, h.flavor(f"rf-{ns}"))
+        env.create(R.CLUSTER_QUEUE.type, h.cluster_queue(f"cq-{ns}", f"rf-{ns}", 16))
+        env.create(R.LOCAL_QUEUE.type, h.local_queue(ns, "lq", f"cq-{ns}"))
+        backend = env.backend()
+        assert backend.submit([h.job(ns, "j", "lq")])[0].ok
+        assert env.settle(lambda: any(p.phase == "Running" for p in backend.pods(ns)))
+        pod = next(p for p in backend.pods(ns) if p.phase == "Running")
+        stream = backend.open_container_log(LogChunkRequest(ns, pod.name, pod.containers[0], follow=True))
+        chunks = iter(stream)
+        assert next(chunks)
+        env.break_log_streams()
+        with pytest.raises(ConnectionResetError, match="simulated log stream broken"):
+            for _ in range(100):
+                env.advance(1)
+                next(chunks)
+        stream.close()
+    finally:
+        env.close()
+
+
+def test_the_pods_of_a_large_cluster_reach_the_app_in_bounded_messages_too():
+    relay = RelayedCache(lambda: None)  # type: ignore[arg-type, return-value]
+    relay.replace_node_pods([{"metadata": {"name": f"p{i}", "namespace": "ns"}} for i in range(3_500)])
+    messages = list(relay_messages(relay.take() or []))
+    assert len(messages) == 4 and [op[2] for m in messages for op in m] == [False, False, False, True]

@@ -61,18 +61,16 @@ class RelayedCache:
         self._queue((CONNECTION, state))
 
     def replace(self, kind: ResourceKind, items: Iterable[dict[str, Any]]) -> None:
-        items = list(items)
-        parts = [items[i:i + OBJECTS_PER_MESSAGE] for i in range(0, len(items), OBJECTS_PER_MESSAGE)] or [[]]
-        self._queue(*((REPLACE, kind, part, i == len(parts) - 1) for i, part in enumerate(parts)))
+        self._queue(*((REPLACE, kind, part, last) for part, last in _parts(list(items))))
 
     def apply(self, kind: ResourceKind, event_type: str, obj: dict[str, Any]) -> None:
         self._queue((APPLY, kind, event_type, obj))
 
     def replace_node_pods(self, items: Iterable[dict[str, Any]]) -> None:
-        self._queue((NODE_PODS, list(items)))
+        self._queue(*((NODE_PODS, part, last) for part, last in _parts(list(items))))
 
     def set_node_pods_unknown(self) -> None:
-        self._queue((NODE_PODS, None))
+        self._queue((NODE_PODS, None, True))
 
     def apply_node_pod(self, event_type: str, obj: dict[str, Any]) -> None:
         self._queue((NODE_POD, event_type, obj))
@@ -107,13 +105,19 @@ class RelayedCache:
             self._ready.notify()
 
 
+def _parts(items: list[dict[str, Any]]) -> list[tuple[list[dict[str, Any]], bool]]:
+    """A full list in parts of OBJECTS_PER_MESSAGE, each with whether it is the last."""
+    parts = [items[i:i + OBJECTS_PER_MESSAGE] for i in range(0, len(items), OBJECTS_PER_MESSAGE)] or [[]]
+    return [(part, i == len(parts) - 1) for i, part in enumerate(parts)]
+
+
 def relay_messages(ops: list[RelayOp]) -> Iterator[list[RelayOp]]:
     """``ops`` cut into messages of about OBJECTS_PER_MESSAGE objects each, in order."""
     message: list[RelayOp] = []
     weight = 0
     for op in ops:
         message.append(op)
-        weight += len(op[2]) if op[0] == REPLACE else 1
+        weight += len(op[2]) if op[0] == REPLACE else len(op[1] or ()) if op[0] == NODE_PODS else 1
         if weight >= OBJECTS_PER_MESSAGE:
             yield message
             message, weight = [], 0
@@ -127,6 +131,7 @@ class RelayReplayer:
     def __init__(self, cache: ObjectCache) -> None:
         self.cache = cache
         self._parts: dict[ResourceKind, list[dict[str, Any]]] = {}
+        self._node_pods: list[dict[str, Any]] = []
 
     def apply(self, op: RelayOp) -> tuple[int, datetime, float] | None:
         """Apply one write; a flush mark returns its ``(seq, simulated now, monotonic)``."""
@@ -153,5 +158,8 @@ class RelayReplayer:
             if op[1] is None:
                 cache.set_node_pods_unknown()
             else:
-                cache.replace_node_pods(op[1])
+                self._node_pods.extend(op[1])
+                if op[2]:
+                    pods, self._node_pods = self._node_pods, []
+                    cache.replace_node_pods(pods)
         return None

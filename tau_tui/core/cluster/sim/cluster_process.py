@@ -7,6 +7,7 @@ ended, crashed or called :meth:`stop`)."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import secrets
@@ -26,6 +27,8 @@ from tau_tui.core.cluster.sim.process_wire import CALL, CONTROL, decode_error
 
 #: How long building the world may take (the ``large`` scenario: about 10 s on a busy 2-core VM).
 START_TIMEOUT_S = 300.0
+#: How long a call may take (the heaviest, positions of a 2,000-Workload queue, takes about 0.2 s).
+CALL_TIMEOUT_S = 60.0
 
 
 class SimulatedClusterProcess:
@@ -34,22 +37,30 @@ class SimulatedClusterProcess:
 
     def __init__(self, factory: str, args: Sequence[Any] = (), *, realtime: bool, tick_seconds: float = 1.0,
                  start_timeout: float = START_TIMEOUT_S) -> None:
+        self._stopped = False
         self._folder = tempfile.mkdtemp(prefix="tau-sim-")
+        atexit.register(self.stop)  # a process that leaves by os._exit still runs these (leave_now)
         self.address = os.path.join(self._folder, "cluster.sock")
         self._log_path = os.path.join(self._folder, "cluster.log")
         self._authkey = secrets.token_bytes(32)
         self._idle_calls: list[Connection] = []
         self._lock = threading.Lock()
         self._control: Connection | None = None
-        self._stopped = False
         spec = {"factory": factory, "args": list(args), "realtime": realtime, "tick_seconds": tick_seconds,
                 "socket": self.address, "authkey": self._authkey.hex(), "sys_path": sys.path}
-        with open(self._log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "tau_tui.core.cluster.sim.process_server"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+        try:
+            with open(self._log_path, "wb") as log:
+                # -P: the working folder is not put on the path (a checkout's secrets.py is not run)
+                self.process = subprocess.Popen(
+                    [sys.executable, "-P", "-m", "tau_tui.core.cluster.sim.process_server"],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+        except OSError:
+            atexit.unregister(self.stop)
+            shutil.rmtree(self._folder, ignore_errors=True)
+            raise
         try:
             self._handshake(spec, start_timeout)
+            self._control = self.connect(CONTROL)  # here, so a key's note never waits for a connect
         except BaseException:
             self.stop()
             raise
@@ -60,10 +71,13 @@ class SimulatedClusterProcess:
         stdin.write((json.dumps(spec) + "\n").encode())
         stdin.flush()
         ready, _, _ = select.select([stdout], [], [], timeout)
-        line = stdout.readline() if ready else b""
+        line = stdout.readline() if ready else b""  # the server writes its one line whole, then closes
         if not line:
             raise ClusterError(f"the simulated cluster did not start: {self.gone_reason() if ready else f'no answer in {timeout:.0f} s'}")
-        answer = json.loads(line)
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise ClusterError(f"the simulated cluster did not start: it answered {line[:200]!r}") from None
         if "error" in answer:
             raise ClusterError(answer["error"]) if answer.get("cluster_error") else ClusterError(
                 f"the simulated cluster failed to start: {answer['error']}")
@@ -79,7 +93,8 @@ class SimulatedClusterProcess:
             raise self.gone(err) from None
         return conn
 
-    def call(self, session: int | None, name: str, *args: Any) -> tuple[Any, dict[int, int]]:
+    def call(self, session: int | None, name: str, *args: Any,
+             timeout: float = CALL_TIMEOUT_S) -> tuple[Any, dict[int, int]]:
         """One call on a connection of the pool: ``(result, each session's last marked batch)``."""
         with self._lock:
             conn = self._idle_calls.pop() if self._idle_calls else None
@@ -87,6 +102,9 @@ class SimulatedClusterProcess:
             conn = self.connect(CALL)
         try:
             conn.send((session, name, args))
+            if not conn.poll(timeout):
+                conn.close()  # its answer may still come: this connection is not used again
+                raise ApiFailure(0, "", f"the simulated cluster did not answer {name} in {timeout:.0f} s")
             status, value, marks = conn.recv()
         except (OSError, EOFError) as err:
             conn.close()
@@ -106,13 +124,15 @@ class SimulatedClusterProcess:
         self._note("synced", None)
 
     def _note(self, verb: str, value: Any) -> None:
-        """A one-way note on the control connection (no answer; lost if the process is gone)."""
+        """A one-way note on the control connection, made at the start (no answer; dropped once the
+        process is gone: a key never waits for a new connection)."""
         with self._lock:
+            control = self._control
+            if control is None:
+                return
             try:
-                if self._control is None:
-                    self._control = self.connect(CONTROL)
-                self._control.send((verb, value))
-            except (OSError, ApiFailure):
+                control.send((verb, value))
+            except OSError:
                 self._control = None
 
     # -- the end -------------------------------------------------------------------
@@ -135,6 +155,7 @@ class SimulatedClusterProcess:
         return ApiFailure(0, "", f"the simulated cluster is unreachable: {self.gone_reason()}")
 
     def stop(self) -> None:
+        atexit.unregister(self.stop)
         with self._lock:
             if self._stopped:
                 return

@@ -29,6 +29,8 @@ from tau_tui.core.cluster.sim.process_wire import LOG, SESSION_WRITES, WATCH, de
 WRITE_SEEN_TIMEOUT_S = 30.0
 #: Key notes closer together than this are not sent again (each key would otherwise send one).
 USER_ACTIVE_RESEND_S = 0.1
+#: How long closing waits for the server to end the session (quitting the app waits for it).
+CLOSE_TIMEOUT_S = 2.0
 
 
 class MirroredClock:
@@ -65,6 +67,8 @@ class ProcessSimulatedBackend(BaseBackend):
         self._synced = threading.Event()
         self._closing = False
         self._lost = False
+        #: Why this backend no longer follows the simulated cluster ("" while it does).
+        self.lost_reason = ""
         self._watch: Connection | None = None
         self._relay_thread: threading.Thread | None = None
         self._session: int | None = None
@@ -77,10 +81,14 @@ class ProcessSimulatedBackend(BaseBackend):
             return
         conn = self.process.connect(WATCH, self.identity, self._namespace, self._context)
         try:
-            self._session, realtime, now, monotonic = conn.recv()
+            hello = conn.recv()
         except (OSError, EOFError) as err:
             conn.close()
             raise self.process.gone(err) from None
+        if hello[0] == "err":  # the session could not be made (an unknown context, say)
+            conn.close()
+            raise decode_error(hello[1])
+        self._session, realtime, now, monotonic = hello
         self._clock = MirroredClock(now, monotonic, realtime)
         self._watch = conn
         self._relay_thread = threading.Thread(target=self._follow, args=(conn,), name="tau-sim-relay", daemon=True)
@@ -93,7 +101,8 @@ class ProcessSimulatedBackend(BaseBackend):
         self._closing = True
         try:
             if self._session is not None and not self._lost:
-                self.process.call(self._session, "close")  # the server then ends this session's stream
+                # the server then ends this session's stream; short: quitting waits for it
+                self.process.call(self._session, "close", timeout=CLOSE_TIMEOUT_S)
         except Exception:  # the other process may be gone already: nothing left to close there
             pass
         if self._relay_thread is not None:
@@ -104,7 +113,7 @@ class ProcessSimulatedBackend(BaseBackend):
             self.process.stop()
 
     def wait_synced(self, timeout: float = 30.0, kinds: Iterable[ResourceKind] | None = None) -> bool:
-        return self._synced.wait(timeout)
+        return self._synced.wait(timeout) and not self._lost
 
     def user_active(self, seconds: float) -> None:
         until = time.monotonic() + seconds
@@ -123,6 +132,9 @@ class ProcessSimulatedBackend(BaseBackend):
         except (OSError, EOFError):
             if not self._closing:
                 self._went_away()
+        except Exception as err:  # a subscriber or tap failed on this thread: the cache no longer follows
+            if not self._closing:
+                self._went_away(f"this app stopped following it: {type(err).__name__}: {err}")
 
     def _reached(self, seq: int, now: datetime, monotonic: float) -> None:
         if self._clock is not None:
@@ -134,10 +146,13 @@ class ProcessSimulatedBackend(BaseBackend):
             self._synced.set()
             self.process.note_synced()
 
-    def _went_away(self) -> None:
-        """The simulated cluster's process ended: keep what is cached, marked stale, and say why."""
+    def _went_away(self, reason: str | None = None) -> None:
+        """The simulated cluster's process ended (or this one stopped following it): keep what is
+        cached, marked stale, and say why."""
         self._lost = True
-        reason = self.process.gone_reason(wait_s=2.0)  # its socket closes just before it is reaped
+        if reason is None:
+            reason = self.process.gone_reason(wait_s=2.0)  # its socket closes just before it is reaped
+        self.lost_reason = reason
         for kind in ResourceKind:
             if self.cache.view_state(kind).status is ViewStatus.READY:
                 self.cache.set_state(kind, ViewStatus.ERROR, f"the simulated cluster is unreachable: {reason}")
@@ -154,8 +169,11 @@ class ProcessSimulatedBackend(BaseBackend):
         if self._lost or self._session is None:
             raise self.process.gone()
         result, marks = self.process.call(self._session, name, *args)
-        if name in SESSION_WRITES:
-            self.wait_for_batch(marks.get(self._session, 0))
+        # A write returns once its effect is cached, except on the relay thread itself (a
+        # subscriber that writes), which would wait for its own work.
+        if name in SESSION_WRITES and threading.current_thread() is not self._relay_thread:
+            if not self.wait_for_batch(marks.get(self._session, 0)) and self._lost:
+                raise self.process.gone()
         return result
 
     def wait_for_batch(self, seq: int, timeout: float = WRITE_SEEN_TIMEOUT_S) -> bool:
@@ -252,16 +270,18 @@ class RelayedLog:
     def __iter__(self) -> Iterator[bytes]:
         try:
             while True:
-                message = self._conn.recv()
+                try:
+                    message = self._conn.recv()
+                except (OSError, EOFError):
+                    if self.closed:
+                        return
+                    raise ConnectionResetError("the simulated cluster's log stream ended with its process") from None
                 if message[0] == "data":
                     yield message[1]
                 elif message[0] == "end":
                     return
-                else:
+                else:  # the stream's own failure (a broken stream, say), as the server raised it
                     raise decode_error(message[1])
-        except (OSError, EOFError):
-            if not self.closed:
-                raise ConnectionResetError("the simulated cluster's log stream ended with its process") from None
         finally:
             self._conn.close()
 

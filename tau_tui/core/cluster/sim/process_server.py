@@ -18,6 +18,7 @@ import importlib
 import itertools
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -76,7 +77,11 @@ class ClusterServer:
 
     def serve(self, listener: Listener) -> None:
         while True:
-            conn = listener.accept()
+            try:
+                conn = listener.accept()
+            except Exception as err:  # a client that failed the key's challenge or hung up: the next one
+                print(f"tau-sim: a connection was refused: {type(err).__name__}: {err}", file=sys.stderr)
+                continue
             threading.Thread(target=self._serve_connection, args=(conn,), name="tau-sim-conn", daemon=True).start()
 
     def _serve_connection(self, conn: Connection) -> None:
@@ -93,6 +98,12 @@ class ClusterServer:
                 self._control(conn)
         except (EOFError, OSError):
             pass
+        except Exception as err:  # this connection's end; the others and the process go on
+            print(f"tau-sim: a connection failed: {type(err).__name__}: {err}", file=sys.stderr)
+            try:
+                conn.send(("err", encode_error(err)))
+            except Exception:  # noqa: BLE001  (the connection itself is what failed)
+                pass
         finally:
             conn.close()
 
@@ -114,7 +125,7 @@ class ClusterServer:
             at_the_latest.start()
             while (ops := cache.take()) is not None:
                 for message in relay_messages(ops):
-                    conn.send(message)
+                    send_relayed(conn, message)
         finally:
             with self._lock:
                 self._sessions.pop(number, None)
@@ -129,7 +140,12 @@ class ClusterServer:
             except Exception as err:  # every failure goes back to the caller, never ends this process
                 conn.send(("err", encode_error(err), self._marks()))
                 continue
-            conn.send(("ok", result, self._marks()))
+            try:
+                conn.send(("ok", result, self._marks()))
+            except (OSError, EOFError):
+                raise
+            except Exception as err:  # an answer that cannot be sent (not picklable): say so instead
+                conn.send(("err", encode_error(err), self._marks()))
 
     def _session_call(self, session: int, name: str, args: tuple[Any, ...]) -> Any:
         if name not in SESSION_CALLS:
@@ -200,12 +216,30 @@ class ClusterServer:
                 self.start_tickers()
 
 
-def _end_when_stdin_closes() -> None:
-    """The app's end (or its crash) closes our standard input: end with it."""
+def send_relayed(conn: Connection, message: list[Any]) -> None:
+    """Send one message of relayed writes. Stored objects are never changed in place, so pickling
+    outside the world's lock is safe; should one still change under it (a dict resized), that
+    pickle fails before anything is written, and is made again."""
+    for attempt in range(3):
+        try:
+            conn.send(message)
+            return
+        except (OSError, EOFError):
+            raise
+        except RuntimeError:
+            if attempt == 2:
+                raise
+            time.sleep(0.01)
+
+
+def _end_when_stdin_closes(folder: str) -> None:
+    """The app's end (or its crash) closes our standard input: end with it, and take the socket's
+    folder along (the app removes it too when it can)."""
     try:
         while sys.stdin.buffer.read(65536):
             pass
     finally:
+        shutil.rmtree(folder, ignore_errors=True)
         os._exit(0)
 
 
@@ -217,12 +251,15 @@ def _build(spec: Mapping[str, Any]) -> Mapping[str, SimulatedCluster]:
 
 
 def main() -> None:
+    # The answer goes on the real standard output; the process's own fd 1 becomes its log (fd 2),
+    # so nothing printed later can fill the app's pipe or reach its terminal.
+    answer = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     spec = json.loads(sys.stdin.readline())
     for entry in reversed(spec.get("sys_path", ())):
         if entry not in sys.path:
             sys.path.insert(0, entry)
     gc.disable()  # building a large world's million objects: no collection can free any of them
-    answer = sys.stdout
     try:
         server = ClusterServer(_build(spec), bool(spec.get("realtime")), float(spec.get("tick_seconds", 1.0)))
         listener = Listener(spec["socket"], family="AF_UNIX", authkey=bytes.fromhex(spec["authkey"]))
@@ -236,11 +273,11 @@ def main() -> None:
         return
     gc.freeze()  # the built world lives as long as the process: no collection walks it again
     gc.enable()
-    threading.Thread(target=_end_when_stdin_closes, name="tau-sim-stdin", daemon=True).start()
+    threading.Thread(target=_end_when_stdin_closes, args=(os.path.dirname(spec["socket"]),), name="tau-sim-stdin",
+                     daemon=True).start()
     server.start_clocks()
     answer.write(json.dumps({"ready": True}) + "\n")
-    answer.flush()
-    sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (nothing of ours may reach the app's terminal)
+    answer.close()
     server.serve(listener)
 
 
