@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.cells import cell_len
 from textual import on
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.widgets import Input, Label
 
 #: (text before the cursor) -> candidates for its last word.
@@ -34,6 +37,17 @@ def complete(text: str, candidates: list[str]) -> tuple[str, list[str]]:
     return (f"{head} " if head else "") + completed, matches
 
 
+#: Characters the count label always has room for (its CSS min-width less its padding).
+COUNT_WIDTH = 20
+
+
+class LineInput(Input):
+    """The line's text field: typing repaints it, never lays the screen out again (its width is
+    the line's; Input's own virtual size, which follows the text, only bounds its scrolling)."""
+
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False, repaint=True)
+
+
 class CommandLine(Horizontal):
     """Hidden until :meth:`open`; posts :class:`CommandLine.Submitted`."""
 
@@ -41,7 +55,7 @@ class CommandLine(Horizontal):
     CommandLine { height: 1; display: none; background: $boost; }
     CommandLine.-open { display: block; }
     CommandLine > Label { width: auto; padding: 0 0 0 1; color: $accent; text-style: bold; }
-    CommandLine > #command-count { color: $text-muted; text-style: none; padding: 0 1; }
+    CommandLine > #command-count { color: $text-muted; text-style: none; padding: 0 1; min-width: 22; }
     CommandLine > Input, CommandLine > Input:focus { border: none; height: 1; padding: 0 1; background: $boost; width: 1fr; }
     """
 
@@ -79,7 +93,7 @@ class CommandLine(Horizontal):
 
     def compose(self):
         yield Label(":", id="command-prompt")
-        yield Input(placeholder="", id="command-input", select_on_focus=False)
+        yield LineInput(placeholder="", id="command-input", select_on_focus=False)
         yield Label("", id="command-count")
 
     @property
@@ -106,10 +120,14 @@ class CommandLine(Horizontal):
         self.screen.set_focus(field, scroll_visible=False)
 
     def set_count(self, text: str) -> None:
+        """The match count (or completions). A count that fits the label's least width repaints
+        the label alone; only a longer text lays the screen out again."""
         try:
-            self.query_one("#command-count", Label).update(text)
+            label = self.query_one("#command-count", Label)
         except Exception:
-            pass
+            return
+        fits = cell_len(text) <= COUNT_WIDTH and cell_len(str(label.content)) <= COUNT_WIDTH
+        label.update(text, layout=not fits)
 
     def _show(self, shown: bool) -> None:
         if self.covers is not None:

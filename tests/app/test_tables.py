@@ -553,3 +553,33 @@ def test_a_plain_filter_found_in_folded_texts_keeps_exactly_the_rows_its_regex_k
     row_filter = parse_filter(text)
     keys = [*rows, "missing", NOTICE_KEY]
     assert kept_rows(row_filter, keys, rows, NOTICE_KEY, folded_texts(rows)) == kept_rows(row_filter, keys, rows, NOTICE_KEY)
+
+
+@async_test
+async def test_typing_in_the_filter_line_lays_out_neither_the_field_nor_its_count(tmp_path):
+    """A layout refresh re-renders the whole screen (about 40 ms at 160x48 on a 20,000-row queue);
+    a typed character repaints the field and a count that fits the label's least width."""
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await settle(pilot)
+        line = app.screen.query_one(CommandLine)
+        field, count = line.query_one(Input), line.query_one("#command-count")
+        layouts: Counter[str] = Counter()
+        for widget in (field, count):
+            original = widget.refresh
+
+            def counted(*regions, _original=original, _name=widget.id, **flags):
+                layouts[_name] += bool(flags.get("layout"))
+                return _original(*regions, **flags)
+
+            widget.refresh = counted  # type: ignore[method-assign]
+        await pilot.press(*"llama")
+        await settle(pilot)
+        assert field.value == "llama" and "match" in str(count.render())
+        assert layouts == Counter({"command-input": 0, "command-count": 0})
+        long_text = "x" * 30
+        line.set_count(long_text)  # wider than the label's least width: laid out, as it must be
+        await settle(pilot)
+        assert layouts["command-count"] >= 1  # (and once more when a shorter count replaces it)
