@@ -49,11 +49,17 @@ def start_demo_backend(scenario: str, namespace: str | None, realtime: bool) -> 
         backend = SimulatedBackend(world, namespace=namespace, realtime=realtime)
         backend.start()
         backend.wait_synced(10)
-    except ClusterError as err:
-        raise BackendUnavailable(err.message, offer_demo=scenario != "demo") from err
     except Exception as err:
-        raise BackendUnavailable(f"the demo cluster failed to start: {type(err).__name__}: {err}", False) from err
+        raise _demo_unavailable(err, offer_demo=scenario != "demo") from err
     return backend
+
+
+def _demo_unavailable(err: Exception, offer_demo: bool) -> BackendUnavailable:
+    """A demo that did not start: a ClusterError's own message (another demo may still start),
+    anything else named as what failed."""
+    if isinstance(err, ClusterError):
+        return BackendUnavailable(err.message, offer_demo=offer_demo)
+    return BackendUnavailable(f"the demo cluster failed to start: {type(err).__name__}: {err}", False)
 
 
 def _start_demo_process(scenario: str, namespace: str | None) -> ClusterBackend:
@@ -62,20 +68,15 @@ def _start_demo_process(scenario: str, namespace: str | None) -> ClusterBackend:
 
     try:
         process = SimulatedClusterProcess("tau_tui.core.cluster.sim.scenario:build_world", [scenario], realtime=True)
-    except ClusterError as err:
-        raise BackendUnavailable(err.message, offer_demo=True) from err
     except Exception as err:
-        raise BackendUnavailable(f"the demo cluster failed to start: {type(err).__name__}: {err}", False) from err
+        raise _demo_unavailable(err, offer_demo=True) from err
     backend = ProcessSimulatedBackend(process, namespace=namespace, owns_process=True)
     try:
         backend.start()
         backend.wait_synced(60)
-    except ClusterError as err:
-        backend.close()
-        raise BackendUnavailable(err.message, offer_demo=True) from err
     except Exception as err:
         backend.close()
-        raise BackendUnavailable(f"the demo cluster failed to start: {type(err).__name__}: {err}", False) from err
+        raise _demo_unavailable(err, offer_demo=True) from err
     return backend
 
 

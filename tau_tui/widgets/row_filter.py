@@ -43,11 +43,10 @@ class RowFilter:
         """True when every row this filter keeps was kept by ``previous``: both plain literals
         (no regex meaning, not inverted, no labels) and this one extends the other, so any row
         holding this text holds the previous one."""
-        if not previous.text or self.invert or previous.invert or self.labels or previous.labels:
+        if not previous.text or not self.text.startswith(previous.text):
             return False
-        if self.error or previous.error or not self.text.startswith(previous.text):
-            return False
-        return _PLAIN.fullmatch(self.text) is not None  # a "|" or "?" added could widen it
+        # a "|" or "?" added could widen it
+        return plain_needle(self) is not None and plain_needle(previous) is not None
 
     def matches_row(self, row_text: str, labels: Mapping[str, str] | None = None) -> bool:
         """Whether a row with this text and these labels is kept (counts nothing)."""

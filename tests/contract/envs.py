@@ -51,80 +51,6 @@ def restricted_identity(namespace: str) -> tuple[str, list[str]]:
     return identity, [qualified(ResourceType(g, "v1", p, "", True)) for g, p in READ_RESOURCES]
 
 
-class SimEnv:
-    name = "sim"
-    has_visibility_api = True
-    has_pods = True  # the simulated kubelet runs pods and writes logs
-
-    def __init__(self, visibility_api: bool = True):
-        self.world = contract_world(visibility_api)
-        self.has_visibility_api = visibility_api
-        self.backends: list[ClusterBackend] = []
-
-    # -- backends -----------------------------------------------------------
-
-    def backend(self, namespace: str | None = None) -> ClusterBackend:
-        backend = SimulatedBackend(self.world, namespace=namespace)
-        backend.start()
-        self.backends.append(backend)
-        return backend
-
-    def restricted_backend(self, namespace: str, deny: tuple[str, ...]) -> ClusterBackend:
-        """A backend as a ServiceAccount allowed to read every watched kind
-        except the qualified resources in ``deny`` (no mutations)."""
-        identity, resources = restricted_identity(namespace)
-        self.world.store.grant(identity, ("get", "list", "watch"), [r for r in resources if r not in deny] + ["pods/log"])
-        backend = SimulatedBackend(self.world, identity=identity, namespace=namespace)
-        backend.start()
-        self.backends.append(backend)
-        return backend
-
-    # -- admin helpers --------------------------------------------------------
-
-    def unique_namespace(self, prefix: str = "ct") -> str:
-        name = f"{prefix}-{next(_counter)}"
-        self.world.store.put(ResourceKind.NAMESPACE.type, {"metadata": {"name": name}})
-        self.world.tick()
-        return name
-
-    def create(self, rt: ResourceType, obj: Mapping[str, Any]) -> dict:
-        ns = (obj.get("metadata") or {}).get("namespace")
-        created = self.world.store.api_create(None, rt, ns, obj, False)
-        self.world.tick()
-        return created
-
-    def patch(self, rt: ResourceType, name: str, namespace: str | None, patch: Mapping[str, Any]) -> dict:
-        out = self.world.store.api_patch(None, rt, name, namespace, patch, False)
-        self.world.tick()
-        return out
-
-    def delete(self, rt: ResourceType, name: str, namespace: str | None) -> None:
-        self.world.store.api_delete(None, rt, name, namespace, False)
-        self.world.tick()
-
-    def read(self, rt: ResourceType, name: str, namespace: str | None) -> dict | None:
-        return self.world.store.read(rt, name, namespace)
-
-    def settle(self, predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
-        """Advance simulated time (1 s ticks, at most ``timeout`` seconds)."""
-        for _ in range(int(timeout)):
-            if predicate():
-                return True
-            self.world.advance(1)
-            time.sleep(0.02)  # let log threads catch up with the new simulated second
-        return predicate()
-
-    def advance(self, seconds: float) -> None:
-        self.world.advance(seconds)
-
-    def break_log_streams(self) -> None:
-        self.world.break_log_streams()
-
-    def close(self) -> None:
-        for backend in self.backends:
-            backend.close()
-
-
 def wait_real(predicate: Callable[[], bool], timeout: float = 60.0, interval: float = 0.2) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -134,39 +60,36 @@ def wait_real(predicate: Callable[[], bool], timeout: float = 60.0, interval: fl
     return predicate()
 
 
-class ProcessSimEnv:
-    """The same simulated cluster in a process of its own (as ``tau-tui --demo large`` runs it),
-    reached through ProcessSimulatedBackend; the admin helpers are calls on that process's world."""
+class SimulatedEnv:
+    """What both simulated environments share: backends and the admin helpers, as calls on the
+    world (:meth:`_world`, a dotted name such as ``store.put``)."""
 
-    name = "sim-process"
-    has_pods = True
+    name = "sim"
+    has_pods = True  # the simulated kubelet runs pods and writes logs
 
-    def __init__(self, visibility_api: bool = True):
-        self.process = SimulatedClusterProcess("tests.contract.envs:contract_world", [visibility_api], realtime=False)
+    def __init__(self, visibility_api: bool) -> None:
         self.has_visibility_api = visibility_api
-        self.backends: list[ProcessSimulatedBackend] = []
+        self.backends: list[ClusterBackend] = []
 
     def _world(self, name: str, *args: Any) -> Any:
-        """A call on the world; returns once every backend of this env has its effect cached."""
-        result, marks = self.process.call(None, name, *args)
-        for backend in self.backends:
-            if backend.session is not None:
-                backend.wait_for_batch(marks.get(backend.session, 0))
-        return result
+        raise NotImplementedError
 
-    def _started(self, backend: ProcessSimulatedBackend) -> ProcessSimulatedBackend:
-        backend.start()
-        backend.wait_synced(30)
-        self.backends.append(backend)
-        return backend
+    def _new_backend(self, identity: str | None, namespace: str | None) -> ClusterBackend:
+        raise NotImplementedError
+
+    # -- backends -----------------------------------------------------------
 
     def backend(self, namespace: str | None = None) -> ClusterBackend:
-        return self._started(ProcessSimulatedBackend(self.process, namespace=namespace))
+        return self._new_backend(None, namespace)
 
     def restricted_backend(self, namespace: str, deny: tuple[str, ...]) -> ClusterBackend:
+        """A backend as a ServiceAccount allowed to read every watched kind
+        except the qualified resources in ``deny`` (no mutations)."""
         identity, resources = restricted_identity(namespace)
         self._world("store.grant", identity, ("get", "list", "watch"), [r for r in resources if r not in deny] + ["pods/log"])
-        return self._started(ProcessSimulatedBackend(self.process, identity=identity, namespace=namespace))
+        return self._new_backend(identity, namespace)
+
+    # -- admin helpers --------------------------------------------------------
 
     def unique_namespace(self, prefix: str = "ct") -> str:
         name = f"{prefix}-{next(_counter)}"
@@ -209,4 +132,53 @@ class ProcessSimEnv:
     def close(self) -> None:
         for backend in self.backends:
             backend.close()
+
+
+class SimEnv(SimulatedEnv):
+    """The simulated cluster in the test's process."""
+
+    def __init__(self, visibility_api: bool = True):
+        super().__init__(visibility_api)
+        self.world = contract_world(visibility_api)
+
+    def _world(self, name: str, *args: Any) -> Any:
+        target: Any = self.world
+        for part in name.split("."):
+            target = getattr(target, part)
+        return target(*args)
+
+    def _new_backend(self, identity: str | None, namespace: str | None) -> ClusterBackend:
+        backend = SimulatedBackend(self.world, identity=identity, namespace=namespace)
+        backend.start()
+        self.backends.append(backend)
+        return backend
+
+
+class ProcessSimEnv(SimulatedEnv):
+    """The same simulated cluster in a process of its own (as ``tau-tui --demo large`` runs it),
+    reached through ProcessSimulatedBackend; the admin helpers are calls on that process's world."""
+
+    name = "sim-process"
+
+    def __init__(self, visibility_api: bool = True):
+        super().__init__(visibility_api)
+        self.process = SimulatedClusterProcess("tests.contract.envs:contract_world", [visibility_api], realtime=False)
+
+    def _world(self, name: str, *args: Any) -> Any:
+        """A call on the world; returns once every backend of this env has its effect cached."""
+        result, marks = self.process.call(None, name, *args)
+        for backend in self.backends:
+            if isinstance(backend, ProcessSimulatedBackend) and backend.session is not None:
+                backend.wait_for_batch(marks.get(backend.session, 0))
+        return result
+
+    def _new_backend(self, identity: str | None, namespace: str | None) -> ClusterBackend:
+        backend = ProcessSimulatedBackend(self.process, identity=identity, namespace=namespace)
+        backend.start()
+        backend.wait_synced(30)
+        self.backends.append(backend)
+        return backend
+
+    def close(self) -> None:
+        super().close()
         self.process.stop()

@@ -12,7 +12,6 @@ from typing import Any
 
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
-from tau_tui.core.cluster.clock import ContinuingClock, ManualClock
 from tau_tui.core.cluster.common import ApiFailure, BaseBackend
 from tau_tui.core.cluster.errors import ClusterError, no_access_message
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
@@ -81,8 +80,8 @@ class SimulatedBackend(BaseBackend):
 
     def _bind(self) -> None:
         world = self.world
-        if self.realtime and isinstance(world.clock, ManualClock):
-            world.clock = ContinuingClock(world.clock.now())
+        if self.realtime:
+            world.continue_in_real_time()
         with world.lock:
             if self._on_connectivity not in world.connectivity_listeners:
                 world.connectivity_listeners.append(self._on_connectivity)

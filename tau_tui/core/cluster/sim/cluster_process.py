@@ -89,8 +89,8 @@ class SimulatedClusterProcess:
         try:
             conn = Client(self.address, family="AF_UNIX", authkey=self._authkey)
             conn.send(hello)
-        except (OSError, EOFError) as err:
-            raise self.gone(err) from None
+        except (OSError, EOFError):
+            raise self.gone() from None
         return conn
 
     def call(self, session: int | None, name: str, *args: Any,
@@ -106,9 +106,9 @@ class SimulatedClusterProcess:
                 conn.close()  # its answer may still come: this connection is not used again
                 raise ApiFailure(0, "", f"the simulated cluster did not answer {name} in {timeout:.0f} s")
             status, value, marks = conn.recv()
-        except (OSError, EOFError) as err:
+        except (OSError, EOFError):
             conn.close()
-            raise self.gone(err) from None
+            raise self.gone() from None
         with self._lock:
             self._idle_calls.append(conn)
         if status == "err":
@@ -151,7 +151,7 @@ class SimulatedClusterProcess:
         reason = "its process is not answering" if code is None else f"its process ended (exit code {code})"
         return f"{reason}: {lines[-1]}" if lines else reason
 
-    def gone(self, err: BaseException | None = None) -> ApiFailure:
+    def gone(self) -> ApiFailure:
         return ApiFailure(0, "", f"the simulated cluster is unreachable: {self.gone_reason()}")
 
     def stop(self) -> None:

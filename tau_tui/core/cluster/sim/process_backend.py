@@ -67,8 +67,6 @@ class ProcessSimulatedBackend(BaseBackend):
         self._synced = threading.Event()
         self._closing = False
         self._lost = False
-        #: Why this backend no longer follows the simulated cluster ("" while it does).
-        self.lost_reason = ""
         self._watch: Connection | None = None
         self._relay_thread: threading.Thread | None = None
         self._session: int | None = None
@@ -82,9 +80,9 @@ class ProcessSimulatedBackend(BaseBackend):
         conn = self.process.connect(WATCH, self.identity, self._namespace, self._context)
         try:
             hello = conn.recv()
-        except (OSError, EOFError) as err:
+        except (OSError, EOFError):
             conn.close()
-            raise self.process.gone(err) from None
+            raise self.process.gone() from None
         if hello[0] == "err":  # the session could not be made (an unknown context, say)
             conn.close()
             raise decode_error(hello[1])
@@ -152,7 +150,6 @@ class ProcessSimulatedBackend(BaseBackend):
         self._lost = True
         if reason is None:
             reason = self.process.gone_reason(wait_s=2.0)  # its socket closes just before it is reaped
-        self.lost_reason = reason
         for kind in ResourceKind:
             if self.cache.view_state(kind).status is ViewStatus.READY:
                 self.cache.set_state(kind, ViewStatus.ERROR, f"the simulated cluster is unreachable: {reason}")
@@ -251,9 +248,9 @@ class ProcessSimulatedBackend(BaseBackend):
         conn = self.process.connect(LOG, self._session, request)
         try:
             answer = conn.recv()
-        except (OSError, EOFError) as err:
+        except (OSError, EOFError):
             conn.close()
-            raise self.process.gone(err) from None
+            raise self.process.gone() from None
         if answer[0] == "err":
             conn.close()
             raise decode_error(answer[1])

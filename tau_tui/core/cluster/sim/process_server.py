@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from multiprocessing.connection import Connection, Listener
 from typing import Any
 
-from tau_tui.core.cluster.clock import ContinuingClock, ManualClock
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.cluster.sim.cache_relay import RelayedCache, relay_messages
@@ -61,8 +60,7 @@ class ClusterServer:
         """Real time: every world continues from its simulated now at wall-clock speed."""
         if self.realtime:
             for world in self.worlds.values():
-                if isinstance(world.clock, ManualClock):
-                    world.clock = ContinuingClock(world.clock.now())
+                world.continue_in_real_time()
 
     def start_tickers(self) -> None:
         """Once the app's cache holds the first session's first list (one process starts its ticker

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tau_tui.core.cluster.clock import Clock, ManualClock
+from tau_tui.core.cluster.clock import Clock, ContinuingClock, ManualClock
 from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.cluster.give_way import give_way
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -95,6 +95,11 @@ class SimulatedCluster:
 
     def now(self) -> datetime:
         return self.clock.now()
+
+    def continue_in_real_time(self) -> None:
+        """From its simulated now on, this world's time runs with the wall clock (the demo)."""
+        if isinstance(self.clock, ManualClock):
+            self.clock = ContinuingClock(self.clock.now())
 
     def advance(self, seconds: float, step: float = 1.0) -> None:
         """Move a ManualClock forward, ticking every ``step`` seconds."""
