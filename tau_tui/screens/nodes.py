@@ -128,8 +128,8 @@ class NodesScreen(PaneScreen):
                 hb = age((now - health.last_heartbeat).total_seconds()) if health.last_heartbeat else "never"
                 temp, util, ecc, xids = telemetry_summary(health.detail)
             sched = status_text("cordoned") if node.unschedulable else Text("schedulable" if node.ready else "✗ NotReady")
-            data.rows.append((name, [Text(name), verdict_cell, runs_hit_cell(hit.get(name, [])), Text(gpu_summary(node)),
-                                     Text(temp), Text(util), Text(ecc), Text(xids), Text(hb), sched, Text(reason)]))
+            data.rows.append((name, [name, verdict_cell, runs_hit_cell(hit.get(name, [])), gpu_summary(node),
+                                     temp, util, ecc, xids, hb, sched, reason]))
         data.status = f"{len(data.rows)} nodes · GPU health: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none")
         data.plan = self.plan_table("nodes-table", data.rows, self.collect_freshness.notice(ResourceKind.NODE),
                                     data.matchable)

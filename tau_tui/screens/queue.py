@@ -43,6 +43,10 @@ WORKLOAD_COLUMNS = [
     ColumnSpec("why", "Why pending", "W", flexible=True, min_width=12),
 ]
 
+#: Where the cells that move without their Workload changing are in a row.
+_CELL_OF = {column.key: index for index, column in enumerate(WORKLOAD_COLUMNS)}
+POS_CELL, DELTA_CELL, WAITING_CELL = _CELL_OF["pos"], _CELL_OF["delta"], _CELL_OF["waiting"]
+
 
 def _resource_rank(name: str) -> tuple[int, str]:
     if is_gpu_resource(name):
@@ -267,13 +271,19 @@ class QueueScreen(PaneScreen):
             warning = warnings.get((wl.namespace or "", wl.name))
             inputs = (wl, pos, change, waiting, is_held, warning)
             hit = previous.get(key)
-            if hit is not None and hit[0][0] is wl and hit[0][5] is warning and hit[0][1:5] == inputs[1:5]:
-                cells, row_text = hit[1], hit[2]  # unchanged: the same cells object, so the table skips the row
+            if hit is not None and hit[0][0] is wl and hit[0][5] is warning and hit[0][4] == is_held:
+                cells, row_text = hit[1], hit[2]
+                if hit[0][1:4] != inputs[1:4]:
+                    # only the place in line or the time waited moved (every pending row's age, once a
+                    # minute): those cells are new, the others the same objects, so the table compares
+                    # and redraws only them
+                    cells = list(cells)
+                    cells[POS_CELL], cells[DELTA_CELL], cells[WAITING_CELL] = pos, change, waiting
             else:
                 row_text = f"{wl.namespace}/{wl.name} {wl.queue_name} {wl.status_word} {wl.owner_name or ''}"
                 prio = f"{wl.effective_priority}" + (f" {wl.priority_class}" if wl.priority_class else "")
-                cells = [status_text(wl.status_word), Text(pos), Text(change), Text(key), Text(wl.queue_name or "—"),
-                         Text(waiting), Text(prio), Text(why_pending(wl, [warning] if warning else [], held))]
+                cells = [status_text(wl.status_word), pos, change, key, wl.queue_name or "—",
+                         waiting, prio, why_pending(wl, [warning] if warning else [], held)]
             rows_cache[key] = (inputs, cells, row_text)
             data.workload_rows.append((key, cells))
             data.workload_matchable[key] = (row_text, wl.labels)

@@ -238,16 +238,17 @@ class RunsScreen(PaneScreen):
         for _, key, run_owner, status in sorted(items, key=lambda item: (item[0], item[1])):
             data.statuses[key] = status
             if run_owner is None:
-                data.rows.append((key, [status_text(status.state, status.display_state), Text(key), Text("Job"),
-                                        Text("—"), Text("local"), Text("—")]))
+                data.rows.append((key, [status_text(status.state, status.display_state), key, "Job", "—", "local", "—"]))
                 continue
             data.owners[key] = run_owner
             run_age = since(run_owner.creation_timestamp, now)
             row = previous.get(key)
-            if row is None or row.status is not status or row.age != run_age:
+            if row is None or row.status is not status:
                 where = status.cluster or ("multikueue" if status.multikueue else "local")
-                row = RunRow(status, [status_text(status.state, status.display_state), Text(key), Text(status.kind),
-                                      Text(status.queue or "—"), Text(where), Text(run_age)], run_age)
+                row = RunRow(status, [status_text(status.state, status.display_state), key, status.kind,
+                                      status.queue or "—", where, run_age], run_age)
+            elif row.age != run_age:  # every run's age, once a minute: only that cell is new
+                row = RunRow(status, [*row.cells[:-1], run_age], run_age)
             rows[key] = row
             data.rows.append((key, row.cells))
         self._rows = rows

@@ -7,8 +7,9 @@ change of order re-indexes the rows without re-adding or re-measuring them.
 The cursor stays on the same key.  A table given each row's text and
 labels filters itself (:meth:`KeyedTable.set_row_filter`): every row stays
 stored, the filter only chooses which are indexed, and typing one more
-character looks only at the rows still shown.  Plain ``str`` cells become
-``rich.text.Text`` so cluster data is never parsed as markup.
+character looks only at the rows still shown.  Plain ``str`` cells are
+stored as they are and become ``rich.text.Text`` when a row is drawn, so
+cluster data is never parsed as markup.
 
 Column widths are kept here, not by DataTable's auto width: each column's
 width is the widest cell now in it (so a "loading" notice does not leave a
@@ -31,8 +32,9 @@ from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.coordinate import Coordinate
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import DataTable
 from textual.widgets._data_table import Column, ColumnKey, RowKey, SegmentLines
 
@@ -44,6 +46,7 @@ from tau_tui.widgets.table_plan import (
     Row,
     TablePlan,
     TableState,
+    as_text,
     plan_rows,
     sort_key,
     sorted_keys,
@@ -130,7 +133,7 @@ class KeyedTable(DataTable):
         self.rows = StateRows(self)  # type: ignore[assignment]
         self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0,
                       "replanned": 0, "cells_rendered": 0, "cells_reused": 0, "sorted": 0,
-                      "width_checks_skipped": 0, "folded": 0}
+                      "width_checks_skipped": 0, "folded": 0, "layouts_spared": 0}
         self.rows_inserted = 0
         self.cells_written = 0
 
@@ -327,7 +330,9 @@ class KeyedTable(DataTable):
         return self._state.cells
 
     def cells_of(self, key: str) -> tuple | None:
-        return self._state.cells.get(key)
+        """The row's cells as drawn (a plain string cell as Text)."""
+        cells = self._state.cells.get(key)
+        return None if cells is None else tuple(map(as_text, cells))
 
     @property
     def keys(self) -> list[str]:
@@ -702,4 +707,16 @@ class KeyedTable(DataTable):
         pad = 2 * self.cell_padding
         width = sum(0 if c.width == 0 else c.width + pad for c in self.columns.values())
         header = self.header_height if self.show_header else 0
-        self.virtual_size = self.virtual_size.__class__(width, len(self._row_locations) + header)
+        size = Size(width, len(self._row_locations) + header)
+        if size == self.virtual_size:
+            return
+        if not self.is_mounted or self.styles.height is None or self.styles.height.is_auto:
+            self.virtual_size = size  # a height from the content: the screen is laid out again
+            return
+        # A table with a height of its own (1fr) needs no new layout when only its row count
+        # changed (a filter, rows arriving): its scrollbars are updated, and they lay the screen
+        # out themselves should one appear or go.  A layout re-renders every widget on screen.
+        self.set_reactive(Widget.virtual_size, size)
+        self._scroll_update(size)
+        self.stats["layouts_spared"] += 1
+        self.refresh()

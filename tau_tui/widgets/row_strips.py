@@ -41,7 +41,10 @@ CellStyles = Callable[[bool, bool], tuple[Style, Style]]
 
 def plain_text_line(cell: Any) -> Text | None:
     """``cell`` when it is a one-line Text drawn left-aligned and cut at its width (every cell the
-    panes make); None for anything else, which DataTable draws."""
+    panes make; a stored plain string is printable, so one line); None for anything else, which
+    DataTable draws."""
+    if isinstance(cell, str):
+        return Text(cell)
     if (not isinstance(cell, Text) or cell.justify not in (None, "default")
             or cell.overflow not in (None, "fold", "crop", "ignore") or cell.no_wrap is False):
         return None

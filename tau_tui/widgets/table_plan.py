@@ -31,11 +31,19 @@ NOTICE_KEY = "__notice__"
 
 
 def as_cell(value: Any) -> Any:
+    """What a table stores for a cell.  A printable one-line string stays a string (no Text is made
+    for the 140,000 cells of 20,000 rows; the rows drawn turn theirs into Text, never markup);
+    a string with control characters or line breaks becomes Text, which drops the control codes."""
     if value is None:
         return Text("—")
     if isinstance(value, str):
-        return Text(value)
+        return value if value.isprintable() else Text(value)
     return value
+
+
+def as_text(cell: Any) -> Any:
+    """A stored cell as Rich draws it: a plain string as Text (never read as markup)."""
+    return Text(cell) if isinstance(cell, str) else cell
 
 
 def cell_plain(cell: Any) -> str:

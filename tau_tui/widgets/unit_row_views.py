@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, overload
 
 from textual.widgets._data_table import Row, RowKey
 
+from tau_tui.widgets.table_plan import as_text
+
 if TYPE_CHECKING:
     from textual.widgets import DataTable
 
@@ -118,7 +120,8 @@ class StateCells(StateRows):
         cells = self._table.state.cells.get(row_key.value)
         if cells is None:
             raise KeyError(row_key)
-        return dict(zip(self._table.column_key_objects, cells, strict=False))
+        # a plain string cell as Text: DataTable would read a string as markup
+        return dict(zip(self._table.column_key_objects, map(as_text, cells), strict=False))
 
 
 class KeyLocations:

@@ -108,3 +108,22 @@ async def test_a_filter_a_scroll_back_and_an_idle_redraw_draw_no_row_again():
         table.scroll_to(y=0, animate=False, immediate=True)
         await pilot.pause()
         assert strips.built == drawn_below
+
+
+@async_test
+async def test_plain_string_cells_are_kept_as_strings_and_drawn_as_text_never_as_markup():
+    from tau_tui.widgets.table_plan import as_cell
+
+    texts = ["[bold]not bold[/bold]", "[/oops] a closing tag", "ctrl\x1b[31m codes", "two\nlines", "日本語", ""]
+    assert [type(as_cell(t)) for t in texts] == [str, str, Text, Text, str, str]  # unprintable: Text drops codes
+    drawn = []
+    for make in (str, Text):
+        app = StripsApp()
+        async with app.run_test(size=(100, 20)) as pilot:
+            table = app.query_one(KeyedTable)
+            table.apply_rows([(f"r{i}", [make(t), "pending", f"{i}m"]) for i, t in enumerate(texts)])
+            await pilot.pause()
+            assert same_as_datatable(table) == len(texts)  # DataTable's own path sees Text, not markup
+            drawn.append([segments(table.render_line(y)) for y in range(table.header_height, table.header_height + len(texts))])
+            assert "[bold]not bold[/bold]" in table.cells_of("r0")[0].plain
+    assert drawn[0] == drawn[1]  # a string cell looks exactly as the same text given as Text

@@ -583,3 +583,39 @@ async def test_typing_in_the_filter_line_lays_out_neither_the_field_nor_its_coun
         line.set_count(long_text)  # wider than the label's least width: laid out, as it must be
         await settle(pilot)
         assert layouts["command-count"] >= 1  # (and once more when a shorter count replaces it)
+
+
+class FilteredTableApp(App):
+    def compose(self):
+        yield KeyedTable([ColumnSpec("name", "Name", "N"), ColumnSpec("state", "State", "S")], id="t")
+
+
+@async_test
+async def test_a_filter_that_changes_the_row_count_lays_the_screen_out_only_when_a_scrollbar_comes_or_goes():
+    app = FilteredTableApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(KeyedTable)
+        rows = [(f"ns/wl-{i:05d}", [f"ns/wl-{i:05d}", "pending"]) for i in range(5_000)]
+        table.apply_rows(rows, matchable={key: (key, {}) for key, _ in rows})
+        await pilot.pause()
+        assert table.show_vertical_scrollbar
+        layouts = []
+        original = table.refresh
+
+        def counted(*regions, **flags):
+            layouts.append(bool(flags.get("layout")))
+            return original(*regions, **flags)
+
+        table.refresh = counted  # type: ignore[method-assign]
+        for text in ("wl-01", "wl-012", "wl-0123"):  # 1,000, 100 and 10 rows: the scrollbar stays, until 10
+            table.set_row_filter(parse_filter(text))
+            await pilot.pause()
+        assert table.row_count == 10 and table.virtual_size.height == 10 + table.header_height
+        assert table.stats["layouts_spared"] >= 3  # row counts changed three times, without a layout of their own
+        assert layouts.count(True) == 1 and not table.show_vertical_scrollbar  # 10 rows fit: the bar went
+        table.set_row_filter(parse_filter(""))
+        await pilot.pause()
+        assert table.row_count == 5_000 and table.show_vertical_scrollbar and layouts.count(True) == 2
+        table.move_cursor(row=4_999)
+        await pilot.pause()
+        assert table.scroll_y == table.max_scroll_y > 0  # the virtual size it scrolls in is the new one
