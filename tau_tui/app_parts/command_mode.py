@@ -6,11 +6,13 @@ A part of :class:`tau_tui.app.TauApp`, which inherits it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 
 from textual import on, work
 from textual.actions import SkipAction
 from textual.app import App
+from textual.timer import Timer
 from textual.widgets import Input, TextArea
 
 from tau_tui.app_parts.keys import MULTIKUEUE_FLOWS, PANE_ALIASES
@@ -20,6 +22,11 @@ from tau_tui.screens.logs import LogsScreen
 from tau_tui.screens.multikueue_wizard import MultiKueueWizardScreen
 from tau_tui.settings.settings_file import AppSettings
 from tau_tui.widgets.command_line import CommandLine
+
+#: A typed filter is applied once no key came for this long (a fast typist's keys are 50-100 ms apart)...
+FILTER_QUIET_S = 0.06
+#: ...or this long after the first key it holds, when keys keep coming.
+FILTER_LONGEST_WAIT_S = 0.3
 
 
 class CommandMode(App):
@@ -35,6 +42,9 @@ class CommandMode(App):
     open_logs_for_run: Callable[..., Awaitable[None]]
     tau_theme_names: Callable[[], list[str]]
     seek_replay: Callable[[str], None]
+    #: The typed filter waiting for the keys to pause, and when its first key came.
+    _typed_filter_timer: Timer | None = None
+    _filter_typed_since = 0.0
 
     # ":" and "/" are priority bindings: the app opens the line and focuses it before the next key is
     # routed, so keys typed right after them land in the line, never in the table behind it.  Typed
@@ -101,12 +111,17 @@ class CommandMode(App):
     def _on_filter_typed(self, message: CommandLine.Changed) -> None:
         screen = self.screen
         if message.mode == "filter" and isinstance(screen, PaneScreen):
-            # The typed character is drawn first and the rows filtered after that frame, so a key's
-            # echo never waits for 20,000 rows; keys typed before then are filtered once, together.
-            waiting = screen.typed_filter is not None
+            # The typed character is drawn first and the rows are filtered once the keys pause, so
+            # a key's echo never waits for the last key's 20,000 rows; keys typed meanwhile are
+            # filtered once, together, and keys that never pause still filter every so often.
+            now = time.monotonic()
+            if screen.typed_filter is None:
+                self._filter_typed_since = now
             screen.typed_filter = message.text
-            if not waiting:
-                self.call_after_refresh(screen.apply_typed_filter)
+            if self._typed_filter_timer is not None:
+                self._typed_filter_timer.stop()
+            wait = min(FILTER_QUIET_S, max(0.0, self._filter_typed_since + FILTER_LONGEST_WAIT_S - now))
+            self._typed_filter_timer = self.set_timer(wait, screen.apply_typed_filter, name="typed filter")
 
     @on(CommandLine.Closed)
     def _on_command_closed(self, message: CommandLine.Closed) -> None:

@@ -317,6 +317,38 @@ async def test_typed_filter_applies_after_the_frame_that_echoes_it_once_for_keys
 
 
 @async_test
+async def test_a_typed_filter_waits_for_the_keys_to_pause_and_never_longer_than_its_bound(tmp_path, monkeypatch):
+    import tau_tui.app_parts.command_mode as command_mode
+
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        applied: list[str] = []
+        set_filter = screen.set_filter
+        screen.set_filter = lambda text, live=False: (applied.append(text), set_filter(text, live))[1]
+        line = screen.query_one(CommandLine)
+        field = line.query_one(Input)
+        # keys that keep coming (no pause reaches the quiet time): each is echoed, none filtered yet
+        monkeypatch.setattr(command_mode, "FILTER_QUIET_S", 30.0)
+        monkeypatch.setattr(command_mode, "FILTER_LONGEST_WAIT_S", 30.0)
+        line.open("filter")
+        for char in "lla":
+            await pilot.press(char)
+            await pilot.pause()
+        assert field.value == "lla" and applied == [] and screen.row_filter.text == ""
+        await pilot.press("enter")  # enter settles what was typed at once
+        await settle(pilot)
+        assert applied == ["lla"] and screen.row_filter.text == "lla"
+        # keys that never pause are still filtered once the first has waited the bound
+        monkeypatch.setattr(command_mode, "FILTER_LONGEST_WAIT_S", 0.2)
+        line.open("filter")
+        await pilot.press("m")
+        await settle_until(pilot, lambda: screen.row_filter.text == "m")
+        assert applied == ["lla", "m"]
+
+
+@async_test
 async def test_keys_typed_right_after_slash_go_to_the_filter(tmp_path):
     """The reported bug: '/Xid' opened Describe because focus moved one frame late."""
     app = make_app(tmp_path, start_pane="queue")
