@@ -346,6 +346,16 @@ async def test_a_typed_filter_waits_for_the_keys_to_pause_and_never_longer_than_
         await pilot.press("m")
         await settle_until(pilot, lambda: screen.row_filter.text == "m")
         assert applied == ["lla", "m"]
+        # esc while a typed filter waits (none applied before it): the waiting one is never applied after
+        screen.set_filter("")
+        line.open("filter")
+        await pilot.press("x")
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.pause(0.4)  # past the bound the waiting filter had
+        await settle(pilot)
+        assert not line.is_open and screen.row_filter.text == "" and screen.typed_filter is None
+        assert "x" not in applied and "mx" not in applied
 
 
 @async_test
