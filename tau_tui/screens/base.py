@@ -250,7 +250,7 @@ class PaneScreen(Screen):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.row_filter: RowFilter = RowFilter("")
-        #: Filter-line text typed but not applied yet (applied after the frame that shows it).
+        #: Filter-line text typed but not applied yet (applied once the keys pause: CommandMode).
         self.typed_filter: str | None = None
         self.refresh_running = False
         #: On screen, or reading ahead: a read goes on only while this holds (:meth:`keep_reading`).
