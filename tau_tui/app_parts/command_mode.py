@@ -103,7 +103,6 @@ class CommandMode(App):
             return
         if message.mode == "filter":
             if isinstance(screen, PaneScreen):
-                self._settle_typed_filter()
                 screen.set_filter(message.text)
             return
         await self.run_command_text(message.text)
@@ -124,18 +123,12 @@ class CommandMode(App):
             wait = min(FILTER_QUIET_S, max(0.0, self._filter_typed_since + FILTER_LONGEST_WAIT_S - now))
             self._typed_filter_timer = self.set_timer(wait, screen.apply_typed_filter, name="typed filter")
 
-    def _settle_typed_filter(self) -> None:
-        """Enter or esc decides the filter now: the typed one waiting for a pause is not applied after."""
-        if self._typed_filter_timer is not None:
-            self._typed_filter_timer.stop()
-            self._typed_filter_timer = None
-
     @on(CommandLine.Closed)
     def _on_command_closed(self, message: CommandLine.Closed) -> None:
         screen = self.screen
         if message.mode == "filter" and isinstance(screen, PaneScreen):
             # esc in the filter line clears the filter (k9s), the one typed and not applied yet too
-            self._settle_typed_filter()
+            # (set_filter settles it: its timer then finds nothing to apply, as after enter)
             if screen.typed_filter is not None or screen.row_filter.text:
                 screen.set_filter("")
         self.screen.focus_next()

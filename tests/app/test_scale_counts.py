@@ -282,46 +282,42 @@ async def test_the_heap_is_settled_only_while_keys_are_quiet(tmp_path):
         await settle(pilot)
 
 
-@async_test
-async def test_a_queue_read_in_which_only_times_waited_moved_keeps_every_other_cell_object(tmp_path):
+async def reads_before_and_after_the_clock_moves(tmp_path, pane: str, screen_type, rows_of) -> tuple[dict, dict]:
+    """Two reads of a pane seven minutes apart with nothing but the clock moved: key -> cells, each."""
     from datetime import timedelta
 
-    from tau_tui.screens.queue import DELTA_CELL, POS_CELL, WAITING_CELL, QueueScreen
-
-    app = make_app(tmp_path, start_pane="queue")
+    app = make_app(tmp_path, start_pane=pane)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle_until(pilot, lambda: isinstance(app.screen, QueueScreen) and app.screen.data.workload_rows)
+        await settle_until(pilot, lambda: isinstance(app.screen, screen_type) and rows_of(app.screen.data))
         screen = app.screen
-        assert isinstance(screen, QueueScreen)
-        before = {key: cells for key, cells in screen.collect().workload_rows}
+        before = dict(rows_of(screen.collect()))
         later = app.now() + timedelta(minutes=7)
         app.now = lambda: later  # type: ignore[method-assign]  # only the clock moves
-        after = dict(screen.collect().workload_rows)
-        waiting = [key for key, cells in after.items() if cells[WAITING_CELL] != before[key][WAITING_CELL]]
-        assert waiting, "no pending workload's time waited moved in 7 minutes"
-        for key in waiting:
-            # the moved cell is new; the others (state, name, queue, priority, why pending) are the
-            # objects the table holds, so it neither compares nor redraws them
-            assert all(now is was for index, (now, was) in enumerate(zip(after[key], before[key], strict=True))
-                       if index not in (WAITING_CELL, POS_CELL, DELTA_CELL))
-        unchanged = [key for key in after if key not in waiting]
-        assert all(after[key] is before[key] for key in unchanged)
+        after = dict(rows_of(screen.collect()))
+    return before, after
+
+
+@async_test
+async def test_a_queue_read_in_which_only_times_waited_moved_keeps_every_other_cell_object(tmp_path):
+    from tau_tui.screens.queue import DELTA_CELL, POS_CELL, WAITING_CELL, QueueScreen
+
+    before, after = await reads_before_and_after_the_clock_moves(tmp_path, "queue", QueueScreen,
+                                                                 lambda data: data.workload_rows)
+    waiting = [key for key, cells in after.items() if cells[WAITING_CELL] != before[key][WAITING_CELL]]
+    assert waiting, "no pending workload's time waited moved in 7 minutes"
+    for key in waiting:
+        # the moved cell is new; the others (state, name, queue, priority, why pending) are the
+        # objects the table holds, so it neither compares nor redraws them
+        assert all(now is was for index, (now, was) in enumerate(zip(after[key], before[key], strict=True))
+                   if index not in (WAITING_CELL, POS_CELL, DELTA_CELL))
+    unchanged = [key for key in after if key not in waiting]
+    assert all(after[key] is before[key] for key in unchanged)
 
 
 @async_test
 async def test_a_runs_read_in_which_only_ages_moved_makes_only_the_age_cells_again(tmp_path):
-    from datetime import timedelta
-
-    app = make_app(tmp_path, start_pane="runs")
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.data.owners)
-        screen = app.screen
-        assert isinstance(screen, RunsScreen)
-        before = {key: cells for key, cells in screen.collect().rows if key in screen.data.owners}
-        later = app.now() + timedelta(minutes=7)
-        app.now = lambda: later  # type: ignore[method-assign]  # only the clock moves
-        after = dict(screen.collect().rows)
-        aged = [key for key in before if after[key][-1] != before[key][-1]]
-        assert aged, "no run's age moved in 7 minutes"
-        for key in aged:
-            assert all(now is was for now, was in zip(after[key][:-1], before[key][:-1], strict=True))
+    before, after = await reads_before_and_after_the_clock_moves(tmp_path, "runs", RunsScreen, lambda data: data.rows)
+    aged = [key for key in before if after[key][-1] != before[key][-1]]
+    assert aged, "no run's age moved in 7 minutes"
+    for key in aged:
+        assert all(now is was for now, was in zip(after[key][:-1], before[key][:-1], strict=True))
