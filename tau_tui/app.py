@@ -32,6 +32,7 @@ from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.audit import AuditLog
 from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
 from tau_tui.core.operations.evidence.store import EvidenceStore
+from tau_tui.core.operations.node_health_memo import NodeHealthMemo
 from tau_tui.core.operations.recording.format import RecordingError
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.core.operations.recording.writer import SessionRecorder
@@ -132,6 +133,8 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
         #: Captures a run's evidence when it finishes (a core thread; see core/operations/evidence/recorder.py).
         self.evidence_recorder: EvidenceRecorder | None = None
         self.run_statuses = RunStatusMemo()
+        self.node_health = NodeHealthMemo()
+        self.reads_waited_for = set()
         #: Tests and embedders may set the MultiKueue wizard's environment directly.
         self._multikueue_env = None
         self.requested_theme = theme
@@ -245,6 +248,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
 
     def _backend_started(self, backend: ClusterBackend) -> None:
         self.run_statuses = RunStatusMemo()  # another cluster's runs
+        self.node_health = NodeHealthMemo()
         if isinstance(backend, ReplayBackend):
             self.readonly = True
             self.readonly_reason = f"a replay of {backend.reader.path.name} is read-only"
@@ -272,7 +276,9 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
         if old is not None:
             old.close()
         try:
-            self.evidence_recorder = EvidenceRecorder(backend, self.evidence, self.now, statuses=self.run_statuses).start()
+            self.evidence_recorder = EvidenceRecorder(backend, self.evidence, self.now, statuses=self.run_statuses,
+                                                      node_health=self.node_health,
+                                                      person_waits_until=self.person_waits_until).start()
         except Exception as err:  # evidence is a record, not the app: say so and go on
             self.call_from_thread(self.notify, f"evidence recorder not started: {err}", severity="warning")
 

@@ -7,6 +7,7 @@ import time
 from textual import events
 from textual.app import App
 
+from tau_tui.core.cluster.give_way import NAP_SLICE_S
 from tau_tui.core.cluster.interfaces import ClusterBackend
 
 #: How long after a key the background work in this process (the simulated cluster's controllers,
@@ -22,6 +23,17 @@ class KeyActivity(App):
     _last_key_at: float = 0.0
     #: Until when (monotonic) the app's own reads in worker threads nap for keys (PaneScreen.keep_reading).
     key_hold_until: float = 0.0
+
+    #: The panes whose reads run while they are on screen (a person waits for them; any thread adds
+    #: and discards, which are single set operations).
+    reads_waited_for: set[object]
+
+    def person_waits_until(self) -> float:
+        """Until when (monotonic) work nobody waits for holds back: a key's hold, or a moment
+        ahead while a pane on screen reads (asked again after each nap)."""
+        if self.reads_waited_for:
+            return max(self.key_hold_until, time.monotonic() + NAP_SLICE_S)
+        return self.key_hold_until
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):

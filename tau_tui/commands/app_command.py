@@ -84,9 +84,11 @@ def run_app(argv: list[str]) -> int:
         print("tau-tui: the app needs a terminal; use a sub-command (tau-tui --help) for scripts", file=sys.stderr)
         return 2
     from ..app import TauApp
+    from ..startup.escape_key import answer_escape_promptly
     from ..startup.heap import tune_collector
 
     tune_collector()
+    answer_escape_promptly()
     app = TauApp(
         demo=args.demo,
         context=args.context,

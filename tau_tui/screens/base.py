@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -259,6 +259,8 @@ class PaneScreen(Screen):
         self.reads_abandoned = 0
         #: A read ahead of the first open runs: it rests between steps (:meth:`keep_reading`).
         self._reading_ahead = False
+        #: Shown once already: shown again, it keeps its widgets' styles (:meth:`_on_screen_resume`).
+        self.resumed_before = False
         #: From the app's start of a read ahead to :meth:`keep_prepared` (UI thread).
         self.read_ahead_running = False
         self._paused_at = 0.0
@@ -340,7 +342,16 @@ class PaneScreen(Screen):
     def on_screen_suspend(self) -> None:
         self._read_wanted = False
 
-    def on_screen_resume(self) -> None:
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Shown again (Textual's handler, on Screen, runs next).  Textual restyles every widget of
+        a screen it resumes, and the tables then drop every row they had drawn: about half of a pane
+        switch at 20,000 rows.  A pane shown before keeps its styles: its widgets were restyled as
+        their classes changed while it was away, and a CSS or theme change since is applied by
+        ``switch_mode`` (its CSS update count).  Its refresh waits for the first frame, so that the
+        read does not share the interpreter with drawing it."""
+        if self.resumed_before and not self.app.SUSPENDED_SCREEN_CLASS:
+            event.refresh_styles = False
+        self.resumed_before = True
         self._read_wanted = True
         self._reading_ahead = False  # opened while read ahead: that read no longer rests
         self.update_header()
@@ -348,7 +359,7 @@ class PaneScreen(Screen):
             # once its tables are mounted; the refresh starts after, planned against those rows
             self.call_after_refresh(self._open_prepared)
             return
-        self.tick(force=True)
+        self.call_after_refresh(self.tick, force=True)
 
     def _open_prepared(self) -> None:
         self._show_prepared()
@@ -447,6 +458,8 @@ class PaneScreen(Screen):
             if worked >= READ_AHEAD_SLICE_S:
                 time.sleep(worked * READ_AHEAD_REST)
                 self._paused_at = time.monotonic()
+        else:  # opened while it read ahead, or a read for the screen: somebody waits for it
+            self.tau.reads_waited_for.add(self)
         self._nap_while_keys_come()
 
     def _nap_while_keys_come(self) -> None:
@@ -458,6 +471,8 @@ class PaneScreen(Screen):
     def read_pane(self, generation: int, row_filter: RowFilter) -> Collected | CollectFailed | CollectAbandoned:
         """One refresh's read (a worker thread): the pane's data, or why it could not be read."""
         self.read_napped_s = 0.0
+        if not self._reading_ahead:
+            self.tau.reads_waited_for.add(self)
         try:
             # read before the data: a change in between shows as stale, never as fresh
             started = time.monotonic()
@@ -471,6 +486,8 @@ class PaneScreen(Screen):
             return self.CollectAbandoned()
         except Exception as err:  # a bug or a backend failure must not kill the app
             return self.CollectFailed(f"{type(err).__name__}: {err}")
+        finally:
+            self.tau.reads_waited_for.discard(self)
         return self.Collected(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0]), faults,
                               seconds=time.monotonic() - started)
 

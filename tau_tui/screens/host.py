@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
 from tau_tui.core.operations.evidence.store import EvidenceStore
+from tau_tui.core.operations.node_health_memo import NodeHealthMemo
 from tau_tui.core.operations.recording.replay_clock import ReplayStatus
 from tau_tui.core.operations.run_status_memo import RunStatusMemo
 from tau_tui.mutations.mutation import ClusterHost, Mutation
@@ -39,8 +40,12 @@ class PaneHost(ClusterHost, Protocol):
     evidence_recorder: EvidenceRecorder | None
     #: Each run's status while none of its objects changed (the recorder's and the Runs pane's).
     run_statuses: RunStatusMemo
+    #: Each node's GPU health while its Node and heartbeats hold (the recorder's and the panes').
+    node_health: NodeHealthMemo
     #: Until when (monotonic) reads in worker threads nap for a person pressing keys.
     key_hold_until: float
+    #: The panes whose reads run while they are on screen (the evidence recorder sleeps meanwhile).
+    reads_waited_for: set[object]
 
     def now(self) -> datetime:
         """Cluster time (the backend's clock when it has one)."""

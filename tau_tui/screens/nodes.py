@@ -14,7 +14,7 @@ from textual.binding import Binding
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import NodeView
 from tau_tui.core.gpuhealth.verdicts import Verdict
-from tau_tui.core.operations.gpufaults import node_gpu_faults, runs_hit_by_node
+from tau_tui.core.operations.gpufaults import runs_hit_by_node
 from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
@@ -22,7 +22,7 @@ from tau_tui.screens.describe import describe_object
 from tau_tui.screens.node_detail import NodeDetailScreen
 from tau_tui.widgets.cell_text import age, one_line
 from tau_tui.widgets.keyed_table import KeyedTable, Matchable
-from tau_tui.widgets.node_cells import gpu_summary, node_health, telemetry_summary, verdict_cell_for
+from tau_tui.widgets.node_cells import gpu_summary, telemetry_summary, verdict_cell_for
 from tau_tui.widgets.status_text import status_text
 from tau_tui.widgets.table_plan import TablePlan
 
@@ -106,11 +106,12 @@ class NodesScreen(PaneScreen):
         rank = {None: 9, Verdict.UNHEALTHY: 0, Verdict.UNKNOWN: 1, Verdict.DEGRADED: 2, Verdict.HEALTHY: 3}
         items = []
         nodes = backend.nodes()
-        hit = runs_hit_by_node(backend.pods(), backend.ray_jobs(), node_gpu_faults(nodes, now))
+        memo = self.tau.node_health
+        hit = runs_hit_by_node(backend.pods(), backend.ray_jobs(), memo.faults(nodes, now))
         for count, node in enumerate(nodes):
             if count % 256 == 0:
                 self.keep_reading()
-            health = node_health(node, now)
+            health = memo.view(node, now)
             verdict = health.verdict if health else None
             data.matchable[node.name] = (f"{filter_text(node.name, health, stale)} {' '.join(hit.get(node.name, ()))}",
                                          node.labels)

@@ -21,7 +21,7 @@ from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, RayJobView
-from tau_tui.core.operations.gpufaults import NodeGpuFault, node_gpu_faults
+from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.multikueue_steps.worker_logs import worker_log_backend
 from tau_tui.core.operations.recovery import RetryDecision, retry_decision
 from tau_tui.core.operations.run_index import RunIndex
@@ -183,7 +183,7 @@ class RunsScreen(PaneScreen):
         workloads = backend.workloads()
         pods = backend.pods()
         events = backend.events()
-        gpu_faults = node_gpu_faults(backend.nodes(), now)
+        gpu_faults = self.tau.node_health.faults(backend.nodes(), now)
         data = RunsData()
         order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "cancelled": 6,
                  "not_found": 7}

@@ -225,8 +225,7 @@ class KeyedTable(DataTable):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._cell_lines.clear()
-        self.row_strips.clear()
+        self._cell_lines.clear()  # row strips are kept by the styles they were drawn in (RowLook)
 
     # -- a data row is drawn from a strip kept by its key and cells (row_strips) ------------
 
@@ -260,8 +259,8 @@ class KeyedTable(DataTable):
         widths, base_style, width = parts
         cursor = self.show_cursor and row_index == self.cursor_row
         hover = self.show_cursor and self._show_hover_cursor and row_index == self.hover_row
-        strip = self.row_strips.strip(name, cells, RowLook(widths, base_style, width, cursor, hover), row_index,
-                                      self.app.console, self.cell_padding, self._row_cell_styles)
+        look = RowLook(widths, base_style, width, self._row_cell_styles(cursor, hover))
+        strip = self.row_strips.strip(name, cells, look, row_index, self.app.console, self.cell_padding)
         if strip is None:
             return None
         if scroll_x or strip.cell_length != width:  # the strip's cells carry their own metadata

@@ -9,7 +9,7 @@ mouse metadata only."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,17 +26,15 @@ ROW_STRIPS_KEPT = 2048
 @dataclass(frozen=True)
 class RowLook:
     """What a row's strip depends on besides its cells: the widths of its columns (0 is hidden),
-    the table's base style and width, whether the cursor or the hover is on it."""
+    the table's base style and width, and the styles under and over its cells (the cursor's or the
+    hover's when on it).  A restyle that changes no row's styles (the table losing focus changes
+    only the cursor's) keeps every other row's strip."""
 
     widths: tuple[int, ...]
     base_style: Style
     width: int
-    cursor: bool
-    hover: bool
-
-
-#: (cursor, hover) -> (the style under each cell, the style over it)
-CellStyles = Callable[[bool, bool], tuple[Style, Style]]
+    #: (the style under each cell, the style over it)
+    cell_styles: tuple[Style, Style]
 
 
 def plain_text_line(cell: Any) -> Text | None:
@@ -83,7 +81,7 @@ class RowStrips:
         self._kept.clear()
 
     def strip(self, key: str, cells: Sequence[Any], look: RowLook, row_index: int, console: Console,
-              padding: int, cell_styles: CellStyles) -> Strip | None:
+              padding: int) -> Strip | None:
         """The row's strip at the table's full width, each cell's segments carrying DataTable's
         mouse metadata (row, column), or None when a cell is not plain text (the caller draws the
         row the DataTable way)."""
@@ -91,7 +89,7 @@ class RowStrips:
         if kept is not None and kept.cells is cells:
             self.reused += 1
         else:
-            kept = KeptRow(cells, self._build(cells, look, console, padding, cell_styles))
+            kept = KeptRow(cells, self._build(cells, look, console, padding))
             if len(self._kept) >= ROW_STRIPS_KEPT:
                 self._kept.clear()
             self._kept[(key, look)] = kept
@@ -124,9 +122,8 @@ class RowStrips:
         return style
 
     @staticmethod
-    def _build(cells: Sequence[Any], look: RowLook, console: Console, padding: int,
-               cell_styles: CellStyles) -> list[tuple[int, list[Segment]]] | None:
-        component, post = cell_styles(look.cursor, look.hover)
+    def _build(cells: Sequence[Any], look: RowLook, console: Console, padding: int) -> list[tuple[int, list[Segment]]] | None:
+        component, post = look.cell_styles
         pre = look.base_style + component
         parts: list[tuple[int, list[Segment]]] = []
         used = 0

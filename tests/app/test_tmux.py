@@ -72,6 +72,21 @@ def test_demo_in_a_real_terminal(tmp_path):
         # queue pane (the start pane): queues, quota bars, positions
         screen = tmux.wait_for("ctx sim-demo", "connected", "CQ jobqueue", "Why pending")
         assert "pending" in screen and "admitted" in screen
+        # a lone esc is esc (the short escape wait), and an arrow key's sequence is still one key
+        tmux.keys("/")
+        tmux.wait_for("filters as you type")
+        tmux.text("jobqueue")
+        tmux.wait_for("filter: jobqueue")
+        tmux.keys("Escape")
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and "filter:" in "\n".join(tmux.capture().splitlines()[:2]):
+            time.sleep(0.25)
+        header = "\n".join(tmux.capture().splitlines()[:2])
+        assert "filter:" not in header, f"esc did not clear the filter: {header}"
+        tmux.keys("Down", "Down")
+        time.sleep(0.5)
+        screen = tmux.capture()
+        assert "filters as you type" not in screen and "queue · runs · nodes" not in screen  # not esc + "[B"
         # nodes pane via command mode
         tmux.command("nodes")
         screen = tmux.wait_for("GPUs alloc/cap", "h100-node-5", "unhealthy", "Xid79")

@@ -7,6 +7,7 @@ import io
 import json
 import stat
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -377,4 +378,38 @@ def test_recorder_reads_the_lists_once_per_batch_not_once_per_run(demo, store):
     assert runs >= 5
     recorder.drain()  # every run there is, queued by start()
     assert reads["workloads"] == 1
+    recorder.close()
+
+
+def test_recorder_sleeps_while_a_person_waits_and_no_longer_than_its_bound(demo, store, monkeypatch):
+    """The recorder shares the interpreter with the keys and the pane on screen: while somebody
+    waits it sleeps between runs, in naps it can cut short, at most MAX_NAPS_PER_BATCH_S a batch."""
+    from tau_tui.core.operations.evidence import recorder as recorder_module
+
+    world, backend = demo
+    backend.start()
+    assert backend.wait_synced(10)
+    slept: list[float] = []
+    waits_until = {"at": 0.0}
+
+    def nap(seconds: float) -> None:  # a nap brings the end of the wait nearer by its length, at once
+        slept.append(seconds)
+        waits_until["at"] -= seconds
+
+    monkeypatch.setattr(recorder_module, "RUNS_BETWEEN_NAPS", 1)
+    recorder = EvidenceRecorder(backend, store, world.now, person_waits_until=lambda: waits_until["at"]).start(thread=False)
+    recorder.nap = nap
+    recorder.drain()  # nobody waits: no nap
+    assert slept == [] and recorder.napped_s == 0
+    for owner in backend.jobs():
+        recorder._queue.put(((owner.namespace or "", owner.name), False))
+    waits_until["at"] = time.monotonic() + 0.2  # a key's hold: the first run waits for it, the others do not
+    recorder.drain()
+    assert 0.19 < recorder.napped_s < 0.21 and all(s <= 0.05 for s in slept)
+    for owner in backend.jobs():
+        recorder._queue.put(((owner.namespace or "", owner.name), False))
+    waits_until["at"] = float("inf")  # somebody waits for ever: the batch still ends after its bound
+    recorder.drain()
+    assert recorder.napped_s == pytest.approx(0.2 + recorder_module.MAX_NAPS_PER_BATCH_S, abs=0.01)
+    assert recorder.statuses.computed > 0
     recorder.close()

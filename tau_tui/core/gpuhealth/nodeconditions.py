@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -122,9 +122,13 @@ def _gke_xids(reason: str) -> str:
     return reason
 
 
+def _heartbeat_of(cond: dict[str, Any]) -> datetime | None:
+    return _parse_time(cond.get("lastHeartbeatTime")) or _parse_time(cond.get("lastTransitionTime"))
+
+
 def _finding(mapped: MappedCondition, cond: dict[str, Any], now: datetime, stale_after_s: float) -> ConditionFinding:
     status = str(cond.get("status", "Unknown"))
-    heartbeat = _parse_time(cond.get("lastHeartbeatTime")) or _parse_time(cond.get("lastTransitionTime"))
+    heartbeat = _heartbeat_of(cond)
     stale = heartbeat is None or (now - heartbeat).total_seconds() > stale_after_s
     if status == "True":
         verdict = Verdict(mapped.when_true)
@@ -169,3 +173,14 @@ def third_party_health(node: dict[str, Any], now: datetime, mapping: ConditionMa
                                 message=message, stale=all(f.stale for f in findings), findings=findings,
                                 last_heartbeat=max((f.heartbeat for f in findings if f.heartbeat), default=None)))
     return sorted(out, key=lambda s: (-s.verdict.rank, s.source))
+
+
+def stale_deadlines(node: dict[str, Any], mapping: ConditionMapping | None = None) -> list[datetime]:
+    """The moments at which a mapped condition's heartbeat goes stale (:func:`third_party_health`
+    judges it stale once the clock is past one): until the earliest to come, its verdicts hold."""
+    mapping = mapping or packaged_mapping()
+    mapped = mapping.by_type()
+    stale_after = timedelta(seconds=mapping.stale_after_periods * mapping.heartbeat_seconds)
+    heartbeats = (_heartbeat_of(cond) for cond in (node.get("status") or {}).get("conditions") or []
+                  if str(cond.get("type")) in mapped)
+    return [heartbeat + stale_after for heartbeat in heartbeats if heartbeat is not None]

@@ -7,7 +7,7 @@ gets their verdict, and where both exist the worst wins and both are listed in `
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -17,7 +17,7 @@ from tau_tui.core.gpuhealth.names import (
     CONDITION_UNHEALTHY,
     STALE_AFTER_PERIODS,
 )
-from tau_tui.core.gpuhealth.nodeconditions import SourceHealth, third_party_health
+from tau_tui.core.gpuhealth.nodeconditions import SourceHealth, stale_deadlines, third_party_health
 from tau_tui.core.gpuhealth.report import NodeHealth
 from tau_tui.core.gpuhealth.verdicts import Verdict
 
@@ -86,6 +86,23 @@ def _as_source(view: NodeHealthView) -> SourceHealth:
                         message=view.message, stale=view.stale)
 
 
+def _stale_after_s(heartbeat_period_s: float) -> float:
+    return STALE_AFTER_PERIODS * heartbeat_period_s
+
+
+def view_holds_until(node: dict[str, Any], now: datetime, heartbeat_period_s: float = 300) -> datetime | None:
+    """Until when :func:`view_from_node` of this Node gives the view it gives at ``now``: the next
+    moment a heartbeat in it goes stale (None: none will; the view holds while the Node is the same).
+    Staleness is the only part of the view that moves with the clock."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    agent = {c.get("type"): c for c in conditions}.get(CONDITION_UNHEALTHY)  # as _agent_view reads it
+    heartbeat = _parse_time(agent.get("lastHeartbeatTime")) if agent is not None else None
+    deadlines = stale_deadlines(node)
+    if heartbeat is not None:
+        deadlines.append(heartbeat + timedelta(seconds=_stale_after_s(heartbeat_period_s)))
+    return min((d for d in deadlines if d >= now), default=None)
+
+
 def _agent_view(
     node: dict[str, Any],
     health_object: dict[str, Any] | None,
@@ -112,7 +129,7 @@ def _agent_view(
             detail=detail,
         )
     heartbeat = _parse_time(unhealthy.get("lastHeartbeatTime"))
-    stale = heartbeat is None or (now - heartbeat).total_seconds() > STALE_AFTER_PERIODS * heartbeat_period_s
+    stale = heartbeat is None or (now - heartbeat).total_seconds() > _stale_after_s(heartbeat_period_s)
     if stale:
         return NodeHealthView(
             node_name=name,

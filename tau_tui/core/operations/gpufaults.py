@@ -101,8 +101,14 @@ def node_health_view(node: NodeView, now: datetime) -> NodeHealthView | None:
     if not node.gpu:
         return None
     status = dict(node.gpu_health.status) if node.gpu_health is not None else None
-    period = float((status or {}).get("heartbeatPeriodS") or DEFAULT_HEARTBEAT_S)
-    return view_from_node(dict(node.raw), {"status": status} if status is not None else None, now, heartbeat_period_s=period)
+    return view_from_node(dict(node.raw), {"status": status} if status is not None else None, now,
+                          heartbeat_period_s=heartbeat_period_of(node))
+
+
+def heartbeat_period_of(node: NodeView) -> float:
+    """The agent's heartbeat period as its report on the node says (else the default)."""
+    status = (node.gpu_health.status or {}) if node.gpu_health is not None else {}
+    return float(status.get("heartbeatPeriodS") or DEFAULT_HEARTBEAT_S)
 
 
 def _transition_of(node: NodeView, types: Iterable[str]) -> datetime | None:

@@ -13,32 +13,47 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
 
 from tau_tui.core.cluster.changes import ChangeBatch, ChangeType, Subscription
+from tau_tui.core.cluster.give_way import give_way
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import JobView, RayJobView
 from tau_tui.core.operations.evidence.capture import CaptureResult, capture, outcome_of
 from tau_tui.core.operations.evidence.store import EvidenceStore
-from tau_tui.core.operations.gpufaults import node_gpu_faults
+from tau_tui.core.operations.node_health_memo import NodeHealthMemo
 from tau_tui.core.operations.run_index import RunIndex
 from tau_tui.core.operations.run_status_memo import RunInputs, RunStatusMemo
 from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
 
 RunKey = tuple[str, str]
+#: The recorder looks whether a person waits after this many runs (a few milliseconds of work)...
+RUNS_BETWEEN_NAPS = 32
+#: ...and sleeps for them at most this long per batch, so that it still records.
+MAX_NAPS_PER_BATCH_S = 10.0
 _STOP = ("", "")
 
 
 class EvidenceRecorder:
     def __init__(self, backend: ClusterBackend, store: EvidenceStore, clock: Callable[[], datetime],
                  on_captured: Callable[[CaptureResult], None] | None = None,
-                 statuses: RunStatusMemo | None = None) -> None:
+                 statuses: RunStatusMemo | None = None, node_health: NodeHealthMemo | None = None,
+                 person_waits_until: Callable[[], float] | None = None) -> None:
         self.backend = backend
+        #: Until when (monotonic) a person waits for this process (keys, a pane's read on screen): the
+        #: recorder shares the interpreter with them, and nobody waits for it, so it sleeps till then.
+        self.person_waits_until = person_waits_until
+        #: Seconds the recorder slept for a person (tests bound it), and how it sleeps.
+        self.napped_s = 0.0
+        self.nap: Callable[[float], None] = time.sleep
         #: Shared with the Runs pane: a status worked out here is not worked out there again.
         self.statuses = statuses or RunStatusMemo()
+        #: Shared with the Runs and Nodes panes, as the statuses are.
+        self.node_health = node_health or NodeHealthMemo()
         self.store = store
         self.clock = clock
         self.on_captured = on_captured
@@ -117,8 +132,11 @@ class EvidenceRecorder:
         runs: list[JobView | RayJobView] = [*self.backend.jobs(), *self.backend.ray_jobs()]
         owners = {(o.namespace or "", o.name): o for o in runs}
         index = RunIndex(self.backend.workloads(), self.backend.pods(), self.backend.events())
-        faults = node_gpu_faults(self.backend.nodes(), self.clock())
-        for key, deleted in latest.items():
+        faults = self.node_health.faults(self.backend.nodes(), self.clock())
+        napped = 0.0
+        for count, (key, deleted) in enumerate(latest.items()):
+            if count % RUNS_BETWEEN_NAPS == 0 and self.person_waits_until is not None:
+                napped += give_way(self.person_waits_until, MAX_NAPS_PER_BATCH_S - napped, self.nap)
             owner = None if deleted else owners.get(key)
             try:
                 if owner is None:
@@ -131,6 +149,7 @@ class EvidenceRecorder:
                 self._handle(key, objs, status)
             except Exception as err:  # a failed capture must not end the recorder
                 self.last_error = f"{key[0]}/{key[1]}: {type(err).__name__}: {err}"
+        self.napped_s += napped
 
     def _handle(self, key: RunKey, objs: RunObjects | None, status: RunStatus | None) -> None:
         if objs is None or status is None:

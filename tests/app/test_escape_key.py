@@ -1,0 +1,39 @@
+"""Esc in a terminal: the wait for more bytes after ESC is short unless ESCDELAY says otherwise,
+and Textual's input thread never sleeps in ``select`` past the moment that wait ends."""
+
+from __future__ import annotations
+
+import selectors
+
+from textual import constants
+from textual.drivers import linux_driver
+
+from tau_tui.startup import escape_key
+
+
+def _keep_textual_as_it_was(monkeypatch) -> None:
+    monkeypatch.setattr(linux_driver, "selectors", linux_driver.selectors)
+    monkeypatch.setattr(constants, "ESCAPE_DELAY", constants.ESCAPE_DELAY)
+
+
+def test_the_escape_wait_is_short_by_default_and_escdelay_is_kept(monkeypatch):
+    _keep_textual_as_it_was(monkeypatch)
+    monkeypatch.delenv("ESCDELAY", raising=False)
+    escape_key.answer_escape_promptly()
+    assert constants.ESCAPE_DELAY == escape_key.ESCAPE_WAIT_MS / 1000.0
+    monkeypatch.setattr(constants, "ESCAPE_DELAY", 0.3)
+    monkeypatch.setenv("ESCDELAY", "300")  # the user's own: Textual read it, and it stays
+    escape_key.answer_escape_promptly()
+    assert constants.ESCAPE_DELAY == 0.3
+
+
+def test_the_drivers_select_never_sleeps_past_the_poll(monkeypatch):
+    _keep_textual_as_it_was(monkeypatch)
+    asked: list[float | None] = []
+    monkeypatch.setattr(selectors.SelectSelector, "select", lambda self, timeout=None: asked.append(timeout) or [])
+    escape_key.answer_escape_promptly()
+    selector = linux_driver.selectors.SelectSelector()  # what the driver's input thread makes
+    for timeout in (0.1, None, 0.001):
+        selector.select(timeout)
+    assert asked == [escape_key.INPUT_POLL_S, escape_key.INPUT_POLL_S, 0.001]
+    assert linux_driver.selectors.EVENT_READ == selectors.EVENT_READ  # the rest of the module as it was

@@ -1,0 +1,97 @@
+"""The shared memo of nodes' GPU health: the same judgements as working each node out afresh, at
+every moment around the heartbeat deadlines, and work only for nodes that changed or aged out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tau_tui.core.cluster.convert import node_view
+from tau_tui.core.cluster.view_types import NodeView
+from tau_tui.core.gpuhealth.names import STALE_AFTER_PERIODS
+from tau_tui.core.gpuhealth.nodeconditions import packaged_mapping
+from tau_tui.core.operations.gpufaults import DEFAULT_HEARTBEAT_S, node_gpu_faults, node_health_view
+from tau_tui.core.operations.node_health_memo import NodeHealthMemo
+
+T0 = datetime(2026, 12, 2, 3, 0, tzinfo=UTC)
+AGENT_STALE = timedelta(seconds=STALE_AFTER_PERIODS * DEFAULT_HEARTBEAT_S)
+MAPPING = packaged_mapping()
+NPD_STALE = timedelta(seconds=MAPPING.stale_after_periods * MAPPING.heartbeat_seconds)
+
+
+def condition(type_: str, status: str, heartbeat: datetime, reason: str = "") -> dict[str, Any]:
+    return {"type": type_, "status": status, "reason": reason or f"{type_}Reason", "message": "",
+            "lastHeartbeatTime": heartbeat.isoformat(), "lastTransitionTime": heartbeat.isoformat()}
+
+
+def gpu_node(name: str, *conditions: dict[str, Any]) -> NodeView:
+    obj = {"metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1"},
+           "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"},
+                      "conditions": [{"type": "Ready", "status": "True"}, *conditions]}}
+    return node_view(obj, {}, None)
+
+
+def nodes_of_every_kind() -> list[NodeView]:
+    """Agent healthy, agent unhealthy, a writer other than the agent reporting a fault (its heartbeat
+    ages out at another moment than the agent's), both, and none."""
+    npd_beat = T0 + timedelta(seconds=40)
+    return [
+        gpu_node("agent-healthy", condition("GPUUnhealthy", "False", T0, "AllGPUsHealthy")),
+        gpu_node("agent-unhealthy", condition("GPUUnhealthy", "True", T0 + timedelta(seconds=10), "Xid79")),
+        gpu_node("npd-fault", condition("XIDErrors", "True", npd_beat)),
+        gpu_node("both", condition("GPUUnhealthy", "False", T0 + timedelta(seconds=20), "AllGPUsHealthy"),
+                 condition("GPUECC", "True", npd_beat)),
+        gpu_node("no-report"),
+    ]
+
+
+def moments() -> list[datetime]:
+    """Just before, at and just after every deadline the nodes above have, and between them."""
+    tick = timedelta(milliseconds=1)
+    deadlines = [T0 + AGENT_STALE, T0 + timedelta(seconds=10) + AGENT_STALE, T0 + timedelta(seconds=20) + AGENT_STALE,
+                 T0 + timedelta(seconds=40) + NPD_STALE]
+    out = [T0, T0 + timedelta(seconds=60)]
+    for deadline in deadlines:
+        out += [deadline - tick, deadline, deadline + tick]
+    return sorted(out)
+
+
+def test_the_memo_judges_every_node_as_a_fresh_judgement_does_at_every_moment_around_its_deadlines():
+    nodes = nodes_of_every_kind()
+    memo = NodeHealthMemo()
+    for now in moments():
+        assert memo.faults(nodes, now) == node_gpu_faults(nodes, now), now
+        for node in nodes:
+            kept, fresh = memo.view(node, now), node_health_view(node, now)
+            assert kept is not None and fresh is not None
+            assert kept.model_dump() == fresh.model_dump(), (node.name, now)
+
+
+def test_a_node_is_judged_again_only_when_it_changed_or_a_heartbeat_in_it_aged_out():
+    nodes = nodes_of_every_kind()
+    memo = NodeHealthMemo()
+    memo.faults(nodes, T0 + timedelta(seconds=60))
+    assert memo.computed == len(nodes)
+    for seconds in (61, 120, 300):  # no deadline passed: nothing judged again
+        memo.faults(nodes, T0 + timedelta(seconds=seconds))
+    assert memo.computed == len(nodes)
+    changed = gpu_node("agent-healthy", condition("GPUUnhealthy", "True", T0 + timedelta(seconds=300), "Xid48"))
+    faults = memo.faults([changed, *nodes[1:]], T0 + timedelta(seconds=301))
+    assert memo.computed == len(nodes) + 1 and faults["agent-healthy"].reason == "Xid48"
+    # past the first agent's deadline: the nodes whose heartbeats aged out are judged again, no other
+    later = T0 + timedelta(seconds=10) + AGENT_STALE + timedelta(seconds=1)
+    computed = memo.computed
+    faults = memo.faults([changed, *nodes[1:]], later)
+    assert memo.computed == computed + 1  # "agent-unhealthy": its heartbeat went stale
+    assert "agent-unhealthy" not in faults  # stale is unknown, and unknown is blamed on no run
+    assert memo.view(nodes[1], later).reason == "AgentHeartbeatStale"
+
+
+def test_a_clock_moved_back_judges_again_and_nodes_gone_are_forgotten():
+    nodes = nodes_of_every_kind()
+    memo = NodeHealthMemo()
+    stale_at = T0 + timedelta(seconds=10) + AGENT_STALE + timedelta(seconds=1)
+    assert "agent-unhealthy" not in memo.faults(nodes, stale_at)
+    assert "agent-unhealthy" in memo.faults(nodes, T0 + timedelta(seconds=60))  # a replay moved back
+    memo.faults(nodes[:2], T0 + timedelta(seconds=61))
+    assert len(memo._entries) == 2
