@@ -321,3 +321,36 @@ async def test_a_runs_read_in_which_only_ages_moved_makes_only_the_age_cells_aga
     assert aged, "no run's age moved in 7 minutes"
     for key in aged:
         assert all(now is was for now, was in zip(after[key][:-1], before[key][:-1], strict=True))
+
+
+@async_test
+async def test_opening_the_filter_line_and_switching_panes_draw_no_row_of_the_queue_again_but_the_cursors(tmp_path):
+    """`/` moves the focus off the table and esc brings it back: only the cursor row's look changes,
+    so only it is drawn again.  A pane shown again keeps its styles (Textual would restyle every
+    widget and the table would drop every row it had drawn)."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: app.screen.query_one("#workloads-table", KeyedTable).row_count > 3)
+        await settle(pilot)
+        table = app.screen.query_one("#workloads-table", KeyedTable)
+        table.focus()
+        await settle(pilot)
+        strips = table.row_strips
+        strips.built = 0
+        await pilot.press("slash")
+        await settle(pilot)
+        assert app.screen.query_one("#command-line").is_open
+        await pilot.press("escape")
+        await settle(pilot)
+        assert strips.built <= 2  # the cursor row, blurred and focused again
+        styled = []
+        resumed = app.screen
+        original = resumed.update_node_styles
+        resumed.update_node_styles = lambda *a, **k: (styled.append(1), original(*a, **k))[1]  # type: ignore[method-assign]
+        strips.built = 0
+        await pilot.press("4")
+        await settle_until(pilot, lambda: app.current_mode == "runs")
+        await pilot.press("3")
+        await settle_until(pilot, lambda: app.current_mode == "queue")
+        await settle(pilot)
+        assert styled == [] and strips.built <= 1
