@@ -259,8 +259,10 @@ class PaneScreen(Screen):
         self.reads_abandoned = 0
         #: A read ahead of the first open runs: it rests between steps (:meth:`keep_reading`).
         self._reading_ahead = False
-        #: Shown once already: shown again, it keeps its widgets' styles (:meth:`_on_screen_resume`).
+        #: Shown once already: shown again, it keeps its widgets' styles (:meth:`_on_screen_resume`),
+        #: unless what of the app they follow changed since it was suspended.
         self.resumed_before = False
+        self._suspended_with: tuple | None = None
         #: From the app's start of a read ahead to :meth:`keep_prepared` (UI thread).
         self.read_ahead_running = False
         self._paused_at = 0.0
@@ -341,15 +343,24 @@ class PaneScreen(Screen):
 
     def on_screen_suspend(self) -> None:
         self._read_wanted = False
+        self._suspended_with = self._app_look()
+
+    def _app_look(self) -> tuple:
+        """What of the app a pane's styles follow and its own widgets' class changes do not carry."""
+        app = self.app
+        return frozenset(app.classes), app.app_focus, app.theme, app._css_update_count
 
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
         """Shown again (Textual's handler, on Screen, runs next).  Textual restyles every widget of
         a screen it resumes, and the tables then drop every row they had drawn: about half of a pane
         switch at 20,000 rows.  A pane shown before keeps its styles: its widgets were restyled as
         their classes changed while it was away, and a CSS or theme change since is applied by
-        ``switch_mode`` (its CSS update count).  Its refresh waits for the first frame, so that the
-        read does not share the interpreter with drawing it."""
-        if self.resumed_before and not self.app.SUSPENDED_SCREEN_CLASS:
+        ``switch_mode`` (its CSS update count).  When the app's own classes, focus or theme changed
+        meanwhile (which restyle only the screen on top), it is restyled as before.  Its refresh
+        waits for the first frame, so that the read does not share the interpreter with drawing it.
+        (Textual dispatches ``_on_screen_resume`` or ``on_screen_resume`` per class: a subclass that
+        needs its own resume handler calls this one.)"""
+        if self.resumed_before and not self.app.SUSPENDED_SCREEN_CLASS and self._suspended_with == self._app_look():
             event.refresh_styles = False
         self.resumed_before = True
         self._read_wanted = True

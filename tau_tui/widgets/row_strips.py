@@ -4,8 +4,8 @@ DataTable draws a line from its cells on every refresh and keys its caches by an
 and the row's index, so a filter that moves rows, a tick that changes one row, or the cursor
 moving redraws every visible row cell by cell.  Here a row's strip is built once from its cells
 (the same segments DataTable's pipeline makes) and kept until its cells, the column widths, the
-cursor or hover on it, or the table's styles change; the row index goes on afterwards as the
-mouse metadata only."""
+table's base style or the styles of its cells (the cursor's or the hover's when on it) change; the
+row index goes on afterwards as the mouse metadata only."""
 
 from __future__ import annotations
 

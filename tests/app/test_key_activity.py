@@ -129,3 +129,39 @@ async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_t
             screen.keep_reading()
         assert abs(sum(naps) - MAX_KEY_NAPS_S) < 1e-9
         app.key_hold_until = 0.0
+
+
+@async_test
+async def test_while_a_pane_on_screen_reads_a_person_waits_and_after_it_nobody_does(tmp_path):
+    """What the evidence recorder naps for: a key's hold, or a read for the pane on screen (a read
+    ahead of a pane nobody opened yet is not waited for)."""
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        app.key_hold_until = 0.0
+        assert app.person_waits_until() < time.monotonic() and not app.reads_waited_for
+        seen: list[tuple[bool, bool]] = []
+        collect = screen.collect
+
+        def observed_collect():
+            seen.append((screen in app.reads_waited_for, app.person_waits_until() > time.monotonic()))
+            return collect()
+
+        screen.collect = observed_collect
+        screen.read_pane(0, screen.row_filter)
+        assert seen == [(True, True)] and not app.reads_waited_for
+
+        def failing_collect():
+            seen.append((screen in app.reads_waited_for, True))
+            raise RuntimeError("the backend went away")
+
+        screen.collect = failing_collect
+        assert isinstance(screen.read_pane(0, screen.row_filter), screen.CollectFailed)
+        assert not app.reads_waited_for  # a failed read waits for nobody either
+        screen._reading_ahead = True  # a read ahead: nobody waits for it
+        screen._paused_at = time.monotonic()  # (it rests in proportion to what it worked since)
+        screen.collect = observed_collect
+        screen.read_pane(0, screen.row_filter)
+        assert seen[-1] == (False, False)
+        screen._reading_ahead = False

@@ -354,3 +354,18 @@ async def test_opening_the_filter_line_and_switching_panes_draw_no_row_of_the_qu
         await settle_until(pilot, lambda: app.current_mode == "queue")
         await settle(pilot)
         assert styled == [] and strips.built <= 1
+        # the app's theme changed while the pane was away: restyled, in the new theme's colours
+        dark = table.rich_style
+        await pilot.press("4")
+        await settle_until(pilot, lambda: app.current_mode == "runs")
+        app.theme = next(name for name in app.available_themes if name != app.theme and "light" in name)
+        await settle(pilot)
+        await pilot.press("3")
+        await settle_until(pilot, lambda: app.current_mode == "queue")
+        await settle(pilot)
+        assert styled
+        shown = table.rich_style
+        assert shown != dark
+        original()  # a restyle of every widget finds nothing to change
+        await settle(pilot)
+        assert table.rich_style == shown

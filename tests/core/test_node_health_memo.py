@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tau_tui.core.cluster.convert import node_view
+from tau_tui.core.cluster.convert import gpu_health_view, node_view
 from tau_tui.core.cluster.view_types import NodeView
 from tau_tui.core.gpuhealth.names import STALE_AFTER_PERIODS
 from tau_tui.core.gpuhealth.nodeconditions import packaged_mapping
@@ -24,11 +24,14 @@ def condition(type_: str, status: str, heartbeat: datetime, reason: str = "") ->
             "lastHeartbeatTime": heartbeat.isoformat(), "lastTransitionTime": heartbeat.isoformat()}
 
 
-def gpu_node(name: str, *conditions: dict[str, Any]) -> NodeView:
+def gpu_node(name: str, *conditions: dict[str, Any], period_s: Any = None) -> NodeView:
+    """A GPU node; ``period_s``: the heartbeat period its agent's GPUNodeHealth report states."""
     obj = {"metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1"},
            "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"},
                       "conditions": [{"type": "Ready", "status": "True"}, *conditions]}}
-    return node_view(obj, {}, None)
+    report = None if period_s is None else gpu_health_view(
+        {"metadata": {"name": name}, "spec": {"nodeName": name}, "status": {"heartbeatPeriodS": period_s}})
+    return node_view(obj, {}, report)
 
 
 def nodes_of_every_kind() -> list[NodeView]:
@@ -42,6 +45,12 @@ def nodes_of_every_kind() -> list[NodeView]:
         gpu_node("both", condition("GPUUnhealthy", "False", T0 + timedelta(seconds=20), "AllGPUsHealthy"),
                  condition("GPUECC", "True", npd_beat)),
         gpu_node("no-report"),
+        # a report with its own period, one no date can hold, and a heartbeat in the year 9999
+        gpu_node("period-60", condition("GPUUnhealthy", "True", T0 + timedelta(seconds=30), "Xid48"), period_s=60.0000003),
+        gpu_node("period-inf", condition("GPUUnhealthy", "True", T0, "Xid79"), period_s="inf"),
+        gpu_node("period-huge", condition("GPUUnhealthy", "True", T0, "Xid79"), period_s=1e300),
+        gpu_node("year-9999", condition("GPUUnhealthy", "True", datetime(9999, 12, 31, 23, 59, tzinfo=UTC), "Xid79"),
+                 condition("XIDErrors", "True", datetime(9999, 12, 31, 23, 59, tzinfo=UTC))),
     ]
 
 
@@ -49,10 +58,11 @@ def moments() -> list[datetime]:
     """Just before, at and just after every deadline the nodes above have, and between them."""
     tick = timedelta(milliseconds=1)
     deadlines = [T0 + AGENT_STALE, T0 + timedelta(seconds=10) + AGENT_STALE, T0 + timedelta(seconds=20) + AGENT_STALE,
-                 T0 + timedelta(seconds=40) + NPD_STALE]
+                 T0 + timedelta(seconds=40) + NPD_STALE, T0 + timedelta(seconds=30 + STALE_AFTER_PERIODS * 60.0000003)]
     out = [T0, T0 + timedelta(seconds=60)]
     for deadline in deadlines:
-        out += [deadline - tick, deadline, deadline + tick]
+        out += [deadline - tick, deadline - timedelta(microseconds=1), deadline, deadline + timedelta(microseconds=1),
+                deadline + tick]
     return sorted(out)
 
 
@@ -72,12 +82,16 @@ def test_a_node_is_judged_again_only_when_it_changed_or_a_heartbeat_in_it_aged_o
     memo = NodeHealthMemo()
     memo.faults(nodes, T0 + timedelta(seconds=60))
     assert memo.computed == len(nodes)
-    for seconds in (61, 120, 300):  # no deadline passed: nothing judged again
+    for seconds in (61, 90, 104):  # no deadline passed (the first: "period-60" at 30 + 150 s): nothing judged again
         memo.faults(nodes, T0 + timedelta(seconds=seconds))
     assert memo.computed == len(nodes)
+    memo.faults(nodes, T0 + timedelta(seconds=181))  # "period-60" went stale
+    assert memo.computed == len(nodes) + 1
+    memo.faults(nodes, T0 + timedelta(seconds=300))
+    assert memo.computed == len(nodes) + 1
     changed = gpu_node("agent-healthy", condition("GPUUnhealthy", "True", T0 + timedelta(seconds=300), "Xid48"))
     faults = memo.faults([changed, *nodes[1:]], T0 + timedelta(seconds=301))
-    assert memo.computed == len(nodes) + 1 and faults["agent-healthy"].reason == "Xid48"
+    assert memo.computed == len(nodes) + 2 and faults["agent-healthy"].reason == "Xid48"
     # past the first agent's deadline: the nodes whose heartbeats aged out are judged again, no other
     later = T0 + timedelta(seconds=10) + AGENT_STALE + timedelta(seconds=1)
     computed = memo.computed
@@ -85,6 +99,14 @@ def test_a_node_is_judged_again_only_when_it_changed_or_a_heartbeat_in_it_aged_o
     assert memo.computed == computed + 1  # "agent-unhealthy": its heartbeat went stale
     assert "agent-unhealthy" not in faults  # stale is unknown, and unknown is blamed on no run
     assert memo.view(nodes[1], later).reason == "AgentHeartbeatStale"
+
+
+def test_the_memo_judges_as_a_fresh_judgement_does_when_the_clock_goes_back_and_forth_across_deadlines():
+    nodes = nodes_of_every_kind()
+    memo = NodeHealthMemo()
+    walk = moments()
+    for now in [*reversed(walk), *walk[::3], *reversed(walk[1::2])]:  # replays seek back and forth
+        assert memo.faults(nodes, now) == node_gpu_faults(nodes, now), now
 
 
 def test_a_clock_moved_back_judges_again_and_nodes_gone_are_forgotten():

@@ -383,33 +383,94 @@ def test_recorder_reads_the_lists_once_per_batch_not_once_per_run(demo, store):
 
 def test_recorder_sleeps_while_a_person_waits_and_no_longer_than_its_bound(demo, store, monkeypatch):
     """The recorder shares the interpreter with the keys and the pane on screen: while somebody
-    waits it sleeps between runs, in naps it can cut short, at most MAX_NAPS_PER_BATCH_S a batch."""
+    waits it sleeps, in naps it can cut short, at most MAX_NAPS_PER_BATCH_S a batch, and it reads
+    the cluster after a nap, so what it records is what the cluster holds then."""
     from tau_tui.core.operations.evidence import recorder as recorder_module
 
     world, backend = demo
     backend.start()
     assert backend.wait_synced(10)
-    slept: list[float] = []
+    happened: list[str] = []
     waits_until = {"at": 0.0}
+    workloads = backend.workloads
+
+    def read_workloads(namespace=None):
+        happened.append("read")
+        return workloads(namespace)
 
     def nap(seconds: float) -> None:  # a nap brings the end of the wait nearer by its length, at once
-        slept.append(seconds)
+        happened.append("nap")
+        assert seconds <= 0.05
         waits_until["at"] -= seconds
 
+    backend.workloads = read_workloads  # type: ignore[method-assign]
     monkeypatch.setattr(recorder_module, "RUNS_BETWEEN_NAPS", 1)
     recorder = EvidenceRecorder(backend, store, world.now, person_waits_until=lambda: waits_until["at"]).start(thread=False)
     recorder.nap = nap
-    recorder.drain()  # nobody waits: no nap
-    assert slept == [] and recorder.napped_s == 0
-    for owner in backend.jobs():
-        recorder._queue.put(((owner.namespace or "", owner.name), False))
-    waits_until["at"] = time.monotonic() + 0.2  # a key's hold: the first run waits for it, the others do not
+    recorder.drain()  # nobody waits: no nap, one read
+    assert happened == ["read"] and recorder.napped_s == 0
+
+    def queue_every_run() -> None:
+        for owner in backend.jobs():
+            recorder._queue.put(((owner.namespace or "", owner.name), False))
+
+    happened.clear()
+    queue_every_run()
+    waits_until["at"] = time.monotonic() + 0.2  # a key's hold: the batch waits for it, then reads
     recorder.drain()
-    assert 0.19 < recorder.napped_s < 0.21 and all(s <= 0.05 for s in slept)
-    for owner in backend.jobs():
-        recorder._queue.put(((owner.namespace or "", owner.name), False))
+    assert 0.19 < recorder.napped_s < 0.21
+    assert set(happened[:happened.index("read")]) == {"nap"} and happened.count("read") == 1
+    happened.clear()
+    queue_every_run()
     waits_until["at"] = float("inf")  # somebody waits for ever: the batch still ends after its bound
     recorder.drain()
     assert recorder.napped_s == pytest.approx(0.2 + recorder_module.MAX_NAPS_PER_BATCH_S, abs=0.01)
+    assert happened.count("read") == 1 and happened[-1] == "read"
     assert recorder.statuses.computed > 0
+    recorder.close()
+
+
+def test_closing_the_recorder_ends_a_nap_for_a_person_at_once(demo, store):
+    world, backend = demo
+    backend.start()
+    assert backend.wait_synced(10)
+    recorder = EvidenceRecorder(backend, store, world.now, person_waits_until=lambda: float("inf")).start(thread=False)
+    naps: list[float] = []
+
+    def nap(seconds: float) -> None:
+        naps.append(seconds)
+        if len(naps) == 3:
+            recorder.close()  # from another thread in the app; the wait is over from the next look
+
+    recorder.nap = nap
+    recorder.drain()
+    assert len(naps) == 3 and recorder.napped_s < 1.0
+
+
+def test_a_read_that_fails_ends_no_recorder_and_says_why(demo, store):
+    world, backend = demo
+    backend.start()
+    assert backend.wait_synced(10)
+    recorder = EvidenceRecorder(backend, store, world.now)
+    read = recorder._read_cluster
+    calls = {"n": 0}
+
+    def failing_once():
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OverflowError("date value out of range")
+        return read()
+
+    recorder._read_cluster = failing_once  # type: ignore[method-assign]
+    recorder.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "OverflowError" not in recorder.last_error:
+        time.sleep(0.05)
+    assert recorder.last_error == "OverflowError: date value out of range"
+    before = recorder.statuses.computed
+    for owner in backend.jobs():
+        recorder._queue.put(((owner.namespace or "", owner.name), False))
+    while time.monotonic() < deadline and recorder.statuses.computed == before:
+        time.sleep(0.05)
+    assert recorder.statuses.computed > before  # the thread lives on
     recorder.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -102,13 +102,33 @@ class SourceHealth(BaseModel):
     last_heartbeat: datetime | None = None
 
 
-def _parse_time(value: Any) -> datetime | None:
+def parse_time(value: Any) -> datetime | None:
+    """A condition's or report's time; one without a zone is UTC (as the API server writes them),
+    so it compares with the clock's aware time."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, str) and value:
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return None
-    return value if isinstance(value, datetime) else None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
+
+
+#: A deadline is kept this much early: a timedelta rounds seconds to the microsecond, and a verdict
+#: kept a microsecond past its heartbeat's deadline would read fresh where a fresh judgement is stale.
+DEADLINE_MARGIN = timedelta(microseconds=1)
+
+
+def fresh_until(heartbeat: datetime, stale_after_s: float) -> datetime | None:
+    """The last moment a heartbeat is surely fresh (it is stale once the clock is past heartbeat +
+    stale_after_s), or None when that moment lies beyond any date (a heartbeat in the year 9999, an
+    infinite period): it never goes stale."""
+    try:
+        return heartbeat + timedelta(seconds=stale_after_s) - DEADLINE_MARGIN
+    except (OverflowError, ValueError):
+        return None
 
 
 def _gke_xids(reason: str) -> str:
@@ -123,7 +143,7 @@ def _gke_xids(reason: str) -> str:
 
 
 def _heartbeat_of(cond: dict[str, Any]) -> datetime | None:
-    return _parse_time(cond.get("lastHeartbeatTime")) or _parse_time(cond.get("lastTransitionTime"))
+    return parse_time(cond.get("lastHeartbeatTime")) or parse_time(cond.get("lastTransitionTime"))
 
 
 def _finding(mapped: MappedCondition, cond: dict[str, Any], now: datetime, stale_after_s: float) -> ConditionFinding:
@@ -176,11 +196,12 @@ def third_party_health(node: dict[str, Any], now: datetime, mapping: ConditionMa
 
 
 def stale_deadlines(node: dict[str, Any], mapping: ConditionMapping | None = None) -> list[datetime]:
-    """The moments at which a mapped condition's heartbeat goes stale (:func:`third_party_health`
-    judges it stale once the clock is past one): until the earliest to come, its verdicts hold."""
+    """The last fresh moment of each mapped condition's heartbeat (:func:`fresh_until`; past one,
+    :func:`third_party_health` judges it stale): until the earliest to come, its verdicts hold."""
     mapping = mapping or packaged_mapping()
     mapped = mapping.by_type()
-    stale_after = timedelta(seconds=mapping.stale_after_periods * mapping.heartbeat_seconds)
+    stale_after_s = mapping.stale_after_periods * mapping.heartbeat_seconds
     heartbeats = (_heartbeat_of(cond) for cond in (node.get("status") or {}).get("conditions") or []
                   if str(cond.get("type")) in mapped)
-    return [heartbeat + stale_after for heartbeat in heartbeats if heartbeat is not None]
+    deadlines = (fresh_until(heartbeat, stale_after_s) for heartbeat in heartbeats if heartbeat is not None)
+    return [deadline for deadline in deadlines if deadline is not None]

@@ -7,7 +7,7 @@ gets their verdict, and where both exist the worst wins and both are listed in `
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -17,7 +17,14 @@ from tau_tui.core.gpuhealth.names import (
     CONDITION_UNHEALTHY,
     STALE_AFTER_PERIODS,
 )
-from tau_tui.core.gpuhealth.nodeconditions import SourceHealth, stale_deadlines, third_party_health
+from tau_tui.core.gpuhealth.nodeconditions import (
+    DEADLINE_MARGIN,
+    SourceHealth,
+    fresh_until,
+    parse_time,
+    stale_deadlines,
+    third_party_health,
+)
 from tau_tui.core.gpuhealth.report import NodeHealth
 from tau_tui.core.gpuhealth.verdicts import Verdict
 
@@ -34,18 +41,6 @@ class NodeHealthView(BaseModel):
     detail: NodeHealth | None = None
     #: Every writer that judged this node, worst first (tau-agent, taugrid-npd, ...).
     sources: list[SourceHealth] = []
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    return None
 
 
 def view_from_node(
@@ -91,16 +86,18 @@ def _stale_after_s(heartbeat_period_s: float) -> float:
 
 
 def view_holds_until(node: dict[str, Any], now: datetime, heartbeat_period_s: float = 300) -> datetime | None:
-    """Until when :func:`view_from_node` of this Node gives the view it gives at ``now``: the next
-    moment a heartbeat in it goes stale (None: none will; the view holds while the Node is the same).
-    Staleness is the only part of the view that moves with the clock."""
+    """Until when :func:`view_from_node` of this Node surely gives the view it gives at ``now``: the
+    last fresh moment of the next heartbeat in it to go stale (None: none will; the view holds while
+    the Node is the same).  Staleness is the only part of the view that moves with the clock."""
     conditions = (node.get("status") or {}).get("conditions") or []
     agent = {c.get("type"): c for c in conditions}.get(CONDITION_UNHEALTHY)  # as _agent_view reads it
-    heartbeat = _parse_time(agent.get("lastHeartbeatTime")) if agent is not None else None
+    heartbeat = parse_time(agent.get("lastHeartbeatTime")) if agent is not None else None
     deadlines = stale_deadlines(node)
-    if heartbeat is not None:
-        deadlines.append(heartbeat + timedelta(seconds=_stale_after_s(heartbeat_period_s)))
-    return min((d for d in deadlines if d >= now), default=None)
+    agent_fresh_until = fresh_until(heartbeat, _stale_after_s(heartbeat_period_s)) if heartbeat is not None else None
+    if agent_fresh_until is not None:
+        deadlines.append(agent_fresh_until)
+    # a heartbeat not stale yet, whose last surely fresh moment may be just behind `now`, holds no longer
+    return min((d for d in deadlines if d + DEADLINE_MARGIN >= now), default=None)
 
 
 def _agent_view(
@@ -128,7 +125,7 @@ def _agent_view(
             stale=True,
             detail=detail,
         )
-    heartbeat = _parse_time(unhealthy.get("lastHeartbeatTime"))
+    heartbeat = parse_time(unhealthy.get("lastHeartbeatTime"))
     stale = heartbeat is None or (now - heartbeat).total_seconds() > _stale_after_s(heartbeat_period_s)
     if stale:
         return NodeHealthView(

@@ -25,6 +25,7 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import JobView, RayJobView
 from tau_tui.core.operations.evidence.capture import CaptureResult, capture, outcome_of
 from tau_tui.core.operations.evidence.store import EvidenceStore
+from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.node_health_memo import NodeHealthMemo
 from tau_tui.core.operations.run_index import RunIndex
 from tau_tui.core.operations.run_status_memo import RunInputs, RunStatusMemo
@@ -63,6 +64,8 @@ class EvidenceRecorder:
         self._queue: queue.Queue[tuple[RunKey, bool]] = queue.Queue()
         self._subscription: Subscription | None = None
         self._thread: threading.Thread | None = None
+        #: Set by close(): a nap for a person ends at once.
+        self._closing = threading.Event()
         self.captured = 0
         self.last_error = ""
 
@@ -79,6 +82,7 @@ class EvidenceRecorder:
         return self
 
     def close(self) -> None:
+        self._closing.set()
         if self._subscription is not None:
             self._subscription.close()
         self._queue.put((_STOP, False))
@@ -117,9 +121,26 @@ class EvidenceRecorder:
     def _run(self) -> None:
         while True:
             batch = self._take_queued([self._queue.get()])
-            self._handle_batch([item for item in batch if item[0] != _STOP])
+            try:
+                self._handle_batch([item for item in batch if item[0] != _STOP])
+            except Exception as err:  # one bad read must not end the recorder (its runs come again when they change)
+                self.last_error = f"{type(err).__name__}: {err}"
             if any(key == _STOP for key, _ in batch):
                 return
+
+    def _give_way(self, napped: float) -> float:
+        """Sleep while a person waits (at most what is left of this batch's naps); the seconds slept."""
+        waits_until = self.person_waits_until
+        if waits_until is None or napped >= MAX_NAPS_PER_BATCH_S:
+            return 0.0
+        return give_way(lambda: 0.0 if self._closing.is_set() else waits_until(), MAX_NAPS_PER_BATCH_S - napped,
+                        self.nap)
+
+    def _read_cluster(self) -> tuple[dict[RunKey, JobView | RayJobView], RunIndex, dict[str, NodeGpuFault]]:
+        runs: list[JobView | RayJobView] = [*self.backend.jobs(), *self.backend.ray_jobs()]
+        return ({(o.namespace or "", o.name): o for o in runs},
+                RunIndex(self.backend.workloads(), self.backend.pods(), self.backend.events()),
+                self.node_health.faults(self.backend.nodes(), self.clock()))
 
     def _handle_batch(self, batch: list[tuple[RunKey, bool]]) -> None:
         """Everything queued since the last batch, from one read of the cache: a tick that changes
@@ -129,14 +150,14 @@ class EvidenceRecorder:
             latest[key] = deleted  # the last change of a run says whether it is gone
         if not latest:
             return
-        runs: list[JobView | RayJobView] = [*self.backend.jobs(), *self.backend.ray_jobs()]
-        owners = {(o.namespace or "", o.name): o for o in runs}
-        index = RunIndex(self.backend.workloads(), self.backend.pods(), self.backend.events())
-        faults = self.node_health.faults(self.backend.nodes(), self.clock())
-        napped = 0.0
+        napped = self._give_way(0.0)  # before the read: what is recorded is what the cluster holds after the wait
+        owners, index, faults = self._read_cluster()
         for count, (key, deleted) in enumerate(latest.items()):
-            if count % RUNS_BETWEEN_NAPS == 0 and self.person_waits_until is not None:
-                napped += give_way(self.person_waits_until, MAX_NAPS_PER_BATCH_S - napped, self.nap)
+            if count and count % RUNS_BETWEEN_NAPS == 0:
+                slept = self._give_way(napped)
+                napped += slept
+                if slept:  # the cluster moved meanwhile
+                    owners, index, faults = self._read_cluster()
             owner = None if deleted else owners.get(key)
             try:
                 if owner is None:
