@@ -163,9 +163,12 @@ def test_a_bad_request_timeout_is_invalid_input(env):
 def test_ctrl_c_exits_130_with_one_line(tmp_path, env, stall_server):
     env["KUBECONFIG"] = kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{stall_server.port}", {"token": "t0ken"})
     # -X faulthandler: if it ever hangs after Ctrl-C, SIGABRT makes it print where each thread is
+    # and Ctrl-C as a terminal delivers it: a suite started in the background of a shell without job
+    # control inherits SIGINT ignored, and Python leaves an ignored SIGINT ignored
     process = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "tau_tui.cli", "profiles",
                                 "--request-timeout", "0"], env=env,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert stall_server.accepted.wait(RUN_BOUND), "the CLI never connected"
         process.send_signal(signal.SIGINT)
