@@ -134,7 +134,6 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
         self.evidence_recorder: EvidenceRecorder | None = None
         self.run_statuses = RunStatusMemo()
         self.node_health = NodeHealthMemo()
-        self.reads_waited_for = set()
         #: Tests and embedders may set the MultiKueue wizard's environment directly.
         self._multikueue_env = None
         self.requested_theme = theme

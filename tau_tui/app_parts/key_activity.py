@@ -7,7 +7,6 @@ import time
 from textual import events
 from textual.app import App
 
-from tau_tui.core.cluster.give_way import NAP_SLICE_S
 from tau_tui.core.cluster.interfaces import ClusterBackend
 
 #: How long after a key the background work in this process (the simulated cluster's controllers,
@@ -24,15 +23,10 @@ class KeyActivity(App):
     #: Until when (monotonic) the app's own reads in worker threads nap for keys (PaneScreen.keep_reading).
     key_hold_until: float = 0.0
 
-    #: The panes whose reads run while they are on screen (a person waits for them; any thread adds
-    #: and discards, which are single set operations).
-    reads_waited_for: set[object]
-
     def person_waits_until(self) -> float:
-        """Until when (monotonic) work nobody waits for holds back: a key's hold, or a moment
-        ahead while a pane on screen reads (asked again after each nap)."""
-        if self.reads_waited_for:
-            return max(self.key_hold_until, time.monotonic() + NAP_SLICE_S)
+        """Until when (monotonic) work nobody waits for (the evidence recorder) holds back: a key's
+        hold.  A pane's read is not waited for: the recorder's first pass works out the run
+        statuses the Runs pane's first read would otherwise work out, so it goes on beside reads."""
         return self.key_hold_until
 
     async def on_event(self, event: events.Event) -> None:

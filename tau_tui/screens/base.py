@@ -469,8 +469,6 @@ class PaneScreen(Screen):
             if worked >= READ_AHEAD_SLICE_S:
                 time.sleep(worked * READ_AHEAD_REST)
                 self._paused_at = time.monotonic()
-        else:  # opened while it read ahead, or a read for the screen: somebody waits for it
-            self.tau.reads_waited_for.add(self)
         self._nap_while_keys_come()
 
     def _nap_while_keys_come(self) -> None:
@@ -482,8 +480,6 @@ class PaneScreen(Screen):
     def read_pane(self, generation: int, row_filter: RowFilter) -> Collected | CollectFailed | CollectAbandoned:
         """One refresh's read (a worker thread): the pane's data, or why it could not be read."""
         self.read_napped_s = 0.0
-        if not self._reading_ahead:
-            self.tau.reads_waited_for.add(self)
         try:
             # read before the data: a change in between shows as stale, never as fresh
             started = time.monotonic()
@@ -497,8 +493,6 @@ class PaneScreen(Screen):
             return self.CollectAbandoned()
         except Exception as err:  # a bug or a backend failure must not kill the app
             return self.CollectFailed(f"{type(err).__name__}: {err}")
-        finally:
-            self.tau.reads_waited_for.discard(self)
         return self.Collected(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0]), faults,
                               seconds=time.monotonic() - started)
 

@@ -44,8 +44,6 @@ class PaneHost(ClusterHost, Protocol):
     node_health: NodeHealthMemo
     #: Until when (monotonic) reads in worker threads nap for a person pressing keys.
     key_hold_until: float
-    #: The panes whose reads run while they are on screen (the evidence recorder sleeps meanwhile).
-    reads_waited_for: set[object]
 
     def now(self) -> datetime:
         """Cluster time (the backend's clock when it has one)."""
