@@ -277,7 +277,9 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
         try:
             self.evidence_recorder = EvidenceRecorder(backend, self.evidence, self.now, statuses=self.run_statuses,
                                                       node_health=self.node_health,
-                                                      person_waits_until=self.person_waits_until).start()
+                                                      # keys only, not panes' reads: its first pass works out the
+                                                      # run statuses the Runs pane's first read would otherwise
+                                                      person_waits_until=lambda: self.key_hold_until).start()
         except Exception as err:  # evidence is a record, not the app: say so and go on
             self.call_from_thread(self.notify, f"evidence recorder not started: {err}", severity="warning")
 

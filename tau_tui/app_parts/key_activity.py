@@ -23,12 +23,6 @@ class KeyActivity(App):
     #: Until when (monotonic) the app's own reads in worker threads nap for keys (PaneScreen.keep_reading).
     key_hold_until: float = 0.0
 
-    def person_waits_until(self) -> float:
-        """Until when (monotonic) work nobody waits for (the evidence recorder) holds back: a key's
-        hold.  A pane's read is not waited for: the recorder's first pass works out the run
-        statuses the Runs pane's first read would otherwise work out, so it goes on beside reads."""
-        return self.key_hold_until
-
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
             self._last_key_at = time.monotonic()

@@ -45,7 +45,7 @@ class EvidenceRecorder:
                  statuses: RunStatusMemo | None = None, node_health: NodeHealthMemo | None = None,
                  person_waits_until: Callable[[], float] | None = None) -> None:
         self.backend = backend
-        #: Until when (monotonic) a person waits for this process (keys, a pane's read on screen): the
+        #: Until when (monotonic) a person waits for this process (the app passes its keys' hold): the
         #: recorder shares the interpreter with them, and nobody waits for it, so it sleeps till then.
         self.person_waits_until = person_waits_until
         #: Seconds the recorder slept for a person (tests bound it), and how it sleeps.
