@@ -73,14 +73,19 @@ def dispatched_worker(api, namespace: str, owner_uid: str) -> str | None:
     return ((manager_workload(api, namespace, owner_uid) or {}).get("status") or {}).get("clusterName")
 
 
-def exists(read) -> bool:
+def read_or_none(read):
+    """What read() returns, or None when the object is not there (one read, so it cannot vanish
+    between a check and the read)."""
     try:
-        read()
+        return read()
     except ApiException as err:
         if err.status == 404:
-            return False
+            return None
         raise
-    return True
+
+
+def exists(read) -> bool:
+    return read_or_none(read) is not None
 
 
 def leftovers_on_worker(worker_api, namespace: str, job_name: str, workload_name: str) -> list[str]:
@@ -120,9 +125,8 @@ def test_job_runs_on_worker_kwok_node_and_delete_on_manager_clears_worker(t3, ap
     worker_api, worker = apis[chosen], t3.worker(chosen)
     worker_core = k8s.CoreV1Api(worker_api)
 
-    remote = wait_for(lambda: exists(lambda: k8s.BatchV1Api(worker_api).read_namespaced_job("t3-running", t3.namespace))
-                      and k8s.BatchV1Api(worker_api).read_namespaced_job("t3-running", t3.namespace),
-                      f"the Job on {chosen}")
+    remote = wait_for(lambda: read_or_none(lambda: k8s.BatchV1Api(worker_api).read_namespaced_job(
+        "t3-running", t3.namespace)), f"the Job on {chosen}")
     assert remote.metadata.labels["kueue.x-k8s.io/prebuilt-workload-name"] == workload
 
     def running_pods():
@@ -184,8 +188,8 @@ def test_rayjob_is_created_on_the_worker_and_removed_with_the_manager_copy(t3, a
     worker_custom = k8s.CustomObjectsApi(apis[chosen])
 
     def remote_rayjob():
-        read = lambda: worker_custom.get_namespaced_custom_object("ray.io", "v1", t3.namespace, "rayjobs", "t3-rayjob")  # noqa: E731
-        return exists(read) and read()
+        return read_or_none(lambda: worker_custom.get_namespaced_custom_object(
+            "ray.io", "v1", t3.namespace, "rayjobs", "t3-rayjob"))
 
     remote = wait_for(remote_rayjob, f"the RayJob on {chosen}")
     assert remote["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == workload
