@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import SystemCommand
@@ -25,28 +26,19 @@ from tau_tui.app_parts.heap_upkeep import HeapUpkeep
 from tau_tui.app_parts.key_activity import KeyActivity
 from tau_tui.app_parts.keys import APP_BINDINGS
 from tau_tui.app_parts.mutation_flow import MutationFlow
+from tau_tui.app_parts.pane_modes import PANE_MODES
 from tau_tui.app_parts.pane_preparation import PanePreparation
 from tau_tui.app_parts.replay_controls import REPLAY_BINDINGS, REPLAY_HELP_KEYS, ReplayControls
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.audit import AuditLog
-from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.node_health_memo import NodeHealthMemo
 from tau_tui.core.operations.recording.format import RecordingError
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
-from tau_tui.core.operations.recording.writer import SessionRecorder
 from tau_tui.core.operations.run_status_memo import RunStatusMemo
 from tau_tui.screens.base import PaneScreen
-from tau_tui.screens.compose import ComposeScreen
-from tau_tui.screens.evidence import EvidenceScreen
-from tau_tui.screens.logs import LogsScreen
-from tau_tui.screens.multikueue import MultiKueueScreen
 from tau_tui.screens.no_cluster import NoClusterScreen
-from tau_tui.screens.nodes import NodesScreen
-from tau_tui.screens.profiles import ProfilesScreen
-from tau_tui.screens.queue import QueueScreen
-from tau_tui.screens.runs import RunsScreen
 from tau_tui.settings.settings_file import DEFAULT_THEME, AppSettings, LoadedSettings, load_settings
 from tau_tui.settings.theme_files import load_theme_files
 from tau_tui.startup.backends import (
@@ -61,6 +53,10 @@ from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import HeaderState
 from tau_tui.widgets.help_dialog import HelpDialog
 
+if TYPE_CHECKING:  # loaded in the workers that start them, after the first frame
+    from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
+    from tau_tui.core.operations.recording.writer import SessionRecorder
+
 
 class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActivity, HeapUpkeep):
     """tau-tui."""
@@ -68,16 +64,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
     TITLE = "tau-tui"
     CSS_PATH = "tau.tcss"
     ENABLE_COMMAND_PALETTE = True
-    MODES = {
-        "compose": ComposeScreen,
-        "profiles": ProfilesScreen,
-        "queue": QueueScreen,
-        "runs": RunsScreen,
-        "logs": LogsScreen,
-        "nodes": NodesScreen,
-        "multikueue": MultiKueueScreen,
-        "evidence": EvidenceScreen,
-    }
+    MODES = PANE_MODES
     DEFAULT_MODE = "queue"
 
     BINDINGS = [*APP_BINDINGS, *REPLAY_BINDINGS]
@@ -271,6 +258,8 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="evidence-recorder")
     def _start_recorder(self, backend: ClusterBackend) -> None:
+        from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
+
         old, self.evidence_recorder = self.evidence_recorder, None
         if old is not None:
             old.close()
@@ -286,6 +275,8 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
     @work(thread=True, exclusive=True, exit_on_error=False, group="session-recorder")
     def _start_session_recorder(self, backend: ClusterBackend, path: str) -> None:
         """``--record FILE``: the first backend is recorded until quit (a later one is not)."""
+        from tau_tui.core.operations.recording.writer import SessionRecorder
+
         if self.session_recorder is not None:
             self.call_from_thread(self.notify, f"recording into {path} stopped: the cluster changed", severity="warning")
             self.session_recorder.close()
@@ -406,6 +397,8 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
         if self.current_mode != "logs":
             self.pane_history.append(self.current_mode)
             await self.switch_mode("logs")
+        from tau_tui.screens.logs import LogsScreen  # loaded by now: the Logs pane is open
+
         screen = self.screen
         if isinstance(screen, LogsScreen):
             screen.open_run(ref, all_containers=container_all, pod=pod)

@@ -12,23 +12,19 @@ import threading
 from .commands.app_command import run_app
 from .commands.leaving import leave_now
 from .commands.parser import COMMANDS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, build_parser
-from .commands.registry import HANDLERS
-from .core.cluster.errors import ClusterError
-from .core.operations.multikueue_steps.access import AccessError
-from .core.operations.multikueue_steps.credentials import CredentialError
-from .core.runconfig.diagnostics import DiagnosticError, escape_control, report_lines
-from .core.runconfig.profiles import ProfileReadError
-
-OperationError = (AccessError, CredentialError)
-
-
-def _print_diagnostics(err: DiagnosticError) -> None:
-    # Bounded: at most MAX_MESSAGES, each escaped and clipped (diagnostics.report_lines).
-    for line in report_lines(err.diagnostics):
-        print(line, file=sys.stderr)
+from .core.exit_signals import install_exit_on_signals
 
 
 def run_command(argv: list[str]) -> int:
+    # Imported here: the app never loads the headless commands (start to the first frame).
+    from .commands.registry import HANDLERS
+    from .core.cluster.errors import ClusterError
+    from .core.operations.multikueue_steps.access import AccessError
+    from .core.operations.multikueue_steps.credentials import CredentialError
+    from .core.runconfig.diagnostics import DiagnosticError, escape_control, report_lines
+    from .core.runconfig.profiles import ProfileReadError
+
+    operation_errors = (AccessError, CredentialError)
     args = build_parser().parse_args(argv)
     if args.command is None:
         build_parser().print_help()
@@ -36,7 +32,9 @@ def run_command(argv: list[str]) -> int:
     try:
         return HANDLERS[args.command](args)
     except DiagnosticError as err:
-        _print_diagnostics(err)
+        # Bounded: at most MAX_MESSAGES, each escaped and clipped (diagnostics.report_lines).
+        for line in report_lines(err.diagnostics):
+            print(line, file=sys.stderr)
         return EXIT_INVALID
     except ClusterError as err:
         print(f"tau-tui: {err.message}", file=sys.stderr)
@@ -44,7 +42,7 @@ def run_command(argv: list[str]) -> int:
     except ProfileReadError as err:
         print(f"tau-tui: {err}", file=sys.stderr)
         return EXIT_FAILED
-    except OperationError as err:
+    except operation_errors as err:
         print(f"tau-tui: {err.message}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
@@ -101,8 +99,6 @@ def _interrupted() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .core.cluster.credentials import install_exit_on_signals
-
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         install_exit_on_signals()  # SIGTERM/SIGHUP run the exit clean-up (spools, private files)

@@ -18,8 +18,6 @@ from textual.widgets import Input, TextArea
 from tau_tui.app_parts.keys import MULTIKUEUE_FLOWS, PANE_ALIASES
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.screens.base import PaneScreen
-from tau_tui.screens.logs import LogsScreen
-from tau_tui.screens.multikueue_wizard import MultiKueueWizardScreen
 from tau_tui.settings.settings_file import AppSettings
 from tau_tui.widgets.command_line import CommandLine
 
@@ -98,6 +96,8 @@ class CommandMode(App):
     async def _on_command(self, message: CommandLine.Submitted) -> None:
         screen = self.screen
         if message.mode == "search":
+            from tau_tui.screens.logs import LogsScreen  # loaded once the Logs pane was made
+
             if isinstance(screen, LogsScreen):
                 screen.run_search(message.text)
             return
@@ -181,6 +181,8 @@ class CommandMode(App):
             plan = args[2] if len(args) > 2 else None
         elif args:
             plan = args[0]
+        from tau_tui.screens.multikueue_wizard import MultiKueueWizardScreen
+
         self.push_screen(MultiKueueWizardScreen(flow, inputs, plan))
 
     def multikueue_environment(self, plan_path: str | None = None):

@@ -29,7 +29,6 @@ from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, View
 from tau_tui.core.cluster.give_way import give_way
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.operations.gpufaults import fault_summary, gpu_problems
 from tau_tui.screens.host import PaneHost
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import PANES, HeaderBar
@@ -479,6 +478,9 @@ class PaneScreen(Screen):
 
     def read_pane(self, generation: int, row_filter: RowFilter) -> Collected | CollectFailed | CollectAbandoned:
         """One refresh's read (a worker thread): the pane's data, or why it could not be read."""
+        # in this worker, not before the first frame: GPU health's models load with pydantic
+        from tau_tui.core.operations.gpufaults import fault_summary, gpu_problems
+
         self.read_napped_s = 0.0
         try:
             # read before the data: a change in between shows as stale, never as fresh

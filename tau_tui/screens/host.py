@@ -7,18 +7,21 @@ never the other way round.  Textual's own ``App`` API (``push_screen``,
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from tau_tui.core.cluster.interfaces import ClusterBackend
-from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
-from tau_tui.core.operations.evidence.store import EvidenceStore
-from tau_tui.core.operations.node_health_memo import NodeHealthMemo
-from tau_tui.core.operations.recording.replay_clock import ReplayStatus
-from tau_tui.core.operations.run_status_memo import RunStatusMemo
 from tau_tui.mutations.mutation import ClusterHost, Mutation
-from tau_tui.settings.settings_file import AppSettings
-from tau_tui.widgets.header_bar import HeaderState
+
+if TYPE_CHECKING:  # names for the protocol's types only: the evidence recorder loads after the first frame
+    from datetime import datetime
+
+    from tau_tui.core.cluster.interfaces import ClusterBackend
+    from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
+    from tau_tui.core.operations.evidence.store import EvidenceStore
+    from tau_tui.core.operations.node_health_memo import NodeHealthMemo
+    from tau_tui.core.operations.recording.replay_clock import ReplayStatus
+    from tau_tui.core.operations.run_status_memo import RunStatusMemo
+    from tau_tui.settings.settings_file import AppSettings
+    from tau_tui.widgets.header_bar import HeaderState
 
 
 class PaneHost(ClusterHost, Protocol):

@@ -6,10 +6,13 @@ raise :class:`BackendUnavailable` with the message the no-cluster screen shows."
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.interfaces import ClusterBackend
-from tau_tui.core.cluster.kubeconfig import RequestTimeouts
+
+if TYPE_CHECKING:  # the kubernetes client loads only for a kubeconfig's cluster, never for a demo
+    from tau_tui.core.cluster.kubeconfig import RequestTimeouts
 
 
 class BackendUnavailable(Exception):

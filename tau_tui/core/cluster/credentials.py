@@ -11,7 +11,7 @@ an anonymous memory file (``memfd_create``) and hands out its
 memory goes away with the process however it ends.  Where memfd is missing
 (not Linux), the bytes go to a per-process 0700 directory under
 ``$XDG_RUNTIME_DIR`` (a per-user tmpfs) that is removed at exit and on
-SIGTERM/SIGHUP (:func:`install_exit_on_signals`).
+SIGTERM/SIGHUP (:func:`tau_tui.core.exit_signals.install_exit_on_signals`).
 
 The client also runs exec credential plugins without a time limit and, when
 one fails, only logs it (the request then fails as 401).
@@ -27,18 +27,18 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any, NoReturn
 
 from kubernetes.config import exec_provider as k8s_exec_provider
 from kubernetes.config import kube_config as k8s_kube_config
 from kubernetes.config.config_exception import ConfigException
+
+from tau_tui.core.exit_signals import install_exit_on_signals
 
 #: Seconds an exec credential plugin may run (interactive logins need more than a request).
 DEFAULT_EXEC_TIMEOUT = 60.0
@@ -195,22 +195,6 @@ def harden_kubernetes_client(exec_timeout: float | None = None) -> None:
     # name is refused by the type checker, so the module attribute is set by name.
     setattr(k8s_kube_config, "ExecProvider", BoundedExecProvider)  # noqa: B010
     _installed = True
-
-
-def install_exit_on_signals() -> None:
-    """SIGTERM and SIGHUP end the process through ``SystemExit`` so atexit clean-up runs.
-
-    Only from the main thread (Python's rule for signal handlers)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def leave(signum: int, _frame: FrameType | None) -> NoReturn:
-        signal.signal(signum, signal.SIG_DFL)  # a second signal ends it the hard way
-        raise SystemExit(128 + signum)
-
-    for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if signum is not None:
-            signal.signal(signum, leave)
 
 
 __all__ = [

@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from tau_tui.core.cluster.view_types import NodeView
-from tau_tui.core.gpuhealth.nodeview import NodeHealthView, view_holds_until
-from tau_tui.core.operations.gpufaults import NodeGpuFault, fault_of, heartbeat_period_of, node_health_view
+
+if TYPE_CHECKING:  # GPU health (its pydantic models) loads with the first judgement, in a reading thread
+    from tau_tui.core.gpuhealth.nodeview import NodeHealthView
+    from tau_tui.core.operations.gpufaults import NodeGpuFault
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,9 @@ class NodeHealthMemo:
         if hit is not None and hit.node is node and hit.judged_at <= now \
                 and (hit.holds_until is None or now <= hit.holds_until):
             return hit
+        from tau_tui.core.gpuhealth.nodeview import view_holds_until
+        from tau_tui.core.operations.gpufaults import fault_of, heartbeat_period_of, node_health_view
+
         view = node_health_view(node, now)
         judged = _Judged(node, view, fault_of(node, view) if view is not None else None, now,
                          view_holds_until(dict(node.raw), now, heartbeat_period_of(node)) if view is not None else None)

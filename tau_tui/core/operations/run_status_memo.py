@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tau_tui.core.cluster.view_types import EventView, JobView, PodView, RayJobView, WorkloadView
-from tau_tui.core.operations.gpufaults import NodeGpuFault
-from tau_tui.core.operations.runstatus import RunStatus
+
+if TYPE_CHECKING:  # types only: the app makes this memo before its first frame, the statuses come later
+    from tau_tui.core.operations.gpufaults import NodeGpuFault
+    from tau_tui.core.operations.runstatus import RunStatus
 
 
 @dataclass(frozen=True)

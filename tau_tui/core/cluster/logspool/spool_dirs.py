@@ -65,7 +65,7 @@ def clean_stale_spools(base: str | os.PathLike[str]) -> list[str]:
 def process_spool_dir(base: str | os.PathLike[str]) -> str:
     """This process's spool directory under ``base`` (0700, named ``pid-starttime``):
     created on first use after removing stale ones, and removed when the process exits
-    (atexit; SIGTERM/SIGHUP reach it through :func:`tau_tui.core.cluster.credentials.install_exit_on_signals`).
+    (atexit; SIGTERM/SIGHUP reach it through :func:`tau_tui.core.exit_signals.install_exit_on_signals`).
     Whatever escapes (SIGKILL, a crash) is removed by the next start's :func:`clean_stale_spools`."""
     key = os.path.abspath(base)
     with _process_dirs_lock:
