@@ -127,3 +127,85 @@ def test_log_stream_broken_mid_follow_has_every_line_once(t2, tmp_path):
         assert stream.spool.lines() == FAKE_LOG_LINES
     finally:
         env.close()
+
+
+@pytest.mark.harness
+@pytest.mark.t1
+def test_the_queue_kinds_are_listed_before_the_others(t1, monkeypatch):
+    """The first screen waits on Workloads: the other kinds' informers start only once every Kueue
+    kind has synced, so 20,000 Workloads do not share the server with pods, nodes and events."""
+    from tau_tui.core.cluster import real
+
+    started: list[tuple[ResourceKind, bool, bool]] = []  # (kind, node pods, every first kind synced then)
+    backend_box: list = []
+    original_start = real._Informer.start
+
+    def recording_start(informer):
+        first = [i for i in backend_box[0]._informers if i.kind in real.FIRST_LISTED and not i.node_pods]
+        started.append((informer.kind, informer.node_pods, all(i.synced.is_set() for i in first)))
+        original_start(informer)
+
+    monkeypatch.setattr(real._Informer, "start", recording_start)
+    backend = real.KubernetesBackend(t1.kubeconfig, all_namespaces=True, coalesce_window=0.05)
+    backend_box.append(backend)
+    try:
+        backend.start()
+        assert backend.wait_synced(timeout=60)
+    finally:
+        backend.close()
+    first = [entry for entry in started if entry[0] in real.FIRST_LISTED and not entry[1]]
+    later = [entry for entry in started if entry not in first]
+    assert {kind for kind, _, _ in first} == set(real.FIRST_LISTED)
+    assert later and len(first) + len(later) == len(ResourceKind) + 1  # every kind and the node pods
+    assert started[:len(first)] == first  # the Kueue kinds start first ...
+    assert all(synced for _, _, synced in later)  # ... and every other kind after they synced
+
+
+@pytest.mark.harness
+@pytest.mark.t1
+def test_a_backend_closed_before_the_queue_kinds_synced_starts_no_other_informer(t1, monkeypatch):
+    from tau_tui.core.cluster import real
+
+    monkeypatch.setattr(real, "FIRST_LIST_WAIT_S", 120.0)  # it ends on the first kinds being stopped
+
+    def slow_list(informer, *args):
+        informer.stop_event.wait(30)  # the first kinds' lists hang until the backend is closed
+        raise real.ApiFailure(0, "stopped", "stopped")
+
+    monkeypatch.setattr(real._Informer, "_list", slow_list)
+    backend = real.KubernetesBackend(t1.kubeconfig, all_namespaces=True, coalesce_window=0.05)
+    before = set(threading.enumerate())
+    backend.start()
+    starter = next(t for t in set(threading.enumerate()) - before if t.name == "tau-informer-later")
+    later = [i for i in backend._informers if i.kind not in real.FIRST_LISTED or i.node_pods]
+    backend.close()
+    starter.join(60)  # the first informers stopped: it ends, and finds every later one stopped
+    assert not starter.is_alive()
+    assert later and all(informer.ident is None for informer in later)
+
+
+@pytest.mark.harness
+@pytest.mark.t1
+def test_a_namespace_chosen_before_the_queue_kinds_synced_is_used_at_once(t1, monkeypatch):
+    """``:ns`` while the other kinds still wait: the namespaced informers are replaced (none of the
+    waiting ones was started, none is joined), and the new ones start at once."""
+    from tau_tui.core.cluster import real
+
+    monkeypatch.setattr(real, "FIRST_LIST_WAIT_S", 120.0)
+
+    def slow_list(informer, *args):
+        informer.stop_event.wait(30)
+        raise real.ApiFailure(0, "stopped", "stopped")
+
+    monkeypatch.setattr(real._Informer, "_list", slow_list)
+    backend = real.KubernetesBackend(t1.kubeconfig, all_namespaces=True, coalesce_window=0.05)
+    backend.start()
+    try:
+        backend.use_namespace("team-x")
+        namespaced = [i for i in backend._informers if i.kind.type.namespaced and not i.node_pods]
+        assert backend.namespace == "team-x"
+        assert namespaced and all(i.namespace == "team-x" and i.is_alive() for i in namespaced)
+        backend.use_namespace(None)  # and again: nothing left over from the first switch
+        assert all(i.namespace is None for i in backend._informers if i.kind.type.namespaced)
+    finally:
+        backend.close()

@@ -29,6 +29,7 @@ from tau_tui.core.cluster.errors import describe_transport_error, no_access_mess
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.kubeconfig import DEFAULT_TIMEOUTS, KubeconfigSource, RequestTimeouts
 from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
+from tau_tui.core.cluster.names import KUEUE_GROUP
 
 if TYPE_CHECKING:
     from urllib3 import BaseHTTPResponse
@@ -43,6 +44,12 @@ BACKOFF_MAX = 30.0
 FORBIDDEN_RETRY = 60.0
 STALE_AFTER_SECONDS = 30.0
 NODE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+#: Listed first, the other kinds once these have synced: the queue is what a user waits for, and
+#: listing every kind at once made 20,000 Workloads share a busy server with pods, nodes and events.
+FIRST_LISTED = frozenset(kind for kind in ResourceKind if kind.type.group == KUEUE_GROUP)
+#: How long the other kinds wait for the first ones at most (a server that never answers them).
+FIRST_LIST_WAIT_S = 20.0
+LATER_START_POLL_S = 0.05
 
 
 def resource_path(rt: ResourceType, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
@@ -359,15 +366,33 @@ class KubernetesBackend(BaseBackend):
             self._informers.append(_Informer(self, kind, self._namespace))
         if ResourceKind.NODE in self.kinds:
             self._informers.append(_Informer(self, ResourceKind.POD, None, node_pods=True))
-        for informer in self._informers:
+        first = [i for i in self._informers if i.kind in FIRST_LISTED and not i.node_pods]
+        later = [i for i in self._informers if i not in first]
+        for informer in first or later:
             informer.start()
+        if first and later:
+            threading.Thread(target=self._start_after_first, args=(first, later), daemon=True,
+                             name="tau-informer-later").start()
+
+    def _start_after_first(self, first: list[_Informer], later: list[_Informer]) -> None:
+        deadline = time.monotonic() + FIRST_LIST_WAIT_S
+        # A first kind that failed (a Kueue webhook down) or was stopped (`:ns`, a closed backend)
+        # holds the others back no longer.
+        while time.monotonic() < deadline and not all(
+                i.synced.is_set() or i.stop_event.is_set() or i.failing_since is not None for i in first):
+            time.sleep(LATER_START_POLL_S)
+        with self._lock:
+            for informer in later:
+                if not informer.stop_event.is_set():  # stopped meanwhile: a closed backend or another context
+                    informer.start()
 
     def _stop_informers(self) -> None:
         informers, self._informers = self._informers, []
         for informer in informers:
             informer.stop()
         for informer in informers:
-            informer.join(timeout=5)
+            if informer.ident is not None:  # one waiting for the first kinds never started
+                informer.join(timeout=5)
 
     def close(self) -> None:
         with self._lock:
@@ -438,7 +463,8 @@ class KubernetesBackend(BaseBackend):
             for informer in drop:
                 informer.stop()
             for informer in drop:
-                informer.join(timeout=5)
+                if informer.ident is not None:  # one still waiting for the first kinds never started
+                    informer.join(timeout=5)
                 self.cache.clear(informer.kind)
             self._informers = keep
             if self._started:
