@@ -7,6 +7,7 @@ opens on.  A pane opened later imports its module then (a few tens of millisecon
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 
 from textual.screen import Screen
@@ -41,3 +42,15 @@ def pane_mode(mode: str) -> Callable[[], Screen]:
 
 
 PANE_MODES: dict[str, str | Callable[[], Screen]] = {mode: pane_mode(mode) for mode in PANE_SCREENS}
+
+#: Loaded ahead of their first use once the first sync is done (:func:`import_pane_modules`).
+LATER_MODULES = (*(module for module, _ in PANE_SCREENS.values()), "tau_tui.screens.multikueue_wizard")
+
+
+def import_pane_modules() -> list[str]:
+    """A worker thread, in a quiet moment after the first sync: every pane's module, so that a
+    pane's first open does not import it on the UI thread.  Returns the modules it loaded."""
+    loaded = [name for name in LATER_MODULES if name not in sys.modules]
+    for name in loaded:
+        importlib.import_module(name)
+    return loaded

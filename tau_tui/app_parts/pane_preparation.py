@@ -20,6 +20,7 @@ from textual import work
 from textual.app import App
 from textual.screen import Screen
 
+from tau_tui.app_parts.pane_modes import import_pane_modules
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.screens.base import PaneScreen, read_place
 from tau_tui.screens.host import PaneHost
@@ -87,6 +88,12 @@ class PanePreparation(App):
             if not screen.read_ahead_running:
                 screen.start_read_ahead()
                 self._read_unopened_pane(screen, backend, read_place(backend))
+        # the other panes' modules, so that their first open imports nothing on the UI thread
+        self._import_pane_modules()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="pane-modules")
+    def _import_pane_modules(self) -> None:
+        import_pane_modules()
 
     @work(thread=True, exclusive=False, exit_on_error=False, group="pane-prepare")
     def _read_unopened_pane(self, screen: PaneScreen, backend: ClusterBackend, where: tuple) -> None:

@@ -43,3 +43,14 @@ def test_every_mode_makes_its_own_pane_screen():
         assert screen_class(mode).__name__ == name
         make = PANE_MODES[mode]
         assert callable(make) and make.__name__ == f"make_{mode}_screen"
+
+
+def test_the_other_panes_load_ahead_of_their_first_open():
+    probe = ("import json, sys; import tau_tui.cli, tau_tui.app; "
+             "from tau_tui.app_parts.pane_modes import LATER_MODULES, import_pane_modules; "
+             "loaded = import_pane_modules(); "
+             "print(json.dumps([sorted(loaded), sorted(m for m in LATER_MODULES if m in sys.modules), import_pane_modules()]))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    loaded, present, again = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(loaded) >= {"tau_tui.screens.compose", "tau_tui.screens.logs", "tau_tui.screens.multikueue_wizard"}
+    assert len(present) == len(set(PANE_SCREENS.values())) + 1 and again == []
