@@ -432,3 +432,16 @@ def test_objects_for_run_picks_by_owner_uid_and_job_name():
     assert [w.name for w in objs.workloads] == [f"job-{NAME}"]
     assert [p.name for p in objs.pods] == ["train-0"]
     assert not objs.manager_view
+
+
+def test_queued_batch_jobs_without_pods_share_the_phases_that_read_the_same():
+    """A first read of 20,000 runs made 180,000 phases that are the same for every queued batch Job
+    without pods: those are made once, and each run's own phases still say its own."""
+    first = compute_run_status(RunObjects(NS, NAME, job=job(), workloads=(PENDING,)))
+    second = compute_run_status(RunObjects(NS, NAME, job=job(suspend=True), workloads=(PENDING,)))
+    assert first.state == second.state == "queued"
+    shared = [a for a, b in zip(first.phases, second.phases, strict=True) if a is b]
+    assert [p.name for p in shared] == ["RayCluster", "Pod scheduling", "DRA allocation", "Image pull", "Init containers",
+                                        "Container start", "Ready", "RayJob", "Compute release"]
+    assert first.phase("Pod scheduling").detail == "no pods"  # not admitted: no pods are expected yet
+    assert first.phase("Submitted") is not second.phase("Submitted")
