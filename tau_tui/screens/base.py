@@ -175,6 +175,11 @@ NARROW_WIDTH = 100
 #: each: a quarter of one processor, so keys typed meanwhile hardly wait for the interpreter.
 READ_AHEAD_SLICE_S = 0.01
 READ_AHEAD_REST = 3.0
+#: A rest is at most this long, in naps of READ_AHEAD_REST_NAP_S that end once the pane is opened: a
+#: slice measured in wall time also counts the time the read waited for the interpreter, and a rest of
+#: three times that (2.9 s once) held back the Runs pane opened meanwhile.
+READ_AHEAD_LONGEST_REST_S = 0.1
+READ_AHEAD_REST_NAP_S = 0.01
 #: While keys come, a read sleeps between its steps (the interpreter released for the UI thread),
 #: at most MAX_KEY_NAPS_S in all per read, so it still finishes.
 MAX_KEY_NAPS_S = 1.0
@@ -466,15 +471,26 @@ class PaneScreen(Screen):
         if self._reading_ahead:  # nobody waits for it: leave the processor to the keys most of the time
             worked = time.monotonic() - self._paused_at
             if worked >= READ_AHEAD_SLICE_S:
-                time.sleep(worked * READ_AHEAD_REST)
+                self._rest(min(worked * READ_AHEAD_REST, READ_AHEAD_LONGEST_REST_S))
                 self._paused_at = time.monotonic()
-        self._nap_while_keys_come()
+        if self._nap_while_keys_come():  # a nap is not work: the next slice starts after it
+            self._paused_at = time.monotonic()
 
-    def _nap_while_keys_come(self) -> None:
+    def _rest(self, seconds: float) -> None:
+        """A read ahead's rest; it ends once the pane is opened (its read is then waited for)."""
+        while self._reading_ahead and seconds > 0:
+            nap = min(seconds, READ_AHEAD_REST_NAP_S)
+            self.nap(nap)
+            seconds -= nap
+
+    def _nap_while_keys_come(self) -> float:
         """A read shares the interpreter with the UI thread: while a person is pressing keys it
-        sleeps, so each key is answered at the UI thread's own speed, not at half of it."""
+        sleeps, so each key is answered at the UI thread's own speed, not at half of it.  Returns
+        the seconds slept."""
         host = self.tau
-        self.read_napped_s += give_way(lambda: host.key_hold_until, MAX_KEY_NAPS_S - self.read_napped_s, self.nap)
+        slept = give_way(lambda: host.key_hold_until, MAX_KEY_NAPS_S - self.read_napped_s, self.nap)
+        self.read_napped_s += slept
+        return slept
 
     def read_pane(self, generation: int, row_filter: RowFilter) -> Collected | CollectFailed | CollectAbandoned:
         """One refresh's read (a worker thread): the pane's data, or why it could not be read."""

@@ -154,3 +154,45 @@ async def test_the_evidence_recorder_waits_for_a_keys_hold_and_not_for_a_panes_r
         assert seen == [False]
         await pilot.press("j")
         assert recorder.person_waits_until() >= time.monotonic() + KEY_HOLDS_BACKGROUND_S - 0.1
+
+
+@async_test
+async def test_a_read_aheads_rest_is_bounded_ends_when_its_pane_opens_and_never_counts_a_nap_as_work(tmp_path):
+    """A read ahead rests READ_AHEAD_REST times as long as it worked, measured in wall time.  That
+    time also holds waits for the interpreter and naps for keys: a rest of three times it (2.9 s once)
+    held back the Runs pane opened meanwhile.  A rest is at most READ_AHEAD_LONGEST_REST_S, in naps that
+    end once the pane is opened, and a nap for keys starts the next slice after it."""
+    from tau_tui.screens.base import READ_AHEAD_LONGEST_REST_S, READ_AHEAD_REST_NAP_S
+
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        naps: list[float] = []
+        screen.nap = naps.append
+        app.key_hold_until = 0.0
+        screen._read_wanted = screen._reading_ahead = True
+        screen._paused_at = time.monotonic() - 5.0  # "worked" 5 s: mostly waiting for the interpreter
+        screen.keep_reading()
+        assert naps and max(naps) <= READ_AHEAD_REST_NAP_S + 1e-9
+        assert abs(sum(naps) - READ_AHEAD_LONGEST_REST_S) < 1e-9  # not 15 s
+
+        naps.clear()  # opened during a rest: the rest ends at its next nap
+
+        def nap_then_open(seconds: float) -> None:
+            naps.append(seconds)
+            screen._reading_ahead = False
+
+        screen.nap = nap_then_open
+        screen._paused_at = time.monotonic() - 5.0
+        screen.keep_reading()
+        assert len(naps) == 1
+
+        naps.clear()  # a nap for keys is not work: the slice after it starts when it ends
+        screen.nap = naps.append
+        screen.read_napped_s = 0.0
+        screen._paused_at = 0.0
+        app.key_hold_until = time.monotonic() + 0.2
+        screen.keep_reading()
+        assert naps and screen._paused_at > 0.0
+        app.key_hold_until = 0.0
