@@ -151,3 +151,19 @@ def test_kubeconfig_merges_several_files_like_kubectl(tmp_path, monkeypatch):
     write(second, "aks-dev", "dev-cluster", current="aks-dev")
     assert KubeconfigSource().current_context() == "prod"
     assert KubeconfigSource(f"{second}:{first}").current_context() == "aks-dev"
+
+
+def test_share_strings_keeps_the_object_and_shares_its_short_strings():
+    import json
+
+    from tau_tui.core.cluster.convert import SHARED_STRING_MAX, share_strings
+
+    text = json.dumps({"status": {"conditions": [{"type": "Admitted", "status": "True"}], "tags": ["a100", 3, None, True]},
+                       "long": "x" * (SHARED_STRING_MAX + 1), "n": 1})
+    first, second = json.loads(text), json.loads(text)
+    share_strings(first)
+    share_strings(second)
+    assert first == second == json.loads(text)  # the same content
+    assert first["status"]["conditions"][0]["type"] is second["status"]["conditions"][0]["type"]
+    assert first["status"]["tags"][0] is second["status"]["tags"][0]
+    assert first["long"] is not second["long"]  # long strings (messages) stay each object's own

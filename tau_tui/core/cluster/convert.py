@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from sys import intern
 from typing import Any
 
 from tau_tui.core.apifields import Condition, parse_conditions, parse_time
@@ -83,6 +84,32 @@ def _num(text: str) -> float:
 def format_time(value: datetime) -> str:
     """RFC 3339 with seconds precision, as the API server writes metadata times."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+#: Strings up to this long are shared between objects (names, reasons, timestamps, image names).
+SHARED_STRING_MAX = 64
+
+
+def share_strings(obj: dict[str, Any] | list[Any]) -> None:
+    """Replace each short string value in ``obj`` (in place, nested) by the interpreter's one copy.
+
+    A list from the API server decodes every value anew: 20,000 Workloads held 1.6 KB of string
+    values each, of which 0.23 KB were distinct ("True", "Admitted", "kueue.x-k8s.io", a queue's
+    name...).  About 20 µs an object, on the informer's thread."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if value.__class__ is str:
+                if len(value) <= SHARED_STRING_MAX:
+                    obj[key] = intern(value)
+            elif value.__class__ is dict or value.__class__ is list:
+                share_strings(value)
+    else:
+        for index, value in enumerate(obj):
+            if value.__class__ is str:
+                if len(value) <= SHARED_STRING_MAX:
+                    obj[index] = intern(value)
+            elif value.__class__ is dict or value.__class__ is list:
+                share_strings(value)
 
 
 def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:

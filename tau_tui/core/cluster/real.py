@@ -23,7 +23,7 @@ from kubernetes import client as k8s
 from tau_tui.core.cluster.cache import Dispatcher, ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
 from tau_tui.core.cluster.common import ApiFailure, BaseBackend
-from tau_tui.core.cluster.convert import format_time
+from tau_tui.core.cluster.convert import format_time, share_strings, strip_managed_fields
 from tau_tui.core.cluster.credentials import take_exec_failure
 from tau_tui.core.cluster.errors import describe_transport_error, no_access_message, not_authenticated_message
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
@@ -247,6 +247,7 @@ class _Informer(threading.Thread):
             for item in body.get("items") or ():
                 item.setdefault("apiVersion", self.kind.type.api_version)
                 item.setdefault("kind", self.kind.type.kind)
+                share_strings(strip_managed_fields(item))
                 items.append(item)
             meta = body.get("metadata") or {}
             rv = meta.get("resourceVersion", rv)
@@ -286,6 +287,7 @@ class _Informer(threading.Thread):
                     continue
                 obj.setdefault("apiVersion", self.kind.type.api_version)
                 obj.setdefault("kind", self.kind.type.kind)
+                share_strings(strip_managed_fields(obj))
                 self._apply(etype, obj)
                 self.resource_version = rv or self.resource_version
             self.watch_resumes += 1
