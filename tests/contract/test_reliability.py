@@ -172,18 +172,21 @@ def test_the_queue_kinds_are_listed_before_the_others(t1, monkeypatch):
     assert all(synced for _, _, synced in later)  # ... and every other kind after they synced
 
 
+def _list_until_stopped(informer, *_args):
+    """An informer's list that hangs until the informer is stopped (the first kinds never sync)."""
+    from tau_tui.core.cluster import real
+
+    informer.stop_event.wait(30)
+    raise real.ApiFailure(0, "stopped", "stopped")
+
+
 @pytest.mark.harness
 @pytest.mark.t1
 def test_a_backend_closed_before_the_queue_kinds_synced_starts_no_other_informer(t1, monkeypatch):
     from tau_tui.core.cluster import real
 
     monkeypatch.setattr(real, "FIRST_LIST_WAIT_S", 120.0)  # it ends on the first kinds being stopped
-
-    def slow_list(informer, *args):
-        informer.stop_event.wait(30)  # the first kinds' lists hang until the backend is closed
-        raise real.ApiFailure(0, "stopped", "stopped")
-
-    monkeypatch.setattr(real._Informer, "_list", slow_list)
+    monkeypatch.setattr(real._Informer, "_list", _list_until_stopped)
     backend = real.KubernetesBackend(t1.kubeconfig, all_namespaces=True, coalesce_window=0.05)
     before = set(threading.enumerate())
     backend.start()
@@ -203,12 +206,7 @@ def test_a_namespace_chosen_before_the_queue_kinds_synced_is_used_at_once(t1, mo
     from tau_tui.core.cluster import real
 
     monkeypatch.setattr(real, "FIRST_LIST_WAIT_S", 120.0)
-
-    def slow_list(informer, *args):
-        informer.stop_event.wait(30)
-        raise real.ApiFailure(0, "stopped", "stopped")
-
-    monkeypatch.setattr(real._Informer, "_list", slow_list)
+    monkeypatch.setattr(real._Informer, "_list", _list_until_stopped)
     backend = real.KubernetesBackend(t1.kubeconfig, all_namespaces=True, coalesce_window=0.05)
     backend.start()
     try:

@@ -96,20 +96,13 @@ def share_strings(obj: dict[str, Any] | list[Any]) -> None:
     A list from the API server decodes every value anew: 20,000 Workloads held 1.6 KB of string
     values each, of which 0.23 KB were distinct ("True", "Admitted", "kueue.x-k8s.io", a queue's
     name...).  About 20 µs an object, on the informer's thread."""
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            if value.__class__ is str:
-                if len(value) <= SHARED_STRING_MAX:
-                    obj[key] = intern(value)
-            elif value.__class__ is dict or value.__class__ is list:
-                share_strings(value)
-    else:
-        for index, value in enumerate(obj):
-            if value.__class__ is str:
-                if len(value) <= SHARED_STRING_MAX:
-                    obj[index] = intern(value)
-            elif value.__class__ is dict or value.__class__ is list:
-                share_strings(value)
+    entries: Iterable[tuple[Any, Any]] = obj.items() if isinstance(obj, dict) else enumerate(obj)
+    for key, value in entries:  # a value replaced under its own key or index: neither changes size
+        if value.__class__ is str:
+            if len(value) <= SHARED_STRING_MAX:
+                obj[key] = intern(value)
+        elif value.__class__ is dict or value.__class__ is list:
+            share_strings(value)
 
 
 def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
