@@ -38,8 +38,9 @@ from tau_tui.widgets.status_text import status_text, style_of
 from tau_tui.widgets.table_plan import TablePlan
 
 
-def _status_of(index: RunIndex, owner: JobView | RayJobView, gpu_faults: Mapping[str, NodeGpuFault]) -> RunStatus:
-    return compute_run_status(index.objects(owner, gpu_faults))
+def _status_of(index: RunIndex, owner: JobView | RayJobView, gpu_faults: Mapping[str, NodeGpuFault],
+               parts: tuple) -> RunStatus:
+    return compute_run_status(index.objects(owner, gpu_faults, parts))
 
 
 @dataclass
@@ -197,13 +198,13 @@ class RunsScreen(PaneScreen):
             if count % 256 == 0:
                 self.keep_reading()
             ns = owner.namespace or ""
-            run_workloads, run_pods, run_events = index.parts(owner)
+            parts = index.parts(owner)
             key = f"{ns}/{owner.name}"
-            inputs = RunInputs.of(owner, run_workloads, run_pods, run_events, gpu_faults)
-            status, computed = statuses.status(key, inputs, partial(_status_of, index, owner, gpu_faults))
+            inputs = RunInputs.of(owner, *parts, gpu_faults)
+            status, computed = statuses.status(key, inputs, partial(_status_of, index, owner, gpu_faults, parts))
             self.statuses_computed += computed
             if status.state == "failed":  # the backoff moves with the clock: decided on every read
-                data.decisions[key] = retry_decision(index.objects(owner, gpu_faults), now)
+                data.decisions[key] = retry_decision(index.objects(owner, gpu_faults, parts), now)
             data.matchable[key] = (f"{key} {status.state} {status.display_state} {status.kind} {status.queue or ''}",
                                    owner.labels)
             items.append((order[status.state], key, owner, status))
@@ -235,6 +236,8 @@ class RunsScreen(PaneScreen):
             items.append((order[status.state], key, None, status))
         previous = self._rows
         rows: dict[str, RunRow] = {}
+        # one state cell per (state, words): 20,000 rows share a few (nothing changes a cell once made)
+        state_cells: dict[tuple[str, str], Text] = {}
         for _, key, run_owner, status in sorted(items, key=lambda item: (item[0], item[1])):
             data.statuses[key] = status
             if run_owner is None:
@@ -245,8 +248,9 @@ class RunsScreen(PaneScreen):
             row = previous.get(key)
             if row is None or row.status is not status:
                 where = status.cluster or ("multikueue" if status.multikueue else "local")
-                row = RunRow(status, [status_text(status.state, status.display_state), key, status.kind,
-                                      status.queue or "—", where, run_age], run_age)
+                words = (status.state, status.display_state)
+                state_cell = state_cells.get(words) or state_cells.setdefault(words, status_text(*words))
+                row = RunRow(status, [state_cell, key, status.kind, status.queue or "—", where, run_age], run_age)
             elif row.age != run_age:  # every run's age, once a minute: only that cell is new
                 row = RunRow(status, [*row.cells[:-1], run_age], run_age)
             rows[key] = row

@@ -434,14 +434,39 @@ def test_objects_for_run_picks_by_owner_uid_and_job_name():
     assert not objs.manager_view
 
 
+def test_the_run_index_picks_what_objects_for_run_picks_without_scanning_again():
+    """The Runs pane, the recorder and ``tau-tui runs`` take a run's objects from the index (its own
+    only, looked up): they are the ones objects_for_run picks from the namespace's lists."""
+    from tau_tui.core.cluster.convert import event_view
+    from tau_tui.core.operations.run_index import RunIndex
+
+    other_wl = workload_view({"metadata": {"name": "other", "namespace": NS, "uid": "wl-2",
+                                           "labels": {"kueue.x-k8s.io/job-uid": "someone-else"}}, "spec": {}, "status": {}})
+    other_pod = pod_view({"metadata": {"name": "x", "namespace": NS, "uid": "p", "labels": {"job-name": "other"}},
+                          "spec": {}, "status": {}})
+
+    def event(name: str, about: str) -> Any:
+        return event_view({"metadata": {"name": name, "namespace": NS, "uid": name}, "reason": "R", "message": name,
+                           "involvedObject": {"kind": "Pod", "name": about, "namespace": NS}})
+
+    workloads, pods = [ADMITTED, other_wl], [pod(), other_pod, pod("train-1")]
+    events = [event("e1", "train-1"), event("e2", "x"), event("e3", NAME), event("e4", f"job-{NAME}"), event("e5", "train-0")]
+    owner = job()
+    picked = RunIndex(workloads, pods, events).objects(owner)
+    scanned = objects_for_run(NS, NAME, job=owner, ray_job=None, workloads=workloads, pods=pods, events=events)
+    assert picked == scanned
+    assert [e.name for e in picked.events] == ["e1", "e3", "e4", "e5"]  # in list order, merged from four objects
+    assert compute_run_status(picked) == compute_run_status(scanned)
+
+
 def test_queued_batch_jobs_without_pods_share_the_phases_that_read_the_same():
-    """A first read of 20,000 runs made 180,000 phases that are the same for every queued batch Job
-    without pods: those are made once, and each run's own phases still say its own."""
+    """A first read of 20,000 runs made 200,000 phases that are the same for every queued batch Job
+    on one cluster without pods: those are made once, and each run's own phases still say its own."""
     first = compute_run_status(RunObjects(NS, NAME, job=job(), workloads=(PENDING,)))
     second = compute_run_status(RunObjects(NS, NAME, job=job(suspend=True), workloads=(PENDING,)))
     assert first.state == second.state == "queued"
     shared = [a for a, b in zip(first.phases, second.phases, strict=True) if a is b]
-    assert [p.name for p in shared] == ["RayCluster", "Pod scheduling", "DRA allocation", "Image pull", "Init containers",
-                                        "Container start", "Ready", "RayJob", "Compute release"]
+    assert [p.name for p in shared] == ["MultiKueue placement", "RayCluster", "Pod scheduling", "DRA allocation", "Image pull",
+                                        "Init containers", "Container start", "Ready", "RayJob", "Compute release"]
     assert first.phase("Pod scheduling").detail == "no pods"  # not admitted: no pods are expected yet
     assert first.phase("Submitted") is not second.phase("Submitted")

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from tau_tui.core.cluster.view_types import EventView, JobView, PodView, RayJobView, WorkloadView
 from tau_tui.core.operations.gpufaults import NodeGpuFault
-from tau_tui.core.operations.runstatus import RunObjects, objects_for_run
+from tau_tui.core.operations.runstatus import RunObjects, run_objects
 
 
 class RunIndex:
@@ -44,15 +44,19 @@ class RunIndex:
         else:
             pods = []
         names = {owner.name} | {w.name for w in workloads} | {p.name for p in pods}
-        events = [e for _, e in sorted(item for name in names for item in self._events_by_name.get((ns, name), ()))]
-        return workloads, pods, events
+        found = [hit for name in names if (hit := self._events_by_name.get((ns, name)))]
+        if len(found) <= 1:  # most runs: no events, or only the owner's (already in list order)
+            return workloads, pods, [e for _, e in found[0]] if found else []
+        return workloads, pods, [e for _, e in sorted(item for hit in found for item in hit)]
 
     def ray_cluster_pods(self, namespace: str, ray_cluster: str) -> list[PodView]:
         """Pods of a Ray cluster (a cancelled RayJob's, once the RayJob is gone)."""
         return self._pods_by_label.get((namespace, "ray.io/cluster", ray_cluster), [])
 
-    def objects(self, owner: JobView | RayJobView, gpu_faults: Mapping[str, NodeGpuFault] | None = None) -> RunObjects:
-        workloads, pods, events = self.parts(owner)
-        return objects_for_run(owner.namespace or "", owner.name, job=owner if isinstance(owner, JobView) else None,
-                               ray_job=owner if isinstance(owner, RayJobView) else None, workloads=workloads,
-                               pods=pods, events=events, gpu_faults=gpu_faults)
+    def objects(self, owner: JobView | RayJobView, gpu_faults: Mapping[str, NodeGpuFault] | None = None,
+                parts: tuple[list[WorkloadView], list[PodView], list[EventView]] | None = None) -> RunObjects:
+        """The run's objects; ``parts``: what :meth:`parts` returned for it (looked up again if None)."""
+        workloads, pods, events = parts if parts is not None else self.parts(owner)
+        # the index picked the run's own objects: not scanned again (objects_for_run's filters)
+        return run_objects(owner.namespace or "", owner.name, owner if isinstance(owner, JobView) else None,
+                           owner if isinstance(owner, RayJobView) else None, workloads, pods, events, gpu_faults)

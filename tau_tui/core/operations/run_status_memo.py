@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import TYPE_CHECKING
 
 from tau_tui.core.cluster.view_types import EventView, JobView, PodView, RayJobView, WorkloadView
@@ -40,7 +41,7 @@ class RunInputs:
 
 
 def _same_objects(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    return len(a) == len(b) and all(map(is_, a, b))  # C-level: a Runs read compares 60,000 of these
 
 
 class RunStatusMemo:
