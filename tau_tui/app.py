@@ -145,6 +145,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
         self.theme_changed_signal.subscribe(self, lambda _theme: self._sync_palette())
         self._sync_palette()
         self.switch_mode(self.start_pane)
+        self.import_pane_modules_soon()
         self.set_interval(self.settings.refresh_tick, self._tick, name="refresh-tick")
         for problem in self.problems:
             self.notify(problem, title="config", severity="warning", timeout=10)
@@ -266,9 +267,9 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
         try:
             self.evidence_recorder = EvidenceRecorder(backend, self.evidence, self.now, statuses=self.run_statuses,
                                                       node_health=self.node_health,
-                                                      # keys only, not panes' reads: its first pass works out the
-                                                      # run statuses the Runs pane's first read would otherwise
-                                                      person_waits_until=lambda: self.key_hold_until).start()
+                                                      # keys, and a pane's first read: the statuses either works
+                                                      # out are the other's (one memo)
+                                                      person_waits_until=self.person_waits_until).start()
         except Exception as err:  # evidence is a record, not the app: say so and go on
             self.call_from_thread(self.notify, f"evidence recorder not started: {err}", severity="warning")
 

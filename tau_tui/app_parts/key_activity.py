@@ -7,6 +7,7 @@ import time
 from textual import events
 from textual.app import App
 
+from tau_tui.core.cluster.give_way import NAP_SLICE_S
 from tau_tui.core.cluster.interfaces import ClusterBackend
 
 #: How long after a key the background work in this process (the simulated cluster's controllers,
@@ -22,6 +23,15 @@ class KeyActivity(App):
     _last_key_at: float = 0.0
     #: Until when (monotonic) the app's own reads in worker threads nap for keys (PaneScreen.keep_reading).
     key_hold_until: float = 0.0
+    #: A pane is open whose first rows are not shown yet (PaneScreen sets it on the UI thread).
+    first_rows_awaited: bool = False
+
+    def person_waits_until(self) -> float:
+        """Until when (monotonic) work nobody asked for (the evidence recorder) gives way: a key's
+        hold, or while a pane's first read is waited for, a moment more each time it asks."""
+        if self.first_rows_awaited:
+            return max(self.key_hold_until, time.monotonic() + NAP_SLICE_S)
+        return self.key_hold_until
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):

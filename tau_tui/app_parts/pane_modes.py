@@ -47,10 +47,13 @@ PANE_MODES: dict[str, str | Callable[[], Screen]] = {mode: pane_mode(mode) for m
 LATER_MODULES = (*(module for module, _ in PANE_SCREENS.values()), "tau_tui.screens.multikueue_wizard")
 
 
-def import_pane_modules() -> list[str]:
-    """A worker thread, in a quiet moment after the first sync: every pane's module, so that a
-    pane's first open does not import it on the UI thread.  Returns the modules it loaded."""
+def import_pane_modules(between: Callable[[], object] | None = None) -> list[str]:
+    """A worker thread, after the first frame: every pane's module, so that a pane's first open
+    does not import it on the UI thread.  ``between`` runs before each module (the app's worker
+    naps there while keys come).  Returns the modules it loaded."""
     loaded = [name for name in LATER_MODULES if name not in sys.modules]
     for name in loaded:
+        if between is not None:
+            between()
         importlib.import_module(name)
     return loaded

@@ -21,8 +21,9 @@ from textual.app import App
 from textual.screen import Screen
 
 from tau_tui.app_parts.pane_modes import import_pane_modules
+from tau_tui.core.cluster.give_way import NAP_SLICE_S, give_way
 from tau_tui.core.cluster.interfaces import ClusterBackend
-from tau_tui.screens.base import PaneScreen, read_place
+from tau_tui.screens.base import MAX_KEY_NAPS_S, PaneScreen, read_place
 from tau_tui.screens.host import PaneHost
 
 #: Panes read before they are first opened.
@@ -32,6 +33,10 @@ QUIET_BEFORE_READING_S = 1.5
 #: Seconds the panes wait for such a quiet moment, from when the pane on screen first has rows: a
 #: person who keeps pressing keys would otherwise open Runs to a read of a second or more.
 LONGEST_WAIT_FOR_QUIET_S = 5.0
+#: After the first frame, the other panes' modules wait this long for the first pane's rows (while
+#: it waits for a cluster's first list): a small cluster's rows come first, a large one's list is
+#: still on its way when they load.
+PANE_IMPORTS_WAIT_FOR_FIRST_ROWS_S = 1.0
 
 
 class PanePreparation(App):
@@ -42,9 +47,15 @@ class PanePreparation(App):
     _unopened_panes: dict[str, PaneScreen]
     #: When the last key came (monotonic, kept by KeyActivity): read ahead only after a quiet moment.
     _last_key_at: float
+    #: Until when (monotonic, kept by KeyActivity) work in threads naps for keys, and whether a
+    #: pane's first rows are waited for (set by the pane).
+    key_hold_until: float
+    first_rows_awaited: bool
     #: When the pane on screen first had its rows while the read ahead waited (None: not yet).
     _preparation_waits_since: float | None = None
     longest_wait_for_quiet_s = LONGEST_WAIT_FOR_QUIET_S
+    #: Until when (monotonic) the pane modules wait for the first pane's rows.
+    _pane_imports_wait_until = 0.0
 
     def use_prepared_panes(self) -> None:
         """Make the modes of :data:`PREPARED_PANES` open the screen read ahead, when there is one."""
@@ -88,12 +99,27 @@ class PanePreparation(App):
             if not screen.read_ahead_running:
                 screen.start_read_ahead()
                 self._read_unopened_pane(screen, backend, read_place(backend))
-        # the other panes' modules, so that their first open imports nothing on the UI thread
-        self._import_pane_modules()
+
+    def import_pane_modules_soon(self) -> None:
+        """UI thread, once the first frame is drawn: the other panes' modules load in a worker while
+        the cluster's first list (or the demo's world) is on its way, so that no pane's first open
+        imports on the UI thread, and no import shares the processor with the first rows."""
+        self._pane_imports_wait_until = time.monotonic() + PANE_IMPORTS_WAIT_FOR_FIRST_ROWS_S
+        self.call_after_refresh(self._import_pane_modules)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="pane-modules")
     def _import_pane_modules(self) -> None:
-        import_pane_modules()
+        import_pane_modules(between=lambda: give_way(self._pane_imports_hold_until, MAX_KEY_NAPS_S))
+
+    def _pane_imports_hold_until(self) -> float:
+        """A key's hold, or while the first pane's rows are waited for and either the cluster is
+        synced (they are being read) or it is still the first moment (a small cluster's list, the
+        small demo's world, is in by then: its first screen comes first; a large one's is not)."""
+        backend = self.backend
+        if self.first_rows_awaited and (time.monotonic() < self._pane_imports_wait_until
+                                        or (backend is not None and backend.wait_synced(timeout=0))):
+            return time.monotonic() + NAP_SLICE_S
+        return self.key_hold_until
 
     @work(thread=True, exclusive=False, exit_on_error=False, group="pane-prepare")
     def _read_unopened_pane(self, screen: PaneScreen, backend: ClusterBackend, where: tuple) -> None:

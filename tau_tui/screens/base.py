@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from rich.text import Text
 from textual import events, on, work
+from textual._context import active_app
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -30,6 +31,7 @@ from tau_tui.core.cluster.give_way import give_way
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.screens.host import PaneHost
+from tau_tui.startup.heap import collections_held
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import PANES, HeaderBar
 from tau_tui.widgets.keyed_table import KeyedTable
@@ -180,6 +182,8 @@ READ_AHEAD_REST = 3.0
 #: three times that (2.9 s once) held back the Runs pane opened meanwhile.
 READ_AHEAD_LONGEST_REST_S = 0.1
 READ_AHEAD_REST_NAP_S = 0.01
+#: While another pane's first rows are waited for, a read ahead rests, for at most this long each time.
+READ_AHEAD_YIELDS_AT_MOST_S = 2.0
 #: While keys come, a read sleeps between its steps (the interpreter released for the UI thread),
 #: at most MAX_KEY_NAPS_S in all per read, so it still finishes.
 MAX_KEY_NAPS_S = 1.0
@@ -273,6 +277,9 @@ class PaneScreen(Screen):
         #: Seconds the read in progress slept for keys (:meth:`keep_reading`), and how it sleeps.
         self.read_napped_s = 0.0
         self.nap: Callable[[float], None] = time.sleep
+        #: The app's key hold when this pane first opened with no rows: its first read naps only for
+        #: keys that came after (the one that opened it asks for that read), 0.0 once rows are shown.
+        self._opened_with_hold = 0.0
         self.ticks_skipped = 0
         self.refreshes_applied = 0
         self.ticks_unchanged = 0
@@ -299,6 +306,13 @@ class PaneScreen(Screen):
         self.prepared_shown = 0
         self._status = Text("")
         self._host: PaneHost | None = None
+        # Made while the app runs: marked as styled now.  Textual's first switch to a mode whose
+        # screen is unmarked re-parses the whole stylesheet and restyles the screen being left
+        # (``App._init_mode``), half of a pane's first open; this one is styled as it mounts.  A
+        # CSS or theme change between now and then still restyles it, as the count differs.
+        app = active_app.get(None)
+        if app is not None:
+            self._css_update_count = app._css_update_count
 
     @property
     def tau(self) -> PaneHost:
@@ -347,6 +361,7 @@ class PaneScreen(Screen):
 
     def on_screen_suspend(self) -> None:
         self._read_wanted = False
+        self.tau.first_rows_awaited = False
         self._suspended_with = self._app_look()
 
     def _app_look(self) -> tuple:
@@ -366,6 +381,9 @@ class PaneScreen(Screen):
         needs its own resume handler calls this one.)"""
         if self.resumed_before and not self.app.SUSPENDED_SCREEN_CLASS and self._suspended_with == self._app_look():
             event.refresh_styles = False
+        if not self.resumed_before:
+            self._opened_with_hold = self.tau.key_hold_until
+            self.tau.first_rows_awaited = True
         self.resumed_before = True
         self._read_wanted = True
         self._reading_ahead = False  # opened while read ahead: that read no longer rests
@@ -473,12 +491,16 @@ class PaneScreen(Screen):
             if worked >= READ_AHEAD_SLICE_S:
                 self._rest(min(worked * READ_AHEAD_REST, READ_AHEAD_LONGEST_REST_S))
                 self._paused_at = time.monotonic()
+            if self.tau.first_rows_awaited:  # another pane's first rows are waited for: they come first
+                self._rest(READ_AHEAD_YIELDS_AT_MOST_S, while_awaited=True)
+                self._paused_at = time.monotonic()
         if self._nap_while_keys_come():  # a nap is not work: the next slice starts after it
             self._paused_at = time.monotonic()
 
-    def _rest(self, seconds: float) -> None:
-        """A read ahead's rest; it ends once the pane is opened (its read is then waited for)."""
-        while self._reading_ahead and seconds > 0:
+    def _rest(self, seconds: float, while_awaited: bool = False) -> None:
+        """A read ahead's rest; it ends once the pane is opened (its read is then waited for), and
+        ``while_awaited``, once no pane's first rows are waited for."""
+        while self._reading_ahead and seconds > 0 and (not while_awaited or self.tau.first_rows_awaited):
             nap = min(seconds, READ_AHEAD_REST_NAP_S)
             self.nap(nap)
             seconds -= nap
@@ -488,7 +510,9 @@ class PaneScreen(Screen):
         sleeps, so each key is answered at the UI thread's own speed, not at half of it.  Returns
         the seconds slept."""
         host = self.tau
-        slept = give_way(lambda: host.key_hold_until, MAX_KEY_NAPS_S - self.read_napped_s, self.nap)
+        opened_with = self._opened_with_hold
+        slept = give_way(lambda: host.key_hold_until if host.key_hold_until > opened_with else 0.0,
+                         MAX_KEY_NAPS_S - self.read_napped_s, self.nap)
         self.read_napped_s += slept
         return slept
 
@@ -504,7 +528,11 @@ class PaneScreen(Screen):
             freshness = self.read_freshness()
             self.collect_freshness = freshness
             self.collect_filter = row_filter
-            data = self.collect()
+            if self.refreshes_applied == 0 and self.prepared_shown == 0:  # the first: every row is new
+                with collections_held():
+                    data = self.collect()
+            else:
+                data = self.collect()
             backend = self.tau.backend
             faults = fault_summary(gpu_problems(backend.gpu_health())) if self.SHOWS_GPU_FAULTS and backend else None
         except ReadAbandoned:
@@ -600,6 +628,8 @@ class PaneScreen(Screen):
         self._run_deferred()
 
     def _show_read(self, message: Collected) -> None:
+        self._opened_with_hold = 0.0  # rows are shown: later reads nap for every key
+        self.tau.first_rows_awaited = False
         with self.app.batch_update():
             self.show_freshness(message.freshness, message.gpu_faults)
             self.apply(message.data)
@@ -617,6 +647,7 @@ class PaneScreen(Screen):
     @on(CollectFailed)
     def _on_collect_failed(self, message: CollectFailed) -> None:
         self.refresh_running = False
+        self.tau.first_rows_awaited = False  # nothing more to wait for: the failure is shown
         self.set_status(Text(f"⚠ refresh failed: {message.error}", style="bold"))
         self._run_deferred()
 

@@ -132,9 +132,9 @@ async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_t
 
 
 @async_test
-async def test_the_evidence_recorder_waits_for_a_keys_hold_and_not_for_a_panes_read(tmp_path):
-    """What the recorder naps for: a key's hold.  Not a pane's read: its first pass works out the run
-    statuses the Runs pane's first read would otherwise work out itself."""
+async def test_the_evidence_recorder_waits_for_a_keys_hold_and_not_for_a_panes_later_reads(tmp_path):
+    """What the recorder naps for: a key's hold.  Not the refresh of a pane that shows its rows: the
+    recorder's first pass works out the run statuses that pane's reads would otherwise."""
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(120, 30)) as pilot:
         await settle_until(pilot, lambda: app.evidence_recorder is not None)
@@ -196,3 +196,72 @@ async def test_a_read_aheads_rest_is_bounded_ends_when_its_pane_opens_and_never_
         screen.keep_reading()
         assert naps and screen._paused_at > 0.0
         app.key_hold_until = 0.0
+
+
+@async_test
+async def test_a_panes_first_read_is_waited_for_the_recorder_and_read_aheads_give_way(tmp_path, monkeypatch):
+    """A pane opened with no rows yet: the person waits for that read.  The evidence recorder naps
+    (a moment more each time it asks), a read ahead of another pane rests, and the read itself naps
+    only for keys that come after the one that opened the pane.  Once the rows are shown, all is as
+    before."""
+    from tau_tui.screens.base import READ_AHEAD_REST_NAP_S, READ_AHEAD_YIELDS_AT_MOST_S
+    from tau_tui.screens.multikueue import MultiKueueScreen
+
+    read_may_end = threading.Event()
+    collect = MultiKueueScreen.collect
+
+    def held_collect(self):
+        read_may_end.wait(30)
+        return collect(self)
+
+    monkeypatch.setattr(MultiKueueScreen, "collect", held_collect)
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle_until(pilot, lambda: app.evidence_recorder is not None)
+        recorder = app.evidence_recorder
+        app.key_hold_until = 0.0
+        await pilot.press("7")  # MultiKueue, never opened: its first read is held above
+        pane = app.screen
+        assert app.current_mode == "multikueue" and app.first_rows_awaited
+        opened_with = app.key_hold_until
+        assert pane._opened_with_hold == opened_with > time.monotonic()
+        assert recorder.person_waits_until() > time.monotonic()
+
+        naps: list[float] = []
+        pane.nap = naps.append
+        pane.read_napped_s = 0.0
+        pane._nap_while_keys_come()
+        assert naps == []  # the key that opened it asked for this read
+        app.key_hold_until = opened_with + 0.2  # a key after it
+        pane._nap_while_keys_come()
+        assert naps
+        app.key_hold_until = 0.0
+
+        ahead = MultiKueueScreen()  # another pane's read ahead, while that one is waited for
+        ahead._host = app
+        ahead._read_wanted = ahead._reading_ahead = True
+        ahead._paused_at = time.monotonic()
+        rests: list[float] = []
+
+        def rest_then_rows_shown(seconds: float) -> None:
+            rests.append(seconds)
+            if len(rests) == 5:
+                app.first_rows_awaited = False
+
+        ahead.nap = rest_then_rows_shown
+        ahead.keep_reading()
+        assert len(rests) == 5 and max(rests) <= READ_AHEAD_REST_NAP_S + 1e-9  # ends as the rows come
+        rests.clear()
+        app.first_rows_awaited = True
+        ahead.nap = rests.append
+        ahead.keep_reading()
+        assert abs(sum(rests) - READ_AHEAD_YIELDS_AT_MOST_S) < 1e-6  # bounded each time
+
+        read_may_end.set()
+        await settle_until(pilot, lambda: pane.refreshes_applied > 0)
+        assert not app.first_rows_awaited and pane._opened_with_hold == 0.0
+        assert recorder.person_waits_until() < time.monotonic()
+        await pilot.press("3")
+        assert not app.first_rows_awaited  # left: nobody waits
+        await pilot.press("7")  # opened again: its rows are there, nothing is waited for
+        assert not app.first_rows_awaited

@@ -5,6 +5,7 @@ refresh with nothing changed computes no run status, a slow read backs the next 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -264,6 +265,31 @@ def test_the_tau_tui_process_tunes_and_freezes_its_collector_and_a_test_process_
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     # small young collections; full ones only when the app settles the heap (never on an allocation)
     assert out == ["0", "True", "10000", "5", "1000000000"]
+
+
+def test_a_first_read_holds_collections_off_and_freezes_what_it_built():
+    """A pane's first read builds 20,000 statuses and rows that stay: no collection walks them while
+    they are made (nested holds and holds from two threads included), none after (frozen).  A test
+    process, whose collector is not tuned, is left as it is."""
+    code = ("import gc, json, threading; from tau_tui.startup.heap import collections_held, tune_collector\n"
+            "seen = []\n"
+            "with collections_held(): seen.append(gc.isenabled())\n"
+            "tune_collector(); frozen = gc.get_freeze_count()\n"
+            "inner_done = threading.Event(); outer_may_end = threading.Event()\n"
+            "def other():\n"
+            "    with collections_held(): inner_done.set(); outer_may_end.wait(10)\n"
+            "    seen.append(gc.isenabled())\n"
+            "with collections_held():\n"
+            "    kept = [[i] for i in range(1000)]\n"
+            "    with collections_held(): seen.append(gc.isenabled())\n"
+            "    seen.append(gc.isenabled())\n"
+            "    t = threading.Thread(target=other); t.start(); inner_done.wait(10)\n"
+            "seen.append(gc.isenabled()); outer_may_end.set(); t.join(10)\n"
+            "print(json.dumps([seen, gc.isenabled(), gc.get_freeze_count() - frozen >= 1000]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    seen, enabled_after, froze = json.loads(out.strip().splitlines()[-1])
+    # untuned: untouched; nested: still off; the other thread's hold outlives the first: still off
+    assert seen == [True, False, False, False, True] and enabled_after and froze
 
 
 @async_test

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from tau_tui.app_parts.pane_modes import PANE_MODES, PANE_SCREENS, screen_class
+from tests.app.helpers import async_test, make_app, settle, settle_until
 
 #: Loaded later, by what needs them: a kubeconfig's cluster, a sub-command, a pane, the recorder.
 NOT_BEFORE_THE_FIRST_FRAME = (
@@ -54,3 +55,59 @@ def test_the_other_panes_load_ahead_of_their_first_open():
     loaded, present, again = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(loaded) >= {"tau_tui.screens.compose", "tau_tui.screens.logs", "tau_tui.screens.multikueue_wizard"}
     assert len(present) == len(set(PANE_SCREENS.values())) + 1 and again == []
+
+
+@async_test
+async def test_the_other_panes_load_while_the_first_list_is_on_its_way(tmp_path, monkeypatch):
+    """After the first frame, not after the first sync: the panes' modules load while the cluster's
+    first list (the demo's world) comes, one at a time, each after a nap for keys if one came."""
+    import tau_tui.app_parts.pane_preparation as preparation
+
+    calls: list[bool] = []
+
+    def recorded(between=None):
+        calls.append(callable(between))
+        return []
+
+    monkeypatch.setattr(preparation, "import_pane_modules", recorded)
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle_until(pilot, lambda: calls)
+        assert calls == [True]
+
+
+def test_loading_the_pane_modules_calls_between_before_each():
+    probe = ("import json, sys; import tau_tui.cli, tau_tui.app; "
+             "from tau_tui.app_parts.pane_modes import import_pane_modules; "
+             "seen = []; loaded = import_pane_modules(between=lambda: seen.append(len(sys.modules))); "
+             "print(json.dumps([len(loaded), len(seen)]))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    loaded, between = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded > 0 and between == loaded
+
+
+@async_test
+async def test_a_panes_first_open_does_not_restyle_the_whole_app(tmp_path, monkeypatch):
+    """Textual re-parses the stylesheet and restyles the screen being left when it first switches to
+    a mode whose screen is not marked as styled: half of a pane's first open.  A pane made while the
+    app runs is marked; a theme change meanwhile still restyles it."""
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        refreshes: list[str] = []
+        refresh_css = app.refresh_css
+
+        def counted(animate: bool = True) -> None:
+            refreshes.append(app.current_mode)
+            refresh_css(animate)
+
+        monkeypatch.setattr(app, "refresh_css", counted)
+        for key in ("7", "2", "3"):
+            await pilot.press(key)
+            await settle(pilot)
+        assert refreshes == []
+        assert app.current_mode == "queue"
+        made = PANE_MODES["compose"]()  # made ahead, as the Runs and Nodes panes are
+        assert made._css_update_count == app._css_update_count
+        app._invalidate_css()  # as a theme change does: that screen is restyled when it opens
+        assert made._css_update_count != app._css_update_count
