@@ -47,14 +47,16 @@ def test_every_mode_makes_its_own_pane_screen():
 
 
 def test_the_other_panes_load_ahead_of_their_first_open():
+    """Each after ``between`` (the app's worker naps there while keys come)."""
     probe = ("import json, sys; import tau_tui.cli, tau_tui.app; "
              "from tau_tui.app_parts.pane_modes import LATER_MODULES, import_pane_modules; "
-             "loaded = import_pane_modules(); "
-             "print(json.dumps([sorted(loaded), sorted(m for m in LATER_MODULES if m in sys.modules), import_pane_modules()]))")
+             "seen = []; loaded = import_pane_modules(between=lambda: seen.append(1)); "
+             "print(json.dumps([sorted(loaded), sorted(m for m in LATER_MODULES if m in sys.modules), "
+             "import_pane_modules(), len(seen)]))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
-    loaded, present, again = json.loads(done.stdout.strip().splitlines()[-1])
+    loaded, present, again, between = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(loaded) >= {"tau_tui.screens.compose", "tau_tui.screens.logs", "tau_tui.screens.multikueue_wizard"}
-    assert len(present) == len(set(PANE_SCREENS.values())) + 1 and again == []
+    assert len(present) == len(set(PANE_SCREENS.values())) + 1 and again == [] and between == len(loaded)
 
 
 @async_test
@@ -74,16 +76,6 @@ async def test_the_other_panes_load_while_the_first_list_is_on_its_way(tmp_path,
     async with app.run_test(size=(120, 30)) as pilot:
         await settle_until(pilot, lambda: calls)
         assert calls == [True]
-
-
-def test_loading_the_pane_modules_calls_between_before_each():
-    probe = ("import json, sys; import tau_tui.cli, tau_tui.app; "
-             "from tau_tui.app_parts.pane_modes import import_pane_modules; "
-             "seen = []; loaded = import_pane_modules(between=lambda: seen.append(len(sys.modules))); "
-             "print(json.dumps([len(loaded), len(seen)]))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
-    loaded, between = json.loads(done.stdout.strip().splitlines()[-1])
-    assert loaded > 0 and between == loaded
 
 
 @async_test
