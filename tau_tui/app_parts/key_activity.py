@@ -23,8 +23,13 @@ class KeyActivity(App):
     _last_key_at: float = 0.0
     #: Until when (monotonic) the app's own reads in worker threads nap for keys (PaneScreen.keep_reading).
     key_hold_until: float = 0.0
-    #: A pane is open whose first rows are not shown yet (PaneScreen sets it on the UI thread).
-    first_rows_awaited: bool = False
+    #: The pane on screen whose first rows are not shown yet (set and cleared by that pane, on the UI
+    #: thread), or None.
+    first_rows_awaited_by: object | None = None
+
+    @property
+    def first_rows_awaited(self) -> bool:
+        return self.first_rows_awaited_by is not None
 
     def person_waits_until(self) -> float:
         """Until when (monotonic) work nobody asked for (the evidence recorder) gives way: a key's

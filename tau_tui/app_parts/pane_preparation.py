@@ -50,7 +50,7 @@ class PanePreparation(App):
     #: Until when (monotonic, kept by KeyActivity) work in threads naps for keys, and whether a
     #: pane's first rows are waited for (set by the pane).
     key_hold_until: float
-    first_rows_awaited: bool
+    first_rows_awaited_by: object | None
     #: When the pane on screen first had its rows while the read ahead waited (None: not yet).
     _preparation_waits_since: float | None = None
     longest_wait_for_quiet_s = LONGEST_WAIT_FOR_QUIET_S
@@ -116,7 +116,7 @@ class PanePreparation(App):
         synced (they are being read) or it is still the first moment (a small cluster's list, the
         small demo's world, is in by then: its first screen comes first; a large one's is not)."""
         backend = self.backend
-        if self.first_rows_awaited and (time.monotonic() < self._pane_imports_wait_until
+        if self.first_rows_awaited_by is not None and (time.monotonic() < self._pane_imports_wait_until
                                         or (backend is not None and backend.wait_synced(timeout=0))):
             return time.monotonic() + NAP_SLICE_S
         return self.key_hold_until

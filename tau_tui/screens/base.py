@@ -70,6 +70,11 @@ class Freshness:
         return self.connection is not None and self.connection.status is not ConnectionStatus.CONNECTED
 
     @property
+    def syncing(self) -> bool:
+        """A view's first list is not finished: what a read shows is "loading", not the rows."""
+        return any(v.status is ViewStatus.SYNCING for v in self.views.values())
+
+    @property
     def stale(self) -> bool:
         """The data shown may be out of date (connection down or a view failing)."""
         return self.disconnected or any(v.status is ViewStatus.ERROR for v in self.views.values())
@@ -277,9 +282,11 @@ class PaneScreen(Screen):
         #: Seconds the read in progress slept for keys (:meth:`keep_reading`), and how it sleeps.
         self.read_napped_s = 0.0
         self.nap: Callable[[float], None] = time.sleep
-        #: The app's key hold when this pane first opened with no rows: its first read naps only for
-        #: keys that came after (the one that opened it asks for that read), 0.0 once rows are shown.
+        #: The app's key hold when this pane was opened with no rows: its read naps only for keys that
+        #: came after (the one that opened it asks for that read); 0.0 once rows are shown.
         self._opened_with_hold = 0.0
+        #: A read made with every view synced was shown (rows, or why there are none): not "loading".
+        self._rows_shown = False
         self.ticks_skipped = 0
         self.refreshes_applied = 0
         self.ticks_unchanged = 0
@@ -361,7 +368,7 @@ class PaneScreen(Screen):
 
     def on_screen_suspend(self) -> None:
         self._read_wanted = False
-        self.tau.first_rows_awaited = False
+        self._no_longer_awaited()
         self._suspended_with = self._app_look()
 
     def _app_look(self) -> tuple:
@@ -381,9 +388,9 @@ class PaneScreen(Screen):
         needs its own resume handler calls this one.)"""
         if self.resumed_before and not self.app.SUSPENDED_SCREEN_CLASS and self._suspended_with == self._app_look():
             event.refresh_styles = False
-        if not self.resumed_before:
+        if not self._rows_shown:  # its first rows are what the person waits for
             self._opened_with_hold = self.tau.key_hold_until
-            self.tau.first_rows_awaited = True
+            self.tau.first_rows_awaited_by = self
         self.resumed_before = True
         self._read_wanted = True
         self._reading_ahead = False  # opened while read ahead: that read no longer rests
@@ -528,7 +535,7 @@ class PaneScreen(Screen):
             freshness = self.read_freshness()
             self.collect_freshness = freshness
             self.collect_filter = row_filter
-            if self.refreshes_applied == 0 and self.prepared_shown == 0:  # the first: every row is new
+            if not self._rows_shown and not self._reading_ahead:  # waited for, and every row is new
                 with collections_held():
                     data = self.collect()
             else:
@@ -628,8 +635,10 @@ class PaneScreen(Screen):
         self._run_deferred()
 
     def _show_read(self, message: Collected) -> None:
-        self._opened_with_hold = 0.0  # rows are shown: later reads nap for every key
-        self.tau.first_rows_awaited = False
+        if not message.freshness.syncing:  # rows, or why there are none; not "loading"
+            self._rows_shown = True
+            self._opened_with_hold = 0.0  # later reads nap for every key
+            self._no_longer_awaited()
         with self.app.batch_update():
             self.show_freshness(message.freshness, message.gpu_faults)
             self.apply(message.data)
@@ -647,9 +656,14 @@ class PaneScreen(Screen):
     @on(CollectFailed)
     def _on_collect_failed(self, message: CollectFailed) -> None:
         self.refresh_running = False
-        self.tau.first_rows_awaited = False  # nothing more to wait for: the failure is shown
+        self._no_longer_awaited()  # nothing more to wait for: the failure is shown
         self.set_status(Text(f"⚠ refresh failed: {message.error}", style="bold"))
         self._run_deferred()
+
+    def _no_longer_awaited(self) -> None:
+        """This pane's first rows are shown, or it failed or left: another pane's wait stays."""
+        if self.tau.first_rows_awaited_by is self:
+            self.tau.first_rows_awaited_by = None
 
     def _run_deferred(self) -> None:
         if self._rerun:

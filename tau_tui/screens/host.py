@@ -47,9 +47,12 @@ class PaneHost(ClusterHost, Protocol):
     node_health: NodeHealthMemo
     #: Until when (monotonic) reads in worker threads nap for a person pressing keys.
     key_hold_until: float
-    #: A pane is open and its first rows are not shown yet (set by the pane, on the UI thread): the
-    #: recorder gives way to its read as to a key.
-    first_rows_awaited: bool
+    #: The pane on screen whose first rows are not shown yet (set and cleared by that pane, on the UI
+    #: thread), or None: the recorder and read aheads give way to its read.
+    first_rows_awaited_by: object | None
+
+    @property
+    def first_rows_awaited(self) -> bool: ...
 
     def now(self) -> datetime:
         """Cluster time (the backend's clock when it has one)."""

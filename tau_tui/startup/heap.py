@@ -62,7 +62,8 @@ def collections_held() -> Iterator[None]:
     process only; any thread, nested or at once).  A pane's first read builds 20,000 rows and
     statuses that stay alive: each young and middle collection during it walked what it had built
     so far again (a quarter of a cold Runs read), and one collection after it walked all of it
-    (0.3 s).  Frozen, they are freed by reference counting as before when the pane drops them."""
+    (0.3 s).  Frozen, they are freed by reference counting as before when the pane drops them; a
+    cycle that became garbage since the last settle stays, once per pane's first read."""
     global _holds
     if not _tuned:
         yield

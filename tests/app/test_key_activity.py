@@ -222,17 +222,18 @@ async def test_a_panes_first_read_is_waited_for_the_recorder_and_read_aheads_giv
         app.key_hold_until = 0.0
         await pilot.press("7")  # MultiKueue, never opened: its first read is held above
         pane = app.screen
-        assert app.current_mode == "multikueue" and app.first_rows_awaited
+        assert app.current_mode == "multikueue" and app.first_rows_awaited_by is pane
         opened_with = app.key_hold_until
-        assert pane._opened_with_hold == opened_with > time.monotonic()
-        assert recorder.person_waits_until() > time.monotonic()
+        assert pane._opened_with_hold == opened_with > 0.0
+        assert recorder.person_waits_until() > time.monotonic()  # a moment more each time it asks
 
         naps: list[float] = []
         pane.nap = naps.append
         pane.read_napped_s = 0.0
+        app.key_hold_until = pane._opened_with_hold = time.monotonic() + 3600  # that key's hold, however slow the machine
         pane._nap_while_keys_come()
         assert naps == []  # the key that opened it asked for this read
-        app.key_hold_until = opened_with + 0.2  # a key after it
+        app.key_hold_until += 0.2  # a key after it
         pane._nap_while_keys_come()
         assert naps
         app.key_hold_until = 0.0
@@ -240,26 +241,39 @@ async def test_a_panes_first_read_is_waited_for_the_recorder_and_read_aheads_giv
         ahead = MultiKueueScreen()  # another pane's read ahead, while that one is waited for
         ahead._host = app
         ahead._read_wanted = ahead._reading_ahead = True
-        ahead._paused_at = time.monotonic()
+        ahead._paused_at = time.monotonic() + 3600  # its own slice's rest is not what is counted here
         rests: list[float] = []
 
         def rest_then_rows_shown(seconds: float) -> None:
             rests.append(seconds)
             if len(rests) == 5:
-                app.first_rows_awaited = False
+                app.first_rows_awaited_by = None
 
         ahead.nap = rest_then_rows_shown
         ahead.keep_reading()
         assert len(rests) == 5 and max(rests) <= READ_AHEAD_REST_NAP_S + 1e-9  # ends as the rows come
         rests.clear()
-        app.first_rows_awaited = True
+        app.first_rows_awaited_by = pane
+        ahead._paused_at = time.monotonic() + 3600
         ahead.nap = rests.append
         ahead.keep_reading()
         assert abs(sum(rests) - READ_AHEAD_YIELDS_AT_MOST_S) < 1e-6  # bounded each time
+        ahead._no_longer_awaited()  # another pane's rows: its wait stays
+        assert app.first_rows_awaited_by is pane
+
+        from tau_tui.core.cluster.changes import ViewState, ViewStatus
+        from tau_tui.screens.base import Freshness
+
+        kind = pane.VIEW_KINDS[0]  # a real cluster's first list not finished: "loading" is not the rows
+        loading = Freshness(views={kind: ViewState(kind, ViewStatus.SYNCING)})
+        pane.apply = lambda data: None  # what it shows does not matter here: that it was "loading" does
+        pane._show_read(pane.Collected(None, 0, loading))
+        del pane.apply
+        assert app.first_rows_awaited_by is pane and not pane._rows_shown
 
         read_may_end.set()
         await settle_until(pilot, lambda: pane.refreshes_applied > 0)
-        assert not app.first_rows_awaited and pane._opened_with_hold == 0.0
+        assert app.first_rows_awaited_by is None and pane._opened_with_hold == 0.0 and pane._rows_shown
         assert recorder.person_waits_until() < time.monotonic()
         await pilot.press("3")
         assert not app.first_rows_awaited  # left: nobody waits
