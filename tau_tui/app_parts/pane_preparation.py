@@ -13,6 +13,7 @@ only while it is on screen, as before; nothing is read again in the background.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any, cast
 
@@ -21,7 +22,7 @@ from textual.app import App
 from textual.screen import Screen
 
 from tau_tui.app_parts.pane_modes import import_pane_modules
-from tau_tui.core.cluster.give_way import NAP_SLICE_S, give_way
+from tau_tui.core.cluster.give_way import give_way
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.screens.base import MAX_KEY_NAPS_S, PaneScreen, read_place
 from tau_tui.screens.host import PaneHost
@@ -47,10 +48,10 @@ class PanePreparation(App):
     _unopened_panes: dict[str, PaneScreen]
     #: When the last key came (monotonic, kept by KeyActivity): read ahead only after a quiet moment.
     _last_key_at: float
-    #: Until when (monotonic, kept by KeyActivity) work in threads naps for keys, and whether a
-    #: pane's first rows are waited for (set by the pane).
+    #: Until when (monotonic, kept by KeyActivity) work in threads naps for keys, and for keys or a
+    #: pane's first read (KeyActivity's).
     key_hold_until: float
-    first_rows_awaited_by: object | None
+    person_waits_until: Callable[[], float]
     #: When the pane on screen first had its rows while the read ahead waited (None: not yet).
     _preparation_waits_since: float | None = None
     longest_wait_for_quiet_s = LONGEST_WAIT_FOR_QUIET_S
@@ -112,13 +113,12 @@ class PanePreparation(App):
         import_pane_modules(between=lambda: give_way(self._pane_imports_hold_until, MAX_KEY_NAPS_S))
 
     def _pane_imports_hold_until(self) -> float:
-        """A key's hold, or while the first pane's rows are waited for and either the cluster is
-        synced (they are being read) or it is still the first moment (a small cluster's list, the
-        small demo's world, is in by then: its first screen comes first; a large one's is not)."""
+        """As for the recorder (a key's hold, or a pane's first read), but a first read only once the
+        cluster is synced (its rows are being read) or in the first moment (a small cluster's list,
+        the small demo's world, is in by then: its first screen comes first; a large one's is not)."""
         backend = self.backend
-        if self.first_rows_awaited_by is not None and (time.monotonic() < self._pane_imports_wait_until
-                                        or (backend is not None and backend.wait_synced(timeout=0))):
-            return time.monotonic() + NAP_SLICE_S
+        if time.monotonic() < self._pane_imports_wait_until or (backend is not None and backend.wait_synced(timeout=0)):
+            return self.person_waits_until()
         return self.key_hold_until
 
     @work(thread=True, exclusive=False, exit_on_error=False, group="pane-prepare")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -535,10 +536,8 @@ class PaneScreen(Screen):
             freshness = self.read_freshness()
             self.collect_freshness = freshness
             self.collect_filter = row_filter
-            if not self._rows_shown and not self._reading_ahead:  # waited for, and every row is new
-                with collections_held():
-                    data = self.collect()
-            else:
+            waited_for = not self._rows_shown and not self._reading_ahead  # and every row is new
+            with collections_held() if waited_for else nullcontext():
                 data = self.collect()
             backend = self.tau.backend
             faults = fault_summary(gpu_problems(backend.gpu_health())) if self.SHOWS_GPU_FAULTS and backend else None

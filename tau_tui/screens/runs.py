@@ -249,7 +249,9 @@ class RunsScreen(PaneScreen):
             if row is None or row.status is not status:
                 where = status.cluster or ("multikueue" if status.multikueue else "local")
                 words = (status.state, status.display_state)
-                state_cell = state_cells.get(words) or state_cells.setdefault(words, status_text(*words))
+                state_cell = state_cells.get(words)
+                if state_cell is None:
+                    state_cell = state_cells[words] = status_text(*words)
                 row = RunRow(status, [state_cell, key, status.kind, status.queue or "—", where, run_age], run_age)
             elif row.age != run_age:  # every run's age, once a minute: only that cell is new
                 row = RunRow(status, [*row.cells[:-1], run_age], run_age)
