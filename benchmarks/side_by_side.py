@@ -275,12 +275,12 @@ def latency_run(name: str, command: list[str], env: dict, api: Api, names: list[
     # drawn before its answer came back (the watch can beat the response) counts as 0.
     from_answer = sorted(max(0.0, first_seen[s] - driver.answered[s]) for s in first_seen if s in driver.answered)
     server_s = sorted(driver.answered[s] - driver.sent[s][1] for s in driver.answered)
-    def pct(p: float, values: list[float] = latencies) -> float | None:
+    def pct(values: list[float], p: float) -> float | None:
         return values[min(len(values) - 1, int(p * len(values)))] if values else None
     return {"sent": len(driver.sent), "patch_errors": driver.errors, "driver_late": driver.late, "shown": len(latencies),
-            "p50_s": pct(0.50), "p99_s": pct(0.99), "max_s": latencies[-1] if latencies else None,
-            "answered": len(driver.answered), "patch_p50_s": pct(0.50, server_s), "patch_p99_s": pct(0.99, server_s),
-            "from_answer_p50_s": pct(0.50, from_answer), "from_answer_p99_s": pct(0.99, from_answer),
+            "p50_s": pct(latencies, 0.50), "p99_s": pct(latencies, 0.99), "max_s": latencies[-1] if latencies else None,
+            "answered": len(driver.answered), "patch_p50_s": pct(server_s, 0.50), "patch_p99_s": pct(server_s, 0.99),
+            "from_answer_p50_s": pct(from_answer, 0.50), "from_answer_p99_s": pct(from_answer, 0.99),
             "captures": captures, "rss_peak_mb": max(rss_peak, hwm), "achieved_rate": len(driver.sent) / seconds}
 
 
