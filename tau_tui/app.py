@@ -58,6 +58,11 @@ if TYPE_CHECKING:  # loaded in the workers that start them, after the first fram
     from tau_tui.core.operations.recording.writer import SessionRecorder
 
 
+#: How often the shown pane looks whether a kind it reads moved (generation counters only): a watch
+#: event is on screen about this long after it reached the cache, not up to a whole refresh tick.
+CHANGE_POLL_S = 0.1
+
+
 class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActivity, HeapUpkeep):
     """tau-tui."""
 
@@ -147,6 +152,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
         self.switch_mode(self.start_pane)
         self.import_pane_modules_soon()
         self.set_interval(self.settings.refresh_tick, self._tick, name="refresh-tick")
+        self.set_interval(CHANGE_POLL_S, self._redraw_what_moved, name="change-poll")
         for problem in self.problems:
             self.notify(problem, title="config", severity="warning", timeout=10)
         if self.backend is not None:
@@ -341,6 +347,11 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActi
             screen.tick()
         elif hasattr(screen, "tick"):
             screen.tick()  # drill-down screens
+
+    def _redraw_what_moved(self) -> None:
+        """Between ticks: the shown pane reads again as soon as a kind it reads moved."""
+        if self.screen_stack and isinstance(self.screen, PaneScreen):
+            self.screen.tick_if_moved()
 
     def header_state(self, pane: str, crumbs: str, filter_text: str) -> HeaderState:
         backend = self.backend

@@ -227,6 +227,9 @@ class PaneScreen(Screen):
     #: (unless forced): on a big cluster the reads share the interpreter with the UI thread, and
     #: this keeps them to about a third of it, so keys are answered while the cluster churns.
     REFRESH_BACKOFF = 2.0
+    #: While a first list still comes in page by page (the rows shown are the part listed so far),
+    #: reads are farther apart: at most a sixth of the interpreter, the rest for decoding the list.
+    LISTING_BACKOFF = 5.0
     #: Show the cluster's GPU faults in the banner (the panes a user opens first: queue, runs).
     SHOWS_GPU_FAULTS = False
     #: The pane's tables filter themselves (apply gives each row's text and labels): typing in the
@@ -450,7 +453,8 @@ class PaneScreen(Screen):
                 and now - self._collected_at < self.MAX_UNCHANGED_S):
             self.ticks_unchanged += 1
             return
-        if not force and now - self._collect_finished_at < self.REFRESH_BACKOFF * self._collect_seconds:
+        backoff = self.LISTING_BACKOFF if self.freshness.syncing else self.REFRESH_BACKOFF
+        if not force and now - self._collect_finished_at < backoff * self._collect_seconds:
             self.ticks_backed_off += 1
             return
         self._drawn_signature = signature
@@ -460,6 +464,15 @@ class PaneScreen(Screen):
         self._collect_generation += 1
         self.collects_started += 1
         self._collect_worker(self._collect_generation, RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh())
+
+    def tick_if_moved(self) -> None:
+        """The app's change poll (every 0.1 s): a refresh once a kind this pane reads moved since
+        what is drawn was read; the clock's refresh (ages, ``MAX_UNCHANGED_S``) stays the tick's."""
+        if self.refresh_running or self._drawn_signature is None:
+            return  # a refresh runs (its end looks again), or the pane never read: the tick's to start
+        signature = self.data_signature()
+        if signature is not None and signature != self._drawn_signature:
+            self.tick()
 
     def data_signature(self) -> tuple | None:
         """What the pane's data depends on: the generations of :attr:`READ_KINDS` (cache

@@ -216,13 +216,17 @@ class QueueScreen(PaneScreen):
                 queue = (w.namespace or "", w.queue_name or "")
                 if queue in lq_names:
                     pending_by_queue.setdefault(queue, []).append(w)
-        waiting_for_positions = not self._read_once and \
-            sum(len(queued) for queued in pending_by_queue.values()) > ROWS_BEFORE_POSITIONS_OVER
-        self._read_once = True
+        # the first list still comes in, page by page: its rows are shown, positions once it is whole
+        listed = self.collect_freshness.views.get(ResourceKind.WORKLOAD)
+        listing = listed is not None and listed.status is ViewStatus.SYNCING and bool(workloads)
+        listed_so_far = (listed.message if listed is not None else "") or "first list not finished"
+        waiting_for_positions = listing or (not self._read_once and sum(
+            len(queued) for queued in pending_by_queue.values()) > ROWS_BEFORE_POSITIONS_OVER)
+        self._read_once = self._read_once or not listing
         reports: dict[tuple[str, str], CachedPositions] = {}
         problems: list[str] = []
         if waiting_for_positions:
-            data.positions_to_read = True
+            data.positions_to_read = not listing  # listing: the list's end moves the generation
         else:
             reports, problems = self._positions.update(pending_by_queue, backend.pending_positions_local_queue)
         if problems:
@@ -290,12 +294,15 @@ class QueueScreen(PaneScreen):
         self._row_cache = rows_cache
         if backend.view_state(ResourceKind.WORKLOAD).status in (ViewStatus.FORBIDDEN, ViewStatus.NOT_INSTALLED):
             workload_summary = "not readable"  # unknown, never "0 pending"
+        elif listing:  # partial counts would read as the queue's
+            workload_summary = f"◌ still listing ({listed_so_far}); " \
+                               f"counts and positions ({POSITION_READING}) once it is done"
         else:
             workload_summary = ", ".join(f"{n} {w}" for w, n in counts.items())
         summary = f"{len(cqs)} CQ · {len(lqs)} LQ · workloads: " + workload_summary
         if estimated:
             summary += " · ~N: position estimated (visibility API unavailable)"
-        if waiting_for_positions:
+        if waiting_for_positions and not listing:
             summary += f" · {POSITION_READING} reading positions"
         data.status = data.status or summary
         data.workload_plan = self.plan_table("workloads-table", data.workload_rows,

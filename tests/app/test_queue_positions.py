@@ -78,3 +78,35 @@ async def test_a_large_first_read_shows_rows_before_positions_and_reads_them_rig
     finally:
         queue_screen.ROWS_BEFORE_POSITIONS_OVER = original
         queue_screen.QueueScreen.apply = apply  # type: ignore[method-assign]
+
+
+@async_test
+async def test_rows_of_a_first_list_still_coming_in_are_shown_and_their_positions_read_once_it_is_whole(tmp_path):
+    """A real cluster's first list of Workloads comes page by page (the view syncing meanwhile): the
+    rows listed so far are shown at once, marked as not counted yet, and no position is asked for
+    until the list is whole; then they are, with no key pressed."""
+    from tau_tui.core.cluster.changes import ViewStatus
+    from tau_tui.core.cluster.kinds import ResourceKind
+    from tau_tui.screens.queue import POSITION_READING
+    from tests.app.helpers import settle_until
+
+    world, backend = demo_backend()
+    asked: list[tuple[str, str]] = []
+    ask = backend.pending_positions_local_queue
+    backend.pending_positions_local_queue = lambda ns, lq: asked.append((ns, lq)) or ask(ns, lq)  # type: ignore[method-assign]
+    backend.cache.set_state(ResourceKind.WORKLOAD, ViewStatus.SYNCING, "12 listed so far")
+    app = make_app(tmp_path, backend, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = app.screen
+        await settle(pilot)
+        table = screen.query_one("#workloads-table", KeyedTable)
+        pending = [key for key, wl in screen.data.workloads.items() if wl.status_word == "pending"]
+        assert pending and all(table.cells_of(key)[1].plain == POSITION_READING for key in pending)
+        status = screen._status.plain
+        assert "still listing (12 listed so far)" in status and " pending" not in status  # no partial counts
+        assert not asked
+        backend.cache.set_state(ResourceKind.WORKLOAD, ViewStatus.READY)
+        await settle_until(pilot, lambda: all(table.cells_of(key)[1].plain.startswith(("#", "~")) for key in pending))
+        assert all(table.cells_of(key)[1].plain.startswith(("#", "~")) for key in pending)
+        assert "still listing" not in screen._status.plain and " pending" in screen._status.plain
+        assert asked

@@ -491,6 +491,37 @@ async def test_readonly_says_why_a_key_does_nothing(tmp_path):
 
 
 @async_test
+async def test_a_change_is_read_without_waiting_for_the_refresh_tick(tmp_path):
+    """The change poll (every 0.1 s) starts the pane's refresh once a kind it reads moved; the tick
+    (a minute here) would be far later.  Bounded by pauses, never by the clock; no settle (it ticks)."""
+    from tau_tui.app import CHANGE_POLL_S
+    from tau_tui.core.cluster.kinds import ResourceKind
+    from tau_tui.settings.settings_file import AppSettings
+    from tests.app.helpers import demo_backend
+
+    _, backend = demo_backend()
+    app = make_app(tmp_path, backend, start_pane="queue", settings=AppSettings(refresh_tick=60.0))
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = app.screen
+        for _ in range(400):
+            await pilot.pause(CHANGE_POLL_S)
+            if screen.refreshes_applied and not screen.refresh_running:
+                break
+        assert screen.refreshes_applied >= 1
+        started, polls = screen.collects_started, 0
+        for _ in range(20):  # nothing moved: the poll starts no read
+            await pilot.pause(CHANGE_POLL_S / 2)
+        assert screen.collects_started == started
+        workload = backend.workloads()[0]
+        backend._api_patch(ResourceKind.WORKLOAD.type, workload.name, workload.namespace,
+                           {"metadata": {"labels": {"touched": "yes"}}}, False)
+        while screen.collects_started == started and polls < 400:
+            await pilot.pause(CHANGE_POLL_S)
+            polls += 1
+        assert screen.collects_started == started + 1, "the change never started a refresh"
+
+
+@async_test
 async def test_tick_rereads_only_when_a_generation_moved(tmp_path):
     from tests.app.helpers import demo_backend
 

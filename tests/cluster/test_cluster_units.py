@@ -105,6 +105,29 @@ def test_cache_coalesces_and_drops_duplicates():
     assert batches[-1] is batch or batches[-1] == batch
 
 
+def test_a_first_list_is_shown_page_by_page_and_its_end_replaces_the_kind():
+    """Pages of a first list go into the cache while the view stays SYNCING (its message says how
+    many); the list's end replaces the kind (what was deleted meanwhile goes); a relist of a kind
+    already shown is never shown by halves."""
+    kind = R.WORKLOAD_PRIORITY_CLASS
+    cache = ObjectCache()
+    cache.add_listed_page(kind, [_obj("a", 1), _obj("b", 1)], 2)
+    state = cache.view_state(kind)
+    assert state.status is ViewStatus.SYNCING and state.message == "2 listed so far"
+    assert sorted(v.name for v in cache.list(kind)) == ["a", "b"]
+    generation = cache.generation(kind)
+    cache.add_listed_page(kind, [_obj("b", 1), _obj("c", 2)], 1_004)  # b again, unchanged: not stored
+    assert cache.view_state(kind).message == "1,004 listed so far"
+    assert cache.generation(kind) == generation + 2  # c stored, and the message
+    cache.replace(kind, [_obj("a", 1), _obj("c", 2)])  # the whole list: b was deleted meanwhile
+    cache.set_state(kind, ViewStatus.READY)
+    assert sorted(v.name for v in cache.list(kind)) == ["a", "c"]
+    events = {(e.obj.name, e.type) for e in cache.flush().events}
+    assert events == {("a", ChangeType.ADDED), ("c", ChangeType.ADDED)}  # b came and went
+    cache.add_listed_page(kind, [_obj("d", 3)], 1)  # shown already: a relist's page is not shown
+    assert cache.get(kind, "d") is None and cache.view_state(kind).status is ViewStatus.READY
+
+
 def test_node_allocation_unknown_until_pods_readable():
     cache = ObjectCache()
     node = {"metadata": {"name": "n1", "resourceVersion": "1"},

@@ -172,6 +172,44 @@ def test_the_queue_kinds_are_listed_before_the_others(t1, monkeypatch):
     assert all(synced for _, _, synced in later)  # ... and every other kind after they synced
 
 
+@pytest.mark.harness
+@pytest.mark.t1
+def test_a_queue_kinds_first_list_is_shown_page_by_page(t1, monkeypatch):
+    """The first screen shows the first page of Workloads, not the 20,000th: each page of a Kueue
+    kind's first list is in the cache while the view still says it is syncing (and how many are
+    listed), and the list's end makes the view ready with exactly what the server holds."""
+    from tau_tui.core.cluster import real
+    from tau_tui.core.cluster.cache import ObjectCache
+    from tau_tui.core.cluster.changes import ViewStatus
+
+    env = RealEnv(t1, "t1")
+    try:
+        prefix = f"pages-{env.unique_namespace('p')}-"
+        for i in range(5):
+            env.create(WPC.type, h.priority_class(f"{prefix}{i}", i))
+        monkeypatch.setattr(real, "LIST_PAGE", 2)
+        pages: list[tuple[int, ViewStatus, str, int]] = []  # (listed, view status, message, objects cached)
+        add_listed_page = ObjectCache.add_listed_page
+
+        def recording(cache, kind, items, listed):
+            add_listed_page(cache, kind, items, listed)
+            if kind is WPC:
+                state = cache.view_state(kind)
+                pages.append((listed, state.status, state.message, len(cache.list(kind))))
+
+        monkeypatch.setattr(ObjectCache, "add_listed_page", recording)
+        backend = env.backend()
+        assert wait_real(lambda: _cache_names(backend, prefix) == _server_names(env, prefix))
+        assert backend.view_state(WPC).status is ViewStatus.READY
+        total = len(env.admin.request("GET", resource_path(WPC.type))["items"])
+        assert len(pages) == (total - 1) // 2  # every page but the last, which ends the list
+        assert [listed for listed, _, _, _ in pages] == [2 * (n + 1) for n in range(len(pages))]
+        assert all(status is ViewStatus.SYNCING and message == f"{listed:,} listed so far" and cached == listed
+                   for listed, status, message, cached in pages)
+    finally:
+        env.close()
+
+
 def _list_until_stopped(informer, *_args):
     """An informer's list that hangs until the informer is stopped (the first kinds never sync)."""
     from tau_tui.core.cluster import real

@@ -47,6 +47,10 @@ NODE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 #: Listed first, the other kinds once these have synced: the queue is what a user waits for, and
 #: listing every kind at once made 20,000 Workloads share a busy server with pods, nodes and events.
 FIRST_LISTED = frozenset(kind for kind in ResourceKind if kind.type.group == KUEUE_GROUP)
+#: Kinds whose first list is shown page by page while it goes on (the view stays "syncing" until its
+#: end, and the panes say so): the queue screen's rows come with the first page, not after 20,000
+#: Workloads.  Jobs, pods and events are still put in the cache whole, at the end of their list.
+SHOWN_WHILE_LISTED = FIRST_LISTED
 #: How long the other kinds wait for the first ones at most (a server that never answers them).
 FIRST_LIST_WAIT_S = 20.0
 LATER_START_POLL_S = 0.05
@@ -244,7 +248,8 @@ class _Informer(threading.Thread):
         rv = None
         for _ in range(100_000 // LIST_PAGE + 1):
             body = http.request("GET", path, [("limit", LIST_PAGE), ("continue", token), ("fieldSelector", selector)])
-            for item in body.get("items") or ():
+            page = body.get("items") or []
+            for item in page:
                 item.setdefault("apiVersion", self.kind.type.api_version)
                 item.setdefault("kind", self.kind.type.kind)
                 share_strings(strip_managed_fields(item))
@@ -252,6 +257,8 @@ class _Informer(threading.Thread):
             meta = body.get("metadata") or {}
             rv = meta.get("resourceVersion", rv)
             token = meta.get("continue")
+            if token and self.kind in SHOWN_WHILE_LISTED and not self.node_pods:
+                self.backend.cache.add_listed_page(self.kind, page, len(items))
             if not token:
                 break
         self._replace(items)

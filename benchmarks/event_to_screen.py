@@ -1,0 +1,206 @@
+"""Event to screen on `--demo large` (no Go needed): how long a Workload's change takes to reach the
+queue pane's table while the cluster changes at RATE changes/s.
+
+The app is `TauApp(demo="large")` (20,000 Workloads, 2,000 nodes, the simulated cluster in its own
+process, ticking in real time) driven through Textual's pilot at 160x48 on the queue pane, all
+namespaces. Once the workloads are shown, a driver merge-patches `spec.queueName` of BENCH_ROWS
+pending Workloads round robin to `q-<sequence>` at RATE/s for SECONDS, from a pool of threads (the
+side-by-side benchmark's change, on the simulated cluster). A write returns once its change is in
+the app's cache, so the time from that return to the table is the app's own: the change poll, the
+pane's read, the plan and its application on the UI thread. The table's state is looked at every
+2 ms on the UI thread; a change's latency is the first look whose Queue cell reads `q-<sequence>`,
+minus the moment its write returned (a value overwritten before the table showed it is counted as
+not shown). Also: how many refreshes the queue pane made and what each one's read cost (its
+worker's time: the cost of a queue-pane tick under that churn), the UI thread's frame time over that minute (the longest gaps between its looks,
+which is how long a key would have waited), and peak RSS.
+
+Prints medians over --repeat launches with min..max, the machine and the date; raw numbers go to
+benchmarks/results/event_to_screen.json.
+
+Run: .venv/bin/python benchmarks/event_to_screen.py [--repeat 3] [--rate 200] [--seconds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from machine_info import machine  # noqa: E402
+from percentiles import percentile  # noqa: E402
+
+from tau_tui.app import TauApp  # noqa: E402
+from tau_tui.core.cluster.kinds import ResourceKind  # noqa: E402
+from tau_tui.core.operations.audit import AuditLog  # noqa: E402
+from tau_tui.screens.queue import WORKLOAD_COLUMNS  # noqa: E402
+from tau_tui.settings.settings_file import AppSettings, LoadedSettings  # noqa: E402
+from tau_tui.startup.heap import tune_collector  # noqa: E402
+from tau_tui.widgets.keyed_table import KeyedTable  # noqa: E402
+
+BENCH_ROWS = 20
+LOOK_S = 0.002
+WAIT_LIMIT_S = 600.0
+QUEUE_CELL = next(index for index, column in enumerate(WORKLOAD_COLUMNS) if column.key == "queue")
+
+
+class Driver(threading.Thread):
+    """Merge-patches spec.queueName at ``rate``/s for ``seconds``, paced by the wall clock."""
+
+    def __init__(self, backend, targets: list[tuple[str, str]], rate: float, seconds: float) -> None:
+        super().__init__(daemon=True)
+        self.backend, self.targets, self.rate, self.seconds = backend, targets, rate, seconds
+        self.sent: dict[int, float] = {}
+        self.cached: dict[int, float] = {}  # when the write returned: its change is in the app's cache
+        self.errors = 0
+        self.late = 0
+
+    def run(self) -> None:
+        total = int(self.rate * self.seconds)
+        start = time.monotonic()
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            for seq in range(total):
+                wait = start + seq / self.rate - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                elif wait < -0.5:
+                    self.late += 1
+                pool.submit(self._patch, seq, *self.targets[seq % len(self.targets)])
+
+    def _patch(self, seq: int, namespace: str, name: str) -> None:
+        self.sent[seq] = time.monotonic()
+        try:
+            self.backend._api_patch(ResourceKind.WORKLOAD.type, name, namespace, {"spec": {"queueName": f"q-{seq}"}}, False)
+            self.cached[seq] = time.monotonic()
+        except Exception:
+            self.errors += 1
+
+
+def table_rows(app) -> int:
+    try:
+        table = app.screen.query_one("#workloads-table", KeyedTable)
+    except Exception:
+        return 0
+    return len(table.state.cells)
+
+
+async def wait_until(predicate, limit: float = WAIT_LIMIT_S) -> None:
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > limit:
+            raise TimeoutError("the workloads never showed")
+        await asyncio.sleep(0.05)
+
+
+async def one_launch(rate: float, seconds: float) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        app = TauApp(demo="large", settings=LoadedSettings(AppSettings(), Path(tmp) / "config.yaml"),
+                     audit=AuditLog(Path(tmp) / "audit.jsonl"), start_pane="queue", demo_realtime=True)
+        async with app.run_test(size=(160, 48)):
+            await wait_until(lambda: app.backend is not None and table_rows(app) >= 1000)
+            await asyncio.sleep(3)  # settle after the first paint, as the side-by-side does
+            backend = app.backend
+            pending = sorted((w.namespace or "", w.name) for w in backend.workloads() if w.status_word == "pending")
+            targets = pending[:BENCH_ROWS]
+            keys = {target: f"{target[0]}/{target[1]}" for target in targets}
+            table = app.screen.query_one("#workloads-table", KeyedTable)
+            missing = [key for key in keys.values() if key not in table.state.cells]
+            if missing:
+                raise RuntimeError(f"the table keys its rows otherwise than namespace/name: {missing[:3]}")
+            driver = Driver(backend, targets, rate, seconds)
+            first_seen: dict[int, float] = {}
+            gaps: list[float] = []
+            screen = app.screen
+            applied = screen.refreshes_applied
+            reads: list[float] = []  # each refresh's read (the pane's worker), as the pane timed it
+            driver.start()
+            end = time.monotonic() + seconds + 5
+            last = time.monotonic()
+            while time.monotonic() < end:
+                await asyncio.sleep(LOOK_S)
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+                if screen.refreshes_applied != applied:
+                    applied = screen.refreshes_applied
+                    reads.append(screen._collect_seconds)
+                cells = table.state.cells
+                for key in keys.values():
+                    text = str(cells[key][QUEUE_CELL]) if key in cells else ""
+                    if text.startswith("q-"):
+                        first_seen.setdefault(int(text[2:]), now)
+            driver.join(timeout=60)
+            await app.action_quit()
+    from_cache = sorted(max(0.0, first_seen[s] - driver.cached[s]) for s in first_seen if s in driver.cached)
+    from_sent = sorted(first_seen[s] - driver.sent[s] for s in first_seen if s in driver.sent)
+    writes = sorted(driver.cached[s] - driver.sent[s] for s in driver.cached)
+    return {"sent": len(driver.sent), "cached": len(driver.cached), "errors": driver.errors, "late": driver.late,
+            "shown": len(from_cache), "achieved_rate": len(driver.sent) / seconds,
+            "from_cache_p50_s": percentile(from_cache, 50), "from_cache_p99_s": percentile(from_cache, 99),
+            "from_cache_max_s": from_cache[-1] if from_cache else None,
+            "from_sent_p50_s": percentile(from_sent, 50), "from_sent_p99_s": percentile(from_sent, 99),
+            "write_p50_s": percentile(writes, 50), "write_p99_s": percentile(writes, 99),
+            "refreshes": len(reads), "read_p50_s": percentile(reads, 50), "read_max_s": max(reads) if reads else None,
+            "frame_p50_ms": percentile(gaps, 50) * 1000, "frame_p99_ms": percentile(gaps, 99) * 1000,
+            "frame_max_ms": max(gaps) * 1000 if gaps else None,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main() -> int:
+    tune_collector()  # what the tau-tui entry point does before it starts the app
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--json", default="benchmarks/results/event_to_screen.json")
+    args = parser.parse_args()
+    launches = []
+    for index in range(args.repeat):
+        launches.append(asyncio.run(one_launch(args.rate, args.seconds)))
+        print(f"  launch {index + 1}/{args.repeat}: {json.dumps(launches[-1])}", file=sys.stderr, flush=True)
+    info = machine()
+    print(f"tau-tui --demo large, queue pane at 160x48, {args.rate:.0f} changes/s for {args.seconds:.0f} s; "
+          f"{args.repeat} launches; {info['date']}")
+    print(f"machine: {info['nproc']} CPU {info['cpu']}, Python {info['python']}, load {info['loadavg']:.1f}")
+    print(f"{'measure':34s} {'median':>10s}  {'spread (min..max)':>22s}")
+
+    def row(name: str, key: str, scale: float = 1000.0, unit: str = "ms") -> None:
+        values = [launch[key] * scale for launch in launches if launch[key] is not None]
+        if values:
+            print(f"{name:34s} {statistics.median(values):9.1f}{unit}  {min(values):9.1f}..{max(values):.1f}{unit}")
+
+    row("achieved changes/s", "achieved_rate", 1.0, "/s")
+    row("changes shown", "shown", 1.0, "")
+    row("cache -> table p50", "from_cache_p50_s")
+    row("cache -> table p99", "from_cache_p99_s")
+    row("cache -> table max", "from_cache_max_s")
+    row("write sent -> table p50", "from_sent_p50_s")
+    row("write sent -> table p99", "from_sent_p99_s")
+    row("write (to the app's cache) p50", "write_p50_s")
+    row("write (to the app's cache) p99", "write_p99_s")
+    row("queue-pane refreshes in the run", "refreshes", 1.0, "")
+    row("queue-pane read (worker) p50", "read_p50_s")
+    row("queue-pane read (worker) max", "read_max_s")
+    row("UI thread frame p50", "frame_p50_ms", 1.0)
+    row("UI thread frame p99", "frame_p99_ms", 1.0)
+    row("UI thread frame max", "frame_max_ms", 1.0)
+    row("peak RSS (app process)", "peak_rss_mb", 1.0, "MB")
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"machine": info, "rate": args.rate, "seconds": args.seconds, "launches": launches}, indent=1))
+    print(f"raw numbers: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
