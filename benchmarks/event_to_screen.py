@@ -122,6 +122,8 @@ async def one_launch(rate: float, seconds: float) -> dict:
             gaps: list[float] = []
             screen = app.screen
             applied = screen.refreshes_applied
+            kept_rows = screen._workload_rows
+            full_before, quick_before = kept_rows.full_reads, kept_rows.quick_reads
             reads: list[float] = []  # each refresh's read (the pane's worker), as the pane timed it
             driver.start()
             end = time.monotonic() + seconds + 5
@@ -140,6 +142,7 @@ async def one_launch(rate: float, seconds: float) -> dict:
                     if text.startswith("q-"):
                         first_seen.setdefault(int(text[2:]), now)
             driver.join(timeout=60)
+            full_reads, quick_reads = kept_rows.full_reads - full_before, kept_rows.quick_reads - quick_before
             await app.action_quit()
     from_cache = sorted(max(0.0, first_seen[s] - driver.cached[s]) for s in first_seen if s in driver.cached)
     from_sent = sorted(first_seen[s] - driver.sent[s] for s in first_seen if s in driver.sent)
@@ -150,7 +153,7 @@ async def one_launch(rate: float, seconds: float) -> dict:
             "from_cache_max_s": from_cache[-1] if from_cache else None,
             "from_sent_p50_s": percentile(from_sent, 50), "from_sent_p99_s": percentile(from_sent, 99),
             "write_p50_s": percentile(writes, 50), "write_p99_s": percentile(writes, 99),
-            "refreshes": len(reads), "read_p50_s": percentile(reads, 50), "read_max_s": max(reads) if reads else None,
+            "refreshes": len(reads), "full_reads": full_reads, "quick_reads": quick_reads, "read_p50_s": percentile(reads, 50), "read_max_s": max(reads) if reads else None,
             "frame_p50_ms": percentile(gaps, 50) * 1000, "frame_p99_ms": percentile(gaps, 99) * 1000,
             "frame_max_ms": max(gaps) * 1000 if gaps else None,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
@@ -189,6 +192,8 @@ def main() -> int:
     row("write (to the app's cache) p50", "write_p50_s")
     row("write (to the app's cache) p99", "write_p99_s")
     row("queue-pane refreshes in the run", "refreshes", 1.0, "")
+    row("  of which read every Workload", "full_reads", 1.0, "")
+    row("  of which read only the changes", "quick_reads", 1.0, "")
     row("queue-pane read (worker) p50", "read_p50_s")
     row("queue-pane read (worker) max", "read_max_s")
     row("UI thread frame p50", "frame_p50_ms", 1.0)

@@ -70,7 +70,7 @@ class PanePreparation(App):
 
     def prepare_panes(self, backend: ClusterBackend) -> None:
         """UI thread, after the first sync: read each prepared pane not opened yet (once)."""
-        if backend is not self.backend:
+        if backend is not self.backend or not self.screen_stack:  # another cluster, or the app is closing
             return
         shown = self.screen
         now = time.monotonic()

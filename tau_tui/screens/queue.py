@@ -3,8 +3,8 @@ table with live position, its change, time in queue, priority and why pending.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from rich.text import Text
@@ -16,84 +16,39 @@ from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.mutations import StopPolicy
 from tau_tui.core.cluster.names import is_gpu_resource
-from tau_tui.core.cluster.positions import CachedPositions, LocalQueuePositions, PendingPosition
-from tau_tui.core.cluster.view_types import ClusterQueueView, EventView, LocalQueueView, WorkloadView
+from tau_tui.core.cluster.positions import LocalQueuePositions
+from tau_tui.core.cluster.view_types import ClusterQueueView, LocalQueueView, WorkloadView
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.mutations.cluster_changes import cancel_mutation, stop_policy_mutation
-from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.base import PaneScreen, read_place
 from tau_tui.screens.describe import describe_object
-from tau_tui.widgets.cell_text import age, delta, one_line
+from tau_tui.screens.queue_workloads import POSITION_READING, WORKLOAD_COLUMNS, WorkloadRows
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
 from tau_tui.widgets.quota_bar import quota_bar
 from tau_tui.widgets.status_text import status_text
-from tau_tui.widgets.table_plan import TablePlan
+from tau_tui.widgets.table_plan import Row, TablePlan
 
 RESOURCE_ORDER = ("nvidia.com/gpu", "cpu", "memory")
 
-_NO_TIME = datetime.min.replace(tzinfo=UTC)
 #: The queues table is a tree (a ClusterQueue, then its flavors): not sortable.
 QUEUE_COLUMNS = [ColumnSpec("queue", "Queue", flexible=True, min_width=12), ColumnSpec("state", "State"),
                  ColumnSpec("pending", "Pend"), ColumnSpec("admitted", "Adm")]
-#: shift+letter sorts (k9s); at narrow widths the optional ones go first, so state, place in line,
-#: name and why pending stay on screen at 80 columns.
-WORKLOAD_COLUMNS = [
-    ColumnSpec("state", "State", "S"), ColumnSpec("pos", "In line", "P"), ColumnSpec("delta", "Δ", optional=True),
-    ColumnSpec("name", "Workload", "N", flexible=True, min_width=16), ColumnSpec("queue", "Queue", "Q", optional=True),
-    ColumnSpec("waiting", "Waiting", "A", optional=True), ColumnSpec("prio", "Prio", "O", optional=True),
-    ColumnSpec("why", "Why pending", "W", flexible=True, min_width=12),
-]
-
-#: Where the cells that move without their Workload changing are in a row.
-_CELL_OF = {column.key: index for index, column in enumerate(WORKLOAD_COLUMNS)}
-POS_CELL, DELTA_CELL, WAITING_CELL = _CELL_OF["pos"], _CELL_OF["delta"], _CELL_OF["waiting"]
-
-
 def _resource_rank(name: str) -> tuple[int, str]:
     if is_gpu_resource(name):
         return (0, name)
     return (RESOURCE_ORDER.index(name) if name in RESOURCE_ORDER else 9, name)
 
 
-def why_pending(wl: WorkloadView, events: list[EventView], held: set[str]) -> str:
-    """One line from the conditions, admission checks and the newest warning event."""
-    if wl.status_word in ("admitted", "finished"):
-        return ""
-    if not wl.active:
-        return "deactivated (spec.active=false)"
-    parts = []
-    if wl.cluster_queue in held or (wl.queue_name and f"{wl.namespace}/{wl.queue_name}" in held):
-        parts.append("queue is held (stopPolicy)")
-    evicted = wl.condition("Evicted")
-    if evicted is not None and evicted.is_true:
-        parts.append(f"evicted {evicted.reason}: {evicted.message}")
-    reserved = wl.condition("QuotaReserved")
-    if reserved is not None and not reserved.is_true and reserved.message:
-        parts.append(reserved.message)
-    for check in wl.admission_checks:
-        if check.state != "Ready":
-            parts.append(f"check {check.name} {check.state}" + (f": {check.message}" if check.message else ""))
-    if wl.status_word == "quotaReserved" and not parts:
-        parts.append("quota reserved; waiting for admission checks")
-    warnings = [e for e in events if e.involved_name == wl.name and e.type == "Warning"]
-    if warnings:
-        # An event with no timestamp at all sorts first rather than failing the comparison.
-        newest = max(warnings, key=lambda e: e.last_timestamp or e.creation_timestamp or wl.creation_timestamp or _NO_TIME)
-        parts.append(f"event {newest.reason}: {newest.message}")
-    return one_line("; ".join(parts) or "waiting for quota")
-
-
 #: A first read with more pending Workloads than this shows its rows before asking for their
 #: positions (one visibility API request per LocalQueue: 50 of them at 20,000 Workloads), and reads
 #: the positions right after; a small queue reads both at once, so it never shows "…".
 ROWS_BEFORE_POSITIONS_OVER = 2_000
-#: What the "In line" column shows while the positions are being read.
-POSITION_READING = "…"
 
 
 @dataclass
 class QueueData:
     queue_rows: list = field(default_factory=list)
-    workload_rows: list = field(default_factory=list)
+    workload_rows: Sequence[Row] = field(default_factory=list)
     resources: list[str] = field(default_factory=list)
     queues: dict[str, tuple[ResourceKind, str, str | None]] = field(default_factory=dict)
     workloads: dict[str, WorkloadView] = field(default_factory=dict)
@@ -141,9 +96,8 @@ class QueueScreen(PaneScreen):
         self._positions = LocalQueuePositions()
         #: A replay's jump count when positions were last read: after a seek they are read again.
         self._replay_jumps = 0
-        #: key -> (what the row was built from, its cells, its filter text): unchanged workloads keep
-        #: their cells object.
-        self._row_cache: dict[str, tuple[tuple, list, str]] = {}
+        #: The workloads table's rows, kept between reads (a read costs what moved).
+        self._workload_rows = WorkloadRows(self._positions)
         #: Whether a read was made yet: only the first may leave positions out (ROWS_BEFORE_POSITIONS_OVER).
         self._read_once = False
 
@@ -159,9 +113,7 @@ class QueueScreen(PaneScreen):
         now = self.tau.now()
         cqs: list[ClusterQueueView] = backend.cluster_queues()
         lqs: list[LocalQueueView] = backend.local_queues()
-        workloads: list[WorkloadView] = backend.workloads()
         data = QueueData()
-        order = {"pending": 0, "quotaReserved": 1, "admitted": 2, "finished": 3}
         resources = sorted({r.name for cq in cqs for _, flavors in cq.resource_groups for fq in flavors for r in fq.resources},
                            key=_resource_rank)
         data.resources = resources
@@ -202,96 +154,33 @@ class QueueScreen(PaneScreen):
             for res in resources:
                 cells.append(Text(f"used {_quantity(lq_used[res], res)}") if res in lq_used else "")
             data.queue_rows.append((key, cells))
-        # positions: one report per LocalQueue with pending work, re-read only when that queue changed
+        # the workloads' rows and positions, kept between reads: a read costs what moved (queue_workloads.py)
         if isinstance(backend, ReplayBackend) and backend.jumps != self._replay_jumps:
             self._replay_jumps = backend.jumps
             self._positions.invalidate()  # a seek: the reports held are of another time
-        lq_names = {(lq.namespace or "", lq.name) for lq in lqs}
-        pending_by_queue: dict[tuple[str, str], list[WorkloadView]] = {}
-        counts = {word: 0 for word in order}
-        for w in workloads:
-            if w.status_word in counts:
-                counts[w.status_word] += 1
-            if w.status_word == "pending":
-                queue = (w.namespace or "", w.queue_name or "")
-                if queue in lq_names:
-                    pending_by_queue.setdefault(queue, []).append(w)
-        # the first list still comes in, page by page: its rows are shown, positions once it is whole
+            self._workload_rows.forget()
+        notice = self.collect_freshness.notice(ResourceKind.WORKLOAD)
+        if notice is not None:
+            self._workload_rows.forget()  # no rows, or loading: never a change to go on from
+        # the first list may still come in, page by page: its rows are shown, positions once it is whole
         listed = self.collect_freshness.views.get(ResourceKind.WORKLOAD)
-        listing = listed is not None and listed.status is ViewStatus.SYNCING and bool(workloads)
+        syncing = listed is not None and listed.status is ViewStatus.SYNCING
+        lq_names = frozenset((lq.namespace or "", lq.name) for lq in lqs)
+        read = self._workload_rows.read(backend, read_place(backend), now, held, lq_names, syncing,
+                                        None if self._read_once else ROWS_BEFORE_POSITIONS_OVER,
+                                        self._table_states.get("workloads-table"), self.keep_reading)
+        listing = syncing and bool(read.rows)
         listed_so_far = (listed.message if listed is not None else "") or "first list not finished"
-        waiting_for_positions = listing or (not self._read_once and sum(
-            len(queued) for queued in pending_by_queue.values()) > ROWS_BEFORE_POSITIONS_OVER)
         self._read_once = self._read_once or not listing
-        reports: dict[tuple[str, str], CachedPositions] = {}
-        problems: list[str] = []
-        if waiting_for_positions:
-            data.positions_to_read = not listing  # listing: the list's end moves the generation
-        else:
-            reports, problems = self._positions.update(pending_by_queue, backend.pending_positions_local_queue)
-        if problems:
-            data.status = problems[0]
-        estimated = any(r.report.estimated for r in reports.values())
-        warnings: dict[tuple[str, str], EventView] = {}
-        for e in backend.events():
-            if e.involved_kind == "Workload" and e.type == "Warning":
-                warning_key = (e.namespace or "", e.involved_name)
-                have = warnings.get(warning_key)
-                stamp = e.last_timestamp or e.creation_timestamp
-                have_stamp = (have.last_timestamp or have.creation_timestamp) if have is not None else None
-                if have is None or (stamp is not None and (have_stamp is None or stamp > have_stamp)):
-                    warnings[warning_key] = e  # the newest warning per workload
-
-        def entry_of(w: WorkloadView) -> PendingPosition | None:
-            cached = reports.get((w.namespace or "", w.queue_name or ""))
-            return cached.by_name.get(w.name) if cached is not None else None
-
-        def position(w: WorkloadView) -> int:
-            entry = entry_of(w)
-            return entry.position_in_local_queue if entry and entry.position_in_local_queue is not None else 1 << 30
-
-        previous = self._row_cache
-        rows_cache: dict[str, tuple[tuple, list, str]] = {}
-        for index, wl in enumerate(sorted(workloads, key=lambda w: (order.get(w.status_word, 9), w.namespace or "",
-                                                                     w.queue_name or "", position(w), w.name))):
-            if index % 512 == 0:
-                self.keep_reading()
-            key = f"{wl.namespace}/{wl.name}"
-            data.workloads[key] = wl
-            entry = entry_of(wl)
-            cached_report = reports.get((wl.namespace or "", wl.queue_name or ""))
-            pos = ""
-            change = ""
-            if entry is not None and entry.position_in_local_queue is not None:
-                pos = display_position(entry.position_in_local_queue, bool(cached_report and cached_report.report.estimated))
-                history = backend.position_history(wl.namespace or "", wl.name)
-                change = delta(history.change if history else None)
-            elif waiting_for_positions and wl.status_word == "pending":
-                pos = POSITION_READING
-            waiting = ""
-            if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
-                waiting = age((now - wl.queue_order_timestamp).total_seconds())
-            is_held = wl.cluster_queue in held or bool(wl.queue_name and f"{wl.namespace}/{wl.queue_name}" in held)
-            warning = warnings.get((wl.namespace or "", wl.name))
-            inputs = (wl, pos, change, waiting, is_held, warning)
-            hit = previous.get(key)
-            if hit is not None and hit[0][0] is wl and hit[0][5] is warning and hit[0][4] == is_held:
-                cells, row_text = hit[1], hit[2]
-                if hit[0][1:4] != inputs[1:4]:
-                    # only the place in line or the time waited moved (every pending row's age, once a
-                    # minute): those cells are new, the others the same objects, so the table compares
-                    # and redraws only them
-                    cells = list(cells)
-                    cells[POS_CELL], cells[DELTA_CELL], cells[WAITING_CELL] = pos, change, waiting
-            else:
-                row_text = f"{wl.namespace}/{wl.name} {wl.queue_name} {wl.status_word} {wl.owner_name or ''}"
-                prio = f"{wl.effective_priority}" + (f" {wl.priority_class}" if wl.priority_class else "")
-                cells = [status_text(wl.status_word), pos, change, key, wl.queue_name or "—",
-                         waiting, prio, why_pending(wl, [warning] if warning else [], held)]
-            rows_cache[key] = (inputs, cells, row_text)
-            data.workload_rows.append((key, cells))
-            data.workload_matchable[key] = (row_text, wl.labels)
-        self._row_cache = rows_cache
+        data.positions_to_read = read.waiting_for_positions and not listing  # listing: its end moves the generation
+        if read.problems:
+            data.status = read.problems[0]
+        data.workloads = read.views
+        data.workload_rows = read.rows
+        data.workload_matchable = read.matchable
+        counts = read.counts
+        estimated = read.estimated
+        waiting_for_positions = read.waiting_for_positions
         if backend.view_state(ResourceKind.WORKLOAD).status in (ViewStatus.FORBIDDEN, ViewStatus.NOT_INSTALLED):
             workload_summary = "not readable"  # unknown, never "0 pending"
         elif listing:  # partial counts would read as the queue's
@@ -305,8 +194,8 @@ class QueueScreen(PaneScreen):
         if waiting_for_positions and not listing:
             summary += f" · {POSITION_READING} reading positions"
         data.status = data.status or summary
-        data.workload_plan = self.plan_table("workloads-table", data.workload_rows,
-                                             self.collect_freshness.notice(ResourceKind.WORKLOAD), data.workload_matchable)
+        data.workload_plan = read.plan or self.plan_table("workloads-table", data.workload_rows, notice,
+                                                          data.workload_matchable)
         return data
 
     def apply(self, data: QueueData) -> None:
@@ -402,11 +291,6 @@ class QueueScreen(PaneScreen):
 
     def action_resume(self) -> None:
         self._stop("None")
-
-
-def display_position(position: int, estimated: bool) -> str:
-    """Kueue's 0-based position as people read it: ``#1`` is next; ``~1`` when estimated."""
-    return f"{'~' if estimated else '#'}{position + 1}"
 
 
 def _queue_state(active: bool | None, stop_policy: str) -> Text:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Any
@@ -211,27 +211,92 @@ def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
         if before is not None and old_source.get(key) is cells:
             new_cells[key] = before
             continue
-        converted = tuple([as_cell(c) for c in cells])
-        if before is None:
-            new_cells[key] = converted
-            added.append((key, converted, tuple(map(cell_width, converted))))
-            continue
-        changes = [(index, now, cell_width(was), cell_width(now))
-                   for index, (was, now) in enumerate(zip(before, converted, strict=False))
-                   if was is not now and was != now]
-        if changes and len(before) == len(converted):
-            # a cell equal to the one the table holds stays that object (its rendered lines are kept)
-            changed = {index for index, _, _, _ in changes}
-            new_cells[key] = tuple(now if index in changed else was
-                                   for index, (was, now) in enumerate(zip(before, converted, strict=True)))
-            writes.append((key, changes))
-        elif changes:
-            new_cells[key] = converted
-            writes.append((key, changes))
-        else:
-            new_cells[key] = before  # equal: keep the cells the table holds
+        _plan_row(key, cells, before, new_cells, added, writes)
     # same count and nothing added: nothing can be stale
     stale = [] if len(new_cells) == len(old) and not added else [k for k in old if k not in new_cells]
+    return _finish_plan(state, given, notice, matchable, keys, new_cells, new_source, sort_keys, stale, added, writes,
+                        keys if wanted is rows else list(dict.fromkeys(key for key, _ in rows)))
+
+
+class RowsView(Sequence[Row]):
+    """Rows as ``(key, cells)`` over a list of keys and a mapping of their cells, made when asked
+    for: a read that changed a few rows of 20,000 hands over its rows without building a list."""
+
+    def __init__(self, keys: Sequence[str], cells: Mapping[str, Sequence[Any]]) -> None:
+        self.keys = keys
+        self.cells = cells
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, index):  # a slice is a list of rows
+        if isinstance(index, slice):
+            return [(key, self.cells[key]) for key in self.keys[index]]
+        key = self.keys[index]
+        return (key, self.cells[key])
+
+    def __iter__(self):
+        cells = self.cells
+        return ((key, cells[key]) for key in self.keys)
+
+
+def plan_changed_rows(state: TableState, keys: list[str], changed: Mapping[str, Sequence[Any]], removed: Iterable[str],
+                      matchable: Mapping[str, Matchable] | None) -> TablePlan | None:
+    """:func:`plan_rows` for an update the pane knows the change of: ``changed`` rows (new or with
+    new cells), ``removed`` rows, and ``keys``, every row in the pane's order.  Costs the change, not
+    the table (dictionary copies aside).  None when the table is sorted by a column or shows its
+    notice row: then every row is planned with :func:`plan_rows`."""
+    if state.sort_index is not None or NOTICE_KEY in state.source:
+        return None
+    old = state.cells
+    new_cells = dict(old)
+    new_source = dict(state.source)
+    stale = [key for key in removed if key in old]
+    for key in stale:
+        del new_cells[key]
+        del new_source[key]
+    added: list[tuple[str, tuple, tuple[int, ...]]] = []
+    writes: list[tuple[str, list[tuple[int, Any, int, int]]]] = []
+    for key, cells in changed.items():
+        if new_source.get(key) is cells:
+            continue
+        new_source[key] = cells
+        _plan_row(key, cells, old.get(key), new_cells, added, writes)
+    return _finish_plan(state, RowsView(keys, new_source), None, matchable, keys, new_cells, new_source, {}, stale,
+                        added, writes, keys)
+
+
+def _plan_row(key: str, cells: Sequence[Any], before: tuple | None, new_cells: dict[str, tuple],
+              added: list[tuple[str, tuple, tuple[int, ...]]], writes: list[tuple[str, list[tuple[int, Any, int, int]]]]) -> None:
+    """One new or changed row: what the table will hold, and the addition or the cell writes."""
+    converted = tuple([as_cell(c) for c in cells])
+    if before is None:
+        new_cells[key] = converted
+        added.append((key, converted, tuple(map(cell_width, converted))))
+        return
+    changes = [(index, now, cell_width(was), cell_width(now))
+               for index, (was, now) in enumerate(zip(before, converted, strict=False))
+               if was is not now and was != now]
+    if changes and len(before) == len(converted):
+        # a cell equal to the one the table holds stays that object (its rendered lines are kept)
+        changed = {index for index, _, _, _ in changes}
+        new_cells[key] = tuple(now if index in changed else was
+                               for index, (was, now) in enumerate(zip(before, converted, strict=True)))
+        writes.append((key, changes))
+    elif changes:
+        new_cells[key] = converted
+        writes.append((key, changes))
+    else:
+        new_cells[key] = before  # equal: keep the cells the table holds
+
+
+def _finish_plan(state: TableState, given: Sequence[Row], notice: Any, matchable: Mapping[str, Matchable] | None,
+                 keys: list[str], new_cells: dict[str, tuple], new_source: dict[str, Any],
+                 sort_keys: dict[str, tuple[Any, tuple]], stale: list[str],
+                 added: list[tuple[str, tuple, tuple[int, ...]]], writes: list[tuple[str, list[tuple[int, Any, int, int]]]],
+                 given_keys: Sequence[str]) -> TablePlan:
+    """The width bookkeeping of a plan: per column, how many cells of each width come and go."""
+    old = state.cells
     deltas: list[dict[int, int]] = [{} for _ in range(max(state.columns, max((len(c) for _, c, _ in added), default=0)))]
     measured = 0
 
@@ -256,7 +321,5 @@ def plan_rows(state: TableState, rows: Sequence[Row], notice: Any = None,
             count(index, old_width, -1)
             count(index, new_width, +1)
             measured += 2
-    # unsorted, the rows are in the pane's order already
-    given_keys = keys if wanted is rows else list(dict.fromkeys(key for key, _ in rows))
     return TablePlan(state, given, notice, matchable, keys, new_cells, new_source, sort_keys, stale, added, writes,
                      deltas, measured, given_keys)

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from tau_tui.screens.queue import display_position
+from tau_tui.screens.queue_workloads import display_position
 from tau_tui.widgets.keyed_table import KeyedTable
 from tests.app.helpers import async_test, demo_backend, make_app, settle
+
+
+def backend_counting_position_reads():
+    """The demo backend, and the (namespace, LocalQueue) of every position read it is asked for."""
+    _, backend = demo_backend()
+    asked: list[tuple[str, str]] = []
+    ask = backend.pending_positions_local_queue
+    backend.pending_positions_local_queue = lambda ns, lq: asked.append((ns, lq)) or ask(ns, lq)  # type: ignore[method-assign]
+    return backend, asked
 
 
 def test_display_position_is_one_based_and_marks_estimates():
@@ -38,10 +47,7 @@ async def test_queue_pane_positions_are_one_based(tmp_path):
 async def test_a_large_first_read_shows_rows_before_positions_and_reads_them_right_after(tmp_path):
     import tau_tui.screens.queue as queue_screen
 
-    world, backend = demo_backend()
-    asked: list[tuple[str, str]] = []
-    ask = backend.pending_positions_local_queue
-    backend.pending_positions_local_queue = lambda ns, lq: asked.append((ns, lq)) or ask(ns, lq)  # type: ignore[method-assign]
+    backend, asked = backend_counting_position_reads()
     shown_first: dict[str, str] = {}
     original = queue_screen.ROWS_BEFORE_POSITIONS_OVER
     queue_screen.ROWS_BEFORE_POSITIONS_OVER = 0  # the demo's few pending Workloads count as many
@@ -87,13 +93,10 @@ async def test_rows_of_a_first_list_still_coming_in_are_shown_and_their_position
     until the list is whole; then they are, with no key pressed."""
     from tau_tui.core.cluster.changes import ViewStatus
     from tau_tui.core.cluster.kinds import ResourceKind
-    from tau_tui.screens.queue import POSITION_READING
+    from tau_tui.screens.queue_workloads import POSITION_READING
     from tests.app.helpers import settle_until
 
-    world, backend = demo_backend()
-    asked: list[tuple[str, str]] = []
-    ask = backend.pending_positions_local_queue
-    backend.pending_positions_local_queue = lambda ns, lq: asked.append((ns, lq)) or ask(ns, lq)  # type: ignore[method-assign]
+    backend, asked = backend_counting_position_reads()
     backend.cache.set_state(ResourceKind.WORKLOAD, ViewStatus.SYNCING, "12 listed so far")
     app = make_app(tmp_path, backend, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:

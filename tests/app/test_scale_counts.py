@@ -325,7 +325,8 @@ async def reads_before_and_after_the_clock_moves(tmp_path, pane: str, screen_typ
 
 @async_test
 async def test_a_queue_read_in_which_only_times_waited_moved_keeps_every_other_cell_object(tmp_path):
-    from tau_tui.screens.queue import DELTA_CELL, POS_CELL, WAITING_CELL, QueueScreen
+    from tau_tui.screens.queue import QueueScreen
+    from tau_tui.screens.queue_workloads import DELTA_CELL, POS_CELL, WAITING_CELL
 
     before, after = await reads_before_and_after_the_clock_moves(tmp_path, "queue", QueueScreen,
                                                                  lambda data: data.workload_rows)

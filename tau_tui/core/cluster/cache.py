@@ -10,6 +10,7 @@ of pods bound to each node, and the agent's GPU health objects."""
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,6 +34,9 @@ from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.cluster.view_types import GpuHealthView, ObjectView
 
 Key = tuple[str, str]
+#: Changes a kind's journal keeps (:meth:`ObjectCache.changed_since`): at 200 changes a second, over a
+#: minute's worth; a reader further behind reads everything again.
+JOURNAL_KEPT = 16_384
 #: A pod's GPU requests on the node it is bound to, as the node views count them.
 PodAllocation = tuple[str, dict[str, float]]
 
@@ -109,6 +113,10 @@ class ObjectCache:
         self._connection = ConnectionState(ConnectionStatus.RECONNECTING, None, None, "connecting")
         self._changed = threading.Condition(self._lock)
         self._tap: CacheTap | None = None
+        #: Per kind asked about (:meth:`changed_since`): (generation, key) of each object stored or
+        #: removed since, and the newest generation the journal has dropped.
+        self._journals: dict[ResourceKind, deque[tuple[int, Key]]] = {}
+        self._journal_forgot: dict[ResourceKind, int] = {}
 
     # -- reads -------------------------------------------------------------
 
@@ -140,6 +148,25 @@ class ObjectCache:
     def view_state(self, kind: ResourceKind) -> ViewState:
         with self._lock:
             return self._states[kind]
+
+    def changed_since(self, kind: ResourceKind, generation: int) -> set[Key] | None:
+        """The keys of ``kind`` stored or removed after ``generation`` (a value :meth:`generation`
+        gave), so that a reader reads those alone; None when not known (the first time a kind is
+        asked about, or a reader further behind than the journal keeps): read everything."""
+        with self._lock:
+            journal = self._journals.get(kind)
+            if journal is None:
+                self._journals[kind] = deque(maxlen=JOURNAL_KEPT)
+                self._journal_forgot[kind] = self._gen[kind]
+                return None
+            if generation < self._journal_forgot[kind] or generation > self._gen[kind]:
+                return None
+            keys: set[Key] = set()
+            for changed_at, key in reversed(journal):
+                if changed_at <= generation:
+                    break
+                keys.add(key)
+            return keys
 
     def connection_state(self) -> ConnectionState:
         with self._lock:
@@ -384,11 +411,20 @@ class ObjectCache:
             return node_view(obj, alloc, self._health_by_node.get(name))
         return SIMPLE_VIEW_BUILDERS[kind](obj)
 
+    def _note(self, kind: ResourceKind, key: Key) -> None:
+        """Bump the kind's generation for a change of ``key``, in its journal if it keeps one."""
+        self._gen[kind] += 1
+        journal = self._journals.get(kind)
+        if journal is not None:
+            if len(journal) == journal.maxlen:
+                self._journal_forgot[kind] = journal[0][0]
+            journal.append((self._gen[kind], key))
+
     def _store(self, kind: ResourceKind, key: Key, obj: dict[str, Any], change: ChangeType) -> None:
         self._raw[kind][key] = obj
         view = self._build(kind, obj)
         self._views[kind][key] = view
-        self._gen[kind] += 1
+        self._note(kind, key)
         self._queue(ChangeEvent(kind, change, view))
         if kind is ResourceKind.GPU_HEALTH and isinstance(view, GpuHealthView):
             self._health_by_node[view.node_name] = view
@@ -402,7 +438,7 @@ class ObjectCache:
         if last is not None:
             strip_managed_fields(last)
             view = self._build(kind, last) if kind is not ResourceKind.NODE else view
-        self._gen[kind] += 1
+        self._note(kind, key)
         self._queue(ChangeEvent(kind, ChangeType.DELETED, view))
         if kind is ResourceKind.GPU_HEALTH and isinstance(view, GpuHealthView):
             node = view.node_name
@@ -416,7 +452,7 @@ class ObjectCache:
             return
         view = self._build(ResourceKind.NODE, obj)
         self._views[ResourceKind.NODE][("", name)] = view
-        self._gen[ResourceKind.NODE] += 1
+        self._note(ResourceKind.NODE, ("", name))
         self._queue(ChangeEvent(ResourceKind.NODE, ChangeType.MODIFIED, view))
 
     def _rebuild_all_nodes(self) -> None:

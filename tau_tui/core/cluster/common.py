@@ -195,6 +195,9 @@ class BaseBackend(ClusterBackend):
     def generation(self, kind: ResourceKind) -> int:
         return self.cache.generation(kind)
 
+    def changed_since(self, kind: ResourceKind, generation: int) -> set[tuple[str, str]] | None:
+        return self.cache.changed_since(kind, generation)
+
     def view_state(self, kind: ResourceKind) -> ViewState:
         return self.cache.view_state(kind)
 

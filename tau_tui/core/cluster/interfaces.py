@@ -225,6 +225,11 @@ class Watcher(abc.ABC):
     def generation(self, kind: ResourceKind) -> int:
         """Counter bumped on every applied change of ``kind`` (tick model)."""
 
+    def changed_since(self, kind: ResourceKind, generation: int) -> set[tuple[str, str]] | None:
+        """The (namespace, name) keys of ``kind`` changed after ``generation`` (a value of
+        :meth:`generation`), or None when that is not known: read everything."""
+        return None
+
     @abc.abstractmethod
     def view_state(self, kind: ResourceKind) -> ViewState: ...
 

@@ -303,15 +303,26 @@ class LocalQueuePositions:
         self,
         pending_by_queue: Mapping[tuple[str, str], Sequence[WorkloadView]],
         read: Callable[[str, str], PositionReport],
+        aged_reads_at_most: int | None = None,
     ) -> tuple[dict[tuple[str, str], CachedPositions], list[str]]:
-        """Reports for every queue in ``pending_by_queue`` and the problems met (one line each)."""
+        """Reports for every queue in ``pending_by_queue`` and the problems met (one line each).
+        ``aged_reads_at_most``: of the queues whose report is only older than ``max_age_s`` (nothing
+        in them changed), read this many again, the oldest first; the others keep theirs a while
+        (reports read together age together: fifty visibility calls in one read held a change up)."""
         problems: list[str] = []
         fresh: dict[tuple[str, str], CachedPositions] = {}
+        now = self._clock()
+        aged = sorted((cached.read_at, queue) for queue, cached in self._cached.items()
+                      if now - cached.read_at >= self.max_age_s and queue in pending_by_queue)
+        read_again = {queue for _, queue in aged[:aged_reads_at_most]} if aged_reads_at_most is not None else None
         for queue, pending in pending_by_queue.items():
-            members = tuple(pending)
+            members = pending if isinstance(pending, tuple) else tuple(pending)
             cached = self._cached.get(queue)
-            if (cached is not None and self._clock() - cached.read_at < self.max_age_s and len(cached.members) == len(members)
-                    and all(a is b for a, b in zip(cached.members, members, strict=False))):
+            # the same tuple (a reader that keeps each queue's members until one changes) or the same views
+            same = cached is not None and (cached.members is members or (
+                len(cached.members) == len(members) and all(a is b for a, b in zip(cached.members, members, strict=False))))
+            if same and cached is not None and (now - cached.read_at < self.max_age_s or (
+                    read_again is not None and queue not in read_again)):
                 fresh[queue] = cached
                 continue
             try:

@@ -1,0 +1,406 @@
+"""The queue pane's workloads table, kept from one read to the next.
+
+A full read looks at every Workload: the first read, one while the first list still comes in, one
+after a queue was held or released or LocalQueues came or went, after a replay's seek, and when the
+cache's journal no longer reaches back to the last read (or names more than QUICK_READ_MOST
+changes).  Any other read looks only at what moved since the last one: the Workloads and the
+warning events the cache's journal names, the pending rows of each LocalQueue whose positions were
+read again, and the rows whose "Waiting" age ticks over now.  The rows keep their order by
+bisection, and the table's update is planned for those rows alone (``plan_changed_rows``).  At
+20,000 Workloads changing 200 times a second a read costs the changes, not the table."""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.positions import CachedPositions, LocalQueuePositions, PendingPosition
+from tau_tui.core.cluster.view_types import EventView, WorkloadView
+from tau_tui.widgets.cell_text import age, delta, one_line
+from tau_tui.widgets.keyed_table import ColumnSpec, Matchable
+from tau_tui.widgets.status_text import status_text
+from tau_tui.widgets.table_plan import Row, RowsView, TablePlan, TableState, plan_changed_rows
+
+#: More Workloads changed than this since the last read: a full read (it costs about the same).
+QUICK_READ_MOST = 2_000
+#: A read writes at most this many "Waiting" ages that ticked over, the longest due first: a world
+#: whose 18,000 Workloads were created in one second ticks them all each second for a minute, and a
+#: change to a row must not wait behind them (they are late by a few seconds then, never wrong
+#: for longer; a full read writes every one).
+AGES_PER_READ = 500
+#: A read asks again for at most this many LocalQueues' positions only because they are old (one
+#: visibility API call each); a queue whose pending Workloads changed is always asked again.
+AGED_POSITION_READS = 1
+#: What the "In line" column shows while the positions are being read.
+POSITION_READING = "…"
+#: Row order: pending first, then by namespace, queue, place in line and name.
+STATE_ORDER = {"pending": 0, "quotaReserved": 1, "admitted": 2, "finished": 3}
+#: shift+letter sorts (k9s); at narrow widths the optional ones go first, so state, place in line,
+#: name and why pending stay on screen at 80 columns.
+WORKLOAD_COLUMNS = [
+    ColumnSpec("state", "State", "S"), ColumnSpec("pos", "In line", "P"), ColumnSpec("delta", "Δ", optional=True),
+    ColumnSpec("name", "Workload", "N", flexible=True, min_width=16), ColumnSpec("queue", "Queue", "Q", optional=True),
+    ColumnSpec("waiting", "Waiting", "A", optional=True), ColumnSpec("prio", "Prio", "O", optional=True),
+    ColumnSpec("why", "Why pending", "W", flexible=True, min_width=12),
+]
+#: Where the cells that move without their Workload changing are in a row.
+_CELL_OF = {column.key: index for index, column in enumerate(WORKLOAD_COLUMNS)}
+POS_CELL, DELTA_CELL, WAITING_CELL = _CELL_OF["pos"], _CELL_OF["delta"], _CELL_OF["waiting"]
+
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
+_NOT_IN_LINE = 1 << 30
+
+QueueKey = tuple[str, str]
+SortKey = tuple[int, str, str, int, str]
+
+
+def why_pending(wl: WorkloadView, events: list[EventView], held: set[str]) -> str:
+    """One line from the conditions, admission checks and the newest warning event."""
+    if wl.status_word in ("admitted", "finished"):
+        return ""
+    if not wl.active:
+        return "deactivated (spec.active=false)"
+    parts = []
+    if wl.cluster_queue in held or (wl.queue_name and f"{wl.namespace}/{wl.queue_name}" in held):
+        parts.append("queue is held (stopPolicy)")
+    evicted = wl.condition("Evicted")
+    if evicted is not None and evicted.is_true:
+        parts.append(f"evicted {evicted.reason}: {evicted.message}")
+    reserved = wl.condition("QuotaReserved")
+    if reserved is not None and not reserved.is_true and reserved.message:
+        parts.append(reserved.message)
+    for check in wl.admission_checks:
+        if check.state != "Ready":
+            parts.append(f"check {check.name} {check.state}" + (f": {check.message}" if check.message else ""))
+    if wl.status_word == "quotaReserved" and not parts:
+        parts.append("quota reserved; waiting for admission checks")
+    warnings = [e for e in events if e.involved_name == wl.name and e.type == "Warning"]
+    if warnings:
+        # An event with no timestamp at all sorts first rather than failing the comparison.
+        newest = max(warnings, key=lambda e: e.last_timestamp or e.creation_timestamp or wl.creation_timestamp or _NO_TIME)
+        parts.append(f"event {newest.reason}: {newest.message}")
+    return one_line("; ".join(parts) or "waiting for quota")
+
+
+def display_position(position: int, estimated: bool) -> str:
+    """Kueue's 0-based position as people read it: ``#1`` is next; ``~1`` when estimated."""
+    return f"{'~' if estimated else '#'}{position + 1}"
+
+
+def queue_of(wl: WorkloadView) -> QueueKey:
+    return (wl.namespace or "", wl.queue_name or "")
+
+
+def newer_warning(have: EventView | None, event: EventView) -> bool:
+    """Whether ``event`` is a newer warning for its Workload than ``have``."""
+    if have is None:
+        return True
+    stamp = event.last_timestamp or event.creation_timestamp
+    have_stamp = have.last_timestamp or have.creation_timestamp
+    return stamp is not None and (have_stamp is None or stamp > have_stamp)
+
+
+def age_changes_at(since: datetime, now: datetime) -> float:
+    """When (a timestamp) the age from ``since`` reads otherwise than it does ``now`` (see ``age``)."""
+    seconds = max(0, int((now - since).total_seconds()))
+    step = 1 if seconds < 60 else 60 if seconds < 86_400 else 3_600
+    return since.timestamp() + (seconds // step + 1) * step
+
+
+@dataclass
+class WorkloadsRead:
+    """One read's workloads: the rows in order, and what the pane keeps of them."""
+
+    rows: Sequence[Row]
+    views: dict[str, WorkloadView]
+    matchable: dict[str, Matchable]
+    counts: dict[str, int]
+    estimated: bool
+    problems: list[str]
+    #: The table's update when the read knew its change (a quick read), else None: plan every row.
+    plan: TablePlan | None = None
+    #: Rows shown before their positions were read (a large first read, or the first list still coming in).
+    waiting_for_positions: bool = False
+    #: Whether it read every Workload (tests and benchmarks count the full reads).
+    full: bool = True
+
+
+@dataclass
+class _Kept:
+    """What the last read left, for the next one to start from (worker thread only)."""
+
+    backend: Any
+    place: tuple
+    generations: tuple[int, int]
+    held: frozenset[str]
+    queues: frozenset[QueueKey]
+    views: dict[str, WorkloadView]
+    warnings: dict[tuple[str, str], EventView]
+    #: event key -> the Workload it is the newest warning of
+    warning_events: dict[tuple[str, str], tuple[str, str]]
+    pending: dict[QueueKey, dict[str, WorkloadView]]
+    members: dict[QueueKey, tuple[WorkloadView, ...]]
+    reports: dict[QueueKey, CachedPositions]
+    order: list[tuple[SortKey, str]]
+    #: the keys of ``order``, in its order (a list of its own: copied per read, never rebuilt)
+    keys: list[str]
+    #: key -> the row's cells
+    cells: dict[str, Sequence]
+    sort_of: dict[str, SortKey]
+    counts: dict[str, int]
+    matchable: dict[str, Matchable]
+    ages: list[tuple[float, str]] = field(default_factory=list)
+
+
+class WorkloadRows:
+    """The workloads table's rows, kept between the queue pane's reads (one worker at a time)."""
+
+    def __init__(self, positions: LocalQueuePositions) -> None:
+        self.positions = positions
+        #: key -> (what the row was built from, its cells, its filter text): unchanged workloads keep
+        #: their cells object, so the table neither compares nor redraws them.
+        self.row_cache: dict[str, tuple[tuple, list, str]] = {}
+        self._kept: _Kept | None = None
+        self.full_reads = 0
+        self.quick_reads = 0
+
+    def forget(self) -> None:
+        """The next read is a full one (a replay's seek)."""
+        self._kept = None
+
+    # -- one row ---------------------------------------------------------------------------------
+
+    def _row(self, key: str, wl: WorkloadView, report: CachedPositions | None, held: set[str],
+             warning: EventView | None, now: datetime, waiting_for_positions: bool,
+             backend: ClusterBackend) -> tuple[list, str]:
+        entry: PendingPosition | None = report.by_name.get(wl.name) if report is not None else None
+        pos = ""
+        change = ""
+        if entry is not None and entry.position_in_local_queue is not None:
+            pos = display_position(entry.position_in_local_queue, bool(report and report.report.estimated))
+            history = backend.position_history(wl.namespace or "", wl.name)
+            change = delta(history.change if history else None)
+        elif waiting_for_positions and wl.status_word == "pending":
+            pos = POSITION_READING
+        waiting = ""
+        if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
+            waiting = age((now - wl.queue_order_timestamp).total_seconds())
+        is_held = wl.cluster_queue in held or bool(wl.queue_name and f"{wl.namespace}/{wl.queue_name}" in held)
+        inputs = (wl, pos, change, waiting, is_held, warning)
+        hit = self.row_cache.get(key)
+        if hit is not None and hit[0][0] is wl and hit[0][5] is warning and hit[0][4] == is_held:
+            cells, row_text = hit[1], hit[2]
+            if hit[0][1:4] != inputs[1:4]:
+                # only the place in line or the time waited moved (every pending row's age, once a
+                # minute): those cells are new, the others the same objects
+                cells = list(cells)
+                cells[POS_CELL], cells[DELTA_CELL], cells[WAITING_CELL] = pos, change, waiting
+        else:
+            row_text = f"{wl.namespace}/{wl.name} {wl.queue_name} {wl.status_word} {wl.owner_name or ''}"
+            prio = f"{wl.effective_priority}" + (f" {wl.priority_class}" if wl.priority_class else "")
+            cells = [status_text(wl.status_word), pos, change, key, wl.queue_name or "—",
+                     waiting, prio, why_pending(wl, [warning] if warning else [], held)]
+        self.row_cache[key] = (inputs, cells, row_text)
+        return cells, row_text
+
+    @staticmethod
+    def _sort_key(wl: WorkloadView, report: CachedPositions | None) -> SortKey:
+        entry = report.by_name.get(wl.name) if report is not None else None
+        position = entry.position_in_local_queue if entry and entry.position_in_local_queue is not None else _NOT_IN_LINE
+        return (STATE_ORDER.get(wl.status_word, 9), wl.namespace or "", wl.queue_name or "", position, wl.name)
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def read(self, backend: ClusterBackend, place: tuple, now: datetime, held: set[str], queues: frozenset[QueueKey],
+             listing: bool, rows_before_positions_over: int | None, table: TableState | None,
+             keep_reading: Callable[[], None]) -> WorkloadsRead:
+        """The workloads' rows.  ``rows_before_positions_over``: a first read with more pending
+        Workloads shows its rows before reading their positions (None: not a first read)."""
+        for kind in (ResourceKind.WORKLOAD, ResourceKind.EVENT):
+            backend.changed_since(kind, -1)  # the cache journals them from now on (the first ask starts it)
+        # generations before the data: a change in between is read again next time, never missed
+        generations = (backend.generation(ResourceKind.WORKLOAD), backend.generation(ResourceKind.EVENT))
+        kept = self._kept
+        if kept is not None and not listing and kept.backend is backend and kept.place == place \
+                and kept.held == frozenset(held) and kept.queues == queues:
+            try:
+                quick = self._quick_read(kept, backend, generations, now, held, table)
+            except BaseException:
+                self._kept = None  # a quick read stopped half way changed what was kept
+                raise
+            if quick is not None:
+                self.quick_reads += 1
+                return quick
+        self.full_reads += 1
+        return self._full_read(backend, place, generations, now, held, queues, listing, rows_before_positions_over,
+                               keep_reading)
+
+    def _full_read(self, backend: ClusterBackend, place: tuple, generations: tuple[int, int], now: datetime,
+                   held: set[str], queues: frozenset[QueueKey], listing: bool, rows_before_positions_over: int | None,
+                   keep_reading: Callable[[], None]) -> WorkloadsRead:
+        workloads = backend.workloads()
+        pending: dict[QueueKey, dict[str, WorkloadView]] = {}
+        counts = {word: 0 for word in STATE_ORDER}
+        for w in workloads:
+            if w.status_word in counts:
+                counts[w.status_word] += 1
+            if w.status_word == "pending":
+                queue = queue_of(w)
+                if queue in queues:
+                    pending.setdefault(queue, {})[f"{w.namespace}/{w.name}"] = w
+        waiting_for_positions = (listing and bool(workloads)) or (rows_before_positions_over is not None and sum(
+            len(queued) for queued in pending.values()) > rows_before_positions_over)
+        members = {queue: tuple(queued.values()) for queue, queued in pending.items()}
+        reports: dict[QueueKey, CachedPositions] = {}
+        problems: list[str] = []
+        if not waiting_for_positions:
+            reports, problems = self.positions.update(members, backend.pending_positions_local_queue)
+        warnings: dict[tuple[str, str], EventView] = {}
+        warning_events: dict[tuple[str, str], tuple[str, str]] = {}
+        for e in backend.events():
+            if e.involved_kind == "Workload" and e.type == "Warning":
+                warning_key = (e.namespace or "", e.involved_name)
+                if newer_warning(warnings.get(warning_key), e):
+                    warnings[warning_key] = e  # the newest warning per workload
+                    warning_events[(e.namespace or "", e.name)] = warning_key
+        sort_of: dict[str, SortKey] = {}
+        views: dict[str, WorkloadView] = {}
+        for w in workloads:
+            key = f"{w.namespace}/{w.name}"
+            views[key] = w
+            sort_of[key] = self._sort_key(w, reports.get(queue_of(w)))
+        order = sorted((sort_key, key) for key, sort_key in sort_of.items())
+        previous = self.row_cache
+        self.row_cache = {}
+        rows: list[Row] = []
+        matchable: dict[str, Matchable] = {}
+        ages: list[tuple[float, str]] = []
+        self._kept = None  # until this read is done: one stopped half way keeps nothing
+        for index, (_, key) in enumerate(order):
+            if index % 512 == 0:
+                keep_reading()
+            wl = views[key]
+            if key in previous:
+                self.row_cache[key] = previous[key]
+            cells, row_text = self._row(key, wl, reports.get(queue_of(wl)), held,
+                                        warnings.get((wl.namespace or "", wl.name)), now, waiting_for_positions, backend)
+            rows.append((key, cells))
+            matchable[key] = (row_text, wl.labels)
+            if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
+                ages.append((age_changes_at(wl.queue_order_timestamp, now), key))
+        heapq.heapify(ages)
+        estimated = any(r.report.estimated for r in reports.values())
+        # a read made before its positions (or while the list comes in) is not one to go on from
+        self._kept = None if waiting_for_positions else _Kept(
+            backend, place, generations, frozenset(held), queues, views, warnings, warning_events, pending, members,
+            reports, order, [key for _, key in order], dict(rows), sort_of, counts, matchable, ages)
+        return WorkloadsRead(rows, dict(views), dict(matchable), counts, estimated, problems,
+                             waiting_for_positions=waiting_for_positions)
+
+    def _quick_read(self, kept: _Kept, backend: ClusterBackend, generations: tuple[int, int], now: datetime,
+                    held: set[str], table: TableState | None) -> WorkloadsRead | None:
+        changed = backend.changed_since(ResourceKind.WORKLOAD, kept.generations[0])
+        events = backend.changed_since(ResourceKind.EVENT, kept.generations[1])
+        if changed is None or events is None or len(changed) > QUICK_READ_MOST:
+            return None
+        dirty: set[str] = {f"{namespace}/{name}" for namespace, name in changed}
+        for event_key in events:
+            event = backend.get(ResourceKind.EVENT, event_key[1], event_key[0])
+            if not isinstance(event, EventView):
+                if event_key in kept.warning_events:
+                    return None  # the newest warning of a Workload is gone: which is newest now is a full read's
+                continue
+            if event.involved_kind == "Workload" and event.type == "Warning":
+                warning_key = (event.namespace or "", event.involved_name)
+                current = kept.warnings.get(warning_key)
+                # a newer warning, or the newest one again (its count and time moved)
+                if newer_warning(current, event) or (current is not None and kept.warning_events.get(event_key) == warning_key):
+                    kept.warnings[warning_key] = event
+                    kept.warning_events[event_key] = warning_key
+                    dirty.add(f"{warning_key[0]}/{warning_key[1]}")
+        # the Workloads that changed: their queue's pending set, the counts, the views
+        moved_queues: set[QueueKey] = set()
+        for key in dirty:
+            namespace, _, name = key.partition("/")
+            view = backend.get(ResourceKind.WORKLOAD, name, namespace)
+            now_view = view if isinstance(view, WorkloadView) else None
+            before = kept.views.get(key)
+            if now_view is before:
+                continue
+            for wl, sign in ((before, -1), (now_view, 1)):
+                if wl is None:
+                    continue
+                if wl.status_word in kept.counts:
+                    kept.counts[wl.status_word] += sign
+                queue = queue_of(wl)
+                if wl.status_word == "pending" and queue in kept.queues:
+                    moved_queues.add(queue)
+                    if sign < 0:
+                        kept.pending.get(queue, {}).pop(key, None)
+                    else:
+                        kept.pending.setdefault(queue, {})[key] = wl
+            if now_view is None:
+                kept.views.pop(key, None)
+            else:
+                kept.views[key] = now_view
+        for queue in moved_queues:
+            queued = kept.pending.get(queue)
+            if queued:
+                kept.members[queue] = tuple(queued.values())
+            else:
+                kept.pending.pop(queue, None)
+                kept.members.pop(queue, None)
+        reports, problems = self.positions.update(kept.members, backend.pending_positions_local_queue,
+                                                  aged_reads_at_most=AGED_POSITION_READS)
+        for queue, report in reports.items():
+            if kept.reports.get(queue) is not report:  # read again: every place in that line may have moved
+                dirty.update(kept.pending.get(queue, {}))
+        kept.reports = reports
+        stamp = now.timestamp()
+        for _ in range(AGES_PER_READ):
+            if not kept.ages or kept.ages[0][0] > stamp:
+                break
+            dirty.add(heapq.heappop(kept.ages)[1])
+        changed_rows: dict[str, list] = {}
+        removed: list[str] = []
+        for key in dirty:
+            wl = kept.views.get(key)
+            old_sort = kept.sort_of.get(key)
+            new_sort = self._sort_key(wl, reports.get(queue_of(wl))) if wl is not None else None
+            if old_sort is not None and new_sort != old_sort:
+                at = bisect_left(kept.order, (old_sort, key))
+                del kept.order[at]
+                del kept.keys[at]
+            if wl is None or new_sort is None:
+                kept.sort_of.pop(key, None)
+                kept.cells.pop(key, None)
+                if kept.matchable.pop(key, None) is not None:
+                    removed.append(key)
+                self.row_cache.pop(key, None)
+                continue
+            if new_sort != old_sort:
+                kept.sort_of[key] = new_sort
+                at = bisect_left(kept.order, (new_sort, key))
+                kept.order.insert(at, (new_sort, key))
+                kept.keys.insert(at, key)
+            cells, row_text = self._row(key, wl, reports.get(queue_of(wl)), held,
+                                        kept.warnings.get((wl.namespace or "", wl.name)), now, False, backend)
+            kept.cells[key] = cells
+            changed_rows[key] = cells
+            kept.matchable[key] = (row_text, wl.labels)
+            if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
+                heapq.heappush(kept.ages, (age_changes_at(wl.queue_order_timestamp, now), key))
+        kept.generations = generations
+        keys = list(kept.keys)
+        matchable = dict(kept.matchable)
+        plan = plan_changed_rows(table, keys, changed_rows, removed, matchable) if table is not None else None
+        rows = RowsView(keys, dict(kept.cells))
+        estimated = any(r.report.estimated for r in reports.values())
+        return WorkloadsRead(rows, dict(kept.views), matchable, dict(kept.counts), estimated, problems, plan, full=False)
+
