@@ -223,21 +223,22 @@ class RowsView(Sequence[Row]):
     for: a read that changed a few rows of 20,000 hands over its rows without building a list."""
 
     def __init__(self, keys: Sequence[str], cells: Mapping[str, Sequence[Any]]) -> None:
-        self.keys = keys
-        self.cells = cells
+        # not ``keys``: dict(rows) would take a ``keys`` attribute for a mapping's
+        self._keys = keys
+        self._cells = cells
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self._keys)
 
     def __getitem__(self, index):  # a slice is a list of rows
         if isinstance(index, slice):
-            return [(key, self.cells[key]) for key in self.keys[index]]
-        key = self.keys[index]
-        return (key, self.cells[key])
+            return [(key, self._cells[key]) for key in self._keys[index]]
+        key = self._keys[index]
+        return (key, self._cells[key])
 
     def __iter__(self):
-        cells = self.cells
-        return ((key, cells[key]) for key in self.keys)
+        cells = self._cells
+        return ((key, cells[key]) for key in self._keys)
 
 
 def plan_changed_rows(state: TableState, keys: list[str], changed: Mapping[str, Sequence[Any]], removed: Iterable[str],

@@ -116,8 +116,9 @@ async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_t
         screen.keep_reading()
         assert naps == []
 
+        pressed = time.monotonic()
         await pilot.press("j")
-        assert app.key_hold_until >= time.monotonic() + KEY_HOLDS_BACKGROUND_S - 0.1
+        assert app.key_hold_until >= pressed + KEY_HOLDS_BACKGROUND_S  # held from the key on, however busy the machine
         screen.keep_reading()
         assert naps and 0 < sum(naps) <= KEY_HOLDS_BACKGROUND_S + 1e-9
 
