@@ -334,6 +334,7 @@ def main() -> int:
     parser.add_argument("--no-build", action="store_true", help="do not build missing peers")
     parser.add_argument("--no-kwok", action="store_true", help="T1 set only (no KWOK/controllers): nodes never Ready")
     parser.add_argument("--kubectl", help="a kubectl to use when the harness's is not built")
+    parser.add_argument("--json", default=str(RESULTS / "side_by_side.json"), help="where the raw numbers go")
     args = parser.parse_args()
     binaries = locate()
     peers: dict[str, Path] = {}
@@ -384,8 +385,8 @@ def main() -> int:
         plane.stop()
         shutil.rmtree(state, ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "side_by_side.json").write_text(json.dumps(results, indent=2))
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(results, indent=2))
     print_tables(results)
     return 0
 

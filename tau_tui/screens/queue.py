@@ -60,6 +60,8 @@ class QueueData:
     status: str = ""
     #: Rows shown before their positions were read (a large first read): read them next.
     positions_to_read: bool = False
+    #: The workloads read these rows come from (told back once they are on the table).
+    workloads_token: int = 0
 
 
 class QueueScreen(PaneScreen):
@@ -176,6 +178,7 @@ class QueueScreen(PaneScreen):
         if read.problems:
             data.status = read.problems[0]
         data.workloads = read.views
+        data.workloads_token = read.token
         data.workload_rows = read.rows
         data.workload_matchable = read.matchable
         counts = read.counts
@@ -218,6 +221,7 @@ class QueueScreen(PaneScreen):
         else:
             workloads.apply_rows(data.workload_rows, notice=self.freshness.notice(ResourceKind.WORKLOAD),
                                  matchable=data.workload_matchable)
+        self._workload_rows.applied(data.workloads_token)  # the next read may go on from these rows
         if keep_top and workloads.row_count:
             workloads.move_cursor(row=0, scroll=True)
         self.set_status(data.status)

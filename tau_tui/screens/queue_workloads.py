@@ -129,6 +129,8 @@ class WorkloadsRead:
     waiting_for_positions: bool = False
     #: Whether it read every Workload (tests and benchmarks count the full reads).
     full: bool = True
+    #: Handed back through :meth:`WorkloadRows.applied` once the table shows this read.
+    token: int = 0
 
 
 @dataclass
@@ -167,8 +169,16 @@ class WorkloadRows:
         #: their cells object, so the table neither compares nor redraws them.
         self.row_cache: dict[str, tuple[tuple, list, str]] = {}
         self._kept: _Kept | None = None
+        #: The last read's token, and the last one the table was seen to show: a read that never
+        #: reached the table (dropped, stopped, failed) leaves the next read to be a full one.
+        self._read_token = 0
+        self._applied_token = -1
         self.full_reads = 0
         self.quick_reads = 0
+
+    def applied(self, token: int) -> None:
+        """UI thread: the table shows the read of ``token`` (the next read can go on from it)."""
+        self._applied_token = token
 
     def forget(self) -> None:
         """The next read is a full one (a replay's seek)."""
@@ -227,8 +237,9 @@ class WorkloadRows:
         # generations before the data: a change in between is read again next time, never missed
         generations = (backend.generation(ResourceKind.WORKLOAD), backend.generation(ResourceKind.EVENT))
         kept = self._kept
+        self._read_token += 1
         if kept is not None and not listing and kept.backend is backend and kept.place == place \
-                and kept.held == frozenset(held) and kept.queues == queues:
+                and kept.held == frozenset(held) and kept.queues == queues and self._applied_token == self._read_token - 1:
             try:
                 quick = self._quick_read(kept, backend, generations, now, held, table)
             except BaseException:
@@ -236,10 +247,13 @@ class WorkloadRows:
                 raise
             if quick is not None:
                 self.quick_reads += 1
+                quick.token = self._read_token
                 return quick
         self.full_reads += 1
-        return self._full_read(backend, place, generations, now, held, queues, listing, rows_before_positions_over,
+        read = self._full_read(backend, place, generations, now, held, queues, listing, rows_before_positions_over,
                                keep_reading)
+        read.token = self._read_token
+        return read
 
     def _full_read(self, backend: ClusterBackend, place: tuple, generations: tuple[int, int], now: datetime,
                    held: set[str], queues: frozenset[QueueKey], listing: bool, rows_before_positions_over: int | None,

@@ -27,15 +27,20 @@ class Reader:
         self.rows = WorkloadRows(LocalQueuePositions())
         self.table = TableState(columns=8)
 
-    def read(self) -> WorkloadsRead:
+    def read_only(self) -> WorkloadsRead:
+        """A read whose rows are not put on the table (one the pane dropped)."""
         backend = self.backend
         held = {cq.name for cq in backend.cluster_queues() if cq.stop_policy != "None"} | {
             f"{lq.namespace}/{lq.name}" for lq in backend.local_queues() if lq.stop_policy != "None"}
         queues = frozenset((lq.namespace or "", lq.name) for lq in backend.local_queues())
-        read = self.rows.read(backend, read_place(backend), backend._now(), held, queues, False, None, self.table,
+        return self.rows.read(backend, read_place(backend), backend._now(), held, queues, False, None, self.table,
                               lambda: None)
+
+    def read(self) -> WorkloadsRead:
+        read = self.read_only()
         plan = read.plan or plan_rows(self.table, read.rows, None, read.matchable)
         self.table = plan.next_state()
+        self.rows.applied(read.token)
         return read
 
 
@@ -93,6 +98,18 @@ def test_reads_after_changes_cost_the_changes_and_show_what_a_full_read_shows():
     read = same_as_a_full_read(reader)
     assert not read.full and read.plan is not None and read.plan.stale == [f"{gone.namespace}/{gone.name}"]
     assert reader.rows.full_reads == 1
+
+
+def test_a_read_that_never_reached_the_table_is_followed_by_a_full_one():
+    world, backend = demo_backend()
+    reader = Reader(backend)
+    reader.read()
+    world.advance(30)
+    dropped = reader.read_only()
+    assert not dropped.full  # read, but its rows never put on the table (a read the pane dropped)
+    world.advance(30)
+    read = same_as_a_full_read(reader)
+    assert read.full
 
 
 def test_a_queue_held_or_an_unknown_change_reads_every_workload_again():
