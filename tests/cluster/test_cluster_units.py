@@ -190,3 +190,29 @@ def test_share_strings_keeps_the_object_and_shares_its_short_strings():
     assert first["status"]["conditions"][0]["type"] is second["status"]["conditions"][0]["type"]
     assert first["status"]["tags"][0] is second["status"]["tags"][0]
     assert first["long"] is not second["long"]  # long strings (messages) stay each object's own
+
+
+def test_position_reads_are_bounded_per_update_new_then_changed_then_old_queues_first():
+    from tau_tui.core.cluster.positions import LocalQueuePositions
+
+    clock = [0.0]
+    positions = LocalQueuePositions(max_age_s=30.0, clock=lambda: clock[0])
+    asked: list[str] = []
+
+    def read(namespace, queue):
+        asked.append(queue)
+        return PositionReport("LocalQueue", queue, namespace, (), PositionSource.VISIBILITY_API)
+
+    queues = {("a", name): (_wl(f"w-{name}", name, queue=name),) for name in ("q1", "q2", "q3")}
+    reports, _ = positions.update(queues, read)  # no bound: all three
+    assert sorted(asked) == ["q1", "q2", "q3"]
+    asked.clear()
+    clock[0] = 40.0  # all three old now
+    queues[("a", "q2")] = (_wl("w-q2b", "q2b", queue="q2"),)  # q2's pending set changed
+    queues[("a", "q4")] = (_wl("w-q4", "q4", queue="q4"),)  # q4 never read
+    reports, _ = positions.update(queues, read, reads_at_most=2)
+    assert asked == ["q4", "q2"]  # new first, then changed; the old ones keep their reports meanwhile
+    assert set(reports) == {("a", "q1"), ("a", "q2"), ("a", "q3"), ("a", "q4")}
+    asked.clear()
+    positions.update(queues, read, reads_at_most=1)
+    assert asked == ["q1"]  # then the old ones, the longest unread first

@@ -303,27 +303,36 @@ class LocalQueuePositions:
         self,
         pending_by_queue: Mapping[tuple[str, str], Sequence[WorkloadView]],
         read: Callable[[str, str], PositionReport],
-        aged_reads_at_most: int | None = None,
+        reads_at_most: int | None = None,
     ) -> tuple[dict[tuple[str, str], CachedPositions], list[str]]:
         """Reports for every queue in ``pending_by_queue`` and the problems met (one line each).
-        ``aged_reads_at_most``: of the queues whose report is only older than ``max_age_s`` (nothing
-        in them changed), read this many again, the oldest first; the others keep theirs a while
-        (reports read together age together: fifty visibility calls in one read held a change up)."""
+        ``reads_at_most``: ask for this many reports at most (one visibility API call each): first
+        the queues never read, then those whose pending Workloads changed, then those only older
+        than ``max_age_s``, the longest unread first; the others keep their last report until a
+        later call (fifty calls in one refresh held a change up for seconds)."""
         problems: list[str] = []
         fresh: dict[tuple[str, str], CachedPositions] = {}
         now = self._clock()
-        aged = sorted((cached.read_at, queue) for queue, cached in self._cached.items()
-                      if now - cached.read_at >= self.max_age_s and queue in pending_by_queue)
-        read_again = {queue for _, queue in aged[:aged_reads_at_most]} if aged_reads_at_most is not None else None
+        due: list[tuple[int, float, tuple[str, str], tuple[WorkloadView, ...]]] = []
         for queue, pending in pending_by_queue.items():
             members = pending if isinstance(pending, tuple) else tuple(pending)
             cached = self._cached.get(queue)
+            if cached is None:
+                due.append((0, 0.0, queue, members))
+                continue
             # the same tuple (a reader that keeps each queue's members until one changes) or the same views
-            same = cached is not None and (cached.members is members or (
-                len(cached.members) == len(members) and all(a is b for a, b in zip(cached.members, members, strict=False))))
-            if same and cached is not None and (now - cached.read_at < self.max_age_s or (
-                    read_again is not None and queue not in read_again)):
+            same = cached.members is members or (
+                len(cached.members) == len(members) and all(a is b for a, b in zip(cached.members, members, strict=False)))
+            if same and now - cached.read_at < self.max_age_s:
                 fresh[queue] = cached
+            else:
+                due.append((2 if same else 1, cached.read_at, queue, members))
+        due.sort(key=lambda item: item[:2])
+        for index, (_, _, queue, members) in enumerate(due):
+            cached = self._cached.get(queue)
+            if reads_at_most is not None and index >= reads_at_most:
+                if cached is not None:
+                    fresh[queue] = cached  # read in a later call; its last report meanwhile
                 continue
             try:
                 report = read(queue[0], queue[1])
