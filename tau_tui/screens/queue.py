@@ -103,6 +103,13 @@ class QueueScreen(PaneScreen):
         #: Whether a read was made yet: only the first may leave positions out (ROWS_BEFORE_POSITIONS_OVER).
         self._read_once = False
 
+    def extra_signature(self) -> int:
+        """A position report that came on its own thread is a change to read."""
+        return self._workload_rows.background.generation
+
+    def on_unmount(self) -> None:
+        self._workload_rows.close()
+
     def compose_body(self) -> ComposeResult:
         yield Label(Text("Queues"), classes="section-title", id="queues-title")
         yield KeyedTable(QUEUE_COLUMNS, id="queues-table", classes="queues-table", sortable=False)

@@ -5,7 +5,8 @@ after a queue was held or released or LocalQueues came or went, after a replay's
 cache's journal no longer reaches back to the last read (or names more than QUICK_READ_MOST
 changes).  Any other read looks only at what moved since the last one: the Workloads and the
 warning events the cache's journal names, the pending rows of each LocalQueue whose positions were
-read again, and the rows whose "Waiting" age ticks over now.  The rows keep their order by
+read again (on a thread of their own: ``BackgroundPositions``), and the rows whose "Waiting" age
+ticks over now.  The rows keep their order by
 bisection, and the table's update is planned for those rows alone (``plan_changed_rows``).  At
 20,000 Workloads changing 200 times a second a read costs the changes, not the table."""
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tau_tui.core.cluster.background_positions import BackgroundPositions
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.positions import CachedPositions, LocalQueuePositions, PendingPosition
@@ -34,10 +36,6 @@ QUICK_READ_MOST = 2_000
 #: change to a row must not wait behind them (they are late by a few seconds then, never wrong
 #: for longer; a full read writes every one).
 AGES_PER_READ = 500
-#: A read asks for at most this many LocalQueues' positions (one visibility API call each: 0.03 to
-#: 0.2 s on a busy machine); a queue whose pending Workloads changed comes before one only old, and
-#: the others keep their last report until a later read, so a change never waits behind fifty calls.
-POSITION_READS_PER_READ = 2
 #: What the "In line" column shows while the positions are being read.
 POSITION_READING = "…"
 #: Row order: pending first, then by namespace, queue, place in line and name.
@@ -166,6 +164,8 @@ class WorkloadRows:
 
     def __init__(self, positions: LocalQueuePositions) -> None:
         self.positions = positions
+        #: After the first full read, positions are read on a thread of their own.
+        self.background = BackgroundPositions(positions)
         #: key -> (what the row was built from, its cells, its filter text): unchanged workloads keep
         #: their cells object, so the table neither compares nor redraws them.
         self.row_cache: dict[str, tuple[tuple, list, str]] = {}
@@ -180,6 +180,10 @@ class WorkloadRows:
     def applied(self, token: int) -> None:
         """UI thread: the table shows the read of ``token`` (the next read can go on from it)."""
         self._applied_token = token
+
+    def close(self) -> None:
+        """The pane is gone: stop reading positions."""
+        self.background.close()
 
     def forget(self) -> None:
         """The next read is a full one (a replay's seek)."""
@@ -276,6 +280,8 @@ class WorkloadRows:
         problems: list[str] = []
         if not waiting_for_positions:
             reports, problems = self.positions.update(members, backend.pending_positions_local_queue)
+            if self.background.started:  # its thread reads these queues from now on
+                self.background.want(members, backend.pending_positions_local_queue)
         warnings: dict[tuple[str, str], EventView] = {}
         warning_events: dict[tuple[str, str], tuple[str, str]] = {}
         for e in backend.events():
@@ -371,8 +377,11 @@ class WorkloadRows:
             else:
                 kept.pending.pop(queue, None)
                 kept.members.pop(queue, None)
-        reports, problems = self.positions.update(kept.members, backend.pending_positions_local_queue,
-                                                  reads_at_most=POSITION_READS_PER_READ)
+        # positions are read on their own thread: a read shows the reports that came so far, and the
+        # pane reads again when another comes (its signature holds the generation)
+        self.background.want(kept.members, backend.pending_positions_local_queue)
+        reports = self.background.reports(kept.members)
+        problems = list(self.background.problems)
         for queue, report in reports.items():
             if kept.reports.get(queue) is not report:  # read again: every place in that line may have moved
                 dirty.update(kept.pending.get(queue, {}))

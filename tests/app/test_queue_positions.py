@@ -16,6 +16,11 @@ def backend_counting_position_reads():
     return backend, asked
 
 
+def pending_keys(screen) -> list[str]:
+    """The queue pane's rows of pending Workloads."""
+    return [key for key, wl in screen.data.workloads.items() if wl.status_word == "pending"]
+
+
 def test_display_position_is_one_based_and_marks_estimates():
     assert display_position(0, False) == "#1"
     assert display_position(2, True) == "~3"
@@ -69,7 +74,7 @@ async def test_a_large_first_read_shows_rows_before_positions_and_reads_them_rig
             screen = app.screen
             await settle(pilot)
             table = screen.query_one("#workloads-table", KeyedTable)
-            pending = [key for key, wl in screen.data.workloads.items() if wl.status_word == "pending"]
+            pending = pending_keys(screen)
             assert pending and screen.refreshes_applied >= 2
             # first: every pending row, no position asked for, each marked as being read
             assert shown_first.pop("asked") == "0" and "reading positions" in shown_first.pop("status")
@@ -103,7 +108,7 @@ async def test_rows_of_a_first_list_still_coming_in_are_shown_and_their_position
         screen = app.screen
         await settle(pilot)
         table = screen.query_one("#workloads-table", KeyedTable)
-        pending = [key for key, wl in screen.data.workloads.items() if wl.status_word == "pending"]
+        pending = pending_keys(screen)
         assert pending and all(table.cells_of(key)[1].plain == POSITION_READING for key in pending)
         status = screen._status.plain
         assert "still listing (12 listed so far)" in status and " pending" not in status  # no partial counts

@@ -216,3 +216,32 @@ def test_position_reads_are_bounded_per_update_new_then_changed_then_old_queues_
     asked.clear()
     positions.update(queues, read, reads_at_most=1)
     assert asked == ["q1"]  # then the old ones, the longest unread first
+
+
+def test_position_reports_are_read_on_their_own_thread_and_say_when_one_came():
+    import threading
+
+    from tau_tui.core.cluster.background_positions import BackgroundPositions
+    from tau_tui.core.cluster.positions import LocalQueuePositions
+
+    gate = threading.Event()
+    asked: list[str] = []
+
+    def read(namespace, queue):  # a visibility call that takes until the gate opens
+        gate.wait(30)
+        asked.append(queue)
+        return PositionReport("LocalQueue", queue, namespace, (), PositionSource.VISIBILITY_API)
+
+    background = BackgroundPositions(LocalQueuePositions())
+    queues = {("a", name): (_wl(f"w-{name}", name, queue=name),) for name in ("q1", "q2")}
+    try:
+        background.want(queues, read)  # returns at once: nothing is read on the caller's thread
+        assert background.reports(queues) == {} and background.generation == 0
+        gate.set()
+        assert background.idle.wait(30)  # both read, one at a time, then it rests
+        assert sorted(asked) == ["q1", "q2"] and background.generation == 2
+        assert set(background.reports(queues)) == set(queues)
+        background.want(queues, read)  # the same pending Workloads: nothing to read again
+        assert background.idle.wait(30) and len(asked) == 2 and background.generation == 2
+    finally:
+        background.close()

@@ -290,14 +290,21 @@ class CachedPositions:
 class LocalQueuePositions:
     """Position reports per LocalQueue, re-read only when that queue's pending
     workloads changed (or after ``max_age_s``), not on every tick: each read can
-    be a visibility API call.  Used by one refresh worker at a time."""
+    be a visibility API call.  Updates are one at a time (a refresh worker, or
+    :class:`~tau_tui.core.cluster.background_positions.BackgroundPositions`)."""
 
     def __init__(self, max_age_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
         self.max_age_s = max_age_s
         self._clock = clock
         self._cached: dict[tuple[str, str], CachedPositions] = {}
+        self._updating = threading.Lock()
         #: How many reports were read (tests bound work by it).
         self.reads = 0
+
+    def current(self, queues: Iterable[tuple[str, str]]) -> dict[tuple[str, str], CachedPositions]:
+        """The reports held now for ``queues`` (no read; a queue never read has none)."""
+        cached = self._cached
+        return {queue: cached[queue] for queue in queues if queue in cached}
 
     def update(
         self,
@@ -310,6 +317,15 @@ class LocalQueuePositions:
         the queues never read, then those whose pending Workloads changed, then those only older
         than ``max_age_s``, the longest unread first; the others keep their last report until a
         later call (fifty calls in one refresh held a change up for seconds)."""
+        with self._updating:
+            return self._update(pending_by_queue, read, reads_at_most)
+
+    def _update(
+        self,
+        pending_by_queue: Mapping[tuple[str, str], Sequence[WorkloadView]],
+        read: Callable[[str, str], PositionReport],
+        reads_at_most: int | None,
+    ) -> tuple[dict[tuple[str, str], CachedPositions], list[str]]:
         problems: list[str] = []
         fresh: dict[tuple[str, str], CachedPositions] = {}
         now = self._clock()
