@@ -1,14 +1,14 @@
 """The queue pane's workloads table, kept from one read to the next.
 
 A full read looks at every Workload: the first read, one while the first list still comes in, one
-after a queue was held or released or LocalQueues came or went, after a replay's seek, and when the
-cache's journal no longer reaches back to the last read (or names more than QUICK_READ_MOST
-changes).  Any other read looks only at what moved since the last one: the Workloads and the
-warning events the cache's journal names, the pending rows of each LocalQueue whose positions were
-read again (on a thread of their own: ``BackgroundPositions``), and the rows whose "Waiting" age
-ticks over now.  The rows keep their order by
-bisection, and the table's update is planned for those rows alone (``plan_changed_rows``).  At
-20,000 Workloads changing 200 times a second a read costs the changes, not the table."""
+after a queue was held or released or LocalQueues came or went, after a replay's seek, after a read
+that never reached the table, and when the cache's journal no longer reaches back to the last read
+(or names more than QUICK_READ_MOST changes).  Any other read looks only at what moved since the
+last one: the Workloads and the warning events the cache's journal names, the pending rows of each
+LocalQueue whose position report came since (read on a thread of their own:
+``BackgroundPositions``), and the rows whose "Waiting" age ticks over now.  The rows keep their
+order by bisection, and the table's update is planned for those rows alone (``plan_changed_rows``).
+At 20,000 Workloads changing 200 times a second a read costs the changes, not the table."""
 
 from __future__ import annotations
 
