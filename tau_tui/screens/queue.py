@@ -33,6 +33,8 @@ RESOURCE_ORDER = ("nvidia.com/gpu", "cpu", "memory")
 #: The queues table is a tree (a ClusterQueue, then its flavors): not sortable.
 QUEUE_COLUMNS = [ColumnSpec("queue", "Queue", flexible=True, min_width=12), ColumnSpec("state", "State"),
                  ColumnSpec("pending", "Pend"), ColumnSpec("admitted", "Adm")]
+
+
 def _resource_rank(name: str) -> tuple[int, str]:
     if is_gpu_resource(name):
         return (0, name)

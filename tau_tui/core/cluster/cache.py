@@ -241,11 +241,7 @@ class ObjectCache:
             for key in [k for k in current if k not in incoming]:
                 self._remove(kind, key)
             for key, obj in incoming.items():
-                old = current.get(key)
-                if old is None:
-                    self._store(kind, key, obj, ChangeType.ADDED)
-                elif _rv(old) != _rv(obj):
-                    self._store(kind, key, obj, ChangeType.MODIFIED)
+                self._store_if_moved(kind, key, obj)
             self._relisted.add(kind)
             self._gen[kind] += 1
             if self._tap is not None:
@@ -261,14 +257,10 @@ class ObjectCache:
         with self._lock:
             if self._states[kind].status is not ViewStatus.SYNCING:
                 return
-            current = self._raw[kind]
             for obj in items:
-                key = key_of(kind, obj)
-                old = current.get(key)
-                if old is None or _rv(old) != _rv(obj):
-                    self._store(kind, key, obj, ChangeType.ADDED if old is None else ChangeType.MODIFIED)
-                    if self._tap is not None:
-                        self._tap.applied(kind, "ADDED" if old is None else "MODIFIED", obj)
+                change = self._store_if_moved(kind, key_of(kind, obj), obj)
+                if change is not None and self._tap is not None:
+                    self._tap.applied(kind, change.value, obj)
             self.set_state(kind, ViewStatus.SYNCING, f"{listed:,} listed so far")
             self._changed.notify_all()
 
@@ -419,6 +411,15 @@ class ObjectCache:
             if len(journal) == journal.maxlen:
                 self._journal_forgot[kind] = journal[0][0]
             journal.append((self._gen[kind], key))
+
+    def _store_if_moved(self, kind: ResourceKind, key: Key, obj: dict[str, Any]) -> ChangeType | None:
+        """Store ``obj`` unless the cache holds it at the same resourceVersion; the change it made."""
+        old = self._raw[kind].get(key)
+        if old is not None and _rv(old) == _rv(obj):
+            return None
+        change = ChangeType.ADDED if old is None else ChangeType.MODIFIED
+        self._store(kind, key, obj, change)
+        return change
 
     def _store(self, kind: ResourceKind, key: Key, obj: dict[str, Any], change: ChangeType) -> None:
         self._raw[kind][key] = obj
