@@ -57,6 +57,10 @@ class NodeHealthMemo:
         """:func:`~tau_tui.core.operations.gpufaults.node_health_view`, worked out again only when it may have moved."""
         return self._judged(node, now).view
 
+    def fault(self, node: NodeView, now: datetime) -> NodeGpuFault | None:
+        """One node's GPU fault (None: none), worked out again only when it may have moved."""
+        return self._judged(node, now).fault
+
     def faults(self, nodes: Iterable[NodeView], now: datetime) -> dict[str, NodeGpuFault]:
         """:func:`~tau_tui.core.operations.gpufaults.node_gpu_faults`, from the kept judgements."""
         out: dict[str, NodeGpuFault] = {}

@@ -4,54 +4,104 @@
 each of 20,000 runs with the whole lists that is 20,000 × 20,000 comparisons.  The Runs pane,
 ``tau-tui runs`` and the evidence recorder index the lists here instead: Workloads by owner uid
 (label ``kueue.x-k8s.io/job-uid`` or the controller ownerReference), pods by ``job-name`` or
-``ray.io/cluster`` label and events by the object they are about, all within a namespace."""
+``ray.io/cluster`` label and events by the object they are about, all within a namespace.
+
+Objects can be put and removed one at a time (:class:`~tau_tui.core.operations.live_run_index.LiveRunIndex`
+keeps an index current from the cache's changes); a run's objects come back in key order, as
+the cache lists them, however they were put."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
-from tau_tui.core.cluster.view_types import EventView, JobView, PodView, RayJobView, WorkloadView
+from tau_tui.core.cluster.view_types import EventView, JobView, ObjectView, PodView, RayJobView, WorkloadView
 from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.runstatus import RunObjects, run_objects
 
+Key = tuple[str, str]
+_View = TypeVar("_View", bound=ObjectView)
+POD_RUN_LABELS = ("job-name", "ray.io/cluster")
+
+
+def _in_key_order(bucket: Mapping[Key, _View] | None) -> list[_View]:
+    if not bucket:
+        return []
+    if len(bucket) == 1:
+        return list(bucket.values())
+    return [bucket[key] for key in sorted(bucket)]
+
+
+def _workload_uids(w: WorkloadView) -> set[str]:
+    return {uid for uid in (w.labels.get("kueue.x-k8s.io/job-uid"), (w.controller_owner or {}).get("uid")) if uid}
+
+
+def _pod_labels(p: PodView) -> list[tuple[str, str, str]]:
+    return [(p.namespace or "", label, value) for label in POD_RUN_LABELS if (value := p.labels.get(label))]
+
+
+def _event_subject(e: EventView) -> Key:
+    return (e.namespace or "", e.involved_name)
+
 
 class RunIndex:
-    def __init__(self, workloads: Iterable[WorkloadView], pods: Iterable[PodView], events: Iterable[EventView]) -> None:
-        self._workloads_by_uid: dict[str, list[WorkloadView]] = {}
+    def __init__(self, workloads: Iterable[WorkloadView] = (), pods: Iterable[PodView] = (),
+                 events: Iterable[EventView] = ()) -> None:
+        self._workloads_by_uid: dict[str, dict[Key, WorkloadView]] = {}
+        self._pods_by_label: dict[tuple[str, str, str], dict[Key, PodView]] = {}
+        self._events_by_name: dict[Key, dict[Key, EventView]] = {}
         for w in workloads:
-            for uid in {w.labels.get("kueue.x-k8s.io/job-uid"), (w.controller_owner or {}).get("uid")}:
-                if uid:
-                    self._workloads_by_uid.setdefault(uid, []).append(w)
-        self._pods_by_label: dict[tuple[str, str, str], list[PodView]] = {}
+            self.put_workload(w)
         for p in pods:
-            for label in ("job-name", "ray.io/cluster"):
-                value = p.labels.get(label)
-                if value:
-                    self._pods_by_label.setdefault((p.namespace or "", label, value), []).append(p)
-        #: events in list order (the index keeps that order when a run's events are merged)
-        self._events_by_name: dict[tuple[str, str], list[tuple[int, EventView]]] = {}
-        for index, e in enumerate(events):
-            self._events_by_name.setdefault((e.namespace or "", e.involved_name), []).append((index, e))
+            self.put_pod(p)
+        for e in events:
+            self.put_event(e)
+
+    # -- one object at a time (the caller removes an object's old view before it puts the new one) --
+
+    def put_workload(self, w: WorkloadView) -> None:
+        for uid in _workload_uids(w):
+            self._workloads_by_uid.setdefault(uid, {})[w.key] = w
+
+    def remove_workload(self, w: WorkloadView) -> None:
+        for uid in _workload_uids(w):
+            _drop(self._workloads_by_uid, uid, w.key)
+
+    def put_pod(self, p: PodView) -> None:
+        for bucket in _pod_labels(p):
+            self._pods_by_label.setdefault(bucket, {})[p.key] = p
+
+    def remove_pod(self, p: PodView) -> None:
+        for bucket in _pod_labels(p):
+            _drop(self._pods_by_label, bucket, p.key)
+
+    def put_event(self, e: EventView) -> None:
+        self._events_by_name.setdefault(_event_subject(e), {})[e.key] = e
+
+    def remove_event(self, e: EventView) -> None:
+        _drop(self._events_by_name, _event_subject(e), e.key)
+
+    # -- reads -----------------------------------------------------------------------------------
 
     def parts(self, owner: JobView | RayJobView) -> tuple[list[WorkloadView], list[PodView], list[EventView]]:
         """The run's Workloads, pods and events (events of the owner, its Workloads and its pods)."""
         ns = owner.namespace or ""
-        workloads = [w for w in self._workloads_by_uid.get(owner.uid or "", ()) if w.namespace == ns]
+        workloads = [w for w in _in_key_order(self._workloads_by_uid.get(owner.uid or "")) if w.namespace == ns]
         if isinstance(owner, JobView):
-            pods = self._pods_by_label.get((ns, "job-name", owner.name), [])
+            pods = _in_key_order(self._pods_by_label.get((ns, "job-name", owner.name)))
         elif owner.ray_cluster_name:
-            pods = self._pods_by_label.get((ns, "ray.io/cluster", owner.ray_cluster_name), [])
+            pods = _in_key_order(self._pods_by_label.get((ns, "ray.io/cluster", owner.ray_cluster_name)))
         else:
             pods = []
         names = {owner.name} | {w.name for w in workloads} | {p.name for p in pods}
         found = [hit for name in names if (hit := self._events_by_name.get((ns, name)))]
-        if len(found) <= 1:  # most runs: no events, or only the owner's (already in list order)
-            return workloads, pods, [e for _, e in found[0]] if found else []
-        return workloads, pods, [e for _, e in sorted(item for hit in found for item in hit)]
+        if len(found) <= 1:  # most runs: no events, or only the owner's
+            return workloads, pods, _in_key_order(found[0]) if found else []
+        return workloads, pods, _in_key_order({key: e for hit in found for key, e in hit.items()})
 
     def ray_cluster_pods(self, namespace: str, ray_cluster: str) -> list[PodView]:
         """Pods of a Ray cluster (a cancelled RayJob's, once the RayJob is gone)."""
-        return self._pods_by_label.get((namespace, "ray.io/cluster", ray_cluster), [])
+        return _in_key_order(self._pods_by_label.get((namespace, "ray.io/cluster", ray_cluster)))
 
     def objects(self, owner: JobView | RayJobView, gpu_faults: Mapping[str, NodeGpuFault] | None = None,
                 parts: tuple[list[WorkloadView], list[PodView], list[EventView]] | None = None) -> RunObjects:
@@ -60,3 +110,11 @@ class RunIndex:
         # the index picked the run's own objects: not scanned again (objects_for_run's filters)
         return run_objects(owner.namespace or "", owner.name, owner if isinstance(owner, JobView) else None,
                            owner if isinstance(owner, RayJobView) else None, workloads, pods, events, gpu_faults)
+
+
+def _drop(index: dict, bucket_key, key: Key) -> None:
+    bucket = index.get(bucket_key)
+    if bucket is not None:
+        bucket.pop(key, None)
+        if not bucket:
+            del index[bucket_key]

@@ -22,11 +22,12 @@ from tau_tui.core.cluster.changes import ChangeBatch, ChangeType, Subscription
 from tau_tui.core.cluster.give_way import give_way
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.view_types import JobView, RayJobView
+from tau_tui.core.cluster.view_types import JobView, NodeView, RayJobView
 from tau_tui.core.operations.evidence.capture import CaptureResult, capture, outcome_of
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.node_health_memo import NodeHealthMemo
+from tau_tui.core.operations.live_run_index import LiveRunIndex
 from tau_tui.core.operations.run_index import RunIndex
 from tau_tui.core.operations.run_status_memo import RunInputs, RunStatusMemo
 from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
@@ -60,6 +61,8 @@ class EvidenceRecorder:
         self.on_captured = on_captured
         #: Unfinished runs and the objects last seen of them (what a cancelled run is recorded from).
         self._watching: dict[RunKey, RunObjects] = {}
+        #: The run's objects, read from the cache's changes since the last batch.
+        self._index = LiveRunIndex(backend)
         self._deleted: set[RunKey] = set()
         self._queue: queue.Queue[tuple[RunKey, bool]] = queue.Queue()
         self._subscription: Subscription | None = None
@@ -136,33 +139,53 @@ class EvidenceRecorder:
         return give_way(lambda: 0.0 if self._closing.is_set() else waits_until(), MAX_NAPS_PER_BATCH_S - napped,
                         self.nap)
 
-    def _read_cluster(self) -> tuple[dict[RunKey, JobView | RayJobView], RunIndex, dict[str, NodeGpuFault]]:
-        runs: list[JobView | RayJobView] = [*self.backend.jobs(), *self.backend.ray_jobs()]
-        return ({(o.namespace or "", o.name): o for o in runs},
-                RunIndex(self.backend.workloads(), self.backend.pods(), self.backend.events()),
-                self.node_health.faults(self.backend.nodes(), self.clock()))
+    def _owner(self, key: RunKey) -> JobView | RayJobView | None:
+        """The run's owner as ``jobs()`` and ``ray_jobs()`` list it (Tau-managed; a RayJob's submitter
+        Job is not a run), or None."""
+        namespace, name = key
+        ray_job = self.backend.get(ResourceKind.RAY_JOB, name, namespace or None)
+        if isinstance(ray_job, RayJobView) and ray_job.tau_managed:
+            return ray_job
+        job = self.backend.get(ResourceKind.JOB, name, namespace or None)
+        if isinstance(job, JobView) and job.tau_managed and not job.owned_by_rayjob:
+            return job
+        return None
+
+    def _node_faults(self, index: RunIndex, owner: JobView | RayJobView) -> dict[str, NodeGpuFault]:
+        """The GPU faults of the nodes the run's pods are on (all a run's status looks at)."""
+        _, pods, _ = index.parts(owner)
+        now = self.clock()
+        faults: dict[str, NodeGpuFault] = {}
+        for name in {p.node_name for p in pods if p.node_name}:
+            node = self.backend.get(ResourceKind.NODE, name)
+            fault = self.node_health.fault(node, now) if isinstance(node, NodeView) else None
+            if fault is not None:
+                faults[name] = fault
+        return faults
 
     def _handle_batch(self, batch: list[tuple[RunKey, bool]]) -> None:
-        """Everything queued since the last batch, from one read of the cache: a tick that changes
-        hundreds of runs reads and indexes the lists once, not once per run."""
+        """Everything queued since the last batch, from one look at the cache's changes: a tick that
+        changes hundreds of runs reads each changed object once, and a batch of a few runs on a
+        cluster of 20,000 costs those few runs, not the lists."""
         latest: dict[RunKey, bool] = {}
         for key, deleted in batch:
             latest[key] = deleted  # the last change of a run says whether it is gone
         if not latest:
             return
         napped = self._give_way(0.0)  # before the read: what is recorded is what the cluster holds after the wait
-        owners, index, faults = self._read_cluster()
+        index = self._index.current()
         for count, (key, deleted) in enumerate(latest.items()):
             if count and count % RUNS_BETWEEN_NAPS == 0:
                 slept = self._give_way(napped)
                 napped += slept
                 if slept:  # the cluster moved meanwhile
-                    owners, index, faults = self._read_cluster()
-            owner = None if deleted else owners.get(key)
+                    index = self._index.current()
+            owner = None if deleted else self._owner(key)
             try:
                 if owner is None:
                     self._handle(key, None, None)
                     continue
+                faults = self._node_faults(index, owner)
                 objs = index.objects(owner, faults)
                 status, _ = self.statuses.status(f"{key[0]}/{key[1]}", RunInputs.of(owner, objs.workloads, objs.pods,
                                                                                     objs.events, faults),
