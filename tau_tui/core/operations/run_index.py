@@ -21,6 +21,7 @@ from tau_tui.core.operations.runstatus import RunObjects, run_objects
 
 Key = tuple[str, str]
 _View = TypeVar("_View", bound=ObjectView)
+_Bucket = TypeVar("_Bucket", str, tuple[str, str], tuple[str, str, str])
 POD_RUN_LABELS = ("job-name", "ray.io/cluster")
 
 
@@ -112,7 +113,7 @@ class RunIndex:
                            owner if isinstance(owner, RayJobView) else None, workloads, pods, events, gpu_faults)
 
 
-def _drop(index: dict, bucket_key, key: Key) -> None:
+def _drop(index: dict[_Bucket, dict[Key, _View]], bucket_key: _Bucket, key: Key) -> None:
     bucket = index.get(bucket_key)
     if bucket is not None:
         bucket.pop(key, None)

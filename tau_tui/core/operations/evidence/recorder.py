@@ -26,8 +26,8 @@ from tau_tui.core.cluster.view_types import JobView, NodeView, RayJobView
 from tau_tui.core.operations.evidence.capture import CaptureResult, capture, outcome_of
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.gpufaults import NodeGpuFault
-from tau_tui.core.operations.node_health_memo import NodeHealthMemo
 from tau_tui.core.operations.live_run_index import LiveRunIndex
+from tau_tui.core.operations.node_health_memo import NodeHealthMemo
 from tau_tui.core.operations.run_index import RunIndex
 from tau_tui.core.operations.run_status_memo import RunInputs, RunStatusMemo
 from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
