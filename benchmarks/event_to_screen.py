@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import resource
 import statistics
@@ -52,6 +53,27 @@ BENCH_ROWS = 20
 LOOK_S = 0.002
 WAIT_LIMIT_S = 600.0
 QUEUE_CELL = next(index for index, column in enumerate(WORKLOAD_COLUMNS) if column.key == "queue")
+
+
+class CollectorPauses:
+    """The garbage collector's pauses (every thread waits for them), from ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[int, float]] = []  # (generation, seconds)
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses.append((info["generation"], time.perf_counter() - self._started))
+
+    def __enter__(self) -> CollectorPauses:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        gc.callbacks.remove(self)
 
 
 class Driver(threading.Thread):
@@ -125,6 +147,7 @@ async def one_launch(rate: float, seconds: float) -> dict:
             kept_rows = screen._workload_rows
             full_before, quick_before = kept_rows.full_reads, kept_rows.quick_reads
             reads: list[float] = []  # each refresh's read (the pane's worker), as the pane timed it
+            pauses = CollectorPauses().__enter__()
             driver.start()
             end = time.monotonic() + seconds + 5
             last = time.monotonic()
@@ -142,6 +165,7 @@ async def one_launch(rate: float, seconds: float) -> dict:
                     if text.startswith("q-"):
                         first_seen.setdefault(int(text[2:]), now)
             driver.join(timeout=60)
+            pauses.__exit__()
             full_reads, quick_reads = kept_rows.full_reads - full_before, kept_rows.quick_reads - quick_before
             await app.action_quit()
     from_cache = sorted(max(0.0, first_seen[s] - driver.cached[s]) for s in first_seen if s in driver.cached)
@@ -156,6 +180,9 @@ async def one_launch(rate: float, seconds: float) -> dict:
             "refreshes": len(reads), "full_reads": full_reads, "quick_reads": quick_reads, "read_p50_s": percentile(reads, 50), "read_max_s": max(reads) if reads else None,
             "frame_p50_ms": percentile(gaps, 50) * 1000, "frame_p99_ms": percentile(gaps, 99) * 1000,
             "frame_max_ms": max(gaps) * 1000 if gaps else None,
+            "gc_pauses": len(pauses.pauses), "gc_pause_total_s": sum(p for _, p in pauses.pauses),
+            "gc_pause_max_s": max((p for _, p in pauses.pauses), default=0.0),
+            "gc_full_pause_max_s": max((p for g, p in pauses.pauses if g == 2), default=0.0),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -199,6 +226,10 @@ def main() -> int:
     row("UI thread frame p50", "frame_p50_ms", 1.0)
     row("UI thread frame p99", "frame_p99_ms", 1.0)
     row("UI thread frame max", "frame_max_ms", 1.0)
+    row("collector pauses in the minute", "gc_pauses", 1.0, "")
+    row("  their total", "gc_pause_total_s")
+    row("  the longest", "gc_pause_max_s")
+    row("  the longest full one", "gc_full_pause_max_s")
     row("peak RSS (app process)", "peak_rss_mb", 1.0, "MB")
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
