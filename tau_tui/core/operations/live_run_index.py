@@ -36,38 +36,42 @@ class LiveRunIndex:
 
     def current(self) -> RunIndex:
         """The index as the cache holds the objects now (a change made meanwhile is read next time)."""
-        for kind, view_type in INDEXED_KINDS.items():
+        for kind in INDEXED_KINDS:
             # the generation before the data: a change in between is read again next time, never missed
             generation = self.backend.generation(kind)
             read_up_to = self._generations.get(kind)
             changed = None if read_up_to is None else self.backend.changed_since(kind, read_up_to)
+            move = self._mover(kind)
             if changed is None:
                 self.backend.changed_since(kind, -1)  # the cache journals the kind from now on
-                self._read_whole(kind, view_type)
+                self.full_reads += 1
+                listed = {view.key: view for view in self.backend.list(kind)}
+                held = self._views[kind]
+                for key in [key for key in held if key not in listed]:
+                    move(key, None)
+                for key, view in listed.items():
+                    if held.get(key) is not view:
+                        move(key, view)
             else:
                 for namespace, name in changed:
-                    self._move(kind, (namespace, name), self.backend.get(kind, name, namespace or None))
+                    move((namespace, name), self.backend.get(kind, name, namespace or None))
                 self.objects_read += len(changed)
             self._generations[kind] = generation
         return self._index
 
-    def _read_whole(self, kind: ResourceKind, view_type: type[ObjectView]) -> None:
-        self.full_reads += 1
-        listed = {view.key: view for view in self.backend.list(kind) if isinstance(view, view_type)}
-        for key in [key for key in self._views[kind] if key not in listed]:
-            self._move(kind, key, None)
-        for key, view in listed.items():
-            if self._views[kind].get(key) is not view:
-                self._move(kind, key, view)
+    def _mover(self, kind: ResourceKind) -> Callable[[Key, ObjectView | None], None]:
+        """For ``kind``: a function that makes the index hold a view under a key from now on (None: nothing)."""
+        held, view_type, put, remove, index = self._views[kind], INDEXED_KINDS[kind], _PUT[kind], _REMOVE[kind], self._index
 
-    def _move(self, kind: ResourceKind, key: Key, view: ObjectView | None) -> None:
-        """The index holds ``view`` under ``key`` from now on (None: nothing)."""
-        old = self._views[kind].pop(key, None)
-        if old is not None:
-            _REMOVE[kind](self._index, old)
-        if view is not None and isinstance(view, INDEXED_KINDS[kind]):
-            self._views[kind][key] = view
-            _PUT[kind](self._index, view)
+        def move(key: Key, view: ObjectView | None) -> None:
+            old = held.pop(key, None)
+            if old is not None:
+                remove(index, old)
+            if view is not None and isinstance(view, view_type):
+                held[key] = view
+                put(index, view)
+
+        return move
 
 
 _PUT: dict[ResourceKind, Callable[[RunIndex, ObjectView], None]] = {
