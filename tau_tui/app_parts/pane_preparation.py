@@ -33,7 +33,7 @@ PREPARED_PANES = ("runs", "nodes")
 QUIET_BEFORE_READING_S = 1.5
 #: Seconds the panes wait for such a quiet moment, from when the pane on screen first has rows: a
 #: person who keeps pressing keys would otherwise open Runs to a read of a second or more.
-LONGEST_WAIT_FOR_QUIET_S = 5.0
+LONGEST_WAIT_FOR_QUIET_S = 1.0
 #: After the first frame, the other panes' modules wait this long for the first pane's rows (while
 #: it waits for a cluster's first list): a small cluster's rows come first, a large one's list is
 #: still on its way when they load.

@@ -22,6 +22,7 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, RayJobView
 from tau_tui.core.operations.gpufaults import NodeGpuFault
+from tau_tui.core.operations.live_run_index import LiveRunIndex
 from tau_tui.core.operations.multikueue_steps.worker_logs import worker_log_backend
 from tau_tui.core.operations.recovery import RetryDecision, retry_decision
 from tau_tui.core.operations.run_index import RunIndex
@@ -169,6 +170,8 @@ class RunsScreen(PaneScreen):
         self.cancelled_runs: dict[str, CancelledRun] = {}
         #: Backends that read a worker's pods, by worker (from config.yaml's worker_contexts).
         self._worker_backends: dict[str, Any] = {}
+        #: Every run's objects, kept from the cache's changes (read by this pane's reads, one at a time).
+        self._run_index: LiveRunIndex | None = None
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable([("state", "State"), ("run", "Run"), ("kind", "Kind"), ("queue", "Queue"),
@@ -181,16 +184,16 @@ class RunsScreen(PaneScreen):
         assert backend is not None
         now = self.tau.now()
         owners: list[JobView | RayJobView] = [*backend.jobs(), *backend.ray_jobs()]
-        workloads = backend.workloads()
         pods = backend.pods()
-        events = backend.events()
         gpu_faults = self.tau.node_health.faults(backend.nodes(), now)
         data = RunsData()
         order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "cancelled": 6,
                  "not_found": 7}
         cancelled = dict(self.cancelled_runs)  # changed on the UI thread; read once here
         self.keep_reading()
-        index = RunIndex(workloads, pods, events)  # one scan per list, not one per run
+        if self._run_index is None or self._run_index.backend is not backend:
+            self._run_index = LiveRunIndex(backend)
+        index = self._run_index.current()  # the lists once, then what changed since the last read
         # (state rank, key, owner or None for pods left by a cancelled Job, status)
         items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = []
         statuses = self.tau.run_statuses

@@ -22,13 +22,12 @@ from tau_tui.core.cluster.changes import ChangeBatch, ChangeType, Subscription
 from tau_tui.core.cluster.give_way import give_way
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.view_types import JobView, NodeView, RayJobView
+from tau_tui.core.cluster.view_types import JobView, NodeView, PodView, RayJobView
 from tau_tui.core.operations.evidence.capture import CaptureResult, capture, outcome_of
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.live_run_index import LiveRunIndex
 from tau_tui.core.operations.node_health_memo import NodeHealthMemo
-from tau_tui.core.operations.run_index import RunIndex
 from tau_tui.core.operations.run_status_memo import RunInputs, RunStatusMemo
 from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
 
@@ -151,9 +150,8 @@ class EvidenceRecorder:
             return job
         return None
 
-    def _node_faults(self, index: RunIndex, owner: JobView | RayJobView) -> dict[str, NodeGpuFault]:
+    def _node_faults(self, pods: list[PodView]) -> dict[str, NodeGpuFault]:
         """The GPU faults of the nodes the run's pods are on (all a run's status looks at)."""
-        _, pods, _ = index.parts(owner)
         now = self.clock()
         faults: dict[str, NodeGpuFault] = {}
         for name in {p.node_name for p in pods if p.node_name}:
@@ -185,8 +183,9 @@ class EvidenceRecorder:
                 if owner is None:
                     self._handle(key, None, None)
                     continue
-                faults = self._node_faults(index, owner)
-                objs = index.objects(owner, faults)
+                parts = index.parts(owner)
+                faults = self._node_faults(parts[1])
+                objs = index.objects(owner, faults, parts)
                 status, _ = self.statuses.status(f"{key[0]}/{key[1]}", RunInputs.of(owner, objs.workloads, objs.pods,
                                                                                     objs.events, faults),
                                                  partial(compute_run_status, objs))
