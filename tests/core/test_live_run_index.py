@@ -22,8 +22,21 @@ def demo():
     backend.close()
 
 
+def buckets(index: RunIndex) -> list[dict]:
+    """Every bucket of the index, with the views in it (what is held, and nothing else)."""
+    return [{bucket: dict(held) for bucket, held in by.items()}
+            for by in (index._workloads_by_uid, index._pods_by_label, index._events_by_name)]
+
+
 def assert_same_as_a_fresh_index(backend, live: RunIndex) -> int:
+    """The live index holds the very view objects the cache holds now, in the same buckets, and
+    nothing more (a view left over from before a change or a delete would show here)."""
     fresh = RunIndex(backend.workloads(), backend.pods(), backend.events())
+    for live_by, fresh_by in zip(buckets(live), buckets(fresh), strict=True):
+        assert live_by.keys() == fresh_by.keys()
+        for bucket, held in fresh_by.items():
+            assert live_by[bucket].keys() == held.keys(), bucket
+            assert all(live_by[bucket][key] is view for key, view in held.items()), bucket
     owners = [*backend.jobs(tau_managed_only=False), *backend.ray_jobs(tau_managed_only=False)]
     for owner in owners:
         assert live.parts(owner) == fresh.parts(owner), f"{owner.namespace}/{owner.name}"
@@ -72,3 +85,17 @@ def test_a_journal_that_does_not_reach_back_reads_the_kind_whole(demo, monkeypat
     settled(world, backend, 30)
     assert_same_as_a_fresh_index(backend, live.current())
     assert live.full_reads == 6
+
+
+def test_a_kind_cleared_and_listed_again_is_followed_through_the_journal(demo):
+    """A context or namespace change clears a kind and lists it again (``clear`` then ``replace``):
+    the journal names every key, so the index follows without reading the lists."""
+    world, backend = demo
+    live = LiveRunIndex(backend)
+    live.current()
+    pods = [dict(p.raw) for p in backend.pods()]
+    assert len(pods) >= 2
+    backend.cache.clear(ResourceKind.POD)
+    backend.cache.replace(ResourceKind.POD, pods[: len(pods) // 2])
+    assert_same_as_a_fresh_index(backend, live.current())
+    assert live.full_reads == 3

@@ -61,6 +61,10 @@ class NodeHealthMemo:
         """One node's GPU fault (None: none), worked out again only when it may have moved."""
         return self._judged(node, now).fault
 
+    def forget(self, name: str) -> None:
+        """A node that is gone (a reader that does not see every node drops it this way)."""
+        self._entries.pop(name, None)
+
     def faults(self, nodes: Iterable[NodeView], now: datetime) -> dict[str, NodeGpuFault]:
         """:func:`~tau_tui.core.operations.gpufaults.node_gpu_faults`, from the kept judgements."""
         out: dict[str, NodeGpuFault] = {}

@@ -156,13 +156,17 @@ class EvidenceRecorder:
         faults: dict[str, NodeGpuFault] = {}
         for name in {p.node_name for p in pods if p.node_name}:
             node = self.backend.get(ResourceKind.NODE, name)
-            fault = self.node_health.fault(node, now) if isinstance(node, NodeView) else None
+            if not isinstance(node, NodeView):
+                self.node_health.forget(name)  # gone: its judgement would be kept for nothing
+                continue
+            fault = self.node_health.fault(node, now)
             if fault is not None:
                 faults[name] = fault
         return faults
 
     def _handle_batch(self, batch: list[tuple[RunKey, bool]]) -> None:
-        """Everything queued since the last batch, from one look at the cache's changes: a tick that
+        """Everything queued since the last batch.  Each run's objects come from the run index kept
+        from the cache's changes (read again, for what changed, before each run): a tick that
         changes hundreds of runs reads each changed object once, and a batch of a few runs on a
         cluster of 20,000 costs those few runs, not the lists."""
         latest: dict[RunKey, bool] = {}
@@ -171,18 +175,17 @@ class EvidenceRecorder:
         if not latest:
             return
         napped = self._give_way(0.0)  # before the read: what is recorded is what the cluster holds after the wait
-        index = self._index.current()
         for count, (key, deleted) in enumerate(latest.items()):
             if count and count % RUNS_BETWEEN_NAPS == 0:
-                slept = self._give_way(napped)
-                napped += slept
-                if slept:  # the cluster moved meanwhile
-                    index = self._index.current()
+                napped += self._give_way(napped)
             owner = None if deleted else self._owner(key)
             try:
                 if owner is None:
                     self._handle(key, None, None)
                     continue
+                # after the owner (a capture before may have taken seconds): its objects are at least as
+                # new as it, so a run seen finished is recorded from the pods it finished with
+                index = self._index.current()
                 parts = index.parts(owner)
                 faults = self._node_faults(parts[1])
                 objs = index.objects(owner, faults, parts)
