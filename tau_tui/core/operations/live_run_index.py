@@ -61,26 +61,14 @@ class LiveRunIndex:
 
     def _mover(self, kind: ResourceKind) -> Callable[[Key, ObjectView | None], None]:
         """For ``kind``: a function that makes the index hold a view under a key from now on (None: nothing)."""
-        held, view_type, put, remove, index = self._views[kind], INDEXED_KINDS[kind], _PUT[kind], _REMOVE[kind], self._index
+        held, view_type, index = self._views[kind], INDEXED_KINDS[kind], self._index
 
         def move(key: Key, view: ObjectView | None) -> None:
             old = held.pop(key, None)
             if old is not None:
-                remove(index, old)
+                index.remove(old)
             if view is not None and isinstance(view, view_type):
                 held[key] = view
-                put(index, view)
+                index.put(view)
 
         return move
-
-
-_PUT: dict[ResourceKind, Callable[[RunIndex, ObjectView], None]] = {
-    ResourceKind.WORKLOAD: lambda index, view: index.put_workload(view),  # type: ignore[arg-type]
-    ResourceKind.POD: lambda index, view: index.put_pod(view),  # type: ignore[arg-type]
-    ResourceKind.EVENT: lambda index, view: index.put_event(view),  # type: ignore[arg-type]
-}
-_REMOVE: dict[ResourceKind, Callable[[RunIndex, ObjectView], None]] = {
-    ResourceKind.WORKLOAD: lambda index, view: index.remove_workload(view),  # type: ignore[arg-type]
-    ResourceKind.POD: lambda index, view: index.remove_pod(view),  # type: ignore[arg-type]
-    ResourceKind.EVENT: lambda index, view: index.remove_event(view),  # type: ignore[arg-type]
-}

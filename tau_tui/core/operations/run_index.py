@@ -13,7 +13,7 @@ the cache lists them, however they were put."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tau_tui.core.cluster.view_types import EventView, JobView, ObjectView, PodView, RayJobView, WorkloadView
 from tau_tui.core.operations.gpufaults import NodeGpuFault
@@ -21,7 +21,6 @@ from tau_tui.core.operations.runstatus import RunObjects, run_objects
 
 Key = tuple[str, str]
 _View = TypeVar("_View", bound=ObjectView)
-_Bucket = TypeVar("_Bucket", str, tuple[str, str], tuple[str, str, str])
 POD_RUN_LABELS = ("job-name", "ray.io/cluster")
 
 
@@ -41,46 +40,42 @@ def _pod_labels(p: PodView) -> list[tuple[str, str, str]]:
     return [(p.namespace or "", label, value) for label in POD_RUN_LABELS if (value := p.labels.get(label))]
 
 
-def _event_subject(e: EventView) -> Key:
-    return (e.namespace or "", e.involved_name)
-
-
 class RunIndex:
     def __init__(self, workloads: Iterable[WorkloadView] = (), pods: Iterable[PodView] = (),
                  events: Iterable[EventView] = ()) -> None:
         self._workloads_by_uid: dict[str, dict[Key, WorkloadView]] = {}
         self._pods_by_label: dict[tuple[str, str, str], dict[Key, PodView]] = {}
         self._events_by_name: dict[Key, dict[Key, EventView]] = {}
-        for w in workloads:
-            self.put_workload(w)
-        for p in pods:
-            self.put_pod(p)
-        for e in events:
-            self.put_event(e)
+        for views in (workloads, pods, events):
+            for view in views:
+                self.put(view)
 
     # -- one object at a time (the caller removes an object's old view before it puts the new one) --
 
-    def put_workload(self, w: WorkloadView) -> None:
-        for uid in _workload_uids(w):
-            self._workloads_by_uid.setdefault(uid, {})[w.key] = w
+    def _buckets(self, view: ObjectView) -> tuple[dict[Any, dict[Key, Any]], Iterable[Any]]:
+        """Where ``view`` is indexed: the index of its kind, and its bucket keys there (none for
+        a kind the index does not hold)."""
+        if isinstance(view, WorkloadView):
+            return self._workloads_by_uid, _workload_uids(view)
+        if isinstance(view, PodView):
+            return self._pods_by_label, _pod_labels(view)
+        if isinstance(view, EventView):
+            return self._events_by_name, ((view.namespace or "", view.involved_name),)
+        return {}, ()
 
-    def remove_workload(self, w: WorkloadView) -> None:
-        for uid in _workload_uids(w):
-            _drop(self._workloads_by_uid, uid, w.key)
+    def put(self, view: ObjectView) -> None:
+        index, buckets = self._buckets(view)
+        for bucket in buckets:
+            index.setdefault(bucket, {})[view.key] = view
 
-    def put_pod(self, p: PodView) -> None:
-        for bucket in _pod_labels(p):
-            self._pods_by_label.setdefault(bucket, {})[p.key] = p
-
-    def remove_pod(self, p: PodView) -> None:
-        for bucket in _pod_labels(p):
-            _drop(self._pods_by_label, bucket, p.key)
-
-    def put_event(self, e: EventView) -> None:
-        self._events_by_name.setdefault(_event_subject(e), {})[e.key] = e
-
-    def remove_event(self, e: EventView) -> None:
-        _drop(self._events_by_name, _event_subject(e), e.key)
+    def remove(self, view: ObjectView) -> None:
+        index, buckets = self._buckets(view)
+        for bucket in buckets:
+            held = index.get(bucket)
+            if held is not None:
+                held.pop(view.key, None)
+                if not held:
+                    del index[bucket]
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -112,10 +107,3 @@ class RunIndex:
         return run_objects(owner.namespace or "", owner.name, owner if isinstance(owner, JobView) else None,
                            owner if isinstance(owner, RayJobView) else None, workloads, pods, events, gpu_faults)
 
-
-def _drop(index: dict[_Bucket, dict[Key, _View]], bucket_key: _Bucket, key: Key) -> None:
-    bucket = index.get(bucket_key)
-    if bucket is not None:
-        bucket.pop(key, None)
-        if not bucket:
-            del index[bucket_key]
