@@ -68,11 +68,11 @@ class CollectorPauses:
         else:
             self.pauses.append((info["generation"], time.perf_counter() - self._started))
 
-    def __enter__(self) -> CollectorPauses:
+    def start(self) -> CollectorPauses:
         gc.callbacks.append(self)
         return self
 
-    def __exit__(self, *_: object) -> None:
+    def stop(self) -> None:
         gc.callbacks.remove(self)
 
 
@@ -147,7 +147,7 @@ async def one_launch(rate: float, seconds: float) -> dict:
             kept_rows = screen._workload_rows
             full_before, quick_before = kept_rows.full_reads, kept_rows.quick_reads
             reads: list[float] = []  # each refresh's read (the pane's worker), as the pane timed it
-            pauses = CollectorPauses().__enter__()
+            pauses = CollectorPauses().start()
             driver.start()
             end = time.monotonic() + seconds + 5
             last = time.monotonic()
@@ -165,7 +165,7 @@ async def one_launch(rate: float, seconds: float) -> dict:
                     if text.startswith("q-"):
                         first_seen.setdefault(int(text[2:]), now)
             driver.join(timeout=60)
-            pauses.__exit__()
+            pauses.stop()
             full_reads, quick_reads = kept_rows.full_reads - full_before, kept_rows.quick_reads - quick_before
             await app.action_quit()
     from_cache = sorted(max(0.0, first_seen[s] - driver.cached[s]) for s in first_seen if s in driver.cached)

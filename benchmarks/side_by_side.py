@@ -262,13 +262,13 @@ class WatchClock(threading.Thread):
         super().__init__(daemon=True)
         self.api = api
         self.delivered: dict[int, float] = {}
-        self._stop = threading.Event()
+        self._stopping = threading.Event()  # not _stop: threading.Thread's own join() calls a _stop()
         self._response = None
 
     def run(self) -> None:
         path = f"{KUEUE}/namespaces/{BENCH_NAMESPACE}/workloads"
         version = self.api.request("GET", path).get("metadata", {}).get("resourceVersion", "")
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             try:
                 self._response = self.api.http.request(
                     "GET", f"{self.api.server}{path}?watch=1&allowWatchBookmarks=false&resourceVersion={version}",
@@ -288,7 +288,7 @@ class WatchClock(threading.Thread):
                 time.sleep(0.1)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         if self._response is not None:
             self._response.release_conn()
 
