@@ -69,6 +69,11 @@ from tau_tui.core.cluster.view_types import (
 _View = TypeVar("_View", bound=ObjectView)
 
 
+def is_tau_run(owner: JobView | RayJobView) -> bool:
+    """A run's owner as the run lists count it: Tau-managed, and never a RayJob's submitter Job."""
+    return owner.tau_managed and not (isinstance(owner, JobView) and owner.owned_by_rayjob)
+
+
 class Lifecycle(abc.ABC):
     """Starting and stopping the backend's caches and threads."""
 
@@ -170,12 +175,12 @@ class Lister(abc.ABC):
         """Jobs; by default only Tau-managed ones and never KubeRay submitters."""
         items: list[JobView] = self._list_as(JobView, ResourceKind.JOB, namespace)
         if tau_managed_only:
-            items = [j for j in items if j.tau_managed and not j.owned_by_rayjob]
+            items = [j for j in items if is_tau_run(j)]
         return items
 
     def ray_jobs(self, namespace: str | None = None, tau_managed_only: bool = True) -> builtins.list[RayJobView]:
         items: list[RayJobView] = self._list_as(RayJobView, ResourceKind.RAY_JOB, namespace)
-        return [j for j in items if j.tau_managed] if tau_managed_only else items
+        return [j for j in items if is_tau_run(j)] if tau_managed_only else items
 
     def pods(self, namespace: str | None = None) -> builtins.list[PodView]:
         return self._list_as(PodView, ResourceKind.POD, namespace)

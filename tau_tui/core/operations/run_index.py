@@ -106,4 +106,3 @@ class RunIndex:
         # the index picked the run's own objects: not scanned again (objects_for_run's filters)
         return run_objects(owner.namespace or "", owner.name, owner if isinstance(owner, JobView) else None,
                            owner if isinstance(owner, RayJobView) else None, workloads, pods, events, gpu_faults)
-

@@ -16,6 +16,7 @@ from typing import Any
 
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.convert import format_time
+from tau_tui.core.cluster.interfaces import is_tau_run
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME, QUEUE_NAME_LABEL, SUBMISSION_ID_LABEL
 from tau_tui.core.cluster.view_types import (
@@ -111,8 +112,8 @@ def read_run_owners(backend: BaseBackend, namespace: str | None) -> list[JobView
     """Every Tau-managed Job and RayJob, without KubeRay's submitter Jobs (``tau run list``)."""
     jobs: list[JobView] = _only(backend.fetch(ResourceKind.JOB, namespace), JobView)
     ray_jobs: list[RayJobView] = _only(backend.fetch(ResourceKind.RAY_JOB, namespace), RayJobView)
-    owners: list[JobView | RayJobView] = [j for j in jobs if j.tau_managed and not j.owned_by_rayjob]
-    owners += [r for r in ray_jobs if r.tau_managed]
+    owners: list[JobView | RayJobView] = [j for j in jobs if is_tau_run(j)]
+    owners += [r for r in ray_jobs if is_tau_run(r)]
     return sorted(owners, key=lambda o: (o.namespace or "", o.name))
 
 

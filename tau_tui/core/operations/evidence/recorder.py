@@ -20,7 +20,7 @@ from functools import partial
 
 from tau_tui.core.cluster.changes import ChangeBatch, ChangeType, Subscription
 from tau_tui.core.cluster.give_way import give_way
-from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.interfaces import ClusterBackend, is_tau_run
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import JobView, NodeView, PodView, RayJobView
 from tau_tui.core.operations.evidence.capture import CaptureResult, capture, outcome_of
@@ -143,10 +143,10 @@ class EvidenceRecorder:
         Job is not a run), or None."""
         namespace, name = key
         ray_job = self.backend.get(ResourceKind.RAY_JOB, name, namespace or None)
-        if isinstance(ray_job, RayJobView) and ray_job.tau_managed:
+        if isinstance(ray_job, RayJobView) and is_tau_run(ray_job):
             return ray_job
         job = self.backend.get(ResourceKind.JOB, name, namespace or None)
-        if isinstance(job, JobView) and job.tau_managed and not job.owned_by_rayjob:
+        if isinstance(job, JobView) and is_tau_run(job):
             return job
         return None
 
