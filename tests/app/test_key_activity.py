@@ -43,25 +43,25 @@ def _ticker(until: float) -> RealtimeTicker:
     world = _World()
     world.user_active_until = until
     ticker = RealtimeTicker(world)  # type: ignore[arg-type]  (only user_active_until is read)
-    ticker._stop = _Stop()
+    ticker._stopping = _Stop()
     return ticker
 
 
 def test_the_ticker_waits_while_keys_come_and_never_longer_than_the_bound():
     idle = _ticker(time.monotonic() - 1)
-    assert idle._hold_for_user() is False and idle._stop.waits == []
+    assert idle._hold_for_user() is False and idle._stopping.waits == []
     typing = _ticker(time.monotonic() + 0.5)
     assert typing._hold_for_user() is False
     # the fake wait returns at once, so the ticker finds the hold still on and waits again, up to the bound
-    assert 0 < typing._stop.waits[0] <= 0.5 and sum(typing._stop.waits) <= MAX_TICK_HOLD_S
+    assert 0 < typing._stopping.waits[0] <= 0.5 and sum(typing._stopping.waits) <= MAX_TICK_HOLD_S
     held_down = _ticker(time.monotonic() + 3600)  # a key held down: auto-repeat keeps the hold fresh
     assert held_down._hold_for_user() is False
-    assert abs(sum(held_down._stop.waits) - MAX_TICK_HOLD_S) < 1e-9
+    assert abs(sum(held_down._stopping.waits) - MAX_TICK_HOLD_S) < 1e-9
 
 
 def test_a_ticker_stopped_while_holding_ends_without_ticking():
     ticker = _ticker(time.monotonic() + 3600)
-    ticker._stop.set()
+    ticker._stopping.set()
     assert ticker._hold_for_user() is True
 
 

@@ -60,6 +60,9 @@ def test_apiserver_killed_during_watch_cache_converges(t1):
         assert wait_real(lambda: backend.connection_state().status is ConnectionStatus.CONNECTED, timeout=60)
         assert backend.get(WPC, f"{prefix}0").value == 1000
         assert any(s.status is not ConnectionStatus.CONNECTED for s in states)
+        # The cache shows a change before the dispatcher's next flush hands it to subscribers
+        # (a 0.1 s window, longer on a busy machine): wait for the recorder to have it too.
+        assert wait_real(lambda: rec.of(f"{prefix}new") and rec.of(f"{prefix}1")[-1].type is ChangeType.DELETED)
 
         with rec.lock:
             mine = [e for e in rec.events if e.obj.name.startswith(prefix)]

@@ -530,10 +530,10 @@ class Dispatcher(threading.Thread):
         super().__init__(name="tau-cluster-dispatch", daemon=True)
         self.cache = cache
         self.window = window
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.wait(self.window):
+        while not self._stopping.wait(self.window):
             try:
                 self.cache.flush()
             except Exception:  # a subscriber bug must not stop delivery
@@ -542,4 +542,4 @@ class Dispatcher(threading.Thread):
                 logging.getLogger(__name__).exception("change subscriber failed")
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()

@@ -203,11 +203,11 @@ class RealtimeTicker(threading.Thread):
         self.world = world
         self.interval = interval
         self.on_tick = on_tick
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
 
     def run(self) -> None:
         wait = self.interval
-        while not self._stop.wait(wait):
+        while not self._stopping.wait(wait):
             if self._hold_for_user():
                 return
             started = time.monotonic()
@@ -225,10 +225,10 @@ class RealtimeTicker(threading.Thread):
             left = min(self.world.user_active_until - time.monotonic(), MAX_TICK_HOLD_S - held)
             if left <= 0:
                 return False
-            if self._stop.wait(left):
+            if self._stopping.wait(left):
                 return True
             held += left
         return False
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()

@@ -17,11 +17,11 @@ class ReplayPlayer(threading.Thread):
         super().__init__(name="tau-replay-player", daemon=True)
         self.replay = replay
         self.interval = interval
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
 
     def run(self) -> None:
         last = time.monotonic()
-        while not self._stop.wait(self.interval):
+        while not self._stopping.wait(self.interval):
             now = time.monotonic()
             try:
                 self.replay.play_for(now - last)
@@ -32,4 +32,4 @@ class ReplayPlayer(threading.Thread):
             last = now
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
