@@ -24,7 +24,7 @@ from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.positions import CachedPositions, LocalQueuePositions, PendingPosition
 from tau_tui.core.cluster.view_types import EventView, WorkloadView
-from tau_tui.widgets.cell_text import age, delta, one_line
+from tau_tui.widgets.cell_text import age, age_changes_at, delta, one_line
 from tau_tui.widgets.keyed_table import ColumnSpec, Matchable
 from tau_tui.widgets.status_text import status_text
 from tau_tui.widgets.table_plan import Row, RowsView, TablePlan, TableState, plan_changed_rows
@@ -103,13 +103,6 @@ def newer_warning(have: EventView | None, event: EventView) -> bool:
     stamp = event.last_timestamp or event.creation_timestamp
     have_stamp = have.last_timestamp or have.creation_timestamp
     return stamp is not None and (have_stamp is None or stamp > have_stamp)
-
-
-def age_changes_at(since: datetime, now: datetime) -> float:
-    """When (a timestamp) the age from ``since`` reads otherwise than it does ``now`` (see ``age``)."""
-    seconds = max(0, int((now - since).total_seconds()))
-    step = 1 if seconds < 60 else 60 if seconds < 86_400 else 3_600
-    return since.timestamp() + (seconds // step + 1) * step
 
 
 @dataclass

@@ -4,9 +4,8 @@ the next actions."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import Any
 
 from rich.console import Group
@@ -19,43 +18,25 @@ from textual.widgets import Static
 
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, RayJobView
-from tau_tui.core.operations.gpufaults import NodeGpuFault
-from tau_tui.core.operations.live_run_index import LiveRunIndex
 from tau_tui.core.operations.multikueue_steps.worker_logs import worker_log_backend
-from tau_tui.core.operations.recovery import RetryDecision, retry_decision
-from tau_tui.core.operations.run_index import RunIndex
-from tau_tui.core.operations.run_status_memo import RunInputs
+from tau_tui.core.operations.recording.replay_backend import ReplayBackend
+from tau_tui.core.operations.recovery import RetryDecision
 from tau_tui.core.operations.rundocument import read_worker_pods
-from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
+from tau_tui.core.operations.runstatus import RunStatus
 from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.mutations.recovery import resume_mutation, retry_mutation
-from tau_tui.screens.base import Freshness, PaneScreen
+from tau_tui.screens.base import Freshness, PaneScreen, read_place
 from tau_tui.screens.describe import describe_object
-from tau_tui.widgets.cell_text import since
+from tau_tui.screens.run_rows import RunRows
 from tau_tui.widgets.keyed_table import KeyedTable, Matchable
 from tau_tui.widgets.status_text import status_text, style_of
-from tau_tui.widgets.table_plan import TablePlan
-
-
-def _status_of(index: RunIndex, owner: JobView | RayJobView, gpu_faults: Mapping[str, NodeGpuFault],
-               parts: tuple) -> RunStatus:
-    return compute_run_status(index.objects(owner, gpu_faults, parts))
-
-
-@dataclass
-class RunRow:
-    """A run's row as last drawn: kept while its status (the same object) and age are."""
-
-    status: RunStatus
-    cells: list
-    age: str
+from tau_tui.widgets.table_plan import Row, TablePlan
 
 
 @dataclass
 class RunsData:
-    rows: list = field(default_factory=list)
+    rows: Sequence[Row] = field(default_factory=list)
     statuses: dict[str, RunStatus] = field(default_factory=dict)
     #: The retry decision of every failed run, as core makes it for this tick's clock.
     decisions: dict[str, RetryDecision] = field(default_factory=dict)
@@ -67,6 +48,8 @@ class RunsData:
     status: str = ""
     #: Runs cancelled on a MultiKueue manager whose worker pods are now gone.
     released: set[str] = field(default_factory=set)
+    #: Handed back to the kept rows once the table shows this read.
+    token: int = 0
 
 
 @dataclass(frozen=True)
@@ -159,9 +142,10 @@ class RunsScreen(PaneScreen):
     def __init__(self) -> None:
         super().__init__()
         self.data = RunsData()
-        #: key -> the run's row: a run whose status (kept by ``tau.run_statuses`` while none of its
-        #: objects changed) and age are the same keeps its cells object, so the table skips it.
-        self._rows: dict[str, RunRow] = {}
+        #: The rows kept between reads: a run whose status (kept by ``tau.run_statuses`` while none of
+        #: its objects changed) and age are the same keeps its cells object, so the table skips it.
+        self._run_rows = RunRows()
+        self._replay_jumps = 0
         #: Run statuses this pane's collects worked out (tests bound a refresh's work by it).
         self.statuses_computed = 0
         #: "namespace/name" → the runs cancelled from this pane: once their Job or RayJob and every pod
@@ -170,8 +154,6 @@ class RunsScreen(PaneScreen):
         self.cancelled_runs: dict[str, CancelledRun] = {}
         #: Backends that read a worker's pods, by worker (from config.yaml's worker_contexts).
         self._worker_backends: dict[str, Any] = {}
-        #: Every run's objects, kept from the cache's changes (read by this pane's reads, one at a time).
-        self._run_index: LiveRunIndex | None = None
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable([("state", "State"), ("run", "Run"), ("kind", "Kind"), ("queue", "Queue"),
@@ -183,90 +165,25 @@ class RunsScreen(PaneScreen):
         backend = self.tau.backend
         assert backend is not None
         now = self.tau.now()
-        owners: list[JobView | RayJobView] = [*backend.jobs(), *backend.ray_jobs()]
-        pods = backend.pods()
         gpu_faults = self.tau.node_health.faults(backend.nodes(), now)
-        data = RunsData()
-        order = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "cancelled": 6,
-                 "not_found": 7}
         cancelled = dict(self.cancelled_runs)  # changed on the UI thread; read once here
         self.keep_reading()
-        if self._run_index is None or self._run_index.backend is not backend:
-            self._run_index = LiveRunIndex(backend)
-        index = self._run_index.current()  # the lists once, then what changed since the last read
-        # (state rank, key, owner or None for pods left by a cancelled Job, status)
-        items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = []
+        if isinstance(backend, ReplayBackend) and backend.jumps != self._replay_jumps:
+            self._replay_jumps = backend.jumps
+            self._run_rows.forget()  # a seek: the rows held are of another time
         statuses = self.tau.run_statuses
-        for count, owner in enumerate(owners):
-            if count % 256 == 0:
-                self.keep_reading()
-            ns = owner.namespace or ""
-            parts = index.parts(owner)
-            key = f"{ns}/{owner.name}"
-            inputs = RunInputs.of(owner, *parts, gpu_faults)
-            status, computed = statuses.status(key, inputs, partial(_status_of, index, owner, gpu_faults, parts))
-            self.statuses_computed += computed
-            if status.state == "failed":  # the backoff moves with the clock: decided on every read
-                data.decisions[key] = retry_decision(index.objects(owner, gpu_faults, parts), now)
-            data.matchable[key] = (f"{key} {status.state} {status.display_state} {status.kind} {status.queue or ''}",
-                                   owner.labels)
-            items.append((order[status.state], key, owner, status))
-        # Cancelled Jobs whose pods still terminate on their nodes: "releasing compute" until they are gone.
-        job_names = {(j.namespace or "", j.name) for j in backend.jobs(tau_managed_only=False)}
-        leftovers: dict[tuple[str, str], list] = {}
-        for pod in pods:
-            run = pod.labels.get("job-name")
-            if run and (pod.namespace or "", run) not in job_names and pod.node_name and not pod.terminal \
-                    and any(k.startswith(TAU_LABEL_PREFIX) for k in pod.labels):
-                leftovers.setdefault((pod.namespace or "", run), []).append(pod)
-        for (ns, run), run_pods in leftovers.items():
-            status = compute_run_status(RunObjects(ns, run, pods=tuple(run_pods), cancelled=f"{ns}/{run}" in cancelled))
-            data.matchable[f"{ns}/{run}"] = (f"{ns}/{run} {status.state}", run_pods[0].labels)
-            items.append((order[status.state], f"{ns}/{run}", None, status))
-        shown = {f"{o.namespace or ''}/{o.name}" for o in owners} | {f"{ns}/{run}" for ns, run in leftovers}
-        for key in sorted(set(cancelled) - shown):
-            ns, _, run = key.partition("/")
-            entry = cancelled[key]
-            worker = entry.worker
-            worker_pods = read_worker_pods(self._worker_backend(worker), ns, run) if worker else None
-            # A RayJob's pods carry its Ray cluster's label, not job-name: found by that label.
-            ray_pods = index.ray_cluster_pods(ns, entry.ray_cluster) if entry.ray_cluster else []
-            status = compute_run_status(RunObjects(ns, run, pods=tuple(ray_pods), cancelled=True, worker=worker,
-                                                   worker_pods=worker_pods))
-            if worker and status.state == "cancelled":
-                data.released.add(key)
-            data.matchable[key] = (f"{key} {status.state}", {})
-            items.append((order[status.state], key, None, status))
-        previous = self._rows
-        rows: dict[str, RunRow] = {}
-        # one state cell per (state, words): 20,000 rows share a few (nothing changes a cell once made)
-        state_cells: dict[tuple[str, str], Text] = {}
-        for _, key, run_owner, status in sorted(items, key=lambda item: (item[0], item[1])):
-            data.statuses[key] = status
-            if run_owner is None:
-                data.rows.append((key, [status_text(status.state, status.display_state), key, "Job", "—", "local", "—"]))
-                continue
-            data.owners[key] = run_owner
-            run_age = since(run_owner.creation_timestamp, now)
-            row = previous.get(key)
-            if row is None or row.status is not status:
-                where = status.cluster or ("multikueue" if status.multikueue else "local")
-                words = (status.state, status.display_state)
-                state_cell = state_cells.get(words)
-                if state_cell is None:
-                    state_cell = state_cells[words] = status_text(*words)
-                row = RunRow(status, [state_cell, key, status.kind, status.queue or "—", where, run_age], run_age)
-            elif row.age != run_age:  # every run's age, once a minute: only that cell is new
-                row = RunRow(status, [*row.cells[:-1], run_age], run_age)
-            rows[key] = row
-            data.rows.append((key, row.cells))
-        self._rows = rows
-        statuses.retain(data.owners.keys())
-        counts: dict[str, int] = {}
-        for status in data.statuses.values():
-            counts[status.state] = counts.get(status.state, 0) + 1
-        data.status = f"{len(data.rows)} runs · " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-        data.plan = self.plan_table("runs-table", data.rows, self._notice(self.collect_freshness, data), data.matchable)
+        computed = statuses.computed
+        # the rows kept from the last read: a read costs the runs that changed (run_rows.py)
+        read = self._run_rows.read(backend, read_place(backend), now, gpu_faults, statuses, cancelled,
+                                   lambda worker, ns, run: read_worker_pods(self._worker_backend(worker), ns, run),
+                                   self.collect_freshness.notice(ResourceKind.JOB, ResourceKind.RAY_JOB) is None,
+                                   self._table_states.get("runs-table"), self.keep_reading)
+        self.statuses_computed += statuses.computed - computed
+        data = RunsData(read.rows, read.statuses, read.decisions, read.owners, read.matchable, None, "", read.released,
+                        read.token)
+        data.status = f"{len(data.rows)} runs · " + ", ".join(f"{n} {s}" for s, n in sorted(read.counts.items()) if n)
+        data.plan = read.plan or self.plan_table("runs-table", data.rows, self._notice(self.collect_freshness, data),
+                                                 data.matchable)
         return data
 
     def _worker_backend(self, worker: str) -> Any:
@@ -291,6 +208,7 @@ class RunsScreen(PaneScreen):
             table.apply_plan(data.plan)
         else:
             table.apply_rows(data.rows, notice=self._notice(self.freshness, data), matchable=data.matchable)
+        self._run_rows.applied(data.token)  # the next read may go on from these rows
         self.set_status(data.status)
         self._show_selected()
 

@@ -22,6 +22,13 @@ def age(seconds: float | None) -> str:
     return f"{days}d{hours}h" if hours else f"{days}d"
 
 
+def age_changes_at(since: datetime, now: datetime) -> float:
+    """When (a timestamp) the age from ``since`` reads otherwise than it does ``now`` (see ``age``)."""
+    seconds = max(0, int((now - since).total_seconds()))
+    step = 1 if seconds < 60 else 60 if seconds < 86_400 else 3_600
+    return since.timestamp() + (seconds // step + 1) * step
+
+
 def since(moment: datetime | None, now: datetime) -> str:
     return "—" if moment is None else age((now - moment).total_seconds())
 

@@ -33,9 +33,16 @@ class LiveRunIndex:
         #: Reads of a whole kind, and objects read one by one (tests bound the work by them).
         self.full_reads = 0
         self.objects_read = 0
+        #: What the last :meth:`current` changed in the index: (the view it held, the view it holds
+        #: now) per object, None for none; and whether it read a kind whole (then the Runs pane
+        #: reads every run again, rather than look for the runs those objects are of).
+        self.moved: list[tuple[ObjectView | None, ObjectView | None]] = []
+        self.relisted = False
 
     def current(self) -> RunIndex:
         """The index as the cache holds the objects now (a change made meanwhile is read next time)."""
+        self.moved = []
+        self.relisted = False
         for kind in INDEXED_KINDS:
             # the generation before the data: a change in between is read again next time, never missed
             generation = self.backend.generation(kind)
@@ -45,6 +52,7 @@ class LiveRunIndex:
             if changed is None:
                 self.backend.changed_since(kind, -1)  # the cache journals the kind from now on
                 self.full_reads += 1
+                self.relisted = True
                 listed = {view.key: view for view in self.backend.list(kind)}
                 held = self._views[kind]
                 for key in [key for key in held if key not in listed]:
@@ -61,14 +69,18 @@ class LiveRunIndex:
 
     def _mover(self, kind: ResourceKind) -> Callable[[Key, ObjectView | None], None]:
         """For ``kind``: a function that makes the index hold a view under a key from now on (None: nothing)."""
-        held, view_type, index = self._views[kind], INDEXED_KINDS[kind], self._index
+        held, view_type, index, moved = self._views[kind], INDEXED_KINDS[kind], self._index, self.moved
 
         def move(key: Key, view: ObjectView | None) -> None:
             old = held.pop(key, None)
             if old is not None:
                 index.remove(old)
-            if view is not None and isinstance(view, view_type):
+            if view is not None and not isinstance(view, view_type):
+                view = None
+            if view is not None:
                 held[key] = view
                 index.put(view)
+            if old is not view:
+                moved.append((old, view))
 
         return move
