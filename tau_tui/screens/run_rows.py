@@ -126,10 +126,12 @@ class RunRows:
         self._applied_token = -1
         #: The last read's rows (a full read keeps the cells of the runs that did not change).
         self._kept_rows: dict[str, RunRow] = {}
-        #: Reads of every run, reads of the changed ones, and rows built (tests bound the work by them).
+        #: Reads of every run, reads of the changed ones, rows built and run statuses worked out
+        #: (tests bound the work by them).
         self.full_reads = 0
         self.quick_reads = 0
         self.rows_built = 0
+        self.statuses_computed = 0
 
     def applied(self, token: int) -> None:
         """UI thread: the table shows the read of ``token`` (the next read can go on from it)."""
@@ -174,7 +176,8 @@ class RunRows:
     def _status(self, key: str, owner: JobView | RayJobView, index: RunIndex, gpu_faults: Mapping[str, NodeGpuFault],
                 statuses: RunStatusMemo, parts: Parts) -> RunStatus:
         inputs = RunInputs.of(owner, *parts, gpu_faults)
-        status, _ = statuses.status(key, inputs, partial(_status_of, index, owner, gpu_faults, parts))
+        status, computed = statuses.status(key, inputs, partial(_status_of, index, owner, gpu_faults, parts))
+        self.statuses_computed += computed
         return status
 
     def _row(self, key: str, owner: JobView | RayJobView, status: RunStatus, now: datetime, previous: RunRow | None,

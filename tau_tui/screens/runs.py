@@ -146,14 +146,17 @@ class RunsScreen(PaneScreen):
         #: its objects changed) and age are the same keeps its cells object, so the table skips it.
         self._run_rows = RunRows()
         self._replay_jumps = 0
-        #: Run statuses this pane's collects worked out (tests bound a refresh's work by it).
-        self.statuses_computed = 0
         #: "namespace/name" → the runs cancelled from this pane: once their Job or RayJob and every pod
         #: (on its worker, for a run MultiKueue placed there) are gone they read "cancelled" (the
         #: cluster keeps no trace of a deleted run).
         self.cancelled_runs: dict[str, CancelledRun] = {}
         #: Backends that read a worker's pods, by worker (from config.yaml's worker_contexts).
         self._worker_backends: dict[str, Any] = {}
+
+    @property
+    def statuses_computed(self) -> int:
+        """Run statuses this pane's reads worked out (tests bound a refresh's work by it)."""
+        return self._run_rows.statuses_computed
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable([("state", "State"), ("run", "Run"), ("kind", "Kind"), ("queue", "Queue"),
@@ -171,14 +174,11 @@ class RunsScreen(PaneScreen):
         if isinstance(backend, ReplayBackend) and backend.jumps != self._replay_jumps:
             self._replay_jumps = backend.jumps
             self._run_rows.forget()  # a seek: the rows held are of another time
-        statuses = self.tau.run_statuses
-        computed = statuses.computed
         # the rows kept from the last read: a read costs the runs that changed (run_rows.py)
-        read = self._run_rows.read(backend, read_place(backend), now, gpu_faults, statuses, cancelled,
+        read = self._run_rows.read(backend, read_place(backend), now, gpu_faults, self.tau.run_statuses, cancelled,
                                    lambda worker, ns, run: read_worker_pods(self._worker_backend(worker), ns, run),
                                    self.collect_freshness.notice(ResourceKind.JOB, ResourceKind.RAY_JOB) is None,
                                    self._table_states.get("runs-table"), self.keep_reading)
-        self.statuses_computed += statuses.computed - computed
         data = RunsData(read.rows, read.statuses, read.decisions, read.owners, read.matchable, None, "", read.released,
                         read.token)
         data.status = f"{len(data.rows)} runs · " + ", ".join(f"{n} {s}" for s, n in sorted(read.counts.items()) if n)
