@@ -6,6 +6,7 @@ import asyncio
 import functools
 from pathlib import Path
 
+from rich.text import Text
 from textual.worker import WorkerCancelled
 
 from tau_tui.app import TauApp
@@ -13,6 +14,11 @@ from tau_tui.core.cluster.sim.backend import SimulatedBackend
 from tau_tui.core.cluster.sim.scenario import build_world
 from tau_tui.core.operations.audit import AuditLog
 from tau_tui.settings.settings_file import AppSettings, LoadedSettings
+
+
+def plain_cells(cells) -> list[str]:
+    """A row's cells as the text they show."""
+    return [cell.plain if isinstance(cell, Text) else str(cell) for cell in cells]
 
 
 def demo_backend(namespace: str | None = None):

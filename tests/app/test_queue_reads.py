@@ -3,20 +3,14 @@ shows exactly what a read of every Workload shows."""
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.positions import LocalQueuePositions
 from tau_tui.screens.base import read_place
 from tau_tui.screens.queue_workloads import WorkloadRows, WorkloadsRead
 from tau_tui.widgets.table_plan import TableState, plan_rows
-from tests.app.helpers import demo_backend
+from tests.app.helpers import demo_backend, plain_cells
 
 R = ResourceKind
-
-
-def plain(cells) -> list[str]:
-    return [cell.plain if isinstance(cell, Text) else str(cell) for cell in cells]
 
 
 class Reader:
@@ -68,9 +62,9 @@ def same_as_a_full_read(reader: Reader) -> WorkloadsRead:
     finally:
         tracker.record = record
     assert [key for key, _ in read.rows] == [key for key, _ in whole.rows]
-    assert {key: plain(cells) for key, cells in read.rows} == {key: plain(cells) for key, cells in whole.rows}
+    assert {key: plain_cells(cells) for key, cells in read.rows} == {key: plain_cells(cells) for key, cells in whole.rows}
     assert list(reader.table.given) == [key for key, _ in whole.rows]
-    assert {key: plain(cells) for key, cells in reader.table.cells.items()} == {key: plain(cells) for key, cells in whole.rows}
+    assert {key: plain_cells(cells) for key, cells in reader.table.cells.items()} == {key: plain_cells(cells) for key, cells in whole.rows}
     assert read.matchable == whole.matchable and read.counts == whole.counts and read.views == whole.views
     return first
 

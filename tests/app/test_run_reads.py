@@ -3,8 +3,6 @@ a read of every run shows (counts, never time)."""
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.node_health_memo import NodeHealthMemo
 from tau_tui.core.operations.recovery import perform_retry
@@ -14,14 +12,10 @@ from tau_tui.screens.base import read_place
 from tau_tui.screens.run_rows import RunRows, RunsRead
 from tau_tui.screens.runs import CancelledRun
 from tau_tui.widgets.table_plan import TableState, plan_rows
-from tests.app.helpers import demo_backend
+from tests.app.helpers import demo_backend, plain_cells
 from tests.recovery_world import NS, RUN, recovery_world, running_pod
 
 R = ResourceKind
-
-
-def plain(cells) -> list[str]:
-    return [cell.plain if isinstance(cell, Text) else str(cell) for cell in cells]
 
 
 class Reader:
@@ -53,9 +47,9 @@ def assert_same_as_a_full_read(reader: Reader, read: RunsRead) -> None:
     whole = Reader(reader.backend).read()
     assert whole.full
     assert [key for key, _ in read.rows] == [key for key, _ in whole.rows]
-    assert {key: plain(cells) for key, cells in read.rows} == {key: plain(cells) for key, cells in whole.rows}
+    assert {key: plain_cells(cells) for key, cells in read.rows} == {key: plain_cells(cells) for key, cells in whole.rows}
     assert list(reader.table.given) == [key for key, _ in whole.rows]
-    assert {key: plain(cells) for key, cells in reader.table.cells.items()} == {key: plain(cells) for key, cells in whole.rows}
+    assert {key: plain_cells(cells) for key, cells in reader.table.cells.items()} == {key: plain_cells(cells) for key, cells in whole.rows}
     assert read.statuses == whole.statuses and read.decisions == whole.decisions
     assert read.matchable == whole.matchable
     assert {state: n for state, n in read.counts.items() if n} == whole.counts
