@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -24,11 +25,40 @@ def log_tail(path: Path, lines: int = 40) -> str:
     return "\n".join(text[-lines:])
 
 
+_FALLBACK_EPHEMERAL_LOW = 32768
+_LOWEST_PORT = 10000
+_ports_handed_out: set[int] = set()
+# Its own generator: a test that seeds the module's random must not make every plane pick the same ports.
+_port_choice = random.SystemRandom()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return _FALLBACK_EPHEMERAL_LOW
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing is bound to right now, below the kernel's ephemeral range.
+
+    Components start seconds after their ports are chosen. A port from the ephemeral range can be
+    taken meanwhile as the local end of some outgoing connection (CI saw KWOK fail with "bind:
+    address already in use"); ports below that range are only ever taken by an explicit bind.
+    """
+    high = _ephemeral_low() - 1
+    for _ in range(200):
+        port = _port_choice.randint(_LOWEST_PORT, high)
+        if port in _ports_handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _ports_handed_out.add(port)
+        return port
+    raise HarnessStartError(f"no free TCP port on 127.0.0.1 between {_LOWEST_PORT} and {high}")
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
