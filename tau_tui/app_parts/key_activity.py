@@ -38,10 +38,16 @@ class KeyActivity(App):
             return max(self.key_hold_until, time.monotonic() + NAP_SLICE_S)
         return self.key_hold_until
 
+    def hold_background(self, seconds: float = KEY_HOLDS_BACKGROUND_S) -> None:
+        """Work nobody asked for, in this process and in the simulated cluster's, waits ``seconds``:
+        after each key, and as a pane's first rows appear (the person reads them, then answers with
+        a key, which finds the interpreter free)."""
+        self.key_hold_until = max(self.key_hold_until, time.monotonic() + seconds)
+        if self.backend is not None:
+            self.backend.user_active(seconds)
+
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
             self._last_key_at = time.monotonic()
-            self.key_hold_until = self._last_key_at + KEY_HOLDS_BACKGROUND_S
-            if self.backend is not None:
-                self.backend.user_active(KEY_HOLDS_BACKGROUND_S)
+            self.hold_background()
         await super().on_event(event)

@@ -8,6 +8,11 @@ waited :data:`LONGEST_WAIT_FOR_QUIET_S` (a read ahead rests between short slices
 come, so it uses the gaps between them); the pane holds that read and shows it when it is first opened, and
 the refresh that opening starts follows with what changed since.  A pane that is open, or was, reads
 only while it is on screen, as before; nothing is read again in the background.
+
+Such a pane is also mounted ahead, once the pane modules are loaded: while the cluster's first list
+is on its way (the UI thread has nothing else to do then), or later in a moment without keys. Its
+widgets are made and styled, and the stylesheet takes in their classes' CSS, before it is shown:
+about 0.1 s on the UI thread that its first open would otherwise spend while the person waits.
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ QUIET_BEFORE_READING_S = 1.5
 #: Seconds the panes wait for such a quiet moment, from when the pane on screen first has rows: a
 #: person who keeps pressing keys would otherwise open Runs to a read of a second or more.
 LONGEST_WAIT_FOR_QUIET_S = 1.0
+#: Seconds without a key before a prepared pane is mounted (a key pressed meanwhile waits for it),
+#: and between one pane's mount and the next, or a look again.
+QUIET_BEFORE_MOUNTING_S = 0.5
+MOUNT_RETRY_S = 0.25
 #: After the first frame, the other panes' modules wait this long for the first pane's rows (while
 #: it waits for a cluster's first list): a small cluster's rows come first, a large one's list is
 #: still on its way when they load.
@@ -52,6 +61,7 @@ class PanePreparation(App):
     #: pane's first read (KeyActivity's).
     key_hold_until: float
     person_waits_until: Callable[[], float]
+    first_rows_awaited: bool
     #: When the pane on screen first had its rows while the read ahead waited (None: not yet).
     _preparation_waits_since: float | None = None
     longest_wait_for_quiet_s = LONGEST_WAIT_FOR_QUIET_S
@@ -90,16 +100,21 @@ class PanePreparation(App):
         for mode in PREPARED_PANES:
             if mode in self._screen_stacks:  # opened already: it reads itself while shown
                 continue
-            screen = self._unopened_panes.get(mode)
-            if screen is None:
-                make = self.MODES[mode]
-                made = make() if callable(make) else None
-                if not isinstance(made, PaneScreen):
-                    continue
-                screen = self._unopened_panes[mode] = made
-            if not screen.read_ahead_running:
+            screen = self._unopened_screen(mode)
+            if screen is not None and not screen.read_ahead_running:
                 screen.start_read_ahead()
                 self._read_unopened_pane(screen, backend, read_place(backend))
+
+    def _unopened_screen(self, mode: str) -> PaneScreen | None:
+        """The screen of a prepared pane not opened yet, made now if it was not."""
+        screen = self._unopened_panes.get(mode)
+        if screen is None:
+            make = self.MODES[mode]
+            made = make() if callable(make) else None
+            if not isinstance(made, PaneScreen):
+                return None
+            screen = self._unopened_panes[mode] = made
+        return screen
 
     def import_pane_modules_soon(self) -> None:
         """UI thread, once the first frame is drawn: the other panes' modules load in a worker while
@@ -111,6 +126,7 @@ class PanePreparation(App):
     @work(thread=True, exclusive=True, exit_on_error=False, group="pane-modules")
     def _import_pane_modules(self) -> None:
         import_pane_modules(between=lambda: give_way(self._pane_imports_hold_until, MAX_KEY_NAPS_S))
+        self.call_from_thread(self.mount_unopened_panes)
 
     def _pane_imports_hold_until(self) -> float:
         """As for the recorder (a key's hold, or a pane's first read), but a first read only once the
@@ -128,3 +144,42 @@ class PanePreparation(App):
             read = screen.prepare_read(cast(PaneHost, self))
         finally:
             self.call_from_thread(screen.keep_prepared, backend, where, read)
+
+    def mount_unopened_panes(self) -> None:
+        """UI thread, once the pane modules are loaded: mount the next prepared pane not opened nor
+        mounted yet, when nobody waits for the UI thread (no key for a moment, and no first rows
+        being read); Textual's first switch to its mode then finds it running and only shows it."""
+        if not self.screen_stack:  # the app is closing
+            return
+        for mode in PREPARED_PANES:
+            if mode in self._screen_stacks:
+                continue  # opened
+            mounted = self._unopened_panes.get(mode)
+            if mounted is not None and mounted.is_attached:
+                if mounted.laid_out_ahead or not mounted.is_mounted:
+                    continue  # laid out already, or its widgets are not all in yet
+                if not self._ui_thread_free():
+                    self.set_timer(MOUNT_RETRY_S, self.mount_unopened_panes)
+                    return
+                mounted.lay_out_ahead(self.size)
+                self.set_timer(MOUNT_RETRY_S, self.mount_unopened_panes)
+                return
+            if not self._ui_thread_free():
+                self.set_timer(MOUNT_RETRY_S, self.mount_unopened_panes)
+                return
+            screen = self._unopened_screen(mode)
+            if screen is None:
+                continue
+            screen.mounted_ahead = True
+            self._load_screen_css(screen)  # as App._init_mode does before it shows a mode's screen
+            self._register(self, screen)
+            self.set_timer(MOUNT_RETRY_S, self.mount_unopened_panes)  # the next one once this one is in
+            return
+
+    def _ui_thread_free(self) -> bool:
+        """No key for :data:`QUIET_BEFORE_MOUNTING_S`, and no pane's first rows being read (its
+        cluster's list is in): while that list is on its way, the UI thread only waits."""
+        if time.monotonic() - self._last_key_at < QUIET_BEFORE_MOUNTING_S:
+            return False
+        backend = self.backend
+        return not (self.first_rows_awaited and backend is not None and backend.wait_synced(timeout=0))

@@ -23,6 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
@@ -280,6 +281,10 @@ class PaneScreen(Screen):
         #: unless what of the app they follow changed since it was suspended.
         self.resumed_before = False
         self._suspended_with: tuple | None = None
+        #: Mounted by the app before its first open (PanePreparation): styled as it mounted, so its
+        #: first open keeps those styles as a later one does, unless what they follow changed since.
+        self.mounted_ahead = False
+        self.laid_out_ahead = False
         #: From the app's start of a read ahead to :meth:`keep_prepared` (UI thread).
         self.read_ahead_running = False
         self._paused_at = 0.0
@@ -353,6 +358,8 @@ class PaneScreen(Screen):
         # to it re-parses the whole stylesheet and restyles every widget (0.2-1 s at `large`).
         # Its widgets were just styled from the current stylesheet, so mark it.
         self._css_update_count = self.app._css_update_count
+        if self.mounted_ahead:
+            self._suspended_with = self._app_look()
         self.update_header()
         self._fit_width(self.app.size.width)
 
@@ -375,6 +382,14 @@ class PaneScreen(Screen):
         self._no_longer_awaited()
         self._suspended_with = self._app_look()
 
+    def lay_out_ahead(self, size: Size) -> None:
+        """UI thread, a pane mounted ahead and not shown yet: its widgets are laid out at ``size``
+        and drawn once, into nothing, so that its first open finds their sizes and drawn lines made
+        (the footer's keys and the tables' headers are most of a first frame)."""
+        self.laid_out_ahead = True
+        self._refresh_layout(size)  # not the current screen: lays out, shows nothing
+        self._compositor.render_update(full=True)
+
     def _app_look(self) -> tuple:
         """What of the app a pane's styles follow and its own widgets' class changes do not carry."""
         app = self.app
@@ -390,7 +405,8 @@ class PaneScreen(Screen):
         waits for the first frame, so that the read does not share the interpreter with drawing it.
         (Textual dispatches ``_on_screen_resume`` or ``on_screen_resume`` per class: a subclass that
         needs its own resume handler calls this one.)"""
-        if self.resumed_before and not self.app.SUSPENDED_SCREEN_CLASS and self._suspended_with == self._app_look():
+        if ((self.resumed_before or self.mounted_ahead) and not self.app.SUSPENDED_SCREEN_CLASS
+                and self._suspended_with == self._app_look()):
             event.refresh_styles = False
         if not self._rows_shown:  # its first rows are what the person waits for
             self._opened_with_hold = self.tau.key_hold_until
@@ -537,6 +553,11 @@ class PaneScreen(Screen):
         self.read_napped_s += slept
         return slept
 
+    @property
+    def first_rows_waited_for(self) -> bool:
+        """The read under way is the first this pane shows, and a person waits for it (not a read ahead)."""
+        return not self._rows_shown and not self._reading_ahead
+
     def read_pane(self, generation: int, row_filter: RowFilter) -> Collected | CollectFailed | CollectAbandoned:
         """One refresh's read (a worker thread): the pane's data, or why it could not be read."""
         # in this worker, not before the first frame: GPU health's models load with pydantic
@@ -549,7 +570,7 @@ class PaneScreen(Screen):
             freshness = self.read_freshness()
             self.collect_freshness = freshness
             self.collect_filter = row_filter
-            waited_for = not self._rows_shown and not self._reading_ahead  # and every row is new
+            waited_for = self.first_rows_waited_for  # and every row is new
             with collections_held() if waited_for else nullcontext():
                 data = self.collect()
             backend = self.tau.backend
@@ -567,12 +588,12 @@ class PaneScreen(Screen):
         """A worker thread, before this pane is first shown (the app does it once after the first
         sync for its largest panes): its data read and its tables' updates planned, so opening it
         shows the rows at once.  The refresh that opening starts follows with the changes since."""
-        if self.is_attached:
+        if self.resumed_before:
             return None
         self._host = host
         if host.backend is None:
             return None
-        self._table_states = {}  # not composed yet: every table starts empty
+        self._table_states = {}  # never shown: every table is empty
         self._paused_at = time.monotonic()
         read = self.read_pane(0, RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh())
         if not isinstance(read, self.Collected) or any(
@@ -587,7 +608,7 @@ class PaneScreen(Screen):
     def start_read_ahead(self) -> None:
         """UI thread, as the app starts a read ahead: it may read, resting between steps."""
         self.read_ahead_running = True
-        self._read_wanted = self._reading_ahead = not self.is_attached
+        self._read_wanted = self._reading_ahead = not self.resumed_before
 
     def keep_prepared(self, backend: Any, where: tuple, read: Collected | None) -> None:
         """UI thread, when a read from :meth:`prepare_read` ends: held until this pane is shown, or,
@@ -648,15 +669,24 @@ class PaneScreen(Screen):
 
     def _show_read(self, message: Collected) -> None:
         if not message.freshness.syncing:  # rows, or why there are none; not "loading"
+            if not self._rows_shown:
+                self.tau.hold_background()  # the first rows: the person's next key comes first
             self._rows_shown = True
-            self._opened_with_hold = 0.0  # later reads nap for every key
-            self._no_longer_awaited()
+            if self.read_complete(message.data):
+                self._opened_with_hold = 0.0  # later reads nap for every key
+                self._no_longer_awaited()
+            else:  # the rest is waited for too: its read naps only for keys from now on
+                self._opened_with_hold = self.tau.key_hold_until
         with self.app.batch_update():
             self.show_freshness(message.freshness, message.gpu_faults)
             self.apply(message.data)
         self.filter_matches = self.table_match_count() if self.TABLE_FILTER else message.matched
         self.update_header()
         self.show_match_count()
+
+    def read_complete(self, data: Any) -> bool:
+        """Whether a read shows all there is (a pane that shows its first rows in parts says no)."""
+        return True
 
     @on(CollectAbandoned)
     def _on_collect_abandoned(self, message: CollectAbandoned) -> None:

@@ -54,6 +54,10 @@ class PaneHost(ClusterHost, Protocol):
     @property
     def first_rows_awaited(self) -> bool: ...
 
+    def hold_background(self, seconds: float = ...) -> None:
+        """Work nobody asked for waits ``seconds`` (as after a key)."""
+        ...
+
     def now(self) -> datetime:
         """Cluster time (the backend's clock when it has one)."""
         ...

@@ -8,7 +8,13 @@ whose owner, Workloads, pods or events the cache's journal names since the last 
 pane's :class:`~tau_tui.core.operations.live_run_index.LiveRunIndex`), the failed runs (their
 retry decision moves with the clock) and the runs whose age ticks over now.  The rows keep their
 order by bisection and the table's update is planned for those rows alone, as the queue pane's
-workloads are (``queue_workloads.py``): at 20,000 runs a read costs the changes, not the table."""
+workloads are (``queue_workloads.py``): at 20,000 runs a read costs the changes, not the table.
+
+A full read that a person waits for (the pane opened with no rows yet, or opened while its read
+ahead runs) comes in parts: once it has read at least :data:`RUNS_IN_A_FIRST_PART` runs it shows
+them, and the next read goes on with the others from the same lists.  At 20,000 runs working out
+every status is most of a second; the rows read by then are on screen meanwhile, the status line
+saying how many are read."""
 
 from __future__ import annotations
 
@@ -47,6 +53,10 @@ QUICK_READ_MOST = 2_000
 AGES_PER_READ = 500
 #: The kinds whose changes a quick read follows, besides the index's (Workloads, pods, events).
 OWNER_KINDS = (ResourceKind.JOB, ResourceKind.RAY_JOB)
+#: Runs a waited-for full read shows before it reads the others (about 0.1 s of work).
+RUNS_IN_A_FIRST_PART = 2_500
+#: A full read looks whether the pane still wants it, and whether a person waits, every this many runs.
+RUNS_BETWEEN_LOOKS = 256
 
 OrderKey = tuple[int, str]
 Parts = tuple[list[WorkloadView], list[PodView], list[EventView]]
@@ -85,6 +95,8 @@ class RunsRead:
     full: bool = True
     #: Handed back through :meth:`RunRows.applied` once the table shows this read.
     token: int = 0
+    #: A full read's first part: (runs read, runs in all); the next read reads the others.
+    reading: tuple[int, int] | None = None
 
 
 @dataclass
@@ -115,6 +127,24 @@ class _Kept:
     ages: list[tuple[float, str]] = field(default_factory=list)
 
 
+@dataclass
+class _FullRead:
+    """A full read under way: the lists its first part read, and what its parts worked out."""
+
+    backend: Any
+    place: tuple
+    index: RunIndex
+    owners: list[JobView | RayJobView]
+    pods: list[PodView]
+    #: every Job's (namespace, name), Tau's or not: a pod of none was left by a cancelled run
+    job_names: set[tuple[str, str]]
+    kept: _Kept
+    #: (state rank, key, owner or None for pods left by a cancelled Job, status)
+    items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = field(default_factory=list)
+    #: the owners before this one are read
+    next_owner: int = 0
+
+
 class RunRows:
     """The runs table's rows, kept between the Runs pane's reads (one worker at a time)."""
 
@@ -122,6 +152,8 @@ class RunRows:
         #: Every run's objects, kept from the cache's changes.
         self.index: LiveRunIndex | None = None
         self._kept: _Kept | None = None
+        #: A full read whose first part was shown: the next read goes on with it.
+        self._full_read_under_way: _FullRead | None = None
         self._read_token = 0
         self._applied_token = -1
         #: The last read's rows (a full read keeps the cells of the runs that did not change).
@@ -138,12 +170,23 @@ class RunRows:
         self._applied_token = token
 
     def forget(self) -> None:
-        """The next read is a full one."""
+        """The next read is a full one (from the start)."""
         self._kept = None
+        self._full_read_under_way = None
 
     def read(self, backend: ClusterBackend, place: tuple, now: datetime, gpu_faults: dict[str, NodeGpuFault],
              statuses: RunStatusMemo, cancelled: Mapping[str, Any], worker_pods: WorkerPods, quick_allowed: bool,
-             table: TableState | None, keep_reading: Callable[[], None]) -> RunsRead:
+             table: TableState | None, keep_reading: Callable[[], None],
+             waited_for: Callable[[], bool] | None = None) -> RunsRead:
+        """``waited_for``: whether a person waits for this read (asked as it goes); a full read then
+        shows the runs read so far once there are :data:`RUNS_IN_A_FIRST_PART`, and the next read goes
+        on with the others."""
+        self._read_token += 1
+        under_way = self._full_read_under_way
+        if under_way is not None and under_way.backend is backend and under_way.place == place:
+            # the lists and the index as the first part read them: the read after this one follows
+            # every change since then (the journal from its generations, the index's moves)
+            return self._full_read(under_way, now, statuses, cancelled, worker_pods, keep_reading)
         for kind in OWNER_KINDS:
             backend.changed_since(kind, -1)  # the cache journals them from now on (the first ask starts it)
         # generations before the data: a change in between is read again next time, never missed
@@ -152,7 +195,6 @@ class RunRows:
             self.index = LiveRunIndex(backend)
         index = self.index.current()  # the lists once, then what changed since the last read
         kept = self._kept
-        self._read_token += 1
         if kept is not None and quick_allowed and not cancelled and kept.backend is backend and kept.place == place \
                 and self._applied_token == self._read_token - 1 and not self.index.relisted and kept.faults == gpu_faults:
             dirty = self._dirty_runs(kept, backend, self.index.moved)
@@ -166,10 +208,12 @@ class RunRows:
                 quick.token = self._read_token
                 return quick
         self.full_reads += 1
-        read = self._full_read(backend, place, index, generations, now, gpu_faults, statuses, cancelled, worker_pods,
-                               keep_reading)
-        read.token = self._read_token
-        return read
+        self._kept = None  # until this read is done: one stopped half way keeps nothing
+        owners: list[JobView | RayJobView] = [*backend.jobs(), *backend.ray_jobs()]
+        full = _FullRead(backend, place, index, owners, backend.pods(),
+                         {(j.namespace or "", j.name) for j in backend.jobs(tau_managed_only=False)},
+                         _Kept(backend, place, generations, dict(gpu_faults), {}, {}, {}, {}, {}, [], [], {}, {}, {}, {}, {}))
+        return self._full_read(full, now, statuses, cancelled, worker_pods, keep_reading, waited_for)
 
     # -- one run ---------------------------------------------------------------------------------
 
@@ -214,30 +258,64 @@ class RunRows:
 
     # -- reads -----------------------------------------------------------------------------------
 
-    def _full_read(self, backend: ClusterBackend, place: tuple, index: RunIndex, generations: dict[ResourceKind, int],
-                   now: datetime, gpu_faults: dict[str, NodeGpuFault], statuses: RunStatusMemo,
-                   cancelled: Mapping[str, Any], worker_pods: WorkerPods, keep_reading: Callable[[], None]) -> RunsRead:
-        self._kept = None  # until this read is done: one stopped half way keeps nothing
-        previous = self._kept_rows
-        owners: list[JobView | RayJobView] = [*backend.jobs(), *backend.ray_jobs()]
-        pods = backend.pods()
-        kept = _Kept(backend, place, generations, dict(gpu_faults), {}, {}, {}, {}, {}, [], [], {}, {}, {}, {}, {})
-        # (state rank, key, owner or None for pods left by a cancelled Job, status)
-        items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = []
-        for count, owner in enumerate(owners):
-            if count % 256 == 0:
+    def _full_read(self, full: _FullRead, now: datetime, statuses: RunStatusMemo, cancelled: Mapping[str, Any],
+                   worker_pods: WorkerPods, keep_reading: Callable[[], None],
+                   waited_for: Callable[[], bool] | None = None) -> RunsRead:
+        """Reads the owners of ``full`` not read yet (the first part only, while ``waited_for``),
+        then, when none is left, the runs of no owner and the rows in order."""
+        self._full_read_under_way = None  # a part stopped half way leaves nothing to go on from
+        kept, index = full.kept, full.index
+        start = stop = full.next_owner
+        while stop < len(full.owners):
+            if stop % RUNS_BETWEEN_LOOKS == 0:
                 keep_reading()
+                if waited_for is not None and stop - start >= RUNS_IN_A_FIRST_PART and waited_for():
+                    break
+            count, stop = stop, stop + 1
+            owner = full.owners[count]
             key = f"{owner.namespace or ''}/{owner.name}"
             parts = index.parts(owner)
-            status = self._status(key, owner, index, gpu_faults, statuses, parts)
+            status = self._status(key, owner, index, kept.faults, statuses, parts)
             if status.state == "failed":  # the backoff moves with the clock: decided on every read
-                kept.decisions[key] = retry_decision(index.objects(owner, gpu_faults, parts), now)
+                kept.decisions[key] = retry_decision(index.objects(owner, kept.faults, parts), now)
                 kept.failed.add(key)
             kept.matchable[key] = self._matchable(key, owner, status)
             self._point_back(kept, key, owner, parts)
-            items.append((STATE_ORDER[status.state], key, owner, status))
+            full.items.append((STATE_ORDER[status.state], key, owner, status))
+        full.next_owner = stop
+        if stop < len(full.owners):
+            self._full_read_under_way = full
+            return self._first_part(full, now)
+        read = self._last_part(full, now, statuses, cancelled, worker_pods)
+        read.token = self._read_token
+        return read
+
+    def _first_part(self, full: _FullRead, now: datetime) -> RunsRead:
+        """The rows of the runs a full read has read so far, in order (the table shows them while
+        the next read reads the others)."""
+        kept = full.kept
+        rows: list[Row] = []
+        state_cells: dict[tuple[str, str], Text] = {}
+        counts: dict[str, int] = {}
+        read_rows: dict[str, RunRow] = {}
+        statuses: dict[str, RunStatus] = {}
+        owners: dict[str, JobView | RayJobView] = {}
+        for _rank, key, owner, status in sorted(full.items, key=lambda item: (item[0], item[1])):
+            assert owner is not None  # only a last part reads runs of no owner
+            row = read_rows[key] = self._row(key, owner, status, now, self._kept_rows.get(key), state_cells)
+            rows.append((key, row.cells))
+            statuses[key] = status
+            owners[key] = owner
+            counts[status.state] = counts.get(status.state, 0) + 1
+        self._kept_rows = {**self._kept_rows, **read_rows}  # the next part keeps these rows
+        return RunsRead(rows, statuses, dict(kept.decisions), owners, {key: kept.matchable[key] for key in owners},
+                        counts, token=self._read_token, reading=(full.next_owner, len(full.owners)))
+
+    def _last_part(self, full: _FullRead, now: datetime, statuses: RunStatusMemo, cancelled: Mapping[str, Any],
+                   worker_pods: WorkerPods) -> RunsRead:
+        index, kept, owners, pods, items, job_names = full.index, full.kept, full.owners, full.pods, full.items, full.job_names
+        previous = self._kept_rows
         # Cancelled Jobs whose pods still terminate on their nodes: "releasing compute" until they are gone.
-        job_names = {(j.namespace or "", j.name) for j in backend.jobs(tau_managed_only=False)}
         leftovers: dict[tuple[str, str], list] = {}
         for pod in pods:
             run = pod.labels.get("job-name")

@@ -50,6 +50,8 @@ class RunsData:
     released: set[str] = field(default_factory=set)
     #: Handed back to the kept rows once the table shows this read.
     token: int = 0
+    #: The first part of a full read: (runs read, runs in all); the next read goes on with the others.
+    reading: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,7 @@ class RunsScreen(PaneScreen):
     def collect(self) -> RunsData:
         backend = self.tau.backend
         assert backend is not None
+        self.keep_reading()  # before the nodes' faults (2,000 nodes at `large`): a key waits for no read
         now = self.tau.now()
         gpu_faults = self.tau.node_health.faults(backend.nodes(), now)
         cancelled = dict(self.cancelled_runs)  # changed on the UI thread; read once here
@@ -178,10 +181,16 @@ class RunsScreen(PaneScreen):
         read = self._run_rows.read(backend, read_place(backend), now, gpu_faults, self.tau.run_statuses, cancelled,
                                    lambda worker, ns, run: read_worker_pods(self._worker_backend(worker), ns, run),
                                    self.collect_freshness.notice(ResourceKind.JOB, ResourceKind.RAY_JOB) is None,
-                                   self._table_states.get("runs-table"), self.keep_reading)
+                                   self._table_states.get("runs-table"), self.keep_reading,
+                                   waited_for=lambda: self.first_rows_waited_for)
         data = RunsData(read.rows, read.statuses, read.decisions, read.owners, read.matchable, None, "", read.released,
-                        read.token)
-        data.status = f"{len(data.rows)} runs · " + ", ".join(f"{n} {s}" for s, n in sorted(read.counts.items()) if n)
+                        read.token, read.reading)
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(read.counts.items()) if n)
+        if read.reading is not None:
+            done, total = read.reading
+            data.status = f"reading runs: {done} of {total} so far · {counts}"
+        else:
+            data.status = f"{len(data.rows)} runs · {counts}"
         data.plan = read.plan or self.plan_table("runs-table", data.rows, self._notice(self.collect_freshness, data),
                                                  data.matchable)
         return data
@@ -211,6 +220,11 @@ class RunsScreen(PaneScreen):
         self._run_rows.applied(data.token)  # the next read may go on from these rows
         self.set_status(data.status)
         self._show_selected()
+        if data.reading is not None:  # the other runs next, once these rows are drawn
+            self.call_after_refresh(self.tick, True)
+
+    def read_complete(self, data: RunsData) -> bool:
+        return data.reading is None
 
     @staticmethod
     def _notice(freshness: Freshness, data: RunsData) -> Text | None:

@@ -4,8 +4,10 @@ A terminal sends the escape key as a lone ESC byte, and ESC also begins every ot
 sequence, so Textual's input thread waits ``ESCDELAY`` (100 ms by default) for more bytes before it
 says "escape".  It notices that the wait is over only when its ``select`` returns, which it calls
 with a 100 ms timeout: a lone esc reaches the app 100 to 200 ms after the key.  k9s users press esc
-for "back" all day.  Here the default wait is :data:`ESCAPE_WAIT_MS` (neovim's ``ttimeoutlen`` is
-50 ms: the bytes of one key come in one write), an ``ESCDELAY`` the user set is kept, and for a
+for "back" all day.  Here the default wait is :data:`ESCAPE_WAIT_MS`, as tmux waits since 3.5
+(``escape-time`` 10 ms; neovim's ``ttimeoutlen`` is 50 ms): a terminal writes the bytes of one key
+in one write, which reaches the app in one read, locally or over ssh.  An ``ESCDELAY`` the user
+set (for a link that splits them) is kept, and for a
 moment after any input the input thread's ``select`` wakes every :data:`INPUT_POLL_S`, so the wait
 ends when it should; an idle terminal wakes it no more often than before.  Only Textual's Linux
 driver (Linux and macOS) is changed; on Windows, and for the pilot's headless driver, nothing is."""
@@ -18,9 +20,9 @@ import time
 import types
 
 #: The wait for more bytes after ESC when ESCDELAY is not set (milliseconds).
-ESCAPE_WAIT_MS = 40
+ESCAPE_WAIT_MS = 15
 #: The input thread's longest sleep in ``select`` (seconds) for AFTER_INPUT_S after input came.
-INPUT_POLL_S = 0.01
+INPUT_POLL_S = 0.005
 AFTER_INPUT_S = 0.25
 
 

@@ -8,6 +8,7 @@ from tau_tui.core.operations.node_health_memo import NodeHealthMemo
 from tau_tui.core.operations.recovery import perform_retry
 from tau_tui.core.operations.run_status_memo import RunStatusMemo
 from tau_tui.core.operations.rundocument import read_gpu_faults, read_run
+from tau_tui.screens import run_rows
 from tau_tui.screens.base import read_place
 from tau_tui.screens.run_rows import RunRows, RunsRead
 from tau_tui.screens.runs import CancelledRun
@@ -28,15 +29,16 @@ class Reader:
         self.health = NodeHealthMemo()
         self.table = TableState(columns=6)
 
-    def read_only(self, cancelled=None) -> RunsRead:
+    def read_only(self, cancelled=None, in_parts=False) -> RunsRead:
         """A read whose rows are not put on the table (one the pane dropped)."""
         backend = self.backend
         now = backend._now()
         return self.rows.read(backend, read_place(backend), now, self.health.faults(backend.nodes(), now), self.statuses,
-                              cancelled or {}, lambda *_: None, True, self.table, lambda: None)
+                              cancelled or {}, lambda *_: None, True, self.table, lambda: None,
+                              waited_for=(lambda: True) if in_parts else None)
 
-    def read(self, cancelled=None) -> RunsRead:
-        read = self.read_only(cancelled)
+    def read(self, cancelled=None, in_parts=False) -> RunsRead:
+        read = self.read_only(cancelled, in_parts)
         plan = read.plan or plan_rows(self.table, read.rows, None, read.matchable)
         self.table = plan.next_state()
         self.rows.applied(read.token)
@@ -140,5 +142,68 @@ def test_a_run_gone_or_cancelled_from_the_pane_reads_every_run_again():
         # a run cancelled from the pane: read whole while it is kept (its pods and worker are looked for)
         other = backend.jobs()[0]
         assert reader.read({f"{other.namespace}/{other.name}": CancelledRun(other.uid or "")}).full
+    finally:
+        backend.close()
+
+
+def test_a_waited_for_read_shows_its_first_runs_then_goes_on_with_the_others_from_the_same_lists(monkeypatch):
+    """The pane opened with no rows: the first part's runs are rows at once, in order, and the next
+    read reads only the others; every run's status is worked out once, and the read after that
+    follows what changed since the first part, as after any full read."""
+    monkeypatch.setattr(run_rows, "RUNS_IN_A_FIRST_PART", 3)
+    monkeypatch.setattr(run_rows, "RUNS_BETWEEN_LOOKS", 1)
+    world, backend = demo_backend()
+    try:
+        reader = Reader(backend)
+        runs = len(backend.jobs()) + len(backend.ray_jobs())
+        assert runs > 3
+        first = reader.read(in_parts=True)
+        assert first.reading == (3, runs) and len(first.rows) == len(first.statuses) == len(first.owners) == 3
+        assert reader.rows.statuses_computed == 3 and sum(first.counts.values()) == 3
+        order = [key for key, _ in first.rows]
+        assert order == sorted(order, key=lambda key: (run_rows.STATE_ORDER[first.statuses[key].state], key))
+        settle(world, backend, 30)  # the cluster moves on between the parts
+        rest = reader.read(in_parts=True)  # goes on with the lists the first part read, whatever it is asked
+        assert rest.reading is None and rest.full and len(rest.owners) == runs
+        assert reader.rows.statuses_computed == runs and reader.rows.full_reads == 1
+        assert set(order) <= set(rest.owners)
+        after = reader.read()  # what moved since the first part: a quick read finds it
+        assert not after.full and reader.rows.full_reads == 1
+        assert_same_as_a_full_read(reader, after)
+    finally:
+        backend.close()
+
+
+def test_a_read_in_parts_forgotten_half_way_starts_again_whole(monkeypatch):
+    monkeypatch.setattr(run_rows, "RUNS_IN_A_FIRST_PART", 3)
+    monkeypatch.setattr(run_rows, "RUNS_BETWEEN_LOOKS", 1)
+    world, backend = demo_backend()
+    try:
+        reader = Reader(backend)
+        assert reader.read(in_parts=True).reading is not None
+        reader.rows.forget()  # a replay's seek, or the pane's reads stopped: nothing to go on from
+        whole = reader.read()
+        assert whole.reading is None and whole.full and reader.rows.full_reads == 2
+        assert_same_as_a_full_read(reader, whole)
+    finally:
+        backend.close()
+
+
+def test_a_read_nobody_waits_for_reads_every_run_at_once(monkeypatch):
+    """A read ahead (or a refresh of a pane with rows) shows all its runs; one that a person starts
+    to wait for half way (the pane opened meanwhile) shows what it has read at its next look."""
+    monkeypatch.setattr(run_rows, "RUNS_IN_A_FIRST_PART", 3)
+    monkeypatch.setattr(run_rows, "RUNS_BETWEEN_LOOKS", 1)
+    world, backend = demo_backend()
+    try:
+        runs = len(backend.jobs()) + len(backend.ray_jobs())
+        assert Reader(backend).read().reading is None
+        looks: list[bool] = []  # asked once 3 runs are read, then after each run: yes at the second
+        opened_meanwhile = Reader(backend)
+        now = backend._now()
+        read = opened_meanwhile.rows.read(
+            backend, read_place(backend), now, NodeHealthMemo().faults(backend.nodes(), now), RunStatusMemo(), {},
+            lambda *_: None, True, None, lambda: None, waited_for=lambda: looks.append(True) or len(looks) >= 2)
+        assert read.reading == (4, runs) and len(read.rows) == 4 and len(looks) == 2
     finally:
         backend.close()
