@@ -166,6 +166,72 @@ async def test_runs_and_nodes_are_read_once_ahead_and_open_with_those_rows_befor
 
 
 @async_test
+async def test_runs_and_nodes_are_mounted_and_laid_out_ahead_and_their_first_open_mounts_nothing(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: set(app._unopened_panes) == {"runs", "nodes"} and all(
+            screen.laid_out_ahead for screen in app._unopened_panes.values()))
+        runs = app._unopened_panes["runs"]
+        widgets = set(runs.query("*"))
+        assert runs.mounted_ahead and runs.is_attached and widgets  # composed, and not shown
+        table = runs.query_one("#runs-table", KeyedTable)
+        assert table.size.width > 0  # laid out at the app's size
+        registered = app._register
+
+        def counting_register(parent, *widgets_, **kwargs):
+            mounted.extend(widgets_)
+            return registered(parent, *widgets_, **kwargs)
+
+        mounted: list = []
+        app._register = counting_register  # type: ignore[method-assign]
+        app.action_switch_pane("runs")
+        await settle_until(pilot, lambda: runs.refreshes_applied >= 1)
+        assert app.screen is runs and set(runs.query("*")) >= widgets
+        assert not any(w in widgets or w is runs for w in mounted)  # its first open mounted none of them again
+        assert table.row_count > 0
+
+
+@async_test
+async def test_keys_that_keep_coming_hold_the_mount_ahead(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    app._last_key_at = time.monotonic() + 1e6  # a key "just came", at every look
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: app.screen.refreshes_applied >= 1)
+        for _ in range(3):
+            app.mount_unopened_panes()
+            await settle(pilot)
+        assert not any(screen.is_attached for screen in app._unopened_panes.values())
+
+
+@async_test
+async def test_the_runs_pane_opened_with_no_rows_shows_its_first_runs_then_all_while_they_are_still_waited_for(
+        tmp_path, monkeypatch):
+    from tau_tui.screens import run_rows
+
+    monkeypatch.setattr(run_rows, "RUNS_IN_A_FIRST_PART", 3)
+    monkeypatch.setattr(run_rows, "RUNS_BETWEEN_LOOKS", 1)
+    app = make_app(tmp_path, start_pane="runs")
+    shown: list[tuple[str, int, bool]] = []
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        set_status = screen.set_status
+
+        def noting_status(text, screen=screen) -> None:
+            set_status(text)
+            shown.append((str(text), screen.query_one("#runs-table", KeyedTable).row_count, app.first_rows_awaited))
+
+        screen.set_status = noting_status  # type: ignore[method-assign]
+        await settle_until(pilot, lambda: any(text.endswith("running") or "runs ·" in text for text, *_ in shown))
+        runs = len(app.backend.jobs()) + len(app.backend.ray_jobs())
+        first, *_, last = shown
+        assert first[0].startswith(f"reading runs: 3 of {runs} so far") and first[1] == 3
+        assert first[2]  # the rest is still waited for: the recorder and read aheads still give way
+        assert last[0].startswith(f"{runs} runs ·") and last[1] == runs and not last[2]
+        assert screen._run_rows.full_reads == 1 and screen.statuses_computed <= runs
+
+
+@async_test
 async def test_keys_that_never_stop_delay_the_read_ahead_only_up_to_its_bound(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     app.longest_wait_for_quiet_s = 1e9  # no bound yet: keys that keep coming hold the read ahead
