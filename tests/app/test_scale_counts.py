@@ -192,6 +192,22 @@ async def test_runs_and_nodes_are_mounted_and_laid_out_ahead_and_their_first_ope
 
 
 @async_test
+async def test_a_pane_mounted_ahead_and_opened_after_the_terminal_narrowed_fits_the_narrow_width(tmp_path):
+    from tau_tui.widgets.pane_footer import PaneFooter
+
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: "nodes" in app._unopened_panes and app._unopened_panes["nodes"].laid_out_ahead)
+        nodes = app._unopened_panes["nodes"]
+        assert not nodes.has_class("-narrow")
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        app.action_switch_pane("nodes")
+        await settle_until(pilot, lambda: nodes.refreshes_applied >= 1)
+        assert app.screen is nodes and nodes.has_class("-narrow") and nodes.query_one(PaneFooter).compact
+
+
+@async_test
 async def test_keys_that_keep_coming_hold_the_mount_ahead(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     app._last_key_at = time.monotonic() + 1e6  # a key "just came", at every look
@@ -210,21 +226,21 @@ async def test_the_runs_pane_opened_with_no_rows_shows_its_first_runs_then_all_w
 
     monkeypatch.setattr(run_rows, "RUNS_IN_A_FIRST_PART", 3)
     monkeypatch.setattr(run_rows, "RUNS_BETWEEN_LOOKS", 1)
-    app = make_app(tmp_path, start_pane="runs")
     shown: list[tuple[str, int, bool]] = []
+    set_status = RunsScreen.set_status
+
+    def noting_status(screen: RunsScreen, text) -> None:  # from the first read on, whenever it comes
+        set_status(screen, text)
+        shown.append((str(text), screen.query_one("#runs-table", KeyedTable).row_count, screen.tau.first_rows_awaited))
+
+    monkeypatch.setattr(RunsScreen, "set_status", noting_status)
+    app = make_app(tmp_path, start_pane="runs")
     async with app.run_test(size=(160, 48)) as pilot:
         screen = app.screen
         assert isinstance(screen, RunsScreen)
-        set_status = screen.set_status
-
-        def noting_status(text, screen=screen) -> None:
-            set_status(text)
-            shown.append((str(text), screen.query_one("#runs-table", KeyedTable).row_count, app.first_rows_awaited))
-
-        screen.set_status = noting_status  # type: ignore[method-assign]
-        await settle_until(pilot, lambda: any(text.endswith("running") or "runs ·" in text for text, *_ in shown))
         runs = len(app.backend.jobs()) + len(app.backend.ray_jobs())
-        first, *_, last = shown
+        await settle_until(pilot, lambda: any(text.startswith(f"{runs} runs ·") for text, *_ in shown))
+        first, *_, last = [seen for seen in shown if seen[0].startswith(("reading runs:", f"{runs} runs ·"))]
         assert first[0].startswith(f"reading runs: 3 of {runs} so far") and first[1] == 3
         assert first[2]  # the rest is still waited for: the recorder and read aheads still give way
         assert last[0].startswith(f"{runs} runs ·") and last[1] == runs and not last[2]
