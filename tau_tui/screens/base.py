@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, cast
 
 from rich.text import Text
@@ -194,6 +195,10 @@ READ_AHEAD_YIELDS_AT_MOST_S = 2.0
 #: While keys come, a read sleeps between its steps (the interpreter released for the UI thread),
 #: at most MAX_KEY_NAPS_S in all per read, so it still finishes.
 MAX_KEY_NAPS_S = 1.0
+#: A pane's read on opening starts this long after its first frame is drawn (the terminal writer
+#: thread takes the frame meanwhile), or FRAME_WAIT_S after the open when no frame came by then.
+FRAME_WRITE_S = 0.01
+FRAME_WAIT_S = 0.25
 
 
 def read_place(backend: Any) -> tuple:
@@ -285,6 +290,8 @@ class PaneScreen(Screen):
         #: first open keeps those styles as a later one does, unless what they follow changed since.
         self.mounted_ahead = False
         self.laid_out_ahead = False
+        #: Reads to start once the next frame is drawn (:meth:`_after_first_frame`).
+        self._waiting_for_frame: list[Callable[[], None]] = []
         #: From the app's start of a read ahead to :meth:`keep_prepared` (UI thread).
         self.read_ahead_running = False
         self._paused_at = 0.0
@@ -307,6 +314,8 @@ class PaneScreen(Screen):
         self._collect_seconds = 0.0
         self._collect_finished_at = 0.0
         self.ticks_backed_off = 0
+        #: Refreshes the cluster's changes asked for while a key's hold ran (read once keys pause).
+        self.ticks_held_for_keys = 0
         self._rerun = False
         self.filter_matches: tuple[int, int] = (0, 0)
         #: The filter the running collect uses (with its own tally); collect reads it, not row_filter.
@@ -419,11 +428,31 @@ class PaneScreen(Screen):
             # once its tables are mounted; the refresh starts after, planned against those rows
             self.call_after_refresh(self._open_prepared)
             return
-        self.call_after_refresh(self.tick, force=True)
+        self._after_first_frame(partial(self.tick, force=True))
 
     def _open_prepared(self) -> None:
         self._show_prepared()
-        self.tick(force=True)
+        self._after_first_frame(partial(self.tick, force=True))
+
+    def _after_first_frame(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` (a read) once the next frame of this pane is drawn and handed to the
+        terminal: ``call_after_refresh`` alone can run before it (on an idle pass), and a read
+        started then shares the interpreter with drawing and writing the frame the person waits for.
+        At most :data:`FRAME_WAIT_S` later in any case (a frame that never comes starts nothing)."""
+        self._waiting_for_frame.append(callback)
+        self.refresh()
+        self.set_timer(FRAME_WAIT_S, self._run_after_frame)
+
+    def _compositor_refresh(self) -> None:
+        super()._compositor_refresh()
+        if self._waiting_for_frame and self.is_current:
+            # the writer thread takes the frame once the UI thread is idle: a moment for it first
+            self.set_timer(FRAME_WRITE_S, self._run_after_frame)
+
+    def _run_after_frame(self) -> None:
+        waiting, self._waiting_for_frame = self._waiting_for_frame, []
+        for callback in waiting:
+            callback()
 
     def crumbs(self) -> str:
         return self.PANE_TITLE
@@ -472,6 +501,12 @@ class PaneScreen(Screen):
         backoff = self.LISTING_BACKOFF if self.freshness.syncing else self.REFRESH_BACKOFF
         if not force and now - self._collect_finished_at < backoff * self._collect_seconds:
             self.ticks_backed_off += 1
+            return
+        if not force and now < self.tau.key_hold_until:
+            # a person is pressing keys: a read now would share the interpreter with them; the change
+            # poll looks again every 0.1 s and reads once the keys pause (a forced read, a filter or
+            # the pane's first, does not wait)
+            self.ticks_held_for_keys += 1
             return
         self._drawn_signature = signature
         self._collected_at = now

@@ -286,7 +286,7 @@ class RunRows:
         if stop < len(full.owners):
             self._full_read_under_way = full
             return self._first_part(full, now)
-        read = self._last_part(full, now, statuses, cancelled, worker_pods)
+        read = self._last_part(full, now, statuses, cancelled, worker_pods, keep_reading)
         read.token = self._read_token
         return read
 
@@ -312,12 +312,14 @@ class RunRows:
                         counts, token=self._read_token, reading=(full.next_owner, len(full.owners)))
 
     def _last_part(self, full: _FullRead, now: datetime, statuses: RunStatusMemo, cancelled: Mapping[str, Any],
-                   worker_pods: WorkerPods) -> RunsRead:
+                   worker_pods: WorkerPods, keep_reading: Callable[[], None]) -> RunsRead:
         index, kept, owners, pods, items, job_names = full.index, full.kept, full.owners, full.pods, full.items, full.job_names
         previous = self._kept_rows
         # Cancelled Jobs whose pods still terminate on their nodes: "releasing compute" until they are gone.
         leftovers: dict[tuple[str, str], list] = {}
-        for pod in pods:
+        for count, pod in enumerate(pods):
+            if count % RUNS_BETWEEN_LOOKS == 0:
+                keep_reading()
             run = pod.labels.get("job-name")
             if run and (pod.namespace or "", run) not in job_names and pod.node_name and not pod.terminal \
                     and any(k.startswith(TAU_LABEL_PREFIX) for k in pod.labels):
@@ -343,7 +345,9 @@ class RunRows:
             items.append((STATE_ORDER[status.state], key, None, status))
         rows: list[Row] = []
         state_cells: dict[tuple[str, str], Text] = {}
-        for rank, key, run_owner, status in sorted(items, key=lambda item: (item[0], item[1])):
+        for count, (rank, key, run_owner, status) in enumerate(sorted(items, key=lambda item: (item[0], item[1]))):
+            if count % RUNS_BETWEEN_LOOKS == 0:
+                keep_reading()
             kept.statuses[key] = status
             kept.order.append((rank, key))
             kept.keys.append(key)

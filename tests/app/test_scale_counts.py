@@ -208,6 +208,28 @@ async def test_a_pane_mounted_ahead_and_opened_after_the_terminal_narrowed_fits_
 
 
 @async_test
+async def test_a_pane_opened_draws_its_first_frame_before_its_read_starts(tmp_path):
+    """The read of a pane just opened would share the interpreter with drawing the frame the person
+    waits for: it starts once that frame is drawn."""
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: app.screen.refreshes_applied >= 1)
+        await settle_until(pilot, lambda: "nodes" in app._unopened_panes and app._unopened_panes["nodes"].laid_out_ahead)
+        nodes = app._unopened_panes["nodes"]
+        reads_at_frames: list[int] = []
+        draw = nodes._compositor_refresh
+
+        def noting_frame() -> None:
+            reads_at_frames.append(nodes.collects_started)
+            draw()
+
+        nodes._compositor_refresh = noting_frame  # type: ignore[method-assign]
+        app.action_switch_pane("nodes")
+        await settle_until(pilot, lambda: nodes.refreshes_applied >= 1)
+        assert reads_at_frames and reads_at_frames[0] == 0 and nodes.collects_started >= 1
+
+
+@async_test
 async def test_keys_that_keep_coming_hold_the_mount_ahead(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     app._last_key_at = time.monotonic() + 1e6  # a key "just came", at every look
@@ -278,7 +300,8 @@ async def test_a_pane_opened_while_it_is_read_ahead_waits_for_that_read_instead_
         assert app.screen is nodes and nodes.collects_started == 0 and nodes.refreshes_applied == 0
         assert not nodes._reading_ahead  # the read no longer rests: somebody waits for it
         nodes.keep_prepared(backend, where, read)  # the read ends
-        assert nodes.prepared_shown == 1 and nodes.collects_started == 1  # shown, then its own refresh
+        assert nodes.prepared_shown == 1 and nodes.collects_started == 0  # shown; its own refresh once drawn
+        await settle_until(pilot, lambda: nodes.collects_started == 1)
         assert nodes.query_one("#nodes-table", KeyedTable).row_count > 0
         await settle_until(pilot, lambda: nodes.refreshes_applied >= 1)
         assert nodes.refreshes_applied >= 1 and not nodes.read_ahead_running
