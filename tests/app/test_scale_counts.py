@@ -230,6 +230,28 @@ async def test_a_pane_opened_draws_its_first_frame_before_its_read_starts(tmp_pa
 
 
 @async_test
+async def test_a_change_read_waits_for_a_keys_hold_and_a_forced_read_does_not(tmp_path):
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = app.screen
+        await settle_until(pilot, lambda: screen.refreshes_applied >= 1 and not screen.refresh_running)
+        started = screen.collects_started
+        app.key_hold_until = time.monotonic() + 3600  # a person pressing keys, however slow the machine
+        screen._collect_seconds = 0.0  # no back-off after a slow read (a busy machine's)
+        screen._drawn_signature = ("moved",)  # as after a change of the cluster
+        screen.tick_if_moved()
+        assert screen.collects_started == started and screen.ticks_held_for_keys == 1
+        screen.tick(force=True)  # a filter or a pane switch: read now
+        assert screen.collects_started == started + 1
+        await settle_until(pilot, lambda: not screen.refresh_running)
+        app.key_hold_until = 0.0  # the keys paused: the change poll reads
+        screen._collect_seconds = 0.0
+        screen._drawn_signature = ("moved",)
+        screen.tick_if_moved()
+        assert screen.collects_started == started + 2
+
+
+@async_test
 async def test_keys_that_keep_coming_hold_the_mount_ahead(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     app._last_key_at = time.monotonic() + 1e6  # a key "just came", at every look
