@@ -605,7 +605,8 @@ class PaneScreen(Screen):
             freshness = self.read_freshness()
             self.collect_freshness = freshness
             self.collect_filter = row_filter
-            waited_for = self.first_rows_waited_for  # and every row is new
+            # the first rows, or the rest of a first read shown in parts: a person waits, every row is new
+            waited_for = self.first_rows_waited_for or self.tau.first_rows_awaited_by is self
             with collections_held() if waited_for else nullcontext():
                 data = self.collect()
             backend = self.tau.backend

@@ -278,6 +278,18 @@ async def test_the_runs_pane_opened_with_no_rows_shows_its_first_runs_then_all_w
         shown.append((str(text), screen.query_one("#runs-table", KeyedTable).row_count, screen.tau.first_rows_awaited))
 
     monkeypatch.setattr(RunsScreen, "set_status", noting_status)
+    from contextlib import contextmanager
+
+    from tau_tui.screens import base
+
+    held: list[int] = []
+
+    @contextmanager
+    def noting_hold():  # the collector's hold of a read a person waits for
+        held.append(1)
+        yield
+
+    monkeypatch.setattr(base, "collections_held", noting_hold)
     app = make_app(tmp_path, start_pane="runs")
     async with app.run_test(size=(160, 48)) as pilot:
         screen = app.screen
@@ -289,6 +301,7 @@ async def test_the_runs_pane_opened_with_no_rows_shows_its_first_runs_then_all_w
         assert first[2]  # the rest is still waited for: the recorder and read aheads still give way
         assert last[0].startswith(f"{runs} runs ·") and last[1] == runs and not last[2]
         assert screen._run_rows.full_reads == 1 and screen.statuses_computed <= runs
+        assert len(held) >= 2  # the first part's read and the rest's: both waited for
 
 
 @async_test
