@@ -438,7 +438,7 @@ class PaneScreen(Screen):
         """Run ``callback`` (a read) once the next frame of this pane is drawn and handed to the
         terminal: ``call_after_refresh`` alone can run before it (on an idle pass), and a read
         started then shares the interpreter with drawing and writing the frame the person waits for.
-        At most :data:`FRAME_WAIT_S` later in any case (a frame that never comes starts nothing)."""
+        When no frame comes (nothing on the pane changed), it runs :data:`FRAME_WAIT_S` after the open."""
         self._waiting_for_frame.append(callback)
         self.refresh()
         self.set_timer(FRAME_WAIT_S, self._run_after_frame)
