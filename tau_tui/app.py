@@ -28,6 +28,7 @@ from tau_tui.app_parts.keys import APP_BINDINGS
 from tau_tui.app_parts.mutation_flow import MutationFlow
 from tau_tui.app_parts.pane_modes import PANE_MODES
 from tau_tui.app_parts.pane_preparation import PanePreparation
+from tau_tui.app_parts.pane_switch_mask import PaneSwitchMask
 from tau_tui.app_parts.replay_controls import REPLAY_BINDINGS, REPLAY_HELP_KEYS, ReplayControls
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.interfaces import ClusterBackend
@@ -63,7 +64,7 @@ if TYPE_CHECKING:  # loaded in the workers that start them, after the first fram
 CHANGE_POLL_S = 0.1
 
 
-class TauApp(CommandMode, ReplayControls, MutationFlow, PanePreparation, KeyActivity, HeapUpkeep):
+class TauApp(CommandMode, ReplayControls, MutationFlow, PaneSwitchMask, PanePreparation, KeyActivity, HeapUpkeep):
     """tau-tui."""
 
     TITLE = "tau-tui"

@@ -192,6 +192,48 @@ async def test_runs_and_nodes_are_mounted_and_laid_out_ahead_and_their_first_ope
 
 
 @async_test
+async def test_a_pane_already_made_is_shown_once_it_resumed_and_a_pane_made_by_its_switch_keeps_textuals_hold(tmp_path):
+    """Textual holds every repaint of a mode switch for 50 ms; a pane opened before, or laid out
+    ahead, ends that hold right after its resume, and the hold's own timer then changes nothing."""
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until(pilot, lambda: "nodes" in app._unopened_panes and app._unopened_panes["nodes"].laid_out_ahead)
+        nodes = app._unopened_panes["nodes"]
+        held_at_first_frame: list[int] = []
+        draw = nodes._compositor_refresh
+
+        def noting_frame() -> None:
+            held_at_first_frame.append(app._batch_count)
+            draw()
+
+        nodes._compositor_refresh = noting_frame  # type: ignore[method-assign]
+        resumed_when_shown: list[bool] = []
+        show = app._show_resumed
+
+        def noting_show(end_hold) -> None:
+            resumed_when_shown.append(nodes.resumed_before)
+            show(end_hold)
+
+        app._show_resumed = noting_show  # type: ignore[method-assign]
+        app.action_switch_pane("nodes")
+        await settle_until(pilot, lambda: app.switches_shown_on_resume >= 1)
+        assert app.screen is nodes and app.switches_shown_on_resume == 1
+        assert resumed_when_shown == [True]  # the hold ended after the pane's resume, not before
+        assert 0 in held_at_first_frame  # a frame of the pane drawn without the hold
+        app.action_switch_pane("queue")  # opened before
+        await settle_until(pilot, lambda: app.switches_shown_on_resume >= 2)
+        assert app.switches_shown_on_resume == 2
+        app.action_switch_pane("profiles")  # made by this switch: Textual's hold
+        await settle_until(pilot, lambda: app.screen.is_mounted)
+        await pilot.pause(0.1)  # the hold's timer has run
+        assert app.switches_shown_on_resume == 2 and app._batch_count == 0
+        app.action_switch_pane("queue")
+        await settle(pilot)
+        await pilot.pause(0.1)
+        assert app.switches_shown_on_resume == 3 and app._batch_count == 0
+
+
+@async_test
 async def test_a_pane_mounted_ahead_and_opened_after_the_terminal_narrowed_fits_the_narrow_width(tmp_path):
     from tau_tui.widgets.pane_footer import PaneFooter
 
