@@ -165,6 +165,19 @@ async def test_runs_and_nodes_are_read_once_ahead_and_open_with_those_rows_befor
         assert app._unopened_panes == {}
 
 
+def note_at_frames(screen, value) -> list:
+    """``value()`` noted each time ``screen`` draws a frame (its compositor refresh), in order."""
+    noted: list = []
+    draw = screen._compositor_refresh
+
+    def noting_frame() -> None:
+        noted.append(value())
+        draw()
+
+    screen._compositor_refresh = noting_frame
+    return noted
+
+
 @async_test
 async def test_runs_and_nodes_are_mounted_and_laid_out_ahead_and_their_first_open_mounts_nothing(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
@@ -199,14 +212,7 @@ async def test_a_pane_already_made_is_shown_once_it_resumed_and_a_pane_made_by_i
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until(pilot, lambda: "nodes" in app._unopened_panes and app._unopened_panes["nodes"].laid_out_ahead)
         nodes = app._unopened_panes["nodes"]
-        held_at_first_frame: list[int] = []
-        draw = nodes._compositor_refresh
-
-        def noting_frame() -> None:
-            held_at_first_frame.append(app._batch_count)
-            draw()
-
-        nodes._compositor_refresh = noting_frame  # type: ignore[method-assign]
+        held_at_first_frame = note_at_frames(nodes, lambda: app._batch_count)
         resumed_when_shown: list[bool] = []
         show = app._show_resumed
 
@@ -258,14 +264,7 @@ async def test_a_pane_opened_draws_its_first_frame_before_its_read_starts(tmp_pa
         await settle_until(pilot, lambda: app.screen.refreshes_applied >= 1)
         await settle_until(pilot, lambda: "nodes" in app._unopened_panes and app._unopened_panes["nodes"].laid_out_ahead)
         nodes = app._unopened_panes["nodes"]
-        reads_at_frames: list[int] = []
-        draw = nodes._compositor_refresh
-
-        def noting_frame() -> None:
-            reads_at_frames.append(nodes.collects_started)
-            draw()
-
-        nodes._compositor_refresh = noting_frame  # type: ignore[method-assign]
+        reads_at_frames = note_at_frames(nodes, lambda: nodes.collects_started)
         app.action_switch_pane("nodes")
         await settle_until(pilot, lambda: nodes.refreshes_applied >= 1)
         assert reads_at_frames and reads_at_frames[0] == 0 and nodes.collects_started >= 1
