@@ -420,6 +420,8 @@ class PaneScreen(Screen):
         if not self._rows_shown:  # its first rows are what the person waits for
             self._opened_with_hold = self.tau.key_hold_until
             self.tau.first_rows_awaited_by = self
+            if self.reads_rows and not self._status.plain:  # an empty table is not "none": say why
+                self.set_status(Text(f"◌ reading {self.PANE_TITLE.lower()}…", style=style_of("pending")))
         self.resumed_before = True
         self._read_wanted = True
         self._reading_ahead = False  # opened while read ahead: that read no longer rests
@@ -719,6 +721,11 @@ class PaneScreen(Screen):
         self.filter_matches = self.table_match_count() if self.TABLE_FILTER else message.matched
         self.update_header()
         self.show_match_count()
+
+    @property
+    def reads_rows(self) -> bool:
+        """A pane with a read of its own (:meth:`collect`), whose :meth:`apply` sets its status line."""
+        return type(self).collect is not PaneScreen.collect
 
     def read_complete(self, data: Any) -> bool:
         """Whether a read shows all there is (a pane that shows its first rows in parts says no)."""

@@ -347,6 +347,25 @@ async def test_the_runs_pane_opened_with_no_rows_shows_its_first_runs_then_all_w
 
 
 @async_test
+async def test_a_pane_opened_before_its_first_rows_says_it_is_reading_until_they_come(tmp_path, monkeypatch):
+    """An empty table is not "no runs": until the first read is shown its status line says so."""
+    shown: list[tuple[str, int]] = []
+    set_status = RunsScreen.set_status
+
+    def noting_status(screen: RunsScreen, text) -> None:
+        set_status(screen, text)
+        shown.append((str(text), screen.query_one("#runs-table", KeyedTable).row_count))
+
+    monkeypatch.setattr(RunsScreen, "set_status", noting_status)
+    app = make_app(tmp_path, start_pane="runs")
+    async with app.run_test(size=(160, 48)) as pilot:
+        runs = len(app.backend.jobs()) + len(app.backend.ray_jobs())
+        await settle_until(pilot, lambda: any(text.startswith(f"{runs} runs ·") for text, _ in shown))
+        assert shown[0] == ("◌ reading runs…", 0)
+        assert "reading" not in shown[-1][0] and shown[-1][1] == runs
+
+
+@async_test
 async def test_keys_that_never_stop_delay_the_read_ahead_only_up_to_its_bound(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     app.longest_wait_for_quiet_s = 1e9  # no bound yet: keys that keep coming hold the read ahead
