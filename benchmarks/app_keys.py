@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import resource
@@ -39,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from percentiles import percentile  # noqa: E402
+from raw_results import save_raw  # noqa: E402
 from textual.widgets import Input  # noqa: E402
 
 from tau_tui.app import TauApp  # noqa: E402
@@ -225,9 +225,8 @@ def main() -> int:
     print(f"peak RSS {max(r['peak RSS MB'] for r in rounds):.0f} MB (the app's process); "
           f"the simulated cluster's own process {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB")
     path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"date": when, "machine": machine(), "size": args.size, "sim_in_process": args.sim_in_process,
-                                "rounds": rounds}, indent=1))
+    save_raw(path, {"date": when, "machine": machine(), "size": args.size, "sim_in_process": args.sim_in_process,
+                    "rounds": rounds})
     print(f"raw samples: {path}")
     return 0
 

@@ -22,7 +22,6 @@ Run: .venv/bin/python benchmarks/app_keys_tmux.py [--rounds 5] [--json benchmark
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -35,8 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from machine_info import machine  # noqa: E402
+from machine_info import machine, machine_line  # noqa: E402
 from percentiles import percentile  # noqa: E402
+from raw_results import save_raw  # noqa: E402
 from tmux_screen import Screen  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -152,13 +152,11 @@ def main() -> int:
     samples = run(args.rounds, args.sim_in_process)
     info_after = machine()
     print(f"\nsimulated cluster: {'in the app' if args.sim_in_process else 'its own process'}")
-    print(f"machine: {info['nproc']} CPUs {info['cpu']}, Python {info['python']}, {info['date']}, "
-          f"load {info['loadavg']:.1f} → {info_after['loadavg']:.1f}")
+    print(machine_line(info, info_after))
     for name, values in samples.items():
         print(f"{name:18} {summary(values)}")
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"machine": info, "machine_after": info_after, "sim_in_process": args.sim_in_process,
-                                           "samples": samples}, indent=1))
+    save_raw(args.json, {"machine": info, "machine_after": info_after, "sim_in_process": args.sim_in_process,
+                         "samples": samples})
     return 0
 
 

@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine_info import machine  # noqa: E402
 from percentiles import percentile  # noqa: E402
+from raw_results import save_raw  # noqa: E402
 
 from tau_tui.app import TauApp  # noqa: E402
 from tau_tui.core.cluster.kinds import ResourceKind  # noqa: E402
@@ -232,8 +233,7 @@ def main() -> int:
     row("  the longest full one", "gc_full_pause_max_s")
     row("peak RSS (app process)", "peak_rss_mb", 1.0, "MB")
     path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"machine": info, "rate": args.rate, "seconds": args.seconds, "launches": launches}, indent=1))
+    save_raw(path, {"machine": info, "rate": args.rate, "seconds": args.seconds, "launches": launches})
     print(f"raw numbers: {path}")
     return 0
 

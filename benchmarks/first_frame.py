@@ -19,7 +19,6 @@ Run: .venv/bin/python benchmarks/first_frame.py [--launches 5] [--large-launches
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -32,7 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from machine_info import machine  # noqa: E402
+from machine_info import machine, machine_line  # noqa: E402
+from raw_results import save_raw  # noqa: E402
 from tmux_screen import Screen  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,15 +104,13 @@ def main() -> int:
             print(f"--demo {scenario} launch {n + 1}/{count}: first frame {one['first_frame_s']:.2f} s, "
                   f"queue screen {one['queue_screen_s']:.2f} s, RSS {one['rss_mb']:.0f} MB", flush=True)
     info_after = machine()
-    print(f"\nmachine: {info['nproc']} CPUs {info['cpu']}, Python {info['python']}, {info['date']}, "
-          f"load {info['loadavg']:.1f} → {info_after['loadavg']:.1f}")
+    print("\n" + machine_line(info, info_after))
     for scenario, runs in samples.items():
         print(f"--demo {scenario}")
         print(f"  first frame   {summary([r['first_frame_s'] for r in runs])}")
         print(f"  queue screen  {summary([r['queue_screen_s'] for r in runs])}")
         print(f"  RSS then      {summary([r['rss_mb'] for r in runs], 'MB')}")
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"machine": info, "machine_after": info_after, "samples": samples}, indent=1))
+    save_raw(args.json, {"machine": info, "machine_after": info_after, "samples": samples})
     return 0
 
 

@@ -17,7 +17,6 @@ Run: .venv/bin/python benchmarks/first_keys_ab.py TREE_A TREE_B [--launches 4]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -28,7 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from app_keys_tmux import NODE_ROW, ROW, command_line, header_lines, rows_match, wait_screen  # noqa: E402
-from machine_info import machine  # noqa: E402
+from machine_info import machine, machine_line  # noqa: E402
+from raw_results import save_raw  # noqa: E402
 from tmux_screen import Screen  # noqa: E402
 
 LAUNCH_LIMIT_S = 600.0
@@ -98,12 +98,11 @@ def main() -> int:
             samples[name].append(first_keys(trees[name]))
             print(f"launch {launch + 1}/{args.launches} of {name} done", flush=True)
     print(f"\nA: {trees['A']}\nB: {trees['B']}")
-    print(f"machine: {info['nproc']} CPUs {info['cpu']}, Python {info['python']}, {info['date']}")
+    print(machine_line(info))
     for measure in samples["A"][0]:
         row = {name: sorted(round(s[measure]) for s in runs) for name, runs in samples.items()}
         print(f"{measure:26} A {row['A']}   B {row['B']}")
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"machine": info, "trees": trees, "samples": samples}, indent=1))
+    save_raw(args.json, {"machine": info, "trees": trees, "samples": samples})
     return 0
 
 

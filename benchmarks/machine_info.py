@@ -18,3 +18,9 @@ def machine() -> dict:
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             # The development machine is shared: the 1-minute load average says how contended a run was.
             "loadavg": os.getloadavg()[0]}
+
+
+def machine_line(info: dict, after: dict | None = None) -> str:
+    """``machine: 2 CPUs <model>, Python 3.11.7, <date>``, and the load before → after a run when given."""
+    line = f"machine: {info['nproc']} CPUs {info['cpu']}, Python {info['python']}, {info['date']}"
+    return line + (f", load {info['loadavg']:.1f} → {after['loadavg']:.1f}" if after is not None else "")

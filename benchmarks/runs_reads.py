@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -26,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from app_keys import machine, send_key, table_rows, wait_until  # noqa: E402
+from raw_results import save_raw  # noqa: E402
 
 from tau_tui.app import TauApp  # noqa: E402
 from tau_tui.core.operations.audit import AuditLog  # noqa: E402
@@ -87,8 +87,7 @@ def main() -> int:
         print(f"following reads (n={len(ms)}): CPU median {statistics.median(ms):.1f} ms, "
               f"min..max {ms[0]:.1f}..{ms[-1]:.1f} ms, statuses worked out per read median "
               f"{statistics.median(r['computed'] for r in following):.0f}, max {max(r['computed'] for r in following)}")
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"machine": machine(), "seconds": args.seconds, "launches": launches}, indent=1))
+    save_raw(args.json, {"machine": machine(), "seconds": args.seconds, "launches": launches})
     return 0
 
 

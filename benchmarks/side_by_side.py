@@ -59,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from load_cluster import BENCH_NAMESPACE, KUEUE, Api, Shape, print_report, start_loaded_plane  # noqa: E402
 from machine_info import machine  # noqa: E402
+from raw_results import save_raw  # noqa: E402
 from tmux_screen import Screen  # noqa: E402
 
 from tests.harness.binaries import locate  # noqa: E402
@@ -435,8 +436,7 @@ def main() -> int:
         plane.stop()
         shutil.rmtree(state, ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(results, indent=2))
+    save_raw(args.json, results, indent=2)
     print_tables(results)
     return 0
 
