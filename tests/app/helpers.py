@@ -79,6 +79,19 @@ async def settle_until(pilot, predicate, rounds: int = 40) -> None:
     await pilot.pause(0.2)
 
 
+async def settle_until_done(pilot, predicate, what: str, rounds: int = 300) -> None:
+    """Settle, with a short pause between rounds, until ``predicate()`` holds; fail naming ``what`` if
+    it never does.  For a state the app reaches through its own timers (a pane mounted and laid out
+    ahead): how many settle rounds that takes depends on the machine, not on the app."""
+    for _ in range(rounds):
+        await settle(pilot, rounds=1)
+        if predicate():
+            await settle(pilot)
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"not reached after {rounds} rounds: {what}")
+
+
 def async_test(fn):
     """Run an ``async def`` test without a pytest asyncio plugin."""
 

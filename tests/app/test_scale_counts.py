@@ -17,7 +17,7 @@ from tau_tui.screens.runs import RunsScreen
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.row_filter import RowFilter, parse_filter
 from tau_tui.widgets.table_plan import plan_rows
-from tests.app.helpers import async_test, make_app, settle, settle_until
+from tests.app.helpers import async_test, make_app, settle, settle_until, settle_until_done
 
 ROWS = 20_000
 
@@ -165,6 +165,11 @@ async def test_runs_and_nodes_are_read_once_ahead_and_open_with_those_rows_befor
         assert app._unopened_panes == {}
 
 
+def nodes_laid_out_ahead(app) -> bool:
+    nodes = app._unopened_panes.get("nodes")
+    return nodes is not None and nodes.laid_out_ahead
+
+
 def note_at_frames(screen, value) -> list:
     """``value()`` noted each time ``screen`` draws a frame (its compositor refresh), in order."""
     noted: list = []
@@ -182,8 +187,8 @@ def note_at_frames(screen, value) -> list:
 async def test_runs_and_nodes_are_mounted_and_laid_out_ahead_and_their_first_open_mounts_nothing(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle_until(pilot, lambda: set(app._unopened_panes) == {"runs", "nodes"} and all(
-            screen.laid_out_ahead for screen in app._unopened_panes.values()))
+        await settle_until_done(pilot, lambda: set(app._unopened_panes) == {"runs", "nodes"} and all(
+            screen.laid_out_ahead for screen in app._unopened_panes.values()), "Runs and Nodes laid out ahead")
         runs = app._unopened_panes["runs"]
         widgets = set(runs.query("*"))
         assert runs.mounted_ahead and runs.is_attached and widgets  # composed, and not shown
@@ -210,7 +215,7 @@ async def test_a_pane_already_made_is_shown_once_it_resumed_and_a_pane_made_by_i
     ahead, ends that hold right after its resume, and the hold's own timer then changes nothing."""
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle_until(pilot, lambda: "nodes" in app._unopened_panes and app._unopened_panes["nodes"].laid_out_ahead)
+        await settle_until_done(pilot, lambda: nodes_laid_out_ahead(app), "the Nodes pane laid out ahead")
         nodes = app._unopened_panes["nodes"]
         held_at_first_frame = note_at_frames(nodes, lambda: app._batch_count)
         resumed_when_shown: list[bool] = []
@@ -222,12 +227,12 @@ async def test_a_pane_already_made_is_shown_once_it_resumed_and_a_pane_made_by_i
 
         app._show_resumed = noting_show  # type: ignore[method-assign]
         app.action_switch_pane("nodes")
-        await settle_until(pilot, lambda: app.switches_shown_on_resume >= 1)
+        await settle_until_done(pilot, lambda: app.switches_shown_on_resume >= 1, "switch 1 shown on its resume")
         assert app.screen is nodes and app.switches_shown_on_resume == 1
         assert resumed_when_shown == [True]  # the hold ended after the pane's resume, not before
         assert 0 in held_at_first_frame  # a frame of the pane drawn without the hold
         app.action_switch_pane("queue")  # opened before
-        await settle_until(pilot, lambda: app.switches_shown_on_resume >= 2)
+        await settle_until_done(pilot, lambda: app.switches_shown_on_resume >= 2, "switch 2 shown on its resume")
         assert app.switches_shown_on_resume == 2
         app.action_switch_pane("profiles")  # made by this switch: Textual's hold
         await settle_until(pilot, lambda: app.screen.is_mounted)
@@ -245,7 +250,7 @@ async def test_a_pane_mounted_ahead_and_opened_after_the_terminal_narrowed_fits_
 
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle_until(pilot, lambda: "nodes" in app._unopened_panes and app._unopened_panes["nodes"].laid_out_ahead)
+        await settle_until_done(pilot, lambda: nodes_laid_out_ahead(app), "the Nodes pane laid out ahead")
         nodes = app._unopened_panes["nodes"]
         assert not nodes.has_class("-narrow")
         await pilot.resize_terminal(80, 24)
@@ -262,7 +267,7 @@ async def test_a_pane_opened_draws_its_first_frame_before_its_read_starts(tmp_pa
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until(pilot, lambda: app.screen.refreshes_applied >= 1)
-        await settle_until(pilot, lambda: "nodes" in app._unopened_panes and app._unopened_panes["nodes"].laid_out_ahead)
+        await settle_until_done(pilot, lambda: nodes_laid_out_ahead(app), "the Nodes pane laid out ahead")
         nodes = app._unopened_panes["nodes"]
         reads_at_frames = note_at_frames(nodes, lambda: nodes.collects_started)
         app.action_switch_pane("nodes")
