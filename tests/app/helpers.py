@@ -69,27 +69,28 @@ async def settle(pilot, rounds: int = 3) -> None:
         await pilot.pause()
 
 
-async def settle_until(pilot, predicate, rounds: int = 40) -> None:
-    """Settle until ``predicate()`` holds (bounded; a slow machine may need a few ticks), then once more."""
-    for _ in range(rounds):
-        await settle(pilot)
+async def settle_until(pilot, predicate, rounds: int = 40, paused_rounds: int = 300) -> bool:
+    """Settle until ``predicate()`` holds, then once more; returns whether it held.  Bounded by counts:
+    ``rounds`` quick rounds, then ``paused_rounds`` more with 50 ms between them, for a state the app
+    reaches through its own timers (a pane laid out ahead, a tick's refresh), which a busy machine's
+    quick rounds can all run before."""
+    held = False
+    for done in range(rounds + paused_rounds):
+        await settle(pilot, rounds=3 if done < rounds else 1)
         if predicate():
+            held = True
             break
+        if done >= rounds:
+            await pilot.pause(0.05)
     await settle(pilot)
     await pilot.pause(0.2)
+    return held
 
 
-async def settle_until_done(pilot, predicate, what: str, rounds: int = 300) -> None:
-    """Settle, with a short pause between rounds, until ``predicate()`` holds; fail naming ``what`` if
-    it never does.  For a state the app reaches through its own timers (a pane mounted and laid out
-    ahead): how many settle rounds that takes depends on the machine, not on the app."""
-    for _ in range(rounds):
-        await settle(pilot, rounds=1)
-        if predicate():
-            await settle(pilot)
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"not reached after {rounds} rounds: {what}")
+async def settle_until_done(pilot, predicate, what: str) -> None:
+    """:func:`settle_until`, failing with ``what`` when the predicate never held (a precondition)."""
+    if not await settle_until(pilot, predicate):
+        raise AssertionError(f"never reached: {what}")
 
 
 def async_test(fn):
