@@ -123,16 +123,6 @@ class CommandMode(App):
             wait = min(FILTER_QUIET_S, max(0.0, self._filter_typed_since + FILTER_LONGEST_WAIT_S - now))
             self._typed_filter_timer = self.set_timer(wait, screen.apply_typed_filter, name="typed filter")
 
-    @on(CommandLine.Closed)
-    def _on_command_closed(self, message: CommandLine.Closed) -> None:
-        screen = self.screen
-        if message.mode == "filter" and isinstance(screen, PaneScreen):
-            # esc in the filter line clears the filter (k9s), the one typed and not applied yet too
-            # (set_filter settles it: its timer then finds nothing to apply, as after enter)
-            if screen.typed_filter is not None or screen.row_filter.text:
-                screen.set_filter("")
-        self.screen.focus_next()
-
     async def run_command_text(self, text: str) -> None:
         words = text.split()
         if not words:

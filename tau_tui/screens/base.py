@@ -355,7 +355,7 @@ class PaneScreen(Screen):
             yield from self.compose_body()
         yield Static("", id="pane-status")
         yield ReplayBar(id="replay-bar")
-        yield CommandLine(covers="pane-status", id="command-line")
+        yield CommandLine(covers="pane-status", on_close=self.command_line_closed, id="command-line")
         yield PaneFooter()
 
     def compose_body(self) -> ComposeResult:
@@ -811,6 +811,13 @@ class PaneScreen(Screen):
         """(rows shown, rows in all) over the tables that filter themselves."""
         counts = [table.match_count for table in self.query(KeyedTable) if table.filters_itself]
         return (sum(c[0] for c in counts), sum(c[1] for c in counts))
+
+    def command_line_closed(self, mode: str) -> None:
+        """Esc in the ``:`` / ``/`` line: in the filter line it clears the filter (k9s), the one
+        typed and not applied yet too (set_filter settles it: its timer then finds nothing to
+        apply, as after enter)."""
+        if mode == "filter" and (self.typed_filter is not None or self.row_filter.text):
+            self.set_filter("")
 
     def action_back(self) -> bool:
         """Esc inside the pane: clear the filter first.  Returns True if handled."""

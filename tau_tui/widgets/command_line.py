@@ -1,9 +1,11 @@
 """The ``:`` command / ``/`` filter line, k9s style: shown on demand, esc hides it.
 
 In filter mode every keystroke posts :class:`CommandLine.Changed` (the pane
-filters as you type) and the line shows the match count; ``esc`` closes it
-and clears the filter.  In command mode ``tab`` completes the word under the
-cursor from :attr:`CommandLine.completer` (commands, then their arguments)."""
+filters as you type) and the line shows the match count; ``esc`` closes it,
+gives the focus back to what had it and calls :attr:`CommandLine.on_close`
+(the pane clears the filter).  In command mode ``tab`` completes the word
+under the cursor from :attr:`CommandLine.completer` (commands, then their
+arguments)."""
 
 from __future__ import annotations
 
@@ -16,10 +18,13 @@ from textual.containers import Horizontal
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import Reactive
+from textual.widget import Widget
 from textual.widgets import Input, Label
 
 #: (text before the cursor) -> candidates for its last word.
 Completer = Callable[[str], list[str]]
+#: (the mode of the line that closed) -> None.
+CloseHandler = Callable[[str], None]
 
 
 def complete(text: str, candidates: list[str]) -> tuple[str, list[str]]:
@@ -78,15 +83,15 @@ class CommandLine(Horizontal):
             self.mode = mode
             self.text = text
 
-    class Closed(Message):
-        def __init__(self, mode: str = "command") -> None:
-            super().__init__()
-            self.mode = mode
-
-    def __init__(self, covers: str | None = None, **kwargs) -> None:
+    def __init__(self, covers: str | None = None, on_close: CloseHandler | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.mode = "command"
         self.completer: Completer | None = None
+        #: Called on esc once the line is hidden, not through a message: what closing changes (the
+        #: filter cleared, every row back) is in the same frame as the closed line.
+        self.on_close = on_close
+        #: What had the focus when the line opened: esc gives it back.
+        self._focused_before: Widget | None = None
         #: The id of a one-line widget the open line takes the place of: the lines above keep their
         #: size, so opening the line redraws the line only, not the table above it.
         self.covers = covers
@@ -114,6 +119,8 @@ class CommandLine(Horizontal):
             field.value = initial
         field.cursor_position = len(initial)
         self.set_count("")
+        if self.screen.focused is not field:
+            self._focused_before = self.screen.focused
         self._show(True)
         # Focus now, not on the next idle: keys typed right after ":" or "/" (while a refresh
         # is applying) must land in this line, never in the table behind it.
@@ -136,8 +143,27 @@ class CommandLine(Horizontal):
         self.set_class(shown, "-open")
 
     def action_close(self) -> None:
+        """Hide the line, give the focus back and let :attr:`on_close` act, in one frame: the
+        layout and the focused widget's look are asked for now, not when Textual's messages about
+        them come.  Each would be a frame of its own, and a frame starts the screen's 60 Hz update
+        timer, so the next one waits up to 17 ms for its tick."""
         self._show(False)
-        self.post_message(self.Closed(self.mode))
+        screen = self.screen
+        self._give_focus_back()
+        if self.on_close is not None:
+            self.on_close(self.mode)
+        if screen.focused is not None:
+            self.app.update_styles(screen.focused)
+        screen.refresh(layout=True)
+
+    def _give_focus_back(self) -> None:
+        """To what had it when the line opened, if it still can take it."""
+        screen = self.screen
+        before, self._focused_before = self._focused_before, None
+        if before is not None and before.is_attached and before.screen is screen and before.focusable:
+            screen.set_focus(before, scroll_visible=False)
+        else:
+            screen.focus_next()
 
     def action_complete(self) -> None:
         field = self.query_one(Input)
@@ -162,4 +188,5 @@ class CommandLine(Horizontal):
         event.stop()
         text = event.value.strip()
         self._show(False)
+        self._give_focus_back()
         self.post_message(self.Submitted(self.mode, text))

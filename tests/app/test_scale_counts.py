@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import App
 
 from tau_tui.screens.runs import RunsScreen
+from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.row_filter import RowFilter, parse_filter
 from tau_tui.widgets.table_plan import plan_rows
@@ -602,3 +603,40 @@ async def test_opening_the_filter_line_and_switching_panes_draw_no_row_of_the_qu
         original()  # a restyle of every widget finds nothing to change
         await settle(pilot)
         assert table.rich_style == shown
+
+
+@async_test
+async def test_esc_in_the_filter_line_is_one_frame_with_the_line_closed_the_status_back_and_every_row(tmp_path):
+    """What esc changes is asked for at once, so the first frame after it shows all of it: left to
+    Textual's messages, the layout would be a frame of its own, and a frame starts the 60 Hz update
+    timer, so the rows would wait for its next tick.  The focus goes back to the table that had it
+    when `/` was pressed."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle_until_done(pilot, lambda: app.screen.query_one("#workloads-table", KeyedTable).row_count > 3,
+                                "the queue's rows")
+        screen = app.screen
+        table = screen.query_one("#workloads-table", KeyedTable)
+        line = screen.query_one("#command-line", CommandLine)
+        status = screen.query_one("#pane-status")
+        every_row = table.row_count
+        table.focus()
+        await settle(pilot)
+
+        async def filter_nothing_matches() -> None:
+            await pilot.press("slash", *"no-such-workload")
+            await settle_until_done(pilot, lambda: table.row_count < every_row, "the typed filter applied")
+
+        await filter_nothing_matches()
+        line.action_close()  # what esc does, and what it leaves asked for before any message is read
+        assert (screen._layout_required, screen.row_filter.text, table.row_count, app.focused) == (True, "", every_row, table)
+        await settle(pilot)
+
+        await filter_nothing_matches()
+        compositor = screen._compositor
+        frames = note_at_frames(screen, lambda: (line in compositor.visible_widgets, status in compositor.visible_widgets,
+                                                 table.row_count, screen.row_filter.text, app.focused is table))
+        await pilot.press("escape")
+        await settle(pilot)
+        assert frames, "no frame after esc"
+        assert frames[0] == (False, True, every_row, "", True)

@@ -292,6 +292,24 @@ async def test_live_filter_counts_matches_and_esc_clears(tmp_path):
 
 
 @async_test
+async def test_enter_and_esc_in_the_filter_line_give_the_focus_back_to_the_table_that_had_it(tmp_path):
+    """k9s: after `/text` enter, j and k move in the table filtered; after esc, in the table cleared."""
+    app = make_app(tmp_path, start_pane="queue")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#workloads-table", KeyedTable)
+        table.focus()
+        await pilot.press("slash", *"job", "enter")
+        await settle(pilot)
+        assert app.screen.row_filter.text == "job" and app.focused is table
+        await pilot.press("j")
+        assert table.cursor_row == 1
+        await pilot.press("slash", "escape")
+        await settle(pilot)
+        assert app.screen.row_filter.text == "" and app.focused is table
+
+
+@async_test
 async def test_typed_filter_applies_after_the_frame_that_echoes_it_once_for_keys_typed_together(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
