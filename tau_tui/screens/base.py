@@ -27,12 +27,14 @@ from textual.containers import Vertical
 from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Static
 
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewState, ViewStatus
 from tau_tui.core.cluster.give_way import give_way
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.screens.frame_pacing import paced_update_timer
 from tau_tui.screens.host import PaneHost
 from tau_tui.startup.heap import collections_held
 from tau_tui.widgets.command_line import CommandLine
@@ -338,6 +340,15 @@ class PaneScreen(Screen):
         app = active_app.get(None)
         if app is not None:
             self._css_update_count = app._css_update_count
+
+    @property
+    def _update_timer(self) -> Timer:
+        """Textual's timer that draws this screen's frames, paced from the last frame (see
+        :mod:`tau_tui.screens.frame_pacing`)."""
+        timer = self._Screen__update_timer  # type: ignore[has-type]
+        if timer is None:
+            timer = self._Screen__update_timer = paced_update_timer(self)
+        return timer
 
     @property
     def tau(self) -> PaneHost:
