@@ -255,13 +255,19 @@ def test_complete_extends_to_the_common_prefix():
     assert complete("zz", ["queue"]) == ("zz", [])
 
 
+def focused_workloads(app) -> KeyedTable:
+    """The queue pane's workloads table, given the focus (as a person's click or tab would)."""
+    table = app.screen.query_one("#workloads-table", KeyedTable)
+    table.focus()
+    return table
+
+
 @async_test
 async def test_queue_pane_sorts_by_name_both_ways(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        table = app.screen.query_one("#workloads-table", KeyedTable)
-        table.focus()
+        table = focused_workloads(app)
         await pilot.press("N")
         await settle(pilot)
         assert table.keys == sorted(table.keys, key=str.lower)
@@ -297,8 +303,7 @@ async def test_enter_and_esc_in_the_filter_line_give_the_focus_back_to_the_table
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        table = app.screen.query_one("#workloads-table", KeyedTable)
-        table.focus()
+        table = focused_workloads(app)
         await pilot.press("slash", *"job", "enter")
         await settle(pilot)
         assert app.screen.row_filter.text == "job" and app.focused is table
