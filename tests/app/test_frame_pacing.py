@@ -74,7 +74,7 @@ async def test_a_frame_asked_for_soon_after_the_last_waits_one_interval_from_it_
 
 
 @async_test
-async def test_every_pane_draws_through_the_pacer(tmp_path):
+async def test_a_pane_draws_through_the_pacer(tmp_path):
     app = make_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle_until_done(pilot, lambda: app.screen.query("#workloads-table"), "the queue pane")
