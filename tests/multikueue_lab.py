@@ -57,8 +57,13 @@ class Lab:
     records: Path
 
     def exercise(self, flow: str, plan: MultiKueuePlan | None = None, **kwargs):
+        kwargs.setdefault("now", self.world_seconds)
         return open_exercise(flow, self.backend, self.connector, plan or self.plan, wait=self.world.advance,
                              records_dir=self.records, **kwargs)
+
+    def world_seconds(self) -> float:
+        """The simulated clock ``world.advance`` moves, in seconds (the exercises' deadlines run on it)."""
+        return self.world.now().timestamp()
 
     def tokens(self) -> list[str]:
         """Every credential token the fleet minted (what a leak scan looks for)."""
@@ -73,6 +78,31 @@ def make_lab(tmp_path: Path, *, admin: bool = True) -> Lab:
     backend = SimulatedBackend(world)
     backend.start()
     return Lab(world, fleet, backend, SimFleetConnector(fleet), lab_plan(admin=admin), tmp_path / "records")
+
+
+#: The demo scenario's own MultiKueue wiring: workers with no API server in the simulated fleet.
+DEMO_MULTIKUEUE = {"profile": "azure.research.multicluster.h100", "local_queue": ("team-nlp", "multikueue-queue"),
+                   "cluster_queue": "multikueue-cq", "admission_check": "multikueue", "config": "research-workers",
+                   "clusters": ("westus3-worker", "eastus2-worker"), "jobs": (("team-nlp", "mixtral-distill"),)}
+
+
+def retire_demo_multikueue(lab: Lab) -> None:
+    """Remove the demo's own MultiKueue wiring and its run, leaving only the lab plan's.  A drain
+    discovers every MultiKueue profile and queue on the manager and refuses one whose workers
+    (westus3-worker, eastus2-worker: no API server to check directly) the plan does not list."""
+    store, demo = lab.world.store, DEMO_MULTIKUEUE
+    store.update(R.TAU_CLUSTER.type, "cluster", None, lambda o: o["spec"].__setitem__(
+        "workloadProfiles", [p for p in o["spec"]["workloadProfiles"] if p["name"] != demo["profile"]]))
+    for ns, name in demo["jobs"]:
+        store.remove(R.JOB.type, name, ns)
+        for wl in [w for w in store.items(R.WORKLOAD.type) if w["metadata"]["namespace"] == ns
+                   and any(o.get("name") == name for o in w["metadata"].get("ownerReferences") or ())]:
+            store.remove(R.WORKLOAD.type, wl["metadata"]["name"], ns)
+    store.remove(R.LOCAL_QUEUE.type, demo["local_queue"][1], demo["local_queue"][0])
+    for rt, name in ((R.CLUSTER_QUEUE.type, demo["cluster_queue"]), (R.ADMISSION_CHECK.type, demo["admission_check"]),
+                     (R.MULTIKUEUE_CONFIG.type, demo["config"]), *((R.MULTIKUEUE_CLUSTER.type, c) for c in demo["clusters"])):
+        store.remove(rt, name)
+    lab.world.advance(2)
 
 
 def lab_job(name: str = "mk-train", queue: str = "mk-lab-queue", namespace: str = "team-nlp", seconds: int = 100000) -> dict:

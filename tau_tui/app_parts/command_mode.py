@@ -142,6 +142,11 @@ class CommandMode(App):
             self.seek_replay(" ".join(args))
         elif verb in ("mk", "multikueue") and args and args[0].lower() in MULTIKUEUE_FLOWS:
             self.open_multikueue_flow(args[0].lower(), args[1:])
+        elif verb in ("mk", "multikueue") and args and args[0].lower() == "rollback":
+            # A message only: the old name meant "set up again", the opposite of the seed's words.
+            from tau_tui.core.operations.multikueue_steps import removed_flow_message
+
+            self.notify(removed_flow_message(":mk drain", ":mk setup"), severity="warning")
         elif verb in PANE_ALIASES:
             pane = PANE_ALIASES[verb]
             if pane == "logs" and args:
@@ -155,7 +160,7 @@ class CommandMode(App):
                         severity="warning")
 
     def open_multikueue_flow(self, flow: str, args: list[str]) -> None:
-        """``:mk setup [PLAN]``, ``:mk drain [PLAN]``, ``:mk rollback [PLAN]``,
+        """``:mk setup [PLAN]`` (also re-enables after a drain), ``:mk drain [PLAN]``,
         ``:mk rotate WORKER NEW_CONTEXT_OR_FILE [PLAN]``."""
         if self.backend is None:
             self.notify("no cluster connected", severity="error")

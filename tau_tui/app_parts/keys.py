@@ -20,7 +20,7 @@ PANE_ALIASES = {
 }
 
 
-MULTIKUEUE_FLOWS = ("setup", "drain", "rollback", "rotate")
+MULTIKUEUE_FLOWS = ("setup", "drain", "rotate")
 
 
 #: The app's own keys (panes add theirs).

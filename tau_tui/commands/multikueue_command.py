@@ -1,15 +1,34 @@
-"""`multikueue`: the MultiKueue setup, drain, rollback and rotation flows, headless."""
+"""`multikueue`: the MultiKueue setup, drain (the seed's "Drain and rollback") and
+rotation flows, and the status of the flow in force, headless."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
-from .parser import EXIT_DECLINED, EXIT_FAILED, EXIT_INVALID, EXIT_NO_KEYRING, EXIT_NOT_VERIFIED, EXIT_OK, EXIT_REFUSED
+from .parser import (
+    EXIT_DECLINED,
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_NO_KEYRING,
+    EXIT_NOT_VERIFIED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    MULTIKUEUE_ACTIONS,
+)
+
+#: What --demo says first: nothing of it outlives the process.
+DEMO_NOTE = ("demo: the simulated demo cluster and its two simulated workers (lab-worker-1, lab-worker-2) live only "
+             "in this process; nothing is kept after it exits and no exercise record is written")
 
 
 def multikueue_environment(args: argparse.Namespace):
-    """(manager backend, worker connector, wait) for a real cluster; tests replace this."""
+    """(manager backend, worker connector, wait) for a real cluster, or with --demo for the simulated
+    demo cluster and its two simulated workers; tests replace this."""
+    if args.demo:
+        return demo_environment()
     import time
 
     from ..core.cluster.real import KubernetesBackend
@@ -17,6 +36,59 @@ def multikueue_environment(args: argparse.Namespace):
 
     backend = KubernetesBackend(args.kubeconfig, context=args.context)
     return backend, KubeconfigConnector(args.kubeconfig), time.sleep
+
+
+def demo_environment():
+    """The app's --demo MultiKueue fleet, built in this process: its clock moves only when a step waits."""
+    from ..core.cluster.sim.backend import SimulatedBackend
+    from ..core.cluster.sim.scenario import build_world
+    from ..core.operations.multikueue_steps.simulated_fleet import SimFleetConnector, build_lab_fleet
+
+    world = build_world("demo")
+    fleet = build_lab_fleet(world)
+    backend = SimulatedBackend(world)
+    backend.start()
+    return backend, SimFleetConnector(fleet), world.advance
+
+
+def flow_in_force(cluster: str, directory: Path | None = None) -> tuple[str, str]:
+    """The flow `status` reports for ``cluster``, and why: the flow of its latest setup or drain
+    record (the one last written to, finished or not), else setup."""
+    from ..core.operations.multikueue_steps.records import list_records
+
+    latest: tuple[tuple[str, int], Path, str, str] | None = None
+    for rec in list_records(directory):
+        if rec.cluster != cluster or rec.flow not in ("setup", "drain", "rollback"):
+            continue
+        try:
+            data = json.loads(rec.path.read_text())
+            written_ns = rec.path.stat().st_mtime_ns
+        except (OSError, ValueError):
+            continue
+        # Last written to: a resumed record keeps the name of its start. Times in a record are to the
+        # second; the file's own time tells apart two records written within one.
+        touched = max([str(data.get("started") or ""), str(data.get("finished") or ""),
+                       *map(str, data.get("resumed") or ()), *(str(s.get("at") or "") for s in data.get("steps") or ())])
+        if latest is None or (touched, written_ns) > latest[0]:
+            # A record of the removed `rollback` flow was setup again.
+            latest = ((touched, written_ns), rec.path, "setup" if rec.flow == "rollback" else rec.flow, rec.outcome)
+    if latest is None:
+        return "setup", "no setup or drain record for this cluster"
+    return latest[2], f"the latest record {latest[1]} ({latest[3]})"
+
+
+def status_exit_code(states) -> int:
+    """0 only when every step verifies; 3 when a guard refuses one; 1 when the cluster could not be
+    asked; else 4 (not verified)."""
+    from ..core.operations.multikueue_steps.engine import StepState
+
+    if all(state is StepState.VERIFIED for state in states):
+        return EXIT_OK
+    if StepState.REFUSED in states:
+        return EXIT_REFUSED
+    if StepState.ERROR in states:
+        return EXIT_FAILED
+    return EXIT_NOT_VERIFIED
 
 
 def _print_and_apply(preview) -> bool:
@@ -34,14 +106,18 @@ def _ask(preview) -> bool:
 
 
 def cmd_multikueue(args: argparse.Namespace) -> int:
-    import json
-
-    from ..core.operations.multikueue_steps import open_exercise
+    from ..core.operations.multikueue_steps import REMOVED_FLOW, open_exercise, removed_flow_message
     from ..core.operations.multikueue_steps.engine import Outcome
     from ..core.operations.multikueue_steps.plan import load_plan
     from ..core.operations.multikueue_steps.records import list_records
     from ..core.operations.multikueue_steps.rotate import CredentialVault
 
+    if args.action == REMOVED_FLOW:
+        print("tau-tui: " + removed_flow_message("tau-tui multikueue drain", "tau-tui multikueue setup"), file=sys.stderr)
+        return EXIT_INVALID
+    if args.action not in MULTIKUEUE_ACTIONS:
+        print(f"tau-tui: multikueue: unknown action {args.action!r}; one of {', '.join(MULTIKUEUE_ACTIONS)}", file=sys.stderr)
+        return EXIT_INVALID
     if args.action == "records":
         records = list_records()
         for rec in records:
@@ -53,22 +129,51 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
         if not records and not args.json:
             print("no exercise records yet", file=sys.stderr)
         return EXIT_OK
-    if not args.plan:
-        print(f"tau-tui: multikueue {args.action} needs --plan FILE (see docs/multikueue.md)", file=sys.stderr)
+    if args.flow and args.action != "status":
+        print(f"tau-tui: multikueue {args.action}: --flow is for status only", file=sys.stderr)
         return EXIT_INVALID
-    plan = load_plan(args.plan)
+    if args.demo and args.action == "rotate":
+        print("tau-tui: multikueue rotate --demo: a fresh demo has no credential set up to rotate (its state lives "
+              "only in one process); rotate in the app: tau-tui --demo, :mk setup, then :mk rotate", file=sys.stderr)
+        return EXIT_INVALID
+    if not args.plan and not args.demo:
+        print(f"tau-tui: multikueue {args.action} needs --plan FILE (see docs/multikueue.md), or --demo for the "
+              "simulated demo cluster and its built-in lab plan", file=sys.stderr)
+        return EXIT_INVALID
+    if args.plan:
+        plan = load_plan(args.plan)
+    else:
+        from ..core.operations.multikueue_steps.simulated_fleet import lab_plan
+
+        plan = lab_plan()
+    if args.demo:
+        print(DEMO_NOTE)
     backend, connector, wait = multikueue_environment(args)
     if args.action == "status":
-        for flow in ("setup", "drain"):
-            exercise = open_exercise(flow, backend, connector, plan, wait=wait, record=False)
-            print(f"{exercise.flow.title}:")
-            for status in exercise.survey():
-                print(f"  {status.mark} {status.step.title}" + (f"\n      {status.check.reason}" if status.check.reason else ""))
-        return EXIT_OK
+        if args.flow:
+            flow, why = args.flow, "--flow"
+        elif args.demo:
+            flow, why = "setup", "a fresh demo has no records"
+        else:
+            flow, why = flow_in_force(backend.current_context or "cluster")
+        # the keyring: where a revoked credential waits for its 401 (drain step 5, rotation)
+        exercise = open_exercise(flow, backend, connector, plan, wait=wait, record=False,
+                                 vault=CredentialVault(backend.current_context or "cluster"))
+        statuses = exercise.survey()
+        print(f"{exercise.flow.title} (the flow in force: {why}; --flow setup|drain for the other):")
+        for status in statuses:
+            print(f"  {status.mark} {status.step.title}" + (f"\n      {status.check.reason}" if status.check.reason else "")
+                  + (f"\n      ⚠ to do: {status.check.action}" if status.check.action else ""))
+        code = status_exit_code([status.state for status in statuses])
+        verdict = {EXIT_OK: "verified", EXIT_REFUSED: "refused", EXIT_FAILED: "the cluster could not be asked"}
+        print(f"{exercise.flow.title}: {verdict.get(code, 'not verified')} (exit {code})")
+        return code
     inputs: dict = {}
     vault = None
     if args.action == "drain":
         inputs["cancel"] = "all-pending" if args.cancel_pending else list(args.cancel)
+        # step 5 keeps a revoked credential there until the worker rejects it (nothing is kept without a keyring)
+        vault = CredentialVault(backend.current_context or "cluster")
     if args.action == "rotate":
         vault = CredentialVault(backend.current_context or "cluster")
         if not vault.usable():
@@ -78,10 +183,12 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
                 print(f"tau-tui: {getattr(err, 'message', err)}", file=sys.stderr)
             return EXIT_NO_KEYRING
         inputs.update(worker=args.worker, new_kubeconfig=args.new_kubeconfig, new_context=args.new_context)
-    exercise = open_exercise(args.action, backend, connector, plan, wait=wait, inputs=inputs, vault=vault)
+    exercise = open_exercise(args.action, backend, connector, plan, wait=wait, inputs=inputs, vault=vault,
+                             record=not args.demo)
     outcome = exercise.run(_print_and_apply if args.yes else _ask, timeout=args.timeout)
     for status in exercise.survey():
-        print(f"{status.mark} {status.step.title}" + (f"\n    {status.check.reason}" if status.check.reason else ""))
-    print(f"{exercise.flow.title}: {outcome.value}; record {exercise.recorder.path if exercise.recorder else '-'}")
+        print(f"{status.mark} {status.step.title}" + (f"\n    {status.check.reason}" if status.check.reason else "")
+              + (f"\n    ⚠ to do: {status.check.action}" if status.check.action else ""))
+    print(f"{exercise.flow.title}: {outcome.value}; record {exercise.recorder.path if exercise.recorder else 'none (demo)'}")
     return {Outcome.VERIFIED: EXIT_OK, Outcome.REFUSED: EXIT_REFUSED, Outcome.NOT_VERIFIED: EXIT_NOT_VERIFIED,
             Outcome.DECLINED: EXIT_DECLINED, Outcome.FAILED: EXIT_FAILED}[outcome]

@@ -11,6 +11,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel", "evidence")
 #: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
 EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
+MULTIKUEUE_ACTIONS = ("setup", "drain", "rotate", "status", "records")
 
 DESCRIPTION = """\
 tau-tui: a terminal UI for AI workloads on Kubernetes with Kueue, KubeRay and MultiKueue.
@@ -30,11 +31,18 @@ back read-only). The headless commands use the same core and rules as the app:
   tau-tui profiles [--profiles SNAPSHOT] [-n NS] [--team T] [--lane L]
                                         every workload profile and why it is or is not selectable
   tau-tui init [DIR]                    write an example tau.yaml and train.py (never overwrites)
-  tau-tui multikueue setup|drain|rollback|rotate|status|records --plan PLAN [--yes] [--context C]
-                                        platform owners: the MultiKueue setup wizard, drain checklist,
-                                        rollback and credential rotation, headless (docs/multikueue.md);
-                                        exit 0 verified, 3 refused, 4 not verified in time, 5 not
-                                        confirmed (use --yes), 6 no OS keyring (rotate), 1 failure, 2 bad input
+  tau-tui multikueue setup|drain|rotate|status|records --plan PLAN [--yes] [--context C] [--demo]
+                                        platform owners, headless (docs/multikueue.md): setup (the seed's
+                                        "Platform-owner configuration" 1-5; after a drain it re-enables),
+                                        drain (the seed's "Drain and rollback" 1-5), rotate (a worker
+                                        credential); exit 0 verified, 3 refused, 4 not verified in time,
+                                        5 not confirmed (use --yes), 6 no OS keyring (rotate), 1 failure,
+                                        2 bad input. status [--flow setup|drain]: the flow in force (default:
+                                        the flow of this cluster's latest setup or drain record, else setup);
+                                        exit 0 only if every step of it verifies, 3 if one is refused, 4 if
+                                        not verified, 1 if the cluster could not be asked. --demo: the
+                                        simulated demo cluster with two simulated workers and the built-in
+                                        lab plan (--plan optional); it lives only in that process
   tau-tui audit verify [FILE]           check the audit log's hash chain; exit 0 if intact, 1 naming
                                         the first bad line
   tau-tui status RUN [-n NS] [-o json|yaml|table] [--watch] [--demo [SCENARIO]]
@@ -46,7 +54,9 @@ back read-only). The headless commands use the same core and rules as the app:
   tau-tui cancel RUN [-n NS] [--wait] [--dry-run=server] [--demo [SCENARIO]]
                                         delete the Job or RayJob and its <name>-headless Service (audited);
                                         --wait shows "releasing compute" until its pods are gone, then
-                                        "cancelled"
+                                        "cancelled"; a MultiKueue run's pods are read on every worker that
+                                        may hold them (worker_contexts in config.yaml): a worker that cannot
+                                        be read leaves the release unknown (exit 1)
   tau-tui evidence list [-n NS] [-o table|json]
                                         evidence records of finished runs kept on this machine
   tau-tui evidence export RUN [-n NS] [-o FILE|DIR] [--force] [--demo [SCENARIO]]
@@ -124,9 +134,21 @@ def build_parser() -> argparse.ArgumentParser:
     profiles.add_argument("--profiles", metavar="SNAPSHOT", help="offline TauWorkloadProfileSnapshot file")
     init = sub.add_parser("init", help="write an example tau.yaml")
     init.add_argument("dir", nargs="?", default=".", help="directory to write into")
-    mk = sub.add_parser("multikueue", help="MultiKueue setup, drain, rollback, rotation, status, records")
-    mk.add_argument("action", choices=["setup", "drain", "rollback", "rotate", "status", "records"])
-    mk.add_argument("--plan", help="the MultiKueue plan (YAML): workers, namespaces, queue and profile names")
+    mk = sub.add_parser("multikueue", help="MultiKueue setup, drain, rotation, status, records")
+    # No argparse choices: the removed `rollback` gets a one-line answer (exit 2) naming what replaced it.
+    mk.add_argument("action", metavar="{" + ",".join(MULTIKUEUE_ACTIONS) + "}",
+                    help="setup: the seed's 'Platform-owner configuration' 1-5 (after a drain it re-enables); "
+                         "drain: the seed's 'Drain and rollback' 1-5; rotate: a worker credential; "
+                         "status: the flow in force, exit 0 verified, 3 refused, 4 not verified; "
+                         "records: the exercise records")
+    mk.add_argument("--plan", help="the MultiKueue plan (YAML): workers, namespaces, queue and profile names "
+                                   "(optional with --demo: the built-in lab plan)")
+    mk.add_argument("--demo", action="store_true",
+                    help="the simulated demo cluster with two simulated workers (lab-worker-1, lab-worker-2), "
+                         "started in this process: its state lives only for that process and no record is written")
+    mk.add_argument("--flow", choices=["setup", "drain"],
+                    help="status: the flow to report and take the exit code from (default: the flow of this "
+                         "cluster's latest setup or drain record, else setup)")
     mk.add_argument("--context", help="the manager's kubeconfig context (default: current)")
     mk.add_argument("--kubeconfig", help="kubeconfig file(s) for the manager and worker contexts (default: $KUBECONFIG)")
     mk.add_argument("--yes", action="store_true", help="apply every step without asking (scripts, CI)")
@@ -148,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
         cmd = sub.add_parser(name, help=text)
         if name == "cancel":
             cmd.add_argument("run", help="name of the Job or RayJob")
-            cmd.add_argument("--wait", action="store_true", help="wait until the run's pods are gone (compute released)")
+            cmd.add_argument("--wait", action="store_true",
+                             help="wait until the run's pods are gone (compute released), on the MultiKueue workers too")
             cmd.add_argument("--dry-run", choices=["server", "none"], default="none", help="server: send with dryRun=All")
             cmd.add_argument("--interval", metavar="DURATION", type=duration_arg, default=2.0,
                              help="time between reads with --wait (default 2s)")

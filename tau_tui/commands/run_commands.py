@@ -110,22 +110,23 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     from ..core.cluster.kinds import ResourceKind
     from ..core.operations.audit import AuditLog
     from ..core.operations.multikueue_steps.worker_logs import worker_log_backend
-    from ..core.operations.rundocument import read_run, read_worker_pods
+    from ..core.operations.multikueue_steps.worker_release import DispatchWorkers, dispatch_workers, read_pods_on_worker
+    from ..core.operations.rundocument import read_run
     from ..core.operations.runstatus import compute_run_status
     from ..settings.settings_file import load_settings
 
     backend = _read_backend(args)
     namespace = _namespace_of(args, backend)
     objs = read_run(backend, namespace, args.run)
-    # A MultiKueue run placed on a worker holds GPUs there: its release is read on that worker.
-    placed = compute_run_status(objs)
-    worker = placed.cluster if placed.multikueue and objs.manager_view else None
     if objs.job is None and objs.ray_job is None:
         print(escape_control(f"tau-tui: no Job or RayJob {namespace}/{args.run}; tau-tui runs -n {namespace} lists them"),
               file=sys.stderr)
         return EXIT_FAILED
-    kind = ResourceKind.JOB if objs.job is not None else ResourceKind.RAY_JOB
     dry_run = args.dry_run == "server"
+    # A MultiKueue run holds GPUs on a worker: read before the delete (its Workload goes with it),
+    # which workers may hold its pods, even when an eviction cleared the Workload's clusterName.
+    dispatch = dispatch_workers(backend, objs) if args.wait and not dry_run else DispatchWorkers()
+    kind = ResourceKind.JOB if objs.job is not None else ResourceKind.RAY_JOB
     target = f"{kind.type.kind} {namespace}/{args.run}"
     audit = AuditLog(source="cli")
     where = {"context": backend.current_context, "namespace": namespace, "identity": backend.who_am_i()}
@@ -138,26 +139,40 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if not args.wait or dry_run:
         return EXIT_OK
-    worker_backend = worker_log_backend(backend, worker, load_settings().settings.worker_contexts) if worker else None
+    if dispatch.problem:
+        print(escape_control(f"tau-tui: {namespace}/{args.run}: release unknown: {dispatch.problem}"), file=sys.stderr)
+        return EXIT_FAILED
+    contexts = load_settings().settings.worker_contexts if dispatch.workers else {}
+    worker_backends = {w: worker_log_backend(backend, w, contexts) for w in dispatch.workers}
+    if len(dispatch.workers) > 1 or dispatch.why.startswith("no clusterName"):
+        print(escape_control(f"{namespace}/{args.run}: dispatched through MultiKueue; asking workers "
+                             f"{', '.join(dispatch.workers)} ({dispatch.why})"), flush=True)
     ray_cluster = objs.ray_job.ray_cluster_name if objs.ray_job is not None else None
     last = ""
     while True:
-        objs = replace(read_run(backend, namespace, args.run, ray_cluster=ray_cluster), cancelled=True, worker=worker,
-                       worker_pods=read_worker_pods(worker_backend, namespace, args.run) if worker else None)
-        status = compute_run_status(objs)
-        if status.state == "cancelled":
+        manager = replace(read_run(backend, namespace, args.run, ray_cluster=ray_cluster), cancelled=True)
+        reads = [read_pods_on_worker(w, worker_backends[w], namespace, args.run) for w in dispatch.workers]
+        unknown = [r for r in reads if r.pods is None]
+        statuses = [compute_run_status(replace(manager, worker=r.worker, worker_pods=r.pods)) for r in reads
+                    if r.pods is not None] or [compute_run_status(manager)]
+        pending = [s for s in statuses if s.state != "cancelled"]
+        if not pending and not unknown:
             print(f"{namespace}/{args.run}: cancelled; compute released")
             return EXIT_OK
-        release = status.phase("Compute release")
-        line = f"{namespace}/{args.run}: {status.display_state}" + (f": {release.detail}" if release and release.detail else "")
-        if line != last:
-            print(escape_control(line))
-            sys.stdout.flush()
-            last = line
-        if worker is not None and worker_backend is None:
-            # Nothing here can ever confirm the release: say so instead of waiting forever.
-            print(escape_control(f"tau-tui: cannot confirm that the pods on worker {worker} are gone: map it to a "
-                                 f"kubeconfig context in config.yaml (worker_contexts: {{{worker}: CONTEXT}})"), file=sys.stderr)
+        if pending:
+            status = pending[0]
+            release = status.phase("Compute release")
+            line = f"{namespace}/{args.run}: {status.display_state}" + (f": {release.detail}" if release and release.detail else "")
+            if line != last:
+                print(escape_control(line))
+                sys.stdout.flush()
+                last = line
+        if unknown:
+            # Nothing here can confirm the release on these workers: say so, never "released".
+            for r in unknown:
+                hint = (f" (worker_contexts: {{{r.worker}: CONTEXT}})" if worker_backends.get(r.worker) is None else "")
+                print(escape_control(f"tau-tui: {namespace}/{args.run}: release on worker {r.worker} unknown: "
+                                     f"{r.problem}{hint}; its pods may still hold GPUs there"), file=sys.stderr)
             return EXIT_FAILED
         if args.demo is not None:
             backend.world.advance(args.interval)

@@ -43,8 +43,9 @@ class MultiKueueScreen(PaneScreen):
     PANE = "multikueue"
     PANE_TITLE = "MultiKueue"
     HELP = (
-        "'W' opens the setup wizard and 'C' the drain checklist (also :mk setup, :mk drain, :mk rollback, "
-        ":mk rotate WORKER NEW_CONTEXT).  'live' is MultiKueueReady recomputed now from what this manager sees: an "
+        "'W' opens the setup wizard and 'C' the drain checklist (also :mk setup, :mk drain, "
+        ":mk rotate WORKER NEW_CONTEXT; after a drain :mk setup re-enables).  'live' is MultiKueueReady "
+        "recomputed now from what this manager sees: an "
         "AdmissionCheck with controllerName kueue.x-k8s.io/multikueue that is Active, whose parameters "
         "name a readable MultiKueueConfig, with at least one Active MultiKueueCluster.  'TauCluster says' is "
         "the controller's condition; a disagreement is flagged.  Below: every AdmissionCheck, "

@@ -1,4 +1,4 @@
-"""The MultiKueue wizard (setup, rollback, rotation) and drain checklist: the
+"""The MultiKueue wizard (setup, rotation) and drain checklist: the
 core step engine (``core/operations/multikueue_steps``) shown as a screen.
 
 Left, every step with its state (✓ verified, ▶ next, 🔒 locked, ✗ refused or
@@ -22,7 +22,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Label, Static
 
 from tau_tui.core.operations.multikueue_steps import open_exercise
-from tau_tui.core.operations.multikueue_steps.engine import Check, Exercise, Refused, StepState
+from tau_tui.core.operations.multikueue_steps.engine import Check, Exercise, Outcome, Refused, StepState
 from tau_tui.core.operations.multikueue_steps.matrix import COLUMNS, dependency_matrix
 from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
 from tau_tui.mutations.mutation import Mutation
@@ -36,7 +36,8 @@ VERIFY_TIMEOUT = 120.0
 #: Ticks between automatic re-verifications (each one asks the manager and every worker).
 RESURVEY_TICKS = 10
 STATE_WORD = {StepState.VERIFIED: "done", StepState.READY: "pending", StepState.LOCKED: "unknown",
-              StepState.REFUSED: "failed", StepState.FAILED: "failed", StepState.ERROR: "warning"}
+              StepState.REFUSED: "failed", StepState.FAILED: "failed", StepState.ERROR: "warning",
+              StepState.ACTION: "warning"}
 
 
 @dataclass
@@ -54,7 +55,8 @@ class MultiKueueWizardScreen(PaneScreen):
     PANE = "multikueue"
     PANE_TITLE = "MultiKueue"
     HELP = (
-        "The MultiKueue setup wizard, drain checklist, rollback or credential rotation.  Steps run in order: a step "
+        "The MultiKueue setup wizard (also re-enables after a drain), drain checklist or credential rotation.  "
+        "Steps run in order: a step "
         "unlocks only when every step before it verifies live.  Select a step to see what it does, the exact objects "
         "it creates or deletes (credentials redacted) and the evidence of its verification.  'a' applies the next "
         "step: server dry-run preview, confirmation, audit log, then it waits for the promised condition.  'c' (drain) "
@@ -81,6 +83,9 @@ class MultiKueueWizardScreen(PaneScreen):
         self._ticks = 0
         self.last_statuses: list = []
         self._placed = False
+        #: The steps as they stood when the flow completed, for a flow whose completion forgets its state
+        #: (rotation drops its keyring entries, so a survey afterwards would start it over).
+        self.completed: list | None = None
 
     def crumbs(self) -> str:
         return f"MultiKueue › {self.flow_name}"
@@ -121,7 +126,8 @@ class MultiKueueWizardScreen(PaneScreen):
         backend = self.tau.backend
         if backend is None:  # the pane collects only when connected (needs_backend); keep verifying until then
             return None
-        vault = CredentialVault(backend.current_context or "cluster") if self.flow_name == "rotate" else None
+        # rotation keeps its credentials in the OS keyring; the drain keeps a revoked one there until its 401 is seen
+        vault = CredentialVault(backend.current_context or "cluster") if self.flow_name in ("rotate", "drain") else None
         self.exercise = open_exercise(self.flow_name, backend, env.connector, env.plan, wait=env.wait,
                                       inputs=self.inputs, vault=vault)
         return self.exercise
@@ -134,7 +140,7 @@ class MultiKueueWizardScreen(PaneScreen):
             data.title = f"MultiKueue {self.flow_name}: no plan"
             return data
         data.title = f"{exercise.flow.title} · plan {exercise.ctx.plan.source}"
-        statuses = exercise.survey()
+        statuses = self.completed if self.completed is not None else exercise.survey()
         for status in statuses:
             word = STATE_WORD[status.state]
             data.rows.append((status.step.key, [Text(f"{status.mark} {status.state.value}", style=style_of(word)),
@@ -162,6 +168,8 @@ class MultiKueueWizardScreen(PaneScreen):
         if status.check.reason:
             text.append(f": {status.check.reason}")
         text.append("\n")
+        if status.check.action:
+            text.append(f"⚠ to do: {status.check.action}\n", style="bold")
         if step.kind == "matrix" and status.state is not StepState.LOCKED:
             text.append("  (the matrix above: one row per worker)\n")
         else:
@@ -253,7 +261,8 @@ class MultiKueueWizardScreen(PaneScreen):
                 return False, "\n".join(lines)
             check: Check = exercise.wait_verified(step, VERIFY_TIMEOUT)
             exercise.record_step(step, "verified" if check.ok else "not verified", check, lines)
-            tail = "verified" if check.ok else f"NOT verified: {check.reason}"
+            self._finish_if_done(exercise, check)
+            tail = "verified" if check.ok else f"NOT verified: {check.reason}" + (f"\n⚠ {check.action}" if check.action else "")
             return check.ok, "\n".join([*lines, f"{step.title}: {tail}"])
 
         def done(ok: bool, text: str) -> None:
@@ -264,3 +273,15 @@ class MultiKueueWizardScreen(PaneScreen):
         self.tau.request_mutation(Mutation(
             verb=f"multikueue {self.flow_name}", target=f"step {step.key}", title=f"Apply: {step.title}",
             run=run, preview=preview, on_done=done))
+
+    def _finish_if_done(self, exercise: Exercise, check: Check) -> None:
+        """Close the exercise as the CLI does: verified once every step is (the flow's on_complete runs:
+        rotation forgets its keyring entries), not verified when the step just applied is not."""
+        if not check.ok:
+            exercise.finish(Outcome.NOT_VERIFIED)
+            return
+        statuses = exercise.survey()
+        if all(s.state is StepState.VERIFIED for s in statuses):
+            if exercise.flow.on_complete is not None:
+                self.completed = statuses
+            exercise.finish(Outcome.VERIFIED)

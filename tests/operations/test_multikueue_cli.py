@@ -19,7 +19,7 @@ from tau_tui.commands.parser import (
     EXIT_REFUSED,
 )
 from tau_tui.core.operations.multikueue_steps.access import SECRET
-from tests.multikueue_lab import MemoryKeyring, lab_job, make_lab
+from tests.multikueue_lab import MemoryKeyring, lab_job, make_lab, retire_demo_multikueue
 
 PLAN = """\
 workers:
@@ -77,6 +77,7 @@ def test_a_refusal_exits_3_with_the_reason(lab, capsys, tmp_path):
 
 
 def test_drain_out_of_order_is_refused_and_in_order_verifies(lab, capsys):
+    retire_demo_multikueue(lab)  # the demo's own wiring has workers the plan does not list: a drain refuses it
     assert run("setup", "--plan", lab.plan_path, "--yes", "--timeout", "30") == EXIT_OK
     lab.backend.submit([lab_job()])
     lab.world.advance(15)

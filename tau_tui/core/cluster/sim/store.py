@@ -403,16 +403,20 @@ class SimStore:
             if rt.plural == "selfsubjectreviews":
                 out["status"] = {"userInfo": {"username": identity or ADMIN_NAME}}
             elif rt.plural in ("selfsubjectaccessreviews", "subjectaccessreviews"):
+                groups: list[str] = []
                 if rt.plural == "subjectaccessreviews":
                     self.authorize(identity, "create", rt, None)
                     who = spec.get("user")
+                    # As RBAC does: a grant to any of the subject's groups (granted here by group name) applies.
+                    groups = [g for g in spec.get("groups") or () if isinstance(g, str) and g]
                 else:
                     who = identity
                 attrs = spec.get("resourceAttributes") or {}
                 resource = attrs.get("resource", "") + (f"/{attrs['subresource']}" if attrs.get("subresource") else "")
                 if attrs.get("group"):
                     resource = f"{resource}.{attrs['group']}"
-                allowed = self.allowed(who, attrs.get("verb", ""), resource, attrs.get("namespace") or None) if who else False
+                allowed = who is not None and any(self.allowed(subject, attrs.get("verb", ""), resource, attrs.get("namespace") or None)
+                                                  for subject in (who, *groups) if subject)
                 out["status"] = {"allowed": allowed}
             elif rt.plural == "selfsubjectrulesreviews":
                 namespace = spec.get("namespace")

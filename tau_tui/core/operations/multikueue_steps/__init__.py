@@ -1,10 +1,12 @@
 """MultiKueue for platform owners: one step engine (``engine.py``) with three
-flows — setup (``setup.py``; rollback is setup again), drain (``drain.py``)
-and credential rotation (``rotate.py``) — driven by the app's wizard screen
-and by ``tau-tui multikueue`` alike.  Exercise records: ``records.py``."""
+flows — setup (``setup.py``; also what re-enables after a drain), drain
+(``drain.py``: the seed's "Drain and rollback" 1-5) and credential rotation
+(``rotate.py``) — driven by the app's wizard screen and by ``tau-tui
+multikueue`` alike.  Exercise records: ``records.py``."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -12,9 +14,17 @@ from typing import Any
 
 from tau_tui.core.operations.multikueue_steps.access import BackendAccess
 from tau_tui.core.operations.multikueue_steps.engine import Exercise, Flow, Outcome, StepContext
-from tau_tui.core.operations.multikueue_steps.records import Recorder
+from tau_tui.core.operations.multikueue_steps.records import Recorder, RecordJournal
 
-FLOW_NAMES = ("setup", "drain", "rollback", "rotate")
+FLOW_NAMES = ("setup", "drain", "rotate")
+#: The name that used to mean "set up again", the opposite of the seed's "Drain and rollback".
+REMOVED_FLOW = "rollback"
+
+
+def removed_flow_message(drain: str, setup: str) -> str:
+    """Why ``rollback`` is refused, naming the commands of the face that was asked (CLI or app)."""
+    return (f"`{REMOVED_FLOW}` is gone: the seed's 'Drain and rollback' is `{drain}`; "
+            f"to re-enable after a drain run `{setup}`")
 
 
 def flow_for(name: str) -> Flow:
@@ -22,11 +32,10 @@ def flow_for(name: str) -> Flow:
     from tau_tui.core.operations.multikueue_steps.rotate import rotate_flow
     from tau_tui.core.operations.multikueue_steps.setup import setup_flow
 
-    if name in ("setup", "rollback"):
-        flow = setup_flow()
-        if name == "rollback":
-            flow.name, flow.title = "rollback", "MultiKueue rollback (setup again from the first step that no longer verifies)"
-        return flow
+    if name == REMOVED_FLOW:
+        raise ValueError(removed_flow_message("drain", "setup"))
+    if name == "setup":
+        return setup_flow()
     if name == "drain":
         return drain_flow()
     if name == "rotate":
@@ -36,11 +45,14 @@ def flow_for(name: str) -> Flow:
 
 def open_exercise(flow_name: str, backend: Any, connector: Any, plan: Any, *, wait: Callable[[float], None],
                   inputs: dict[str, Any] | None = None, vault: Any = None, record: bool = True,
-                  records_dir: Path | None = None, clock: Callable[[], datetime] | None = None, poll_seconds: float = 2.0) -> Exercise:
-    """The exercise for ``flow_name`` on the manager behind ``backend``, with its record opened (or resumed)."""
+                  records_dir: Path | None = None, clock: Callable[[], datetime] | None = None, poll_seconds: float = 2.0,
+                  now: Callable[[], float] = time.monotonic) -> Exercise:
+    """The exercise for ``flow_name`` on the manager behind ``backend``, with its record opened (or resumed).
+    ``now`` is the clock ``wait`` moves, in seconds (the simulation passes its world's clock): timeouts are
+    deadlines on it."""
     cluster = backend.current_context or "cluster"
     manager = BackendAccess(backend, f"manager {cluster}")
-    ctx = StepContext(manager, connector, plan, wait, inputs=dict(inputs or {}), keyring=vault)
+    ctx = StepContext(manager, connector, plan, wait, now, inputs=dict(inputs or {}), keyring=vault)
     recorder = None
     if record:
         try:
@@ -48,7 +60,9 @@ def open_exercise(flow_name: str, backend: Any, connector: Any, plan: Any, *, wa
         except Exception as exc:  # the record says who could not be identified, and why
             identity = f"unknown ({getattr(exc, 'message', exc)})"
         recorder = Recorder(flow_name, cluster, identity, directory=records_dir, clock=clock, plan=plan.source)
+    ctx.journal = recorder or RecordJournal.latest(flow_name, cluster, records_dir)
     return Exercise(flow_for(flow_name), ctx, recorder, poll_seconds=poll_seconds)
 
 
-__all__ = ["Exercise", "Flow", "Outcome", "StepContext", "FLOW_NAMES", "flow_for", "open_exercise"]
+__all__ = ["Exercise", "Flow", "Outcome", "StepContext", "FLOW_NAMES", "REMOVED_FLOW", "flow_for", "open_exercise",
+           "removed_flow_message"]

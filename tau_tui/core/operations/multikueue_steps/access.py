@@ -18,12 +18,16 @@ from typing import Any
 from tau_tui.core.cluster.common import ApiFailure, BaseBackend
 from tau_tui.core.cluster.errors import describe_api_error
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
+from tau_tui.core.cluster.names import KUEUE_GROUP, KUEUE_VERSION
 
 SECRET = ResourceType("", "v1", "secrets", "Secret", True)
 SERVICE_ACCOUNT = ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True)
 PVC = ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
 STORAGE_CLASS = ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
 CRD = ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+DEPLOYMENT = ResourceType("apps", "v1", "deployments", "Deployment", True)
+NETWORK_POLICY = ResourceType("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True)
+TOPOLOGY = ResourceType(KUEUE_GROUP, KUEUE_VERSION, "topologies", "Topology", False)
 SELF_SUBJECT_REVIEW = ResourceType("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False)
 SSAR = ResourceType("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False)
 SSRR = ResourceType("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False)

@@ -1,27 +1,75 @@
 """Drain and rollback, the seed's five steps in order, enforced:
 
-1. remove tenant authorization (the profile is limited to a team no tenant is
-   in, the dedicated LocalQueues are held); the default queue is never touched;
-2. HoldAndDrain the dedicated ClusterQueue and cancel the pending owners the
-   operator picks, verified by pending/reserving/admitted counts at zero;
+1. remove tenant authorization and stop new submissions to every dedicated
+   profile/queue: every multiKueue profile is limited to a team no tenant is
+   in, every LocalQueue of a MultiKueue ClusterQueue is held; the default
+   queue is never touched;
+2. HoldAndDrain every dedicated ClusterQueue and cancel the pending owners the
+   operator picks; verified by each ClusterQueue's counts at zero *and* by the
+   dedicated Workloads counted directly (Kueue's counts leave out a workload
+   evicted into a held LocalQueue): none may be non-terminal;
 3. wait for every manager Workload to be terminal and check each worker
-   directly (its Jobs, RayJobs, pods, Workloads and stuck finalizers);
-4. remove the profile, then the AdmissionCheck and queue wiring once no
-   workload references them;
-5. revoke and delete the worker credentials, refused while any remote
-   workload still needs them (named).
+   directly: dispatched Jobs, RayJobs, RayClusters and Workloads, objects
+   stuck on finalizers, and the pods themselves (terminating ones, and those
+   whose owner was dispatched or is gone);
+4. remove the multiKueue profiles, then the AdmissionCheck and queue wiring
+   once no workload references them;
+5. revoke and delete the worker credentials (``revocation.py``), refused
+   while any remote workload still needs them (:func:`remote_needs`).
 
-Rollback is the setup flow again (it resumes from the first step that no
-longer verifies)."""
+Discovery, not trust.  Every step first discovers the MultiKueue footprint
+live on the manager (:func:`discover`): every profile of TauCluster/cluster
+(spec and status) with executionTarget multiKueue or a dedicated queue, every
+AdmissionCheck whose controllerName is kueue.x-k8s.io/multikueue, every
+ClusterQueue whose checks (``admissionChecksStrategy`` or the older
+``admissionChecks`` list) include one, their LocalQueues, the checks'
+MultiKueueConfigs and the MultiKueueClusters they list.  It compares that
+with the plan:
+
+* what is found and the plan does not name is handled like the plan's own
+  (de-authorised, held, drained, removed): the seed drains *every* dedicated
+  profile/queue;
+* the drain refuses, naming it, what it will not touch: the default queue
+  (``jobqueue`` or ``workspaceDefaults.defaultQueue``) or its ClusterQueue when
+  they route to MultiKueue, and a MultiKueueCluster the plan does not list (the
+  drain could neither check that worker directly nor revoke its credential);
+* an object the plan names that does not exist is not done: the step says
+  "not found: the plan and the cluster disagree" naming it, and does not
+  verify (⚠: waiting will not change it).  A plan-named object that exists but
+  is not MultiKueue (a ClusterQueue without a MultiKueue check, a profile that
+  does not target multiKueue) is a disagreement too, and is never touched.
+
+When is an absent object legitimate?  Steps 1-3 remove nothing; only step 4
+does, and before it deletes anything it writes what it removes onto
+TauCluster/cluster (annotation :data:`REMOVED_ANNOTATION`).  A plan-named
+object that is absent and on that list was removed by a drain; absent and
+not on it, the plan and the cluster disagree (a typo, a hand deletion, or a
+setup that never got that far).  Step 1 of the next drain, when it has
+anything to de-authorise, clears the list.  Without TauCluster/cluster there
+is no list, and absence is a disagreement (fail closed).
+
+Re-enabling after a drain is the setup flow (it resumes from the first step
+that no longer verifies)."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
-from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.operations.multikueue_steps.access import SECRET, AccessError, BackendAccess
-from tau_tui.core.operations.multikueue_steps.credentials import WorkerCredential, credential_from_secret
-from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Step, StepContext, apply_change
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
+from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
+from tau_tui.core.operations.multikueue_steps.access import AccessError, BackendAccess
+from tau_tui.core.operations.multikueue_steps.engine import (
+    Change,
+    Check,
+    Deadline,
+    Flow,
+    Step,
+    StepContext,
+    apply_change,
+)
+from tau_tui.core.operations.multikueue_steps.revocation import RevokeStep
 from tau_tui.core.operations.multikueue_steps.setup import (
     DRAINED_TEAM,
     condition,
@@ -31,25 +79,262 @@ from tau_tui.core.operations.multikueue_steps.setup import (
 )
 
 R = ResourceKind
-EVICTION_POLLS = 15
+RAY_CLUSTER = ResourceType(R.RAY_JOB.type.group, R.RAY_JOB.type.version, "rayclusters", "RayCluster", True)
+#: How long step 2 waits for HoldAndDrain's evictions before it cancels the picked owners (on the context's clock).
+EVICTION_TIMEOUT = 30.0
+EVICTION_POLL = 2.0
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+#: Written by step 4 onto TauCluster/cluster before it deletes: the objects a drain removed (JSON list).
+REMOVED_ANNOTATION = "tau.azure.com/multikueue-drain-removed"
+HELD = ("Hold", "HoldAndDrain")
+CANCELLABLE = {"Job": R.JOB.type, "RayJob": R.RAY_JOB.type}
 
 
 def _terminal(wl: dict[str, Any]) -> bool:
     return (condition(wl, "Finished") or {}).get("status") == "True"
 
 
-def dedicated_workloads(ctx: StepContext) -> list[dict[str, Any]]:
-    """Manager Workloads of the dedicated queue (by LocalQueue, ClusterQueue or the AdmissionCheck)."""
+def _name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _spec(obj: dict[str, Any] | None) -> dict[str, Any]:
+    return dict((obj or {}).get("spec") or {})
+
+
+def check_names(cq: dict[str, Any]) -> list[str]:
+    """The admission checks a ClusterQueue names: ``admissionChecksStrategy`` and the older ``admissionChecks``."""
+    spec = _spec(cq)
+    names = [c.get("name") for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or ()
+             if isinstance(c, dict)]
+    names += [c for c in spec.get("admissionChecks") or () if isinstance(c, str)]
+    return [str(n) for n in names if n]
+
+
+def _teams(profile: dict[str, Any]) -> list[str]:
+    return list((profile.get("applicability") or {}).get("teams") or ())
+
+
+@dataclass
+class Discovery:
+    """The MultiKueue footprint found live on the manager, and how it compares with the plan."""
+
+    tau_cluster: dict[str, Any] | None
+    defaults: set[str]
+    #: ClusterQueue -> the default LocalQueue ("ns/name") it backs.
+    default_cqs: dict[str, str]
+    #: multiKueue profiles declared in spec.workloadProfiles, and published in status, by name.
+    profiles: dict[str, dict[str, Any]]
+    published: dict[str, dict[str, Any]]
+    #: status.workloadProfiles.observedGeneration is the current generation (else the client refuses every profile).
+    status_current: bool
+    checks: dict[str, dict[str, Any]]
+    cluster_queues: dict[str, dict[str, Any]]
+    local_queues: dict[tuple[str, str], dict[str, Any]]
+    configs: dict[str, dict[str, Any]]
+    clusters: dict[str, dict[str, Any]]
+    #: What step 4 wrote it removed (REMOVED_ANNOTATION).
+    removed: set[str]
+    #: Plan-named objects that do not exist, as refs ("ClusterQueue x").
+    gone: set[str] = field(default_factory=set)
+    #: Plan-named objects absent and not removed by a drain ("not found"), and plan-named objects that
+    #: exist but are not MultiKueue (never touched).
+    missing: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+    #: What the drain will not touch, with the reason: the drain refuses.
+    untouchable: list[str] = field(default_factory=list)
+
+    def present_refs(self) -> list[str]:
+        """Every discovered object, in removal order (profiles first, MultiKueueClusters last)."""
+        return ([f"profile {n}" for n in sorted(self.profiles)]
+                + [f"LocalQueue {ns}/{n}" for ns, n in sorted(self.local_queues)]
+                + [f"ClusterQueue {n}" for n in sorted(self.cluster_queues)]
+                + [f"AdmissionCheck {n}" for n in sorted(self.checks)]
+                + [f"MultiKueueConfig {n}" for n in sorted(self.configs)]
+                + [f"MultiKueueCluster {n}" for n in sorted(self.clusters)])
+
+    def summary(self, plan: Any) -> str:
+        named = set(plan_refs(plan))
+        found = self.present_refs()
+        extra = [r for r in found if r not in named]
+        text = "discovered on the manager: " + (", ".join(found) if found else "no MultiKueue profile, queue, check, config or cluster")
+        return text + (f"; not named by the plan (handled too): {', '.join(extra)}" if extra else "")
+
+    def problems(self) -> list[str]:
+        """What keeps any drain step from verifying, whatever its own condition."""
+        out = list(self.untouchable)
+        if self.missing:
+            out.append("not found: the plan and the cluster disagree: " + ", ".join(self.missing))
+        out += [f"the plan and the cluster disagree: {m}; not touched" for m in self.mismatched]
+        return out
+
+
+def plan_refs(plan: Any) -> list[str]:
+    return ([f"profile {plan.profile}"] + [f"LocalQueue {ns}/{plan.local_queue}" for ns in plan.namespaces]
+            + [f"ClusterQueue {plan.cluster_queue}", f"AdmissionCheck {plan.admission_check}",
+               f"MultiKueueConfig {plan.config}"] + [f"MultiKueueCluster {w.name}" for w in plan.workers])
+
+
+def _removed_list(tc: dict[str, Any] | None) -> set[str]:
+    raw = (((tc or {}).get("metadata") or {}).get("annotations") or {}).get(REMOVED_ANNOTATION)
+    try:
+        value = json.loads(raw) if raw else []
+    except ValueError:
+        return set()
+    return {str(v) for v in value} if isinstance(value, list) else set()
+
+
+def discover(ctx: StepContext) -> Discovery:
+    """The MultiKueue footprint on the manager, read live, compared with the plan."""
+    plan, manager = ctx.plan, ctx.manager
+    tc = tau_cluster(ctx)
+    defaults = default_queues(ctx, tc)
+    all_lqs = manager.list(R.LOCAL_QUEUE.type, None)
+    default_cqs: dict[str, str] = {}
+    for lq in all_lqs:
+        backing = _spec(lq).get("clusterQueue")
+        if _name(lq) in defaults and backing:
+            default_cqs.setdefault(str(backing), f"{(lq.get('metadata') or {}).get('namespace')}/{_name(lq)}")
+    all_checks = {_name(ac): ac for ac in manager.list(R.ADMISSION_CHECK.type)}
+    checks = {n: ac for n, ac in all_checks.items() if _spec(ac).get("controllerName") == MULTIKUEUE_CONTROLLER_NAME}
+    # A ClusterQueue that still names the plan's check after the check was removed routes to MultiKueue too.
+    routing = set(checks) | ({plan.admission_check} if plan.admission_check not in all_checks else set())
+    all_cqs = {_name(cq): cq for cq in manager.list(R.CLUSTER_QUEUE.type)}
+    cqs = {n: cq for n, cq in all_cqs.items() if routing & set(check_names(cq))}
+    lqs_by_key = {((lq.get("metadata") or {}).get("namespace") or "", _name(lq)): lq for lq in all_lqs}
+    dedicated_lqs = {k: lq for k, lq in lqs_by_key.items() if _spec(lq).get("clusterQueue") in cqs}
+    config_names = {str((_spec(ac).get("parameters") or {}).get("name")) for ac in checks.values()
+                    if (_spec(ac).get("parameters") or {}).get("kind") == "MultiKueueConfig"} | {plan.config}
+    configs = {_name(c): c for c in manager.list(R.MULTIKUEUE_CONFIG.type) if _name(c) in config_names}
+    cluster_names = {str(n) for c in configs.values() for n in _spec(c).get("clusters") or ()} | {w.name for w in plan.workers}
+    clusters = {_name(c): c for c in manager.list(R.MULTIKUEUE_CLUSTER.type) if _name(c) in cluster_names}
+    dedicated_names = {n for _, n in dedicated_lqs}
+    spec_profiles = declared_profiles(tc)
+    status_profiles = list((((tc or {}).get("status") or {}).get("workloadProfiles") or {}).get("profiles") or ())
+
+    def routes_to_multikueue(p: dict[str, Any]) -> bool:
+        return p.get("executionTarget") == "multiKueue" or p.get("defaultLocalQueue") in dedicated_names
+
+    found = Discovery(
+        tau_cluster=tc, defaults=defaults, default_cqs=default_cqs,
+        profiles={str(p.get("name")): p for p in spec_profiles if routes_to_multikueue(p)},
+        published={str(p.get("name")): p for p in status_profiles if routes_to_multikueue(p)},
+        status_current=(((tc or {}).get("status") or {}).get("workloadProfiles") or {}).get("observedGeneration")
+        == ((tc or {}).get("metadata") or {}).get("generation"),
+        checks=checks, cluster_queues=cqs,
+        local_queues={k: lq for k, lq in dedicated_lqs.items() if k[1] not in defaults},
+        configs=configs, clusters=clusters, removed=_removed_list(tc))
+    _compare(found, plan, spec_profiles, lqs_by_key, all_cqs, all_checks)
+    return found
+
+
+def _compare(found: Discovery, plan: Any, spec_profiles: list[dict[str, Any]],
+             lqs: dict[tuple[str, str], dict[str, Any]], all_cqs: dict[str, dict[str, Any]],
+             all_checks: dict[str, dict[str, Any]]) -> None:
+    def absent(ref: str) -> None:
+        found.gone.add(ref)
+        if ref not in found.removed:
+            found.missing.append(ref)
+
+    mismatch = found.mismatched.append
+
+    declared = next((p for p in spec_profiles if p.get("name") == plan.profile), None)
+    if declared is None:
+        absent(f"profile {plan.profile}")
+    elif plan.profile not in found.profiles:
+        mismatch(f"profile {plan.profile} does not target multiKueue (executionTarget "
+                 f"{declared.get('executionTarget') or 'unset'}, queue {declared.get('defaultLocalQueue')})")
+    if plan.local_queue in found.defaults:
+        found.untouchable.append(f"{plan.local_queue} is the default queue; a drain never touches it")
+    else:
+        for ns in plan.namespaces:
+            lq = lqs.get((ns, plan.local_queue))
+            if lq is None:
+                absent(f"LocalQueue {ns}/{plan.local_queue}")
+            elif (ns, plan.local_queue) not in found.local_queues:
+                mismatch(f"LocalQueue {ns}/{plan.local_queue} points at ClusterQueue {_spec(lq).get('clusterQueue')}, "
+                         "which does not route to MultiKueue")
+    if plan.cluster_queue in found.default_cqs:
+        found.untouchable.append(f"ClusterQueue {plan.cluster_queue} backs the default queue "
+                                 f"{found.default_cqs[plan.cluster_queue]}; a drain never touches it")
+    elif plan.cluster_queue not in all_cqs:
+        absent(f"ClusterQueue {plan.cluster_queue}")
+    elif plan.cluster_queue not in found.cluster_queues:
+        mismatch(f"ClusterQueue {plan.cluster_queue} carries no MultiKueue admission check "
+                 f"(checks: {', '.join(check_names(all_cqs[plan.cluster_queue])) or 'none'})")
+    if plan.admission_check not in all_checks:
+        absent(f"AdmissionCheck {plan.admission_check}")
+    elif plan.admission_check not in found.checks:
+        mismatch(f"AdmissionCheck {plan.admission_check} is not a MultiKueue check (controllerName "
+                 f"{_spec(all_checks[plan.admission_check]).get('controllerName')!r})")
+    if plan.config not in found.configs:
+        absent(f"MultiKueueConfig {plan.config}")
+    for wp in plan.workers:
+        if wp.name not in found.clusters:
+            absent(f"MultiKueueCluster {wp.name}")
+    for cq in sorted(set(found.cluster_queues) & set(found.default_cqs)):
+        if cq != plan.cluster_queue:
+            found.untouchable.append(
+                f"ClusterQueue {cq} backs the default queue {found.default_cqs[cq]} and routes to MultiKueue "
+                f"(checks {', '.join(check_names(found.cluster_queues[cq]))}); a drain never touches the default queue: "
+                "remove the MultiKueue check from it by hand")
+    outside = sorted(set(found.clusters) - {w.name for w in plan.workers})
+    if outside:
+        found.untouchable.append(_outside_workers(found, outside))
+
+
+def _outside_workers(found: Discovery, outside: list[str]) -> str:
+    """The refusal for MultiKueueClusters the plan does not list, naming what routes to them."""
+    configs = sorted(n for n, c in found.configs.items() if set(_spec(c).get("clusters") or ()) & set(outside))
+    checks = sorted(n for n, ac in found.checks.items() if (_spec(ac).get("parameters") or {}).get("name") in configs)
+    cqs = sorted(n for n, cq in found.cluster_queues.items() if set(check_names(cq)) & set(checks))
+    queues = {n for (_, n), lq in found.local_queues.items() if _spec(lq).get("clusterQueue") in cqs}
+    profiles = sorted(n for n, p in found.profiles.items() if p.get("defaultLocalQueue") in queues)
+    what = ", ".join([*(f"profile {n}" for n in profiles), *(f"ClusterQueue {n}" for n in cqs),
+                      *(f"AdmissionCheck {n}" for n in checks), *(f"MultiKueueConfig {n}" for n in configs)])
+    many = len(outside) > 1
+    return (f"the drain will not touch {what}: its MultiKueueCluster{'s' if many else ''} {', '.join(outside)} "
+            f"{'are' if many else 'is'} not among the plan's workers, so the drain could neither check "
+            f"{'them' if many else 'it'} directly nor revoke {'their credentials' if many else 'its credential'}; "
+            f"add {'them' if many else 'it'} to the plan's workers (with adminContext)")
+
+
+def _refusal(found: Discovery) -> str | None:
+    return ("refused: " + "; ".join(found.untouchable)) if found.untouchable else None
+
+
+def _check(found: Discovery, problems: list[str], evidence: list[str], plan: Any) -> Check:
+    """The step's check with discovery's verdict first; a disagreement only the owner can fix is an action."""
+    shared = found.problems()
+    evidence = [found.summary(plan)] + [f"{r}: removed by a drain (step 4)" for r in sorted(found.gone & found.removed)] + evidence
+    reason = "; ".join(shared + problems)
+    action = ("make the plan name what the cluster has (or restore the object), then run the drain again"
+              if (found.missing or found.mismatched) and not found.untouchable else "")
+    return Check(not shared and not problems, reason, tuple(evidence), action=action)
+
+
+def tenant_namespaces(ctx: StepContext, found: Discovery | None = None) -> list[str]:
+    """The plan's namespaces and those of every dedicated LocalQueue discovered."""
+    found = found or discover(ctx)
+    return sorted(set(ctx.plan.namespaces) | {ns for ns, _ in found.local_queues})
+
+
+def dedicated_workloads(ctx: StepContext, found: Discovery | None = None) -> list[dict[str, Any]]:
+    """Manager Workloads of every dedicated queue (by LocalQueue, ClusterQueue or MultiKueue check), counted directly."""
+    found = found or discover(ctx)
     plan = ctx.plan
+    queues = set(found.local_queues) | {(ns, plan.local_queue) for ns in plan.namespaces
+                                        if f"LocalQueue {ns}/{plan.local_queue}" in found.gone}
+    cqs = set(found.cluster_queues) | ({plan.cluster_queue} if f"ClusterQueue {plan.cluster_queue}" in found.gone else set())
+    checks = set(found.checks) | ({plan.admission_check} if f"AdmissionCheck {plan.admission_check}" in found.gone else set())
     out = []
-    for ns in plan.namespaces:
+    for ns in tenant_namespaces(ctx, found):
         for wl in ctx.manager.list(R.WORKLOAD.type, ns):
             st = wl.get("status") or {}
-            if ((wl.get("spec") or {}).get("queueName") == plan.local_queue
-                    or (st.get("admission") or {}).get("clusterQueue") == plan.cluster_queue
-                    or any(c.get("name") == plan.admission_check for c in st.get("admissionChecks") or ())):
+            if ((ns, _spec(wl).get("queueName")) in queues
+                    or (st.get("admission") or {}).get("clusterQueue") in cqs
+                    or any(c.get("name") in checks for c in st.get("admissionChecks") or ())):
                 out.append(wl)
     return out
 
@@ -59,156 +344,118 @@ def _ref(obj: dict[str, Any]) -> str:
     return f"{obj.get('kind', '')} {meta.get('namespace')}/{meta.get('name')}"
 
 
+def _workload_state(wl: dict[str, Any]) -> str:
+    st = wl.get("status") or {}
+    parts = []
+    if (condition(wl, "Evicted") or {}).get("status") == "True":
+        parts.append("evicted")
+    if (condition(wl, "Requeued") or {}).get("status") == "True":
+        parts.append("requeued")
+    parts.append("admitted" if st.get("admission") else "pending")
+    if st.get("clusterName"):
+        parts.append(f"on {st['clusterName']}")
+    return f"Workload {(wl.get('metadata') or {}).get('namespace')}/{_name(wl)} ({', '.join(parts)})"
+
+
+def owners_of(workloads: list[dict[str, Any]], *, admitted: bool = False) -> list[tuple[str, str, str]]:
+    """(kind, namespace, name) of the owners of the non-terminal ``workloads`` (pending ones, or all with ``admitted``)."""
+    out = set()
+    for wl in workloads:
+        if _terminal(wl) or ((wl.get("status") or {}).get("admission") and not admitted):
+            continue
+        for owner in (wl.get("metadata") or {}).get("ownerReferences") or ():
+            out.add((str(owner.get("kind")), str((wl.get("metadata") or {}).get("namespace")), str(owner.get("name"))))
+    return sorted(out)
+
+
+def _owner_list(owners: list[tuple[str, str, str]]) -> str:
+    return ", ".join(f"{ns}/{kind}/{name}" + ("" if kind in CANCELLABLE else " (not a Job or RayJob: cancel it by hand)")
+                     for kind, ns, name in owners)
+
+
+# -- the workers, checked directly ---------------------------------------------------------------
+
+def _labels(obj: dict[str, Any]) -> dict[str, Any]:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def _dispatched(obj: dict[str, Any]) -> bool:
+    return ORIGIN_LABEL in _labels(obj) or PREBUILT_LABEL in _labels(obj)
+
+
+def _owner(obj: dict[str, Any], fallback_labels: tuple[tuple[str, str], ...] = ()) -> tuple[str, str] | None:
+    refs = list((obj.get("metadata") or {}).get("ownerReferences") or ())
+    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+    if ref is not None:
+        return str(ref.get("kind")), str(ref.get("name"))
+    labels = _labels(obj)
+    return next(((kind, str(labels[key])) for key, kind in fallback_labels if labels.get(key)), None)
+
+
+def _stuck(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    if not meta.get("deletionTimestamp"):
+        return ""
+    return f" (deleting since {meta['deletionTimestamp']}, finalizers {meta.get('finalizers') or []})"
+
+
+POD_OWNER_LABELS = (("batch.kubernetes.io/job-name", "Job"), ("job-name", "Job"), ("ray.io/cluster", "RayCluster"))
+
+
+def _pod_state(pod: dict[str, Any], why: str) -> str:
+    meta, spec, st = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    parts = [str(st.get("phase") or "phase unknown")]
+    if meta.get("deletionTimestamp"):
+        grace = meta.get("deletionGracePeriodSeconds", spec.get("terminationGracePeriodSeconds"))
+        parts.append(f"terminating since {meta['deletionTimestamp']}" + (f", grace period {grace} s" if grace is not None else ""))
+    if meta.get("finalizers"):
+        parts.append(f"finalizers {meta['finalizers']}")
+    if spec.get("nodeName"):
+        parts.append(f"on node {spec['nodeName']}")
+    return f"Pod {meta.get('namespace')}/{meta.get('name')} ({', '.join(parts)}; {why})"
+
+
 def remote_leftovers(worker: BackendAccess, namespaces: list[str]) -> list[str]:
-    """Dispatched objects still on a worker, checked directly there."""
-    left = []
+    """Dispatched objects still on a worker, checked directly there: Workloads, Jobs, RayJobs and
+    RayClusters Kueue dispatched (its labels, or owned by a dispatched RayJob), and every pod in the
+    namespaces whose owner was dispatched or no longer exists, or that is terminating."""
+    left: list[str] = []
     for ns in namespaces:
-        for rt in (R.WORKLOAD.type, R.JOB.type, R.RAY_JOB.type):
-            for obj in worker.list(rt, ns):
-                labels = (obj.get("metadata") or {}).get("labels") or {}
-                if ORIGIN_LABEL in labels or PREBUILT_LABEL in labels:
-                    obj.setdefault("kind", rt.kind)
-                    stuck = (obj.get("metadata") or {}).get("deletionTimestamp")
-                    left.append(_ref(obj) + (f" (deleting, finalizers {obj['metadata'].get('finalizers')})" if stuck else ""))
-        jobs = {(o.get("metadata") or {}).get("name") for o in worker.list(R.JOB.type, ns)
-                if PREBUILT_LABEL in ((o.get("metadata") or {}).get("labels") or {})}
+        present: dict[str, set[str]] = {}
+        dispatched: dict[str, set[str]] = {}
+        for rt in (R.WORKLOAD.type, R.RAY_JOB.type, RAY_CLUSTER, R.JOB.type):
+            objs = worker.list(rt, ns)
+            present[rt.kind] = {_name(o) for o in objs}
+            for obj in objs:
+                owner = _owner(obj)
+                if _dispatched(obj) or (owner is not None and owner[0] == "RayJob" and owner[1] in dispatched.get("RayJob", set())):
+                    dispatched.setdefault(rt.kind, set()).add(_name(obj))
+                    left.append(f"{rt.kind} {ns}/{_name(obj)}{_stuck(obj)}")
         for pod in worker.list(R.POD.type, ns):
-            labels = (pod.get("metadata") or {}).get("labels") or {}
-            if labels.get("job-name") in jobs or PREBUILT_LABEL in labels:
-                left.append(f"Pod {ns}/{pod['metadata']['name']}")
+            owner = _owner(pod, POD_OWNER_LABELS)
+            why = []
+            if _dispatched(pod):
+                why.append("dispatched")
+            if owner is not None and owner[0] in ("Job", "RayCluster"):
+                if owner[1] in dispatched.get(owner[0], set()):
+                    why.append(f"its {owner[0]} {owner[1]} was dispatched")
+                elif owner[1] not in present.get(owner[0], set()):
+                    why.append(f"its {owner[0]} {owner[1]} is gone")
+            if (pod.get("metadata") or {}).get("deletionTimestamp"):
+                why.append("still terminating")
+            if why:
+                left.append(_pod_state(pod, "; ".join(why)))
     return left
 
 
-class DeauthorizeStep(Step):
-    key = "deauthorize"
-    kind = "deauthorize"
-    title = "1. Remove tenant authorization, stop new submissions"
-    explanation = (
-        "The dedicated profile is limited to a team no tenant belongs to, so the client refuses new TauGrid "
-        "submissions through it, and each dedicated LocalQueue is held. Existing runs keep their status, logs and "
-        "cancel. The default queue is never repointed or touched.")
-
-    def refusal(self, ctx: StepContext) -> str | None:
-        if ctx.plan.local_queue in default_queues(ctx, tau_cluster(ctx)):
-            return f"refused: {ctx.plan.local_queue} is the default queue; a drain never touches it"
-        return None
-
-    def changes(self, ctx: StepContext) -> list[Change]:
-        tc = tau_cluster(ctx)
-        out = []
-        profiles = declared_profiles(tc)
-        if any(p.get("name") == ctx.plan.profile for p in profiles):
-            patched = []
-            for p in profiles:
-                if p.get("name") == ctx.plan.profile:
-                    p = dict(p, applicability=dict(p.get("applicability") or {}, teams=[DRAINED_TEAM]))
-                patched.append(p)
-            out.append(Change("patch", R.TAU_CLUSTER.type, "cluster", None, {"spec": {"workloadProfiles": patched}}))
-        for ns in ctx.plan.namespaces:
-            if ctx.manager.get(R.LOCAL_QUEUE.type, ctx.plan.local_queue, ns) is not None:
-                out.append(Change("patch", R.LOCAL_QUEUE.type, ctx.plan.local_queue, ns, {"spec": {"stopPolicy": "Hold"}}))
-        return out
-
-    def verify(self, ctx: StepContext) -> Check:
-        tc = tau_cluster(ctx)
-        evidence, problems = [], []
-        declared = next((p for p in declared_profiles(tc) if p.get("name") == ctx.plan.profile), None)
-        if declared is None:
-            evidence.append(f"profile {ctx.plan.profile} is not declared: no tenant can select it")
-        elif (declared.get("applicability") or {}).get("teams") != [DRAINED_TEAM]:
-            problems.append(f"profile {ctx.plan.profile} still applies to teams {(declared.get('applicability') or {}).get('teams') or 'all'}")
-        else:
-            evidence.append(f"profile {ctx.plan.profile} limited to team {DRAINED_TEAM}: tenants can no longer select it")
-        for ns in ctx.plan.namespaces:
-            lq = ctx.manager.get(R.LOCAL_QUEUE.type, ctx.plan.local_queue, ns)
-            policy = ((lq or {}).get("spec") or {}).get("stopPolicy")
-            if lq is None:
-                evidence.append(f"LocalQueue {ns}/{ctx.plan.local_queue} is gone")
-            elif policy not in ("Hold", "HoldAndDrain"):
-                problems.append(f"LocalQueue {ns}/{ctx.plan.local_queue} is not held (stopPolicy {policy or 'None'})")
-            else:
-                evidence.append(f"LocalQueue {ns}/{ctx.plan.local_queue} stopPolicy {policy}")
-        return Check(not problems, "; ".join(problems), tuple(evidence))
-
-
-class HoldAndDrainStep(Step):
-    key = "hold-and-drain"
-    kind = "drain"
-    title = "2. HoldAndDrain the dedicated ClusterQueue, cancel pending owners"
-    explanation = (
-        "The dedicated ClusterQueue gets stopPolicy HoldAndDrain (admitted workloads are evicted, which on the "
-        "worker deactivates their copies). Pending owners you pick are cancelled (deleted). Verification: the "
-        "ClusterQueue's pending, reserving and admitted counts are all zero.")
-
-    def pending_owners(self, ctx: StepContext) -> list[tuple[str, str, str]]:
-        """(kind, namespace, name) of the owners of pending dedicated workloads."""
-        out = []
-        for wl in dedicated_workloads(ctx):
-            st = wl.get("status") or {}
-            if _terminal(wl) or st.get("admission"):
-                continue
-            for owner in (wl.get("metadata") or {}).get("ownerReferences") or ():
-                if owner.get("kind") in ("Job", "RayJob"):
-                    out.append((owner["kind"], wl["metadata"]["namespace"], owner["name"]))
-        return sorted(out)
-
-    def _to_cancel(self, ctx: StepContext) -> list[tuple[str, str, str]]:
-        chosen = ctx.inputs.get("cancel")
-        owners = self.pending_owners(ctx)
-        if chosen == "all-pending":
-            return owners
-        picked = set(chosen or ())
-        return [o for o in owners if f"{o[1]}/{o[0]}/{o[2]}" in picked or f"{o[1]}/{o[2]}" in picked]
-
-    def changes(self, ctx: StepContext) -> list[Change]:
-        out = []
-        if ctx.manager.get(R.CLUSTER_QUEUE.type, ctx.plan.cluster_queue) is not None:
-            out.append(Change("patch", R.CLUSTER_QUEUE.type, ctx.plan.cluster_queue, None, {"spec": {"stopPolicy": "HoldAndDrain"}}))
-        for kind, ns, name in self._to_cancel(ctx):
-            rt = R.JOB.type if kind == "Job" else R.RAY_JOB.type
-            out.append(Change("delete", rt, name, ns))
-        return out
-
-    def apply(self, ctx: StepContext, dry_run: bool) -> list[str]:
-        lines = super().apply(ctx, dry_run)
-        if dry_run or not ctx.inputs.get("cancel"):
-            return lines
-        # HoldAndDrain evicts admitted workloads back to pending; the owners picked
-        # for cancellation are cancelled once the evictions have happened.
-        for _ in range(EVICTION_POLLS):
-            if not any((w.get("status") or {}).get("admission") and not _terminal(w) for w in dedicated_workloads(ctx)):
-                break
-            ctx.wait(2.0)
-        for kind, ns, name in self._to_cancel(ctx):
-            rt = R.JOB.type if kind == "Job" else R.RAY_JOB.type
-            lines.append(apply_change(ctx, Change("delete", rt, name, ns), False))
-        return lines
-
-    def verify(self, ctx: StepContext) -> Check:
-        cq = ctx.manager.get(R.CLUSTER_QUEUE.type, ctx.plan.cluster_queue)
-        if cq is None:
-            return Check(True, "", (f"ClusterQueue {ctx.plan.cluster_queue} is gone",))
-        spec, st = cq.get("spec") or {}, cq.get("status") or {}
-        counts = {k: int(st.get(k) or 0) for k in ("pendingWorkloads", "reservingWorkloads", "admittedWorkloads")}
-        evidence = [f"ClusterQueue {ctx.plan.cluster_queue} stopPolicy {spec.get('stopPolicy') or 'None'}, "
-                    + ", ".join(f"{k} {v}" for k, v in counts.items())]
-        problems = []
-        if spec.get("stopPolicy") != "HoldAndDrain":
-            problems.append(f"ClusterQueue {ctx.plan.cluster_queue} is not HoldAndDrain")
-        if any(counts.values()):
-            pending = self.pending_owners(ctx)
-            problems.append("counts not zero: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v)
-                            + (f"; pending owners you may cancel: {', '.join(f'{n}/{k}/{o}' for k, n, o in pending)}" if pending else ""))
-        return Check(not problems, "; ".join(problems), tuple(evidence))
-
-
-def _workers_directly(ctx: StepContext) -> tuple[list[str], list[str], list[str]]:
-    """(evidence, leftovers, unreachable) over every worker, asked directly."""
+def _workers_directly(ctx: StepContext, found: Discovery | None = None) -> tuple[list[str], list[str], list[str]]:
+    """(evidence, leftovers, unreachable) over every worker of the plan, asked directly."""
+    namespaces = tenant_namespaces(ctx, found)
     evidence, leftovers, unreachable = [], [], []
     for wp in ctx.plan.workers:
         try:
             worker = ctx.inspector(wp.name)
-            left = remote_leftovers(worker, list(ctx.plan.namespaces))
+            left = remote_leftovers(worker, namespaces)
         except AccessError as exc:
             unreachable.append(f"{wp.name}: {exc.message}")
             continue
@@ -216,9 +463,148 @@ def _workers_directly(ctx: StepContext) -> tuple[list[str], list[str], list[str]
             unreachable.append(f"{wp.name}: {getattr(exc, 'message', exc)}")
             continue
         leftovers += [f"{wp.name}: {item}" for item in left]
-        evidence.append(f"worker {wp.name} checked directly: "
-                        + ("no dispatched Job, RayJob, Workload or pod" if not left else f"{len(left)} objects left"))
+        evidence.append(f"worker {wp.name} checked directly in {', '.join(namespaces)}: "
+                        + ("no dispatched Job, RayJob, RayCluster, Workload or pod, no terminating pod"
+                           if not left else f"{len(left)} objects left"))
     return evidence, leftovers, unreachable
+
+
+# -- the steps ------------------------------------------------------------------------------------
+
+class DeauthorizeStep(Step):
+    key = "deauthorize"
+    kind = "deauthorize"
+    title = "1. Remove tenant authorization, stop new submissions"
+    explanation = (
+        "Every multiKueue profile found on the manager (the plan's and any other) is limited to a team no tenant "
+        "belongs to, so the client refuses new TauGrid submissions through it, and every LocalQueue of a MultiKueue "
+        "ClusterQueue is held. Existing runs keep their status, logs and cancel. The default queue is never "
+        "repointed or touched.")
+
+    def refusal(self, ctx: StepContext) -> str | None:
+        return _refusal(discover(ctx))
+
+    def changes(self, ctx: StepContext) -> list[Change]:
+        found = discover(ctx)
+        out = []
+        if found.tau_cluster is not None:
+            patch: dict[str, Any] = {}
+            profiles = declared_profiles(found.tau_cluster)
+            if any(p.get("name") in found.profiles and _teams(p) != [DRAINED_TEAM] for p in profiles):
+                patch["spec"] = {"workloadProfiles": [
+                    dict(p, applicability=dict(p.get("applicability") or {}, teams=[DRAINED_TEAM]))
+                    if p.get("name") in found.profiles else p for p in profiles]}
+                if found.removed:  # a new drain: what an earlier one removed explains no absence any more
+                    patch["metadata"] = {"annotations": {REMOVED_ANNOTATION: None}}
+            if patch:
+                out.append(Change("patch", R.TAU_CLUSTER.type, "cluster", None, patch))
+        for (ns, name), lq in sorted(found.local_queues.items()):
+            if _spec(lq).get("stopPolicy") not in HELD:
+                out.append(Change("patch", R.LOCAL_QUEUE.type, name, ns, {"spec": {"stopPolicy": "Hold"}}))
+        return out
+
+    def verify(self, ctx: StepContext) -> Check:
+        found = discover(ctx)
+        evidence, problems = [], []
+        for name, profile in sorted(found.profiles.items()):
+            if _teams(profile) != [DRAINED_TEAM]:
+                problems.append(f"profile {name} still applies to teams {_teams(profile) or 'all'}")
+            else:
+                evidence.append(f"profile {name} limited to team {DRAINED_TEAM}: tenants can no longer select it")
+        if found.status_current:
+            for name, profile in sorted(found.published.items()):
+                if _teams(profile) != [DRAINED_TEAM]:
+                    problems.append(f"profile {name} is still published to tenants in TauCluster status "
+                                    f"(teams {_teams(profile) or 'all'})")
+        elif found.published:
+            evidence.append("TauCluster status is not current: the client refuses every profile until TauGrid catches up")
+        for (ns, name), lq in sorted(found.local_queues.items()):
+            policy = _spec(lq).get("stopPolicy")
+            if policy not in HELD:
+                problems.append(f"LocalQueue {ns}/{name} is not held (stopPolicy {policy or 'None'})")
+            else:
+                evidence.append(f"LocalQueue {ns}/{name} stopPolicy {policy}")
+        evidence.append(f"default queue {', '.join(sorted(found.defaults))} left as it is")
+        return _check(found, problems, evidence, ctx.plan)
+
+
+class HoldAndDrainStep(Step):
+    key = "hold-and-drain"
+    kind = "drain"
+    title = "2. HoldAndDrain the dedicated ClusterQueues, cancel pending owners"
+    explanation = (
+        "Every dedicated ClusterQueue and its LocalQueues get stopPolicy HoldAndDrain (admitted workloads are evicted, which on the "
+        "worker deactivates their copies). Pending owners you pick are cancelled (deleted). Verification: each "
+        "ClusterQueue's pending, reserving and admitted counts are zero, and no dedicated Workload, counted "
+        "directly, is still pending, evicted or admitted.")
+
+    def refusal(self, ctx: StepContext) -> str | None:
+        return _refusal(discover(ctx))
+
+    def pending_owners(self, ctx: StepContext) -> list[tuple[str, str, str]]:
+        """(kind, namespace, name) of the owners of pending (or evicted) dedicated workloads."""
+        return owners_of(dedicated_workloads(ctx))
+
+    def _to_cancel(self, ctx: StepContext) -> list[tuple[str, str, str]]:
+        chosen = ctx.inputs.get("cancel")
+        owners = [o for o in self.pending_owners(ctx) if o[0] in CANCELLABLE]
+        if chosen == "all-pending":
+            return owners
+        picked = set(chosen or ())
+        return [o for o in owners if f"{o[1]}/{o[0]}/{o[2]}" in picked or f"{o[1]}/{o[2]}" in picked]
+
+    def changes(self, ctx: StepContext) -> list[Change]:
+        found = discover(ctx)
+        out = [Change("patch", R.CLUSTER_QUEUE.type, name, None, {"spec": {"stopPolicy": "HoldAndDrain"}})
+               for name, cq in sorted(found.cluster_queues.items())
+               if name not in found.default_cqs and _spec(cq).get("stopPolicy") != "HoldAndDrain"]
+        # Kueue drops a held LocalQueue from its queue manager, and then a ClusterQueue's HoldAndDrain no
+        # longer finds the ClusterQueue of that queue's admitted workloads: it never evicts them (seen on
+        # T3 with Kueue v0.17). The LocalQueue's own HoldAndDrain evicts them.
+        out += [Change("patch", R.LOCAL_QUEUE.type, name, ns, {"spec": {"stopPolicy": "HoldAndDrain"}})
+                for (ns, name), lq in sorted(found.local_queues.items())
+                if _spec(lq).get("clusterQueue") not in found.default_cqs and _spec(lq).get("stopPolicy") != "HoldAndDrain"]
+        out += [Change("delete", CANCELLABLE[kind], name, ns) for kind, ns, name in self._to_cancel(ctx)]
+        return out
+
+    def apply(self, ctx: StepContext, dry_run: bool) -> list[str]:
+        lines = super().apply(ctx, dry_run)
+        if dry_run or not ctx.inputs.get("cancel"):
+            return lines
+        # HoldAndDrain evicts admitted workloads back to pending; the owners picked
+        # for cancellation are cancelled once the evictions have happened (or the time is up).
+        deadline = Deadline(ctx, EVICTION_TIMEOUT)
+        while any((w.get("status") or {}).get("admission") and not _terminal(w) for w in dedicated_workloads(ctx)):
+            if not deadline.wait(EVICTION_POLL):
+                break
+        for kind, ns, name in self._to_cancel(ctx):
+            lines.append(apply_change(ctx, Change("delete", CANCELLABLE[kind], name, ns), False))
+        return lines
+
+    def verify(self, ctx: StepContext) -> Check:
+        found = discover(ctx)
+        evidence, problems = [], []
+        for name, cq in sorted(found.cluster_queues.items()):
+            if name in found.default_cqs:
+                continue
+            policy, st = _spec(cq).get("stopPolicy"), cq.get("status") or {}
+            counts = {k: int(st.get(k) or 0) for k in ("pendingWorkloads", "reservingWorkloads", "admittedWorkloads")}
+            evidence.append(f"ClusterQueue {name} stopPolicy {policy or 'None'}, " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+            if policy != "HoldAndDrain":
+                problems.append(f"ClusterQueue {name} is not HoldAndDrain")
+            if any(counts.values()):
+                problems.append(f"ClusterQueue {name} counts not zero: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+        workloads = dedicated_workloads(ctx, found)
+        live = [w for w in workloads if not _terminal(w)]
+        evidence.append(f"dedicated Workloads counted directly in {', '.join(tenant_namespaces(ctx, found))}: "
+                        f"{len(workloads)}, {len(live)} not terminal")
+        if live:
+            problems.append("dedicated Workloads not terminal: " + ", ".join(_workload_state(w) for w in live))
+            pending = owners_of(live)
+            if pending:
+                problems.append(f"pending owners you may cancel: {_owner_list(pending)} "
+                                "(drain --cancel-pending, or --cancel NS/KIND/NAME)")
+        return _check(found, problems, evidence, ctx.plan)
 
 
 class WaitTerminalStep(Step):
@@ -226,189 +612,100 @@ class WaitTerminalStep(Step):
     kind = "wait"
     title = "3. Every manager Workload terminal; workers clean, checked directly"
     explanation = (
-        "Waits until every Workload of the dedicated queue on the manager is finished or gone, then asks each "
-        "worker directly (with its stored credential) for the dispatched Jobs, RayJobs, Workloads and pods and "
+        "Waits until every Workload of the dedicated queues on the manager is finished or gone, then asks each "
+        "worker directly (with the plan's adminContext, else its stored credential) for the dispatched Jobs, "
+        "RayJobs, RayClusters, Workloads and their pods, for pods still terminating or whose owner is gone, and "
         "for objects stuck on finalizers. An unreachable worker is not clean.")
 
+    def refusal(self, ctx: StepContext) -> str | None:
+        return _refusal(discover(ctx))
+
     def verify(self, ctx: StepContext) -> Check:
-        active = [_ref(dict(w, kind="Workload")) + (f" on {w['status']['clusterName']}" if (w.get("status") or {}).get("clusterName") else "")
-                  for w in dedicated_workloads(ctx) if not _terminal(w)]
-        evidence, leftovers, unreachable = _workers_directly(ctx)
+        found = discover(ctx)
+        live = [w for w in dedicated_workloads(ctx, found) if not _terminal(w)]
+        evidence, leftovers, unreachable = _workers_directly(ctx, found)
         problems = []
-        if active:
-            problems.append("manager Workloads not terminal: " + ", ".join(active))
+        if live:
+            problems.append("manager Workloads not terminal: " + ", ".join(_workload_state(w) for w in live))
+            owners = owners_of(live, admitted=True)
+            if owners:
+                problems.append(f"owners to cancel: {_owner_list(owners)} (drain --cancel-pending, or --cancel NS/KIND/NAME)")
         if leftovers:
-            problems.append("left on workers: " + ", ".join(leftovers))
+            problems.append("left on workers (remote cleanup not complete): " + ", ".join(leftovers))
         if unreachable:
             problems.append("cannot check directly: " + "; ".join(unreachable))
-        evidence.insert(0, f"manager: {len(active)} non-terminal Workloads of the dedicated queue")
-        return Check(not problems, "; ".join(problems), tuple(evidence))
+        evidence.insert(0, f"manager: {len(live)} non-terminal Workloads of the dedicated queues")
+        return _check(found, problems, evidence, ctx.plan)
 
 
 class RemoveRoutingStep(Step):
     key = "remove-routing"
     kind = "remove"
-    title = "4. Remove the profile, then the AdmissionCheck and queue wiring"
+    title = "4. Remove the profiles, then the AdmissionCheck and queue wiring"
     explanation = (
-        "Removes the multiKueue profile from TauCluster/cluster, then the dedicated LocalQueues, ClusterQueue, "
-        "AdmissionCheck, MultiKueueConfig and MultiKueueClusters. Refused while any Workload still references "
-        "the AdmissionCheck.")
+        "Removes every multiKueue profile from TauCluster/cluster, then the dedicated LocalQueues, ClusterQueues, "
+        "AdmissionChecks, MultiKueueConfigs and MultiKueueClusters found on the manager, and notes on "
+        "TauCluster/cluster what the drain removed. Refused while any Workload still references them.")
 
     def refusal(self, ctx: StepContext) -> str | None:
-        users = [_ref(dict(w, kind="Workload")) for w in dedicated_workloads(ctx) if not _terminal(w)]
+        found = discover(ctx)
+        if found.untouchable:
+            return _refusal(found)
+        users = [_ref(dict(w, kind="Workload")) for w in dedicated_workloads(ctx, found) if not _terminal(w)]
         if users:
-            return "refused: these Workloads still reference the dedicated queue or AdmissionCheck: " + ", ".join(users)
+            return "refused: these Workloads still reference the dedicated queues or AdmissionChecks: " + ", ".join(users)
         return None
 
     def changes(self, ctx: StepContext) -> list[Change]:
-        plan = ctx.plan
+        found = discover(ctx)
         out = []
-        profiles = declared_profiles(tau_cluster(ctx))
-        if any(p.get("name") == plan.profile for p in profiles):
-            out.append(Change("patch", R.TAU_CLUSTER.type, "cluster", None,
-                              {"spec": {"workloadProfiles": [p for p in profiles if p.get("name") != plan.profile]}}))
-        out += [Change("delete", R.LOCAL_QUEUE.type, plan.local_queue, ns) for ns in plan.namespaces]
-        out += [Change("delete", R.CLUSTER_QUEUE.type, plan.cluster_queue),
-                Change("delete", R.ADMISSION_CHECK.type, plan.admission_check),
-                Change("delete", R.MULTIKUEUE_CONFIG.type, plan.config)]
-        out += [Change("delete", R.MULTIKUEUE_CLUSTER.type, w.name) for w in plan.workers]
+        if found.tau_cluster is not None:
+            removing = sorted(found.removed | set(found.present_refs()))
+            patch: dict[str, Any] = {"metadata": {"annotations": {REMOVED_ANNOTATION: json.dumps(removing)}}}
+            profiles = declared_profiles(found.tau_cluster)
+            if any(p.get("name") in found.profiles for p in profiles):
+                patch["spec"] = {"workloadProfiles": [p for p in profiles if p.get("name") not in found.profiles]}
+            out.append(Change("patch", R.TAU_CLUSTER.type, "cluster", None, patch))
+        out += [Change("delete", R.LOCAL_QUEUE.type, name, ns) for ns, name in sorted(found.local_queues)]
+        out += [Change("delete", R.CLUSTER_QUEUE.type, name) for name in sorted(found.cluster_queues)
+                if name not in found.default_cqs]
+        out += [Change("delete", R.ADMISSION_CHECK.type, name) for name in sorted(found.checks)]
+        out += [Change("delete", R.MULTIKUEUE_CONFIG.type, name) for name in sorted(found.configs)]
+        out += [Change("delete", R.MULTIKUEUE_CLUSTER.type, name) for name in sorted(found.clusters)]
         return out
 
     def verify(self, ctx: StepContext) -> Check:
-        plan = ctx.plan
-        left = []
-        if any(p.get("name") == plan.profile for p in declared_profiles(tau_cluster(ctx))):
-            left.append(f"profile {plan.profile}")
-        for ns in plan.namespaces:
-            if ctx.manager.get(R.LOCAL_QUEUE.type, plan.local_queue, ns) is not None:
-                left.append(f"LocalQueue {ns}/{plan.local_queue}")
-        for rt, name in ((R.CLUSTER_QUEUE.type, plan.cluster_queue), (R.ADMISSION_CHECK.type, plan.admission_check),
-                         (R.MULTIKUEUE_CONFIG.type, plan.config), *((R.MULTIKUEUE_CLUSTER.type, w.name) for w in plan.workers)):
-            if ctx.manager.get(rt, name) is not None:
-                left.append(f"{rt.kind} {name}")
+        found = discover(ctx)
+        problems = []
+        left = found.present_refs()
         if left:
-            return Check(False, "still present: " + ", ".join(left))
-        return Check(True, "", ("profile, LocalQueues, ClusterQueue, AdmissionCheck, MultiKueueConfig and MultiKueueClusters are gone",))
-
-
-def _bound_secret(token: str) -> tuple[str, str] | None:
-    """(namespace, name) of the Secret a TokenRequest token is bound to (its ``kubernetes.io`` claim)."""
-    import base64
-    import json
-
-    parts = token.split(".")
-    if len(parts) != 3:
-        return None
-    try:
-        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
-    except ValueError:
-        return None
-    k8s = claims.get("kubernetes.io") or {}
-    secret = k8s.get("secret") or {}
-    if secret.get("name") and k8s.get("namespace"):
-        return str(k8s["namespace"]), str(secret["name"])
-    return None
-
-
-def revoke_on_worker(admin: BackendAccess, credential: WorkerCredential) -> list[str]:
-    """Revoke ``credential`` on the worker: delete the Secret its token is bound to (a TokenRequest
-    token with ``boundObjectRef``), or the legacy ServiceAccount token Secret that holds it."""
-    import base64
-
-    user = (credential.document().get("users") or [{}])[0].get("user") or {}
-    token = str(user.get("token") or "")
-    if not token:
-        return [f"{credential.fingerprint} is a client certificate: revoke it in your identity system"]
-    bound = _bound_secret(token)
-    if bound is not None:
-        namespace, name = bound
-        gone = not admin.delete(SECRET, name, namespace)
-        return [f"{'bound Secret already gone' if gone else 'deleted the Secret the token is bound to'}: "
-                f"{namespace}/{name} on the worker; {credential.fingerprint} revoked"]
-    wanted = base64.b64encode(token.encode()).decode()
-    done = []
-    for secret in admin.list(SECRET, None):
-        if secret.get("type") == "kubernetes.io/service-account-token" and (secret.get("data") or {}).get("token") == wanted:
-            meta = secret["metadata"]
-            admin.delete(SECRET, meta["name"], meta.get("namespace"))
-            done.append(f"deleted token Secret {meta.get('namespace')}/{meta['name']} on the worker: {credential.fingerprint} revoked")
-    return done or [f"no Secret-bound token for {credential.fingerprint} found on the worker; revoke it in your identity system"]
-
-
-def credential_rejected(ctx: StepContext, credential: WorkerCredential) -> tuple[bool, str]:
-    try:
-        who = ctx.connector.connect(credential).whoami()
-    except AccessError as exc:
-        if exc.code == 401:
-            return True, f"{credential.fingerprint} is rejected by worker {credential.worker} (401 Unauthorized)"
-        return False, f"cannot tell whether {credential.fingerprint} still works: {exc.message}"
-    return False, f"{credential.fingerprint} still authenticates on {credential.worker} as {who}"
+            problems.append("still present: " + ", ".join(left))
+        if found.status_current and found.published:
+            problems.append("still published in TauCluster status: " + ", ".join(f"profile {n}" for n in sorted(found.published)))
+        evidence = ["no multiKueue profile, dedicated LocalQueue or ClusterQueue, MultiKueue AdmissionCheck, "
+                    "MultiKueueConfig or MultiKueueCluster is left on the manager"] if not left else []
+        if found.removed:
+            evidence.append(f"removed by the drain ({REMOVED_ANNOTATION} on TauCluster/cluster): {', '.join(sorted(found.removed))}")
+        return _check(found, problems, evidence, ctx.plan)
 
 
 def remote_needs(ctx: StepContext) -> list[str]:
     """Remote workloads that still need a worker credential: non-terminal manager
     Workloads placed on a worker, and dispatched objects on the workers themselves."""
     workers = {w.name for w in ctx.plan.workers}
+    found = discover(ctx)
     needs = []
-    for ns in ctx.plan.namespaces:
+    for ns in tenant_namespaces(ctx, found):
         for wl in ctx.manager.list(R.WORKLOAD.type, ns):
             where = (wl.get("status") or {}).get("clusterName")
             if where in workers and not _terminal(wl):
                 needs.append(f"Workload {ns}/{wl['metadata']['name']} running on {where}")
-    _, leftovers, unreachable = _workers_directly(ctx)
+    _, leftovers, unreachable = _workers_directly(ctx, found)
     needs += [f"{item} (on the worker)" for item in leftovers]
     needs += [f"worker {u} cannot be checked; its remote workloads may still need the credential" for u in unreachable]
     return needs
 
 
-class RevokeStep(Step):
-    key = "revoke"
-    kind = "revoke"
-    title = "5. Revoke and delete the worker credentials"
-    explanation = (
-        "Last: with the worker admin context from the plan, the ServiceAccount token behind each credential is "
-        "deleted on the worker (so the old credential stops working), then the Secret on the manager is deleted. "
-        "Refused while any remote workload still needs the credential; the refusal names them.")
-
-    def refusal(self, ctx: StepContext) -> str | None:
-        needs = remote_needs(ctx)
-        if needs:
-            return "refused: remote workloads still need the worker credentials: " + "; ".join(needs)
-        return None
-
-    def changes(self, ctx: StepContext) -> list[Change]:
-        return [Change("delete", SECRET, w.secret_name, ctx.plan.kueue_namespace) for w in ctx.plan.workers]
-
-    def apply(self, ctx: StepContext, dry_run: bool) -> list[str]:
-        lines = []
-        if not dry_run:
-            revoked = ctx.inputs.setdefault("revoked", {})
-            for wp in ctx.plan.workers:
-                stored = credential_from_secret(wp.name, ctx.manager.get(SECRET, wp.secret_name, ctx.plan.kueue_namespace))
-                if stored is None:
-                    continue
-                if wp.admin_context:
-                    lines += revoke_on_worker(ctx.connector.admin(wp.admin_context), stored)
-                else:
-                    lines.append(f"worker {wp.name}: no adminContext in the plan; revoke {stored.fingerprint} in your identity system")
-                revoked[wp.name] = stored
-        return lines + super().apply(ctx, dry_run)
-
-    def verify(self, ctx: StepContext) -> Check:
-        left = [f"Secret {ctx.plan.kueue_namespace}/{w.secret_name}" for w in ctx.plan.workers
-                if ctx.manager.get(SECRET, w.secret_name, ctx.plan.kueue_namespace) is not None]
-        if left:
-            return Check(False, "still present: " + ", ".join(left))
-        evidence = ["every worker credential Secret is deleted from the manager"]
-        problems = []
-        for worker, cred in sorted((ctx.inputs.get("revoked") or {}).items()):
-            rejected, text = credential_rejected(ctx, cred)
-            evidence.append(text)
-            if not rejected and ctx.plan.worker(worker) and ctx.plan.worker(worker).admin_context:
-                problems.append(text)
-        return Check(not problems, "; ".join(problems), tuple(evidence))
-
-
 def drain_flow() -> Flow:
     return Flow("drain", "MultiKueue drain and rollback checklist",
-                [DeauthorizeStep(), HoldAndDrainStep(), WaitTerminalStep(), RemoveRoutingStep(), RevokeStep()])
+                [DeauthorizeStep(), HoldAndDrainStep(), WaitTerminalStep(), RemoveRoutingStep(), RevokeStep(remote_needs)])

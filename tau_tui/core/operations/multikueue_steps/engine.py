@@ -14,7 +14,7 @@ the cluster says it stands.
 from __future__ import annotations
 
 import enum
-import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,10 +33,11 @@ class StepState(str, enum.Enum):
     REFUSED = "refused"
     FAILED = "failed"  # applied, and the promised condition did not arrive in time
     ERROR = "error"  # the cluster could not be asked
+    ACTION = "action"  # not verified, and waiting will not change that: the operator must act (the reason says how)
 
 
 MARKS = {StepState.VERIFIED: "✓", StepState.READY: "▶", StepState.LOCKED: "○", StepState.REFUSED: "✗",
-         StepState.FAILED: "✗", StepState.ERROR: "?"}
+         StepState.FAILED: "✗", StepState.ERROR: "?", StepState.ACTION: "⚠"}
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class Check:
     ok: bool
     reason: str = ""
     evidence: tuple[str, ...] = ()
+    #: What the operator must do by hand before this can verify (the step shows ⚠ and is not verified).
+    action: str = ""
 
 
 @dataclass(frozen=True)
@@ -152,10 +155,14 @@ class StepContext:
     plan: Any  # MultiKueuePlan
     #: Wait this many seconds (time.sleep for a real cluster; world.advance in the simulation).
     wait: Callable[[float], None]
+    #: Seconds on the clock ``wait`` moves (time.monotonic for a real cluster; the world's clock in the simulation).
+    now: Callable[[], float] = time.monotonic
     default_queue: str = "jobqueue"
     keyring: Any = None  # CredentialVault (rotation)
     #: Inputs the operator gives while running (cancel choices, rotation's new credential).
     inputs: dict[str, Any] = field(default_factory=dict)
+    #: The exercise record's evidence that must survive a restart (records.Recorder or records.RecordJournal).
+    journal: Any = None
     _workers: dict[str, BackendAccess] = field(default_factory=dict)
     _credentials: dict[str, WorkerCredential] = field(default_factory=dict)
 
@@ -194,6 +201,31 @@ class StepContext:
 
     def forget_workers(self) -> None:
         self._workers.clear()
+
+
+class Deadline:
+    """A time budget on the context's clock.  Each wait lasts at least the seconds asked, so the seconds
+    waited bound the elapsed time from below too: a clock that does not move with ``wait`` (the real clock
+    over a simulated wait) cannot make a loop run on."""
+
+    def __init__(self, ctx: StepContext, seconds: float):
+        self.ctx = ctx
+        self.seconds = seconds
+        self.start = ctx.now()
+        self.waited = 0.0
+
+    def elapsed(self) -> float:
+        return max(self.ctx.now() - self.start, self.waited)
+
+    def wait(self, poll: float) -> bool:
+        """Wait ``poll`` seconds, or what is left of the budget; False (and no wait) once it is spent."""
+        left = self.seconds - self.elapsed()
+        if left <= 0:
+            return False
+        step = min(poll, left)
+        self.ctx.wait(step)
+        self.waited += step
+        return True
 
 
 @dataclass(frozen=True)
@@ -265,7 +297,7 @@ class Exercise:
             return Check(False, exc.message), StepState.ERROR
         except Refused as exc:
             return Check(False, exc.message), StepState.REFUSED
-        return check, (StepState.VERIFIED if check.ok else StepState.READY)
+        return check, (StepState.VERIFIED if check.ok else StepState.ACTION if check.action else StepState.READY)
 
     def survey(self) -> list[StepStatus]:
         """Every step's state from the cluster now: verified steps, the first
@@ -337,15 +369,15 @@ class Exercise:
         return True, lines
 
     def wait_verified(self, step: Step, timeout: float) -> Check:
-        """Poll ``verify`` every ``poll_seconds`` until it holds or ``timeout`` passes (bounded by a count)."""
-        polls = max(1, math.ceil(timeout / self.poll_seconds))
+        """Poll ``verify`` every ``poll_seconds`` until it holds or ``timeout`` has passed on the context's
+        clock (the time ``verify`` itself takes counts too)."""
+        deadline = Deadline(self.ctx, timeout)
         check, _ = self._check(step)
-        for _ in range(polls):
-            if check.ok:
+        while not (check.ok or check.action):  # waiting does not do what only the operator can
+            if not deadline.wait(self.poll_seconds):
                 break
-            self.ctx.wait(self.poll_seconds)
             check, _ = self._check(step)
-        if not check.ok:
+        if not check.ok and not check.action:
             check = Check(False, f"not verified within {timeout:g} s: {check.reason}", check.evidence)
         return check
 

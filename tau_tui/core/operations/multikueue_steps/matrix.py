@@ -2,26 +2,37 @@
 contract"; taugrid.md §9.1): before tenants are authorised, every eligible
 worker must match the manager's Kubernetes, Kueue, KubeRay and workload CRD
 *minor* versions and hold the queue, ServiceAccount, Secrets, StorageClass,
-PVCs, image pull secrets, GPU capacity and flavors the workloads need.
+PVCs, images' pull secrets, dataset and checkpoint claims, GPU capacity,
+flavors, topology and network policies the workloads need.
 
-Each cell is ✓, ✗ with the reason, or "not readable" with the permission
-that is missing.  Unreadable is not healthy: the step verifies only when
-every cell is ✓."""
+Each cell is ✓ (proven from what both API servers serve), ✗ with the reason,
+or ``? unknown`` naming what could not be read or established.  Unknown is
+not healthy: the step verifies only when every cell is ✓.
+
+Versions come from the servers: Kubernetes from ``/version``, the workload
+CRDs from ``spec.versions`` (served and storage sets compared exactly), and
+Kueue's and KubeRay's release from their CRDs' ``app.kubernetes.io/version``
+label (set by the Helm charts) or, without it, from the image tag of their
+controller Deployment.  Neither found on a side: that cell is unknown."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.operations.multikueue_steps.access import (
     CRD,
+    DEPLOYMENT,
+    NETWORK_POLICY,
     PVC,
     SECRET,
     SERVICE_ACCOUNT,
     STORAGE_CLASS,
+    TOPOLOGY,
     AccessError,
     BackendAccess,
 )
@@ -29,14 +40,21 @@ from tau_tui.core.operations.multikueue_steps.engine import StepContext
 from tau_tui.core.operations.multikueue_steps.plan import MultiKueuePlan
 
 R = ResourceKind
-OK, BAD, UNREADABLE = "ok", "bad", "unreadable"
-MARK = {OK: "✓", BAD: "✗", UNREADABLE: "?"}
+OK, BAD, UNKNOWN = "ok", "bad", "unknown"
+MARK = {OK: "✓", BAD: "✗", UNKNOWN: "?"}
 COLUMNS = ("Kubernetes", "Kueue", "KubeRay", "Workload CRDs", "Queue", "ServiceAccount", "Secret", "StorageClass",
-           "PVC", "Image pull secrets", "GPU capacity", "Flavors")
+           "PVC", "Image pull secrets", "GPU capacity", "Flavors", "Images", "Dataset/checkpoint", "Topology",
+           "Network")
 KUEUE_CRD = "workloads.kueue.x-k8s.io"
 KUBERAY_CRD = "rayjobs.ray.io"
 WORKLOAD_CRDS = ("workloads.kueue.x-k8s.io", "rayjobs.ray.io", "rayclusters.ray.io")
 VERSION_LABEL = "app.kubernetes.io/version"
+#: Each release's controller Deployment (label selector, container), read when its CRDs carry no
+#: version label: Kueue's chart and kustomize manifests and KubeRay's chart set these labels.
+KUEUE_CONTROLLER = ("app.kubernetes.io/name=kueue", "manager")
+KUBERAY_CONTROLLER = ("app.kubernetes.io/name=kuberay-operator", "kuberay-operator")
+#: The runs whose pod specs say what a tenant's workloads need on a worker.
+RUN_TYPES = (R.JOB.type, R.RAY_JOB.type, R.POD.type)
 _MINOR = re.compile(r"v?(\d+)\.(\d+)")
 
 
@@ -51,6 +69,10 @@ class Cell:
 
     def __str__(self) -> str:
         return f"{self.mark} {self.text}"
+
+
+def unknown(what: str) -> Cell:
+    return Cell(UNKNOWN, f"unknown: {what}")
 
 
 @dataclass(frozen=True)
@@ -75,53 +97,271 @@ def _cell(read: Callable[[], Cell]) -> Cell:
     try:
         return read()
     except AccessError as exc:
-        if exc.code in (401, 403):
-            return Cell(UNREADABLE, f"not readable: {exc.message}")
-        return Cell(UNREADABLE, f"not readable: {exc.message}")
+        return unknown(exc.message)
 
 
 def _compare(what: str, mine: str | None, theirs: str | None) -> Cell:
+    """Two releases by minor version; None: not installed on that side."""
     if theirs is None:
         return Cell(BAD, f"{what} not installed on the worker")
     if mine is None:
         return Cell(BAD, f"{what} not installed on the manager")
+    for side, version in (("manager", mine), ("worker", theirs)):
+        if minor(version) is None:
+            return unknown(f"the {side}'s {what} release {version!r} is not a version")
     if minor(mine) != minor(theirs):
         return Cell(BAD, f"{theirs} vs manager {mine}: minor differs (out of contract)")
     return Cell(OK, theirs)
 
 
-def _crd_version(access: BackendAccess, name: str) -> str | None:
+# -- releases -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Release:
+    """A component's release on one cluster: ``version``, or why it is not known."""
+
+    installed: bool
+    version: str | None = None
+    why_unknown: str = ""
+
+
+def image_tag(image: str) -> str | None:
+    """``registry.k8s.io/kueue/kueue:v0.17.0`` → ``v0.17.0``; None for a digest-only or untagged image."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return last.rsplit(":", 1)[1] if ":" in last else None
+
+
+def _release(access: BackendAccess, crd_name: str, controller: tuple[str, str], namespace: str | None) -> Release:
+    """The release from the CRD's version label, else from the controller container's image tag
+    (``namespace`` None: any namespace)."""
+    crd = access.get(CRD, crd_name)
+    if crd is None:
+        return Release(False)
+    label = ((crd.get("metadata") or {}).get("labels") or {}).get(VERSION_LABEL)
+    if label:
+        return Release(True, str(label))
+    selector, container = controller
+    where = f"in {namespace}" if namespace else "in any namespace"
+    missing = f"no {VERSION_LABEL} label on {crd_name}"
+    try:
+        deployments = access.list(DEPLOYMENT, namespace, label_selector=selector)
+    except AccessError as exc:
+        return Release(True, None, f"{missing}, and its controller Deployment is not readable ({exc.message})")
+    tags = sorted({tag for d in deployments
+                   for c in (((d.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or ()
+                   if c.get("name") == container and (tag := image_tag(str(c.get("image") or ""))) and minor(tag)})
+    if len(tags) == 1:
+        return Release(True, tags[0])
+    if not tags:
+        return Release(True, None, f"{missing} and no Deployment labelled {selector} {where} whose {container} "
+                                   "container image has a version tag")
+    return Release(True, None, f"{missing}, and the Deployments labelled {selector} {where} disagree: {', '.join(tags)}")
+
+
+def _release_cell(what: str, mine: Release, theirs: Release) -> Cell:
+    if not theirs.installed:
+        return Cell(BAD, f"{what} not installed on the worker")
+    if not mine.installed:
+        return Cell(BAD, f"{what} not installed on the manager")
+    for side, release in (("manager", mine), ("worker", theirs)):
+        if release.version is None:
+            return unknown(f"{what} release on the {side}: {release.why_unknown}")
+    return _compare(what, mine.version, theirs.version)
+
+
+# -- workload CRDs ----------------------------------------------------------------
+
+
+def _crd_versions(access: BackendAccess, name: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """(served, storage) version names of a CRD; None when it is not installed."""
     crd = access.get(CRD, name)
     if crd is None:
         return None
-    labels = (crd.get("metadata") or {}).get("labels") or {}
-    return labels.get(VERSION_LABEL) or "served " + ",".join(
-        sorted(v.get("name", "") for v in (crd.get("spec") or {}).get("versions") or () if v.get("served")))
+    versions = [v for v in (crd.get("spec") or {}).get("versions") or () if isinstance(v, dict)]
+    return (frozenset(str(v.get("name")) for v in versions if v.get("served")),
+            frozenset(str(v.get("name")) for v in versions if v.get("storage")))
 
 
-def _served(access: BackendAccess, name: str) -> list[str] | None:
-    crd = access.get(CRD, name)
-    if crd is None:
-        return None
-    return sorted(v.get("name", "") for v in (crd.get("spec") or {}).get("versions") or () if v.get("served"))
+def _shown(names: Iterable[str]) -> str:
+    return ",".join(sorted(names)) or "none"
+
+
+def _workload_crds(manager: BackendAccess, worker: BackendAccess) -> Cell:
+    bad, unproven, neither = [], [], []
+    for crd in WORKLOAD_CRDS:
+        mine, theirs = _crd_versions(manager, crd), _crd_versions(worker, crd)
+        if mine is None and theirs is None:
+            neither.append(crd)
+            continue
+        if mine is None or theirs is None:
+            bad.append(f"{crd} not installed on the {'manager' if mine is None else 'worker'}")
+            continue
+        for side, (served, storage) in (("manager", mine), ("worker", theirs)):
+            if not served or len(storage) != 1:
+                unproven.append(f"{crd} on the {side} lists served {_shown(served)}, storage {_shown(storage)}")
+        if mine[0] != theirs[0]:
+            bad.append(f"{crd} serves {_shown(theirs[0])} vs manager {_shown(mine[0])}")
+        if mine[1] != theirs[1]:
+            bad.append(f"{crd} stores {_shown(theirs[1])} vs manager {_shown(mine[1])}")
+    if bad:
+        return Cell(BAD, "; ".join(bad))
+    if unproven:
+        return unknown("; ".join(unproven))
+    return Cell(OK, "same served & storage" + (f" ({', '.join(neither)} on neither)" if neither else ""))
+
+
+# -- what the tenants' runs need ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunNeeds:
+    """What the manager's runs in the tenant namespaces use, each with the first run that uses it."""
+
+    runs: int
+    images: dict[str, str]
+    pull_secrets: dict[tuple[str, str], str]
+    service_accounts: dict[tuple[str, str], str]
+    claims: dict[tuple[str, str], str]
+
+
+def pod_specs(rt: ResourceType, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod specs of a Job, a RayJob (head, worker groups, submitter) or a Pod."""
+    spec = obj.get("spec") or {}
+    if rt.kind == "Pod":
+        return [spec]
+    if rt.kind == "Job":
+        return [(spec.get("template") or {}).get("spec") or {}]
+    cluster = spec.get("rayClusterSpec") or {}
+    templates = [(cluster.get("headGroupSpec") or {}).get("template"), spec.get("submitterPodTemplate"),
+                 *((group or {}).get("template") for group in cluster.get("workerGroupSpecs") or ())]
+    return [(t.get("spec") or {}) for t in templates if isinstance(t, dict)]
+
+
+def run_needs(manager: BackendAccess, namespaces: Iterable[str]) -> RunNeeds:
+    """Read every Job, RayJob and pod the manager holds in the tenant namespaces (the recent runs:
+    finished ones stay until their TTL) for images, pull secrets, ServiceAccounts and claims."""
+    runs = 0
+    images: dict[str, str] = {}
+    pull: dict[tuple[str, str], str] = {}
+    accounts: dict[tuple[str, str], str] = {}
+    claims: dict[tuple[str, str], str] = {}
+    for ns in namespaces:
+        for rt in RUN_TYPES:
+            for obj in manager.list(rt, ns):
+                runs += 0 if rt.kind == "Pod" else 1
+                run = f"{rt.kind} {ns}/{(obj.get('metadata') or {}).get('name')}"
+                for spec in pod_specs(rt, obj):
+                    for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+                        if container.get("image"):
+                            images.setdefault(str(container["image"]), run)
+                    for ref in spec.get("imagePullSecrets") or ():
+                        if ref.get("name"):
+                            pull.setdefault((ns, str(ref["name"])), run)
+                    accounts.setdefault((ns, str(spec.get("serviceAccountName") or "default")), run)
+                    for volume in spec.get("volumes") or ():
+                        claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+                        if claim:
+                            claims.setdefault((ns, str(claim)), run)
+    return RunNeeds(runs, images, pull, accounts, claims)
+
+
+def _images(manager: BackendAccess, worker: BackendAccess, needs: RunNeeds) -> Cell:
+    """The images' pull credentials: the pods' imagePullSecrets and those of the ServiceAccounts they run as."""
+    missing = []
+    secrets = dict(needs.pull_secrets)
+    for (ns, account), run in sorted(needs.service_accounts.items()):
+        if worker.get(SERVICE_ACCOUNT, account, ns) is None:
+            missing.append(f"ServiceAccount {ns}/{account} ({run})")
+        for ref in (manager.get(SERVICE_ACCOUNT, account, ns) or {}).get("imagePullSecrets") or ():
+            if ref.get("name"):
+                secrets.setdefault((ns, str(ref["name"])), f"ServiceAccount {ns}/{account}")
+    for (ns, name), user in sorted(secrets.items()):
+        if worker.get(SECRET, name, ns) is None:
+            missing.append(f"pull secret {ns}/{name} ({user})")
+    if missing:
+        return Cell(BAD, "missing on the worker: " + ", ".join(missing))
+    if not needs.images:
+        return Cell(OK, "no runs in the tenant namespaces to read images from")
+    pulls = f"pull secrets {', '.join(f'{ns}/{n}' for ns, n in sorted(secrets))} present" if secrets else "no pull secret"
+    return Cell(OK, f"{len(needs.images)} images, {pulls}: " + ", ".join(sorted(needs.images)))
+
+
+def _claims(worker: BackendAccess, needs: RunNeeds) -> Cell:
+    missing = [f"{ns}/{claim} ({run})" for (ns, claim), run in sorted(needs.claims.items())
+               if worker.get(PVC, claim, ns) is None]
+    if missing:
+        return Cell(BAD, "PVCs the runs mount missing on the worker: " + ", ".join(missing))
+    if not needs.claims:
+        return Cell(OK, f"the {needs.runs} runs mount no PVC")
+    return Cell(OK, f"{len(needs.claims)} present: " + ", ".join(f"{ns}/{c}" for ns, c in sorted(needs.claims)))
+
+
+# -- topology and network -------------------------------------------------------------------
+
+
+def _levels(topology: dict[str, Any]) -> list[str]:
+    return [str(level.get("nodeLabel")) for level in (topology.get("spec") or {}).get("levels") or ()]
+
+
+def _topology(manager: BackendAccess, worker: BackendAccess, plan: MultiKueuePlan) -> Cell:
+    flavor = manager.get(R.RESOURCE_FLAVOR.type, plan.flavor)
+    if flavor is None:
+        return Cell(BAD, f"ResourceFlavor {plan.flavor} missing on the manager")
+    name = (flavor.get("spec") or {}).get("topologyName")
+    if not name:
+        return Cell(OK, f"flavor {plan.flavor} names no topology")
+    problems = []
+    mine, theirs = manager.get(TOPOLOGY, name), worker.get(TOPOLOGY, name)
+    if mine is None:
+        problems.append(f"Topology {name} (named by flavor {plan.flavor}) missing on the manager")
+    if theirs is None:
+        problems.append(f"Topology {name} missing on the worker")
+    elif mine is not None and _levels(mine) != _levels(theirs):
+        problems.append(f"Topology {name} levels {_levels(theirs)} vs manager {_levels(mine)}")
+    worker_flavor = worker.get(R.RESOURCE_FLAVOR.type, plan.flavor)
+    worker_name = ((worker_flavor or {}).get("spec") or {}).get("topologyName")
+    if worker_flavor is None:
+        problems.append(f"ResourceFlavor {plan.flavor} missing on the worker")
+    elif worker_name != name:
+        problems.append(f"worker flavor {plan.flavor} names topology {worker_name or 'none'}, the manager's {name}")
+    return Cell(BAD, "; ".join(problems)) if problems else Cell(OK, f"{name} on flavor {plan.flavor}")
+
+
+def _network(manager: BackendAccess, worker: BackendAccess, namespaces: Iterable[str]) -> Cell:
+    wanted = [(ns, str((p.get("metadata") or {}).get("name"))) for ns in namespaces for p in manager.list(NETWORK_POLICY, ns)]
+    missing = [f"{ns}/{name}" for ns, name in wanted if worker.get(NETWORK_POLICY, name, ns) is None]
+    if missing:
+        return Cell(BAD, "NetworkPolicies missing on the worker: " + ", ".join(missing))
+    if not wanted:
+        return Cell(OK, "no NetworkPolicy in the tenant namespaces")
+    return Cell(OK, f"{len(wanted)} present: " + ", ".join(f"{ns}/{name}" for ns, name in sorted(wanted)))
+
+
+# -- the row ------------------------------------------------------------------------------
+
+
+def _kubernetes(manager: BackendAccess, worker: BackendAccess) -> Cell:
+    mine, theirs = manager.version(), worker.version()
+    for side, version in (("manager", mine), ("worker", theirs)):
+        if (minor(version) or "0.").startswith("0."):
+            # v0.0.0-master…: a server built without version information cannot prove its minor.
+            return unknown(f"the {side} reports Kubernetes {version!r} on /version, not a release")
+    return _compare("Kubernetes", mine, theirs)
 
 
 def worker_row(manager: BackendAccess, worker: BackendAccess, name: str, plan: MultiKueuePlan) -> MatrixRow:
     namespaces = list(plan.namespaces)
     cells: list[tuple[str, Cell]] = []
-    mgr_k8s = manager.version()
-    cells.append(("Kubernetes", _cell(lambda: _compare("Kubernetes", mgr_k8s, worker.version()))))
-    cells.append(("Kueue", _cell(lambda: _compare("Kueue", _crd_version(manager, KUEUE_CRD), _crd_version(worker, KUEUE_CRD)))))
-    cells.append(("KubeRay", _cell(lambda: _compare("KubeRay", _crd_version(manager, KUBERAY_CRD), _crd_version(worker, KUBERAY_CRD)))))
-
-    def crds() -> Cell:
-        bad = []
-        for crd in WORKLOAD_CRDS:
-            mine, theirs = _served(manager, crd), _served(worker, crd)
-            if mine != theirs:
-                bad.append(f"{crd} serves {', '.join(theirs or ['nothing'])} vs manager {', '.join(mine or ['nothing'])}")
-        return Cell(BAD, "; ".join(bad)) if bad else Cell(OK, "same served versions")
-    cells.append(("Workload CRDs", _cell(crds)))
+    cells.append(("Kubernetes", _cell(lambda: _kubernetes(manager, worker))))
+    cells.append(("Kueue", _cell(lambda: _release_cell(
+        "Kueue", _release(manager, KUEUE_CRD, KUEUE_CONTROLLER, plan.kueue_namespace),
+        _release(worker, KUEUE_CRD, KUEUE_CONTROLLER, plan.kueue_namespace)))))
+    cells.append(("KubeRay", _cell(lambda: _release_cell(
+        "KubeRay", _release(manager, KUBERAY_CRD, KUBERAY_CONTROLLER, None),
+        _release(worker, KUBERAY_CRD, KUBERAY_CONTROLLER, None)))))
+    cells.append(("Workload CRDs", _cell(lambda: _workload_crds(manager, worker))))
 
     def queue() -> Cell:
         missing = []
@@ -166,7 +406,7 @@ def worker_row(manager: BackendAccess, worker: BackendAccess, name: str, plan: M
     try:
         sc_cell, pvc_cell = pvcs()
     except AccessError as exc:
-        sc_cell = pvc_cell = Cell(UNREADABLE, f"not readable: {exc.message}")
+        sc_cell = pvc_cell = unknown(exc.message)
     cells += [("StorageClass", sc_cell), ("PVC", pvc_cell)]
     cells.append(("Image pull secrets", _cell(lambda: referenced("imagePullSecrets"))))
 
@@ -189,6 +429,17 @@ def worker_row(manager: BackendAccess, worker: BackendAccess, name: str, plan: M
         missing = [f for f in wanted if worker.get(R.RESOURCE_FLAVOR.type, f) is None]
         return Cell(BAD, "ResourceFlavor missing: " + ", ".join(missing)) if missing else Cell(OK, ", ".join(wanted))
     cells.append(("Flavors", _cell(flavors)))
+
+    try:
+        needs = run_needs(manager, namespaces)
+    except AccessError as exc:
+        unread = unknown(f"the tenants' runs: {exc.message}")
+        cells += [("Images", unread), ("Dataset/checkpoint", unread)]
+    else:
+        cells.append(("Images", _cell(lambda: _images(manager, worker, needs))))
+        cells.append(("Dataset/checkpoint", _cell(lambda: _claims(worker, needs))))
+    cells.append(("Topology", _cell(lambda: _topology(manager, worker, plan))))
+    cells.append(("Network", _cell(lambda: _network(manager, worker, namespaces))))
     return MatrixRow(name, tuple(cells))
 
 
@@ -199,5 +450,5 @@ def dependency_matrix(ctx: StepContext) -> list[MatrixRow]:
             worker = ctx.inspector(wp.name)
             rows.append(worker_row(ctx.manager, worker, wp.name, ctx.plan))
         except AccessError as exc:
-            rows.append(MatrixRow(wp.name, tuple((col, Cell(UNREADABLE, f"not readable: {exc.message}")) for col in COLUMNS)))
+            rows.append(MatrixRow(wp.name, tuple((col, unknown(exc.message)) for col in COLUMNS)))
     return rows

@@ -8,12 +8,21 @@ Records hold names, conditions and credential *fingerprints*, never a
 credential: everything written passes :func:`tau_tui.core.operations.audit.redact`, and
 files are created 0600.  A run that does not end verified stays open; the
 next run of the same flow on the same cluster continues that record.
+
+Revocation evidence (``revocations``) is what a revoke step must still know
+after a restart: per worker, the revoked credential's fingerprint, how it was
+revoked, and the proof (time, HTTP status 401).  The credential itself is kept
+only in the OS keyring while its proof is pending (``rotate.CredentialVault``),
+never here.  A new record starts from the latest earlier record's evidence,
+so a drain verified yesterday still proves today what it revoked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +32,7 @@ from typing import Any
 from tau_tui.core.operations.audit import APP_DIR, redact
 
 IN_PROGRESS = "in-progress"
+REVOCATIONS = "revocations"
 
 
 def data_dir() -> Path:
@@ -32,7 +42,7 @@ def data_dir() -> Path:
 
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}-{threading.get_ident()}.tmp")  # writers never share one
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.write(fd, text.encode("utf-8"))
@@ -42,13 +52,106 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-class Recorder:
+def _newest_first(directory: Path, flow: str) -> list[Path]:
+    """The records of ``flow``, last written first (two started in the same second differ only by a serial)."""
+    def written(path: Path) -> int:
+        try:
+            return path.stat().st_mtime_ns
+        except OSError:
+            return 0
+    return sorted(directory.glob(f"*-{flow}-*.json"), key=lambda p: (written(p), p.name), reverse=True)
+
+
+def _earlier_revocations(directory: Path, flow: str, cluster: str, skip: Path | None = None) -> list[dict[str, Any]]:
+    """The revocation evidence of the newest record of ``flow`` on ``cluster`` that has any."""
+    for path in _newest_first(directory, flow):
+        if path == skip:
+            continue
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("cluster") == cluster and data.get("flow") == flow and data.get(REVOCATIONS):
+            return [dict(e) for e in data[REVOCATIONS]]
+    return []
+
+
+class RevocationEvidence:
+    """Per worker, what a revoke step revoked and its proof; the newest entry of a worker counts."""
+
+    earlier: list[dict[str, Any]]
+    #: Whether what is noted here is written to a record (else it is lost with this process).
+    persistent = False
+
+    def _entries(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _now(self) -> str:
+        raise NotImplementedError
+
+    def _saved(self) -> None:
+        """Called after each change."""
+
+    def _guard(self) -> contextlib.AbstractContextManager[Any]:
+        """Held while changing the evidence."""
+        return contextlib.nullcontext()
+
+    def revocation(self, worker: str) -> dict[str, Any] | None:
+        return next((e for e in reversed([*self.earlier, *self._entries()]) if e.get("worker") == worker), None)
+
+    def note_revocation(self, worker: str, fingerprint: str, how: str) -> None:
+        """``fingerprint`` was revoked on ``worker`` (``how``; empty: left to the operator), proof pending."""
+        with self._guard():
+            self._entries().append({"worker": worker, "fingerprint": fingerprint, "revoked_at": self._now(),
+                                    "how": redact(how), "http_status": None, "proven_at": None, "evidence": ""})
+            self._saved()
+
+    def note_proof(self, worker: str, fingerprint: str, http_status: int, evidence: str) -> dict[str, Any]:
+        """The worker rejected ``fingerprint`` with ``http_status``: the proof, kept with its time."""
+        with self._guard():
+            entry = self.revocation(worker)
+            if entry is None or entry.get("fingerprint") != fingerprint:
+                entry = {"worker": worker, "fingerprint": fingerprint, "revoked_at": None, "how": ""}
+                self._entries().append(entry)
+            elif not any(e is entry for e in self._entries()):  # first noted in an earlier record: carried into this one
+                entry = dict(entry)
+                self._entries().append(entry)
+            entry.update(http_status=http_status, proven_at=self._now(), evidence=redact(evidence))
+            self._saved()
+            return entry
+
+
+class RecordJournal(RevocationEvidence):
+    """The evidence without a record of this run (``status``, ``record=False``): read from the
+    newest record of the flow, changes kept in memory only."""
+
+    def __init__(self, earlier: list[dict[str, Any]]):
+        self.earlier = earlier
+        self.current: list[dict[str, Any]] = []
+
+    @classmethod
+    def latest(cls, flow: str, cluster: str, directory: Path | None = None) -> RecordJournal:
+        return cls(_earlier_revocations(directory or data_dir(), flow, cluster))
+
+    def _entries(self) -> list[dict[str, Any]]:
+        return self.current
+
+    def _now(self) -> str:
+        return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Recorder(RevocationEvidence):
     """Appends steps to one record and rewrites both files after each step."""
+
+    persistent = True
+    #: The app verifies (which may note a proof) while its worker thread applies a step: one writer at a time.
+    _lock: threading.RLock
 
     def __init__(self, flow: str, cluster: str, identity: str, *, directory: Path | None = None,
                  clock: Callable[[], datetime] | None = None, plan: str = ""):
         self.directory = directory or data_dir()
         self.clock = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.RLock()
         resumed = self._unfinished(flow, cluster)
         if resumed is not None:
             self.path, self.data = resumed
@@ -66,13 +169,14 @@ class Recorder:
             self.data = {"flow": flow, "cluster": cluster, "identity": identity, "started": started, "finished": None,
                          "outcome": IN_PROGRESS, "plan": plan, "steps": []}
         self.data["identity"] = identity
+        self.earlier = [] if self.data.get(REVOCATIONS) else _earlier_revocations(self.directory, flow, cluster, self.path)
         self._save()
 
     def _now(self) -> str:
         return self.clock().isoformat(timespec="seconds")
 
     def _unfinished(self, flow: str, cluster: str) -> tuple[Path, dict[str, Any]] | None:
-        for path in sorted(self.directory.glob(f"*-{flow}-*.json"), reverse=True):
+        for path in _newest_first(self.directory, flow):
             try:
                 data = json.loads(path.read_text())
             except (OSError, ValueError):
@@ -82,20 +186,33 @@ class Recorder:
         return None
 
     def step(self, step: Any, result: str, check: Any, applied: Sequence[str] = ()) -> None:
-        self.data["steps"].append({
-            "at": self._now(), "step": step.key, "title": step.title, "kind": step.kind, "result": result,
-            "reason": redact(check.reason), "evidence": [redact(e) for e in check.evidence],
-            "applied": [redact(a) for a in applied]})
+        with self._lock:
+            self.data["steps"].append({
+                "at": self._now(), "step": step.key, "title": step.title, "kind": step.kind, "result": result,
+                "reason": redact(check.reason), "evidence": [redact(e) for e in check.evidence],
+                "applied": [redact(a) for a in applied]} | ({"action": redact(check.action)} if getattr(check, "action", "") else {}))
+            self._save()
+
+    def _entries(self) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = self.data.setdefault(REVOCATIONS, [])
+        return entries
+
+    def _saved(self) -> None:
         self._save()
+
+    def _guard(self) -> contextlib.AbstractContextManager[Any]:
+        return self._lock
 
     def finish(self, outcome: str) -> None:
-        self.data["outcome"] = outcome
-        self.data["finished"] = self._now()
-        self._save()
+        with self._lock:
+            self.data["outcome"] = outcome
+            self.data["finished"] = self._now()
+            self._save()
 
     def _save(self) -> None:
-        _write(self.path, json.dumps(self.data, indent=2, ensure_ascii=False) + "\n")
-        _write(self.path.with_suffix(".md"), markdown(self.data))
+        with self._lock:
+            _write(self.path, json.dumps(self.data, indent=2, ensure_ascii=False) + "\n")
+            _write(self.path.with_suffix(".md"), markdown(self.data))
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -111,10 +228,21 @@ def markdown(data: dict[str, Any]) -> str:
         lines += [f"## {i}. {step['title']} — {step['result']}", "", f"at {step['at']}"]
         if step.get("reason"):
             lines += ["", f"reason: {step['reason']}"]
+        if step.get("action"):
+            lines += ["", f"⚠ to do: {step['action']}"]
         if step.get("applied"):
             lines += ["", "applied:"] + [f"- {a}" for a in step["applied"]]
         if step.get("evidence"):
             lines += ["", "evidence:"] + [f"- {e}" for e in step["evidence"]]
+        lines.append("")
+    if data.get(REVOCATIONS):
+        lines += ["## Credential revocations", ""]
+        for e in data[REVOCATIONS]:
+            proof = (f"rejected with HTTP {e['http_status']} at {e['proven_at']}" if e.get("http_status")
+                     else "not proven: the credential was not seen rejected")
+            how = (f"{e['how']} at {e['revoked_at']}" if e.get("how")
+                   else "left to your identity system (no adminContext)" + (f", noted at {e['revoked_at']}" if e.get("revoked_at") else ""))
+            lines.append(f"- worker {e['worker']}, credential {e['fingerprint']}: {how}; {proof}")
         lines.append("")
     return "\n".join(lines) + "\n"
 

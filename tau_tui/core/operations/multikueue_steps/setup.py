@@ -5,8 +5,14 @@ configuration"; taugrid.md §9.2):
 2. explicit MultiKueueCluster and MultiKueueConfig objects;
 3. a dedicated AdmissionCheck (controllerName exactly kueue.x-k8s.io/multikueue),
    Active=True with at least one Active worker;
-4. a dedicated, non-global queue and multiKueue profile (never the default queue);
-5. the dependency matrix on every worker, before tenants are authorised.
+4. a dedicated, non-global queue and multiKueue profile (never the default queue),
+   published with no applicable tenant: limited to a team no tenant is in;
+5. the dependency matrix on every worker; only when it verifies are tenants
+   authorised (the plan's namespaces, teams and lanes), proven by select().
+
+A setup that stops before step 5 verifies leaves no tenant able to select the
+profile (seed: "Verify workload dependencies on every eligible worker before
+authorizing tenants").
 
 Rollback (re-enable after a drain) is this flow again: the engine resumes
 from the first step that no longer verifies.
@@ -14,15 +20,17 @@ from the first step that no longer verifies.
 
 from __future__ import annotations
 
+from itertools import product
 from typing import Any
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.operations.multikueue_steps.access import SECRET, Permission
 from tau_tui.core.operations.multikueue_steps.credentials import CredentialError, credential_from_secret
-from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Step, StepContext
+from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Refused, Step, StepContext
 from tau_tui.core.operations.multikueue_steps.matrix import dependency_matrix
 from tau_tui.core.operations.multikueue_steps.worker_access import review_worker_access
+from tau_tui.core.runconfig.profiles import Caller, SelectionError, profile_set_from_taucluster, select
 
 R = ResourceKind
 WORKER_LABEL = "tau.azure.com/multikueue-worker"
@@ -30,6 +38,10 @@ MANAGED_LABEL = "tau.azure.com/managed-by"
 MANAGED_BY = "tau-tui-multikueue"
 #: A drain restricts the profile to this team, which no tenant belongs to: tenant authorization removed.
 DRAINED_TEAM = "tau-multikueue-drained"
+#: Setup step 4 publishes the profile limited to this team, which no tenant belongs to; step 5 authorises
+#: tenants only once the dependency matrix verifies.
+NOT_YET_AUTHORIZED_TEAM = "tau-multikueue-not-yet-authorized"
+SA_PREFIX = "system:serviceaccount:"
 
 
 def tau_cluster(ctx: StepContext) -> dict[str, Any] | None:
@@ -50,6 +62,23 @@ def describe_condition(c: dict[str, Any] | None) -> str:
     if c is None:
         return "no condition yet"
     return f"{c.get('type')}={c.get('status')} ({c.get('reason') or '-'}: {c.get('message') or '-'})"
+
+
+def tenant_subjects(plan: Any) -> list[tuple[str, tuple[str, ...]]]:
+    """Each tenant identity with the groups the API server gives it: the plan's ``tenants`` and every
+    tenant namespace's default ServiceAccount (its pods run as it). A ServiceAccount is also in
+    ``system:serviceaccounts`` and ``system:serviceaccounts:<ns>``, and everyone authenticated in
+    ``system:authenticated``: a grant to one of these groups reaches the tenant too."""
+    users = dict.fromkeys([*plan.tenant_identities(), *(f"{SA_PREFIX}{ns}:default" for ns in plan.namespaces)])
+    out = []
+    for user in users:
+        if user.startswith(SA_PREFIX):
+            namespace = user.removeprefix(SA_PREFIX).partition(":")[0]
+            groups: tuple[str, ...] = ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated")
+        else:
+            groups = ("system:authenticated",)
+        out.append((user, groups))
+    return out
 
 
 class CredentialStep(Step):
@@ -83,6 +112,8 @@ class CredentialStep(Step):
                                 + (f" (+{len(report.missing) - 6} more)" if len(report.missing) > 6 else ""))
             if report.excess:
                 problems.append(f"worker {wp.name}: {report.identity} holds more than Kueue needs: " + "; ".join(report.excess))
+            if report.cluster_wide:
+                problems.append(f"worker {wp.name}: {report.identity} has a cluster-wide write binding: " + "; ".join(report.cluster_wide))
         return "; ".join(problems) or None
 
     def changes(self, ctx: StepContext) -> list[Change]:
@@ -109,14 +140,16 @@ class CredentialStep(Step):
             report = review_worker_access(ctx.connector.connect(stored), list(ctx.plan.namespaces))
             evidence += [f"{wp.name}: {line}" for line in report.evidence()]
             if not report.acceptable:
-                problems.append(f"worker {wp.name}: the stored credential is not least-privilege or lacks verbs")
-        for tenant in ctx.plan.tenant_identities():
+                problems.append(f"worker {wp.name}: the stored credential is not least-privilege: {report.summary()}")
+        subjects = tenant_subjects(ctx.plan)
+        for tenant, groups in subjects:
             for verb in ("get", "list", "watch"):
-                if ctx.manager.user_can(tenant, Permission(verb, "", "secrets", ns)):
-                    problems.append(f"tenant {tenant} can {verb} secrets in {ns}: remove that binding")
+                if ctx.manager.user_can(tenant, Permission(verb, "", "secrets", ns), groups):
+                    problems.append(f"tenant {tenant} can {verb} secrets in {ns}: remove that binding "
+                                    f"(to it or to one of its groups {', '.join(groups)})")
         if not problems:
-            evidence.append(f"SubjectAccessReview: no tenant of {', '.join(ctx.plan.tenant_identities())} "
-                            f"can get, list or watch secrets in {ns}")
+            evidence.append("SubjectAccessReview: no tenant of " + "; ".join(f"{t} (groups {', '.join(g)})" for t, g in subjects)
+                            + f" can get, list or watch secrets in {ns}")
         return Check(not problems, "; ".join(problems), tuple(evidence))
 
 
@@ -218,13 +251,29 @@ class AdmissionCheckStep(Step):
         return Check(not problems, "; ".join(problems), tuple(evidence))
 
 
-def _profile_entry(ctx: StepContext) -> dict[str, Any]:
-    plan = ctx.plan
-    applicability: dict[str, Any] = {"namespaces": list(plan.namespaces)}
+def authorized_applicability(plan: Any) -> dict[str, list[str]]:
+    """The plan's applicability: what step 5 authorises once the matrix verifies."""
+    applicability = {"namespaces": list(plan.namespaces)}
     if plan.teams:
         applicability["teams"] = list(plan.teams)
     if plan.lanes:
         applicability["lanes"] = list(plan.lanes)
+    return applicability
+
+
+def unauthorized_applicability(plan: Any) -> dict[str, list[str]]:
+    """What step 4 publishes: non-global (the tenant namespaces, so the LocalQueues resolve), and limited to
+    a team no tenant is in, so no tenant can select the profile before the matrix verifies."""
+    return {"namespaces": list(plan.namespaces), "teams": [NOT_YET_AUTHORIZED_TEAM]}
+
+
+def same_applicability(found: dict[str, Any] | None, wanted: dict[str, list[str]]) -> bool:
+    found = found or {}
+    return all(sorted(found.get(key) or ()) == sorted(wanted.get(key) or ()) for key in ("namespaces", "teams", "lanes"))
+
+
+def _profile_entry(ctx: StepContext, applicability: dict[str, list[str]]) -> dict[str, Any]:
+    plan = ctx.plan
     return {"name": plan.profile, "description": f"Dispatch to MultiKueue workers {', '.join(w.name for w in plan.workers)}",
             "applicability": applicability, "gpusPerWorker": plan.gpus_per_worker, "workerCount": plan.worker_count,
             "mode": "fixed", "placement": "unconstrained", "defaultLocalQueue": plan.local_queue,
@@ -236,9 +285,52 @@ def declared_profiles(tc: dict[str, Any] | None) -> list[dict[str, Any]]:
     return list(((tc or {}).get("spec") or {}).get("workloadProfiles") or ())
 
 
+def declared_profile(tc: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
+    return next((p for p in declared_profiles(tc) if p.get("name") == name), None)
+
+
+def _status_profiles(tc: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return list((((tc or {}).get("status") or {}).get("workloadProfiles") or {}).get("profiles") or ())
+
+
+def tenant_callers(plan: Any, *, unset_too: bool) -> list[Caller]:
+    """Every tenant caller of the plan: each namespace × team × lane (``unset_too``: also a caller that sets
+    no team or lane)."""
+    teams: list[str | None] = [*plan.teams] + ([None] if unset_too or not plan.teams else [])
+    lanes: list[str | None] = [*plan.lanes] + ([None] if unset_too or not plan.lanes else [])
+    return [Caller(ns, team, lane) for ns, team, lane in product(plan.namespaces, teams, lanes)]
+
+
+def _who(caller: Caller) -> str:
+    return f"{caller.namespace}/{caller.team or '-'}/{caller.lane or '-'}"
+
+
+def selection_by(tc: dict[str, Any], profile: str, callers: list[Caller]) -> tuple[list[str], list[str]]:
+    """What the client's select() (render, server dry-run, submit) answers each caller for ``profile``:
+    (callers it accepts, callers it refuses with the first reason)."""
+    profile_set = profile_set_from_taucluster(tc)
+    accepted, refused = [], []
+    for caller in callers:
+        try:
+            select(profile_set, profile, caller)
+        except SelectionError as exc:
+            refused.append(f"{_who(caller)} ({str(exc).split('; ')[0]})")
+        else:
+            accepted.append(_who(caller))
+    return accepted, refused
+
+
+def default_cluster_queues(ctx: StepContext, defaults: set[str]) -> set[str]:
+    """The ClusterQueues behind the default queue, in any namespace."""
+    behind = ((lq.get("spec") or {}).get("clusterQueue") for lq in ctx.manager.list(R.LOCAL_QUEUE.type, None)
+              if lq["metadata"]["name"] in defaults)
+    return {str(cq) for cq in behind if cq}
+
+
 def queue_guard(ctx: StepContext, tc: dict[str, Any] | None) -> str | None:
     """The default-queue guard: a MultiKueue AdmissionCheck never goes on the
-    default queue, nor on any queue a global profile uses (taugrid.md §3.7)."""
+    default queue, nor on any queue a global profile uses (taugrid.md §3.7).
+    Checked before the objects exist and again, on what the cluster holds, once they do."""
     plan = ctx.plan
     defaults = default_queues(ctx, tc)
     if not plan.namespaces:
@@ -246,15 +338,11 @@ def queue_guard(ctx: StepContext, tc: dict[str, Any] | None) -> str | None:
     if plan.local_queue in defaults:
         return (f"refused: {plan.local_queue} is the default queue ({', '.join(sorted(defaults))}), which stays single-cluster "
                 "and must never receive a MultiKueue AdmissionCheck; give the plan a dedicated localQueue")
-    default_cqs = set()
-    for lq in ctx.manager.list(R.LOCAL_QUEUE.type, None):
-        if lq["metadata"]["name"] in defaults:
-            default_cqs.add((lq.get("spec") or {}).get("clusterQueue"))
+    default_cqs = default_cluster_queues(ctx, defaults)
     if plan.cluster_queue in default_cqs:
         return (f"refused: ClusterQueue {plan.cluster_queue} backs the default queue; a MultiKueue AdmissionCheck there would "
                 "send every default submission to workers. Give the plan a dedicated clusterQueue")
-    status_profiles = ((((tc or {}).get("status") or {}).get("workloadProfiles") or {}).get("profiles") or [])
-    for profile in declared_profiles(tc) + status_profiles:
+    for profile in declared_profiles(tc) + _status_profiles(tc):
         if profile.get("name") == plan.profile:
             continue
         if (profile.get("applicability") or {}).get("namespaces"):
@@ -268,6 +356,22 @@ def queue_guard(ctx: StepContext, tc: dict[str, Any] | None) -> str | None:
         if checks and checks != [plan.admission_check]:
             return (f"refused: ClusterQueue {plan.cluster_queue} exists with admission checks {checks}; a multiKueue profile "
                     "needs a queue that uses only the dedicated MultiKueue check")
+    # What already exists under the plan's names must not lead to the default queue either.
+    for profile in [p for p in declared_profiles(tc) + _status_profiles(tc) if p.get("name") == plan.profile]:
+        if profile.get("defaultLocalQueue") in defaults:
+            return (f"refused: profile {plan.profile} exists with defaultLocalQueue {profile.get('defaultLocalQueue')}, the "
+                    "default queue, which stays single-cluster; fix or remove that profile, or name another profile")
+        shared = sorted(set(profile.get("clusterQueues") or ()) & default_cqs)
+        if shared:
+            return (f"refused: profile {plan.profile} resolves ClusterQueue {', '.join(shared)}, which backs the default "
+                    "queue; fix or remove that profile, or name another profile")
+    for ns in plan.namespaces:
+        lq = ctx.manager.get(R.LOCAL_QUEUE.type, plan.local_queue, ns)
+        behind = ((lq or {}).get("spec") or {}).get("clusterQueue")
+        if lq is not None and behind != plan.cluster_queue:
+            what = "which backs the default queue" if behind in default_cqs else f"not the plan's {plan.cluster_queue}"
+            return (f"refused: LocalQueue {ns}/{plan.local_queue} exists and feeds ClusterQueue {behind}, {what}; "
+                    "give the plan a dedicated localQueue")
     return None
 
 
@@ -277,10 +381,12 @@ class QueueStep(Step):
     title = "4. Dedicated non-global queue and multiKueue profile"
     explanation = (
         "A dedicated ClusterQueue whose only admission check is the MultiKueue one, a LocalQueue in each tenant "
-        "namespace, and a workload profile with executionTarget multiKueue and namespace applicability in "
-        "TauCluster/cluster. Refused for the default queue (jobqueue or workspaceDefaults.defaultQueue) and for "
-        "any queue a global profile uses. Verification waits for the profile's Ready=True and a current "
-        "MultiKueueReady=True.")
+        "namespace, and a workload profile with executionTarget multiKueue in TauCluster/cluster, published with no "
+        f"applicable tenant (limited to team {NOT_YET_AUTHORIZED_TEAM}, which no tenant is in): step 5 authorises "
+        "tenants only after the dependency matrix verifies. Refused for the default queue (jobqueue or "
+        "workspaceDefaults.defaultQueue), the ClusterQueue behind it and any queue a global profile uses, also when "
+        "the objects already exist. Verification waits for the profile's Ready=True and a current "
+        "MultiKueueReady=True, and proves that select() refuses the profile to every tenant.")
 
     def refusal(self, ctx: StepContext) -> str | None:
         tc = tau_cluster(ctx)
@@ -311,7 +417,7 @@ class QueueStep(Step):
                 "apiVersion": R.LOCAL_QUEUE.type.api_version, "kind": "LocalQueue",
                 "metadata": {"name": plan.local_queue, "namespace": ns, "labels": {MANAGED_LABEL: MANAGED_BY}},
                 "spec": {"clusterQueue": plan.cluster_queue}}))
-        # After a drain, setup again (rollback) resumes admission on the dedicated queues.
+        # After a drain, setup again resumes admission on the dedicated queues.
         cq = ctx.manager.get(R.CLUSTER_QUEUE.type, plan.cluster_queue)
         if cq is not None and (cq.get("spec") or {}).get("stopPolicy") not in (None, "None"):
             out.append(Change("patch", R.CLUSTER_QUEUE.type, plan.cluster_queue, None, {"spec": {"stopPolicy": "None"}}))
@@ -319,27 +425,61 @@ class QueueStep(Step):
             lq = ctx.manager.get(R.LOCAL_QUEUE.type, plan.local_queue, ns)
             if lq is not None and (lq.get("spec") or {}).get("stopPolicy") not in (None, "None"):
                 out.append(Change("patch", R.LOCAL_QUEUE.type, plan.local_queue, ns, {"spec": {"stopPolicy": "None"}}))
-        profiles = [p for p in declared_profiles(tc) if p.get("name") != plan.profile] + [_profile_entry(ctx)]
+        # Published, not authorised: whatever applied before (a drain's team, an earlier authorization) is
+        # replaced until step 5's matrix verifies again.
+        profiles = ([p for p in declared_profiles(tc) if p.get("name") != plan.profile]
+                    + [_profile_entry(ctx, unauthorized_applicability(plan))])
         out.append(Change("patch", R.TAU_CLUSTER.type, "cluster", None, {"spec": {"workloadProfiles": profiles}}))
         return out
 
     def verify(self, ctx: StepContext) -> Check:
-        return profile_ready(ctx)
+        return profile_published(ctx)
 
 
-def profile_ready(ctx: StepContext) -> Check:
+def _current_readiness(ctx: StepContext, tc: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(problems, evidence): a current MultiKueueReady=True and the profile's current Ready=True."""
+    plan = ctx.plan
+    generation = (tc.get("metadata") or {}).get("generation")
+    mk = condition(tc, "MultiKueueReady")
+    evidence = [f"TauCluster generation {generation}: {describe_condition(mk)}"
+                + (f", observedGeneration {mk.get('observedGeneration')}" if mk else "")]
+    resolved = next((p for p in _status_profiles(tc) if p.get("name") == plan.profile), None)
+    ready = next((c for c in (resolved or {}).get("conditions") or () if c.get("type") == "Ready"), None)
+    evidence.append(f"profile {plan.profile}: {describe_condition(ready)}")
+    problems = []
+    if mk is None or mk.get("status") != "True" or mk.get("observedGeneration") != generation:
+        problems.append("MultiKueueReady is not a current True: " + describe_condition(mk))
+    if ready is None or ready.get("status") != "True" or ready.get("observedGeneration") != generation:
+        problems.append(f"profile {plan.profile} is not Ready at generation {generation}: {describe_condition(ready)}")
+    return problems, evidence
+
+
+def profile_published(ctx: StepContext) -> Check:
+    """Step 4: the queue and the profile exist, are ready and current, and no tenant can select the
+    profile yet (or step 5 already authorised the plan's tenants)."""
     plan = ctx.plan
     tc = tau_cluster(ctx)
     if tc is None:
         return Check(False, "TauCluster/cluster not found")
-    generation = (tc.get("metadata") or {}).get("generation")
-    declared = next((p for p in declared_profiles(tc) if p.get("name") == plan.profile), None)
+    why = queue_guard(ctx, tc)
+    if why:
+        raise Refused(why)
+    declared = declared_profile(tc, plan.profile)
     if declared is None:
         return Check(False, f"profile {plan.profile} is not declared in TauCluster/cluster")
-    teams = list((declared.get("applicability") or {}).get("teams") or [])
-    if teams != list(plan.teams):
-        return Check(False, f"profile {plan.profile} applicability teams are {teams or 'unset'}, not {list(plan.teams) or 'unset'}"
+    applicability = declared.get("applicability") or {}
+    pending = same_applicability(applicability, unauthorized_applicability(plan))
+    if not pending and not same_applicability(applicability, authorized_applicability(plan)):
+        teams = list(applicability.get("teams") or ())
+        return Check(False, f"profile {plan.profile} applicability is {applicability or 'unset'}; setup publishes it "
+                            f"limited to team {NOT_YET_AUTHORIZED_TEAM} until step 5 authorises tenants"
                             + (" (tenant authorization was removed by a drain)" if DRAINED_TEAM in teams else ""))
+    # What step 5 authorises is what the matrix checked: the published profile must be the plan's.
+    expected = _profile_entry(ctx, applicability)
+    differs = [f"{key} {declared.get(key)!r} (the plan's: {value!r})" for key, value in expected.items()
+               if key != "description" and declared.get(key) != value]
+    if differs:
+        return Check(False, f"profile {plan.profile} differs from the plan: " + ", ".join(differs))
     missing = [ns for ns in plan.namespaces if ctx.manager.get(R.LOCAL_QUEUE.type, plan.local_queue, ns) is None]
     if missing:
         return Check(False, f"LocalQueue {plan.local_queue} missing in {', '.join(missing)}")
@@ -350,37 +490,87 @@ def profile_ready(ctx: StepContext) -> Check:
         return Check(False, f"ClusterQueue {plan.cluster_queue} does not exist")
     if held or ((cq.get("spec") or {}).get("stopPolicy") not in (None, "None")):
         return Check(False, f"queue {plan.local_queue} is held (stopPolicy) by a drain; setup resumes admission")
-    status = tc.get("status") or {}
-    mk = condition(tc, "MultiKueueReady")
-    evidence = [f"TauCluster generation {generation}: {describe_condition(mk)}"
-                + (f", observedGeneration {mk.get('observedGeneration')}" if mk else "")]
-    resolved = next((p for p in (status.get("workloadProfiles") or {}).get("profiles") or () if p.get("name") == plan.profile), None)
-    ready = next((c for c in (resolved or {}).get("conditions") or () if c.get("type") == "Ready"), None)
-    evidence.append(f"profile {plan.profile}: {describe_condition(ready)}")
-    problems = []
-    if mk is None or mk.get("status") != "True" or mk.get("observedGeneration") != generation:
-        problems.append("MultiKueueReady is not a current True: " + describe_condition(mk))
-    if ready is None or ready.get("status") != "True" or ready.get("observedGeneration") != generation:
-        problems.append(f"profile {plan.profile} is not Ready at generation {generation}: {describe_condition(ready)}")
-    return Check(not problems, "; ".join(problems), tuple(evidence))
+    problems, evidence = _current_readiness(ctx, tc)
+    if problems:
+        return Check(False, "; ".join(problems), tuple(evidence))
+    if not pending:
+        evidence.append(f"profile {plan.profile} applies to {applicability}: tenants were authorised by step 5")
+        return Check(True, "", tuple(evidence))
+    callers = tenant_callers(plan, unset_too=True)
+    accepted, _ = selection_by(tc, plan.profile, callers)
+    if accepted:
+        return Check(False, f"profile {plan.profile} is selectable before the matrix verifies, by "
+                            + ", ".join(accepted), tuple(evidence))
+    evidence.append(f"profile {plan.profile} published, limited to team {NOT_YET_AUTHORIZED_TEAM}: select() refuses it "
+                    f"to every tenant ({len(callers)} namespace/team/lane callers)")
+    return Check(True, "", tuple(evidence))
+
+
+def tenants_authorized(ctx: StepContext) -> Check:
+    """Step 5's authorization: the plan's applicability is published, ready and current, and select()
+    gives the profile to every tenant caller of the plan."""
+    plan = ctx.plan
+    tc = tau_cluster(ctx)
+    declared = declared_profile(tc, plan.profile)
+    if tc is None or declared is None:
+        return Check(False, f"profile {plan.profile} is not declared in TauCluster/cluster")
+    wanted = authorized_applicability(plan)
+    if not same_applicability(declared.get("applicability"), wanted):
+        return Check(False, f"tenants are not authorised: profile {plan.profile} applies to "
+                            f"{declared.get('applicability') or 'all'}, not the plan's {wanted}")
+    problems, evidence = _current_readiness(ctx, tc)
+    if problems:
+        return Check(False, "; ".join(problems), tuple(evidence))
+    accepted, refused = selection_by(tc, plan.profile, tenant_callers(plan, unset_too=False))
+    if refused:
+        return Check(False, "select() still refuses the profile to " + "; ".join(refused), tuple(evidence))
+    evidence.append(f"tenants authorised: profile {plan.profile} applies to {wanted}; select() gives it to "
+                    + ", ".join(accepted))
+    return Check(True, "", tuple(evidence))
 
 
 class MatrixStep(Step):
     key = "matrix"
     kind = "matrix"
-    title = "5. Worker dependency matrix"
+    title = "5. Verify workload dependencies on every eligible worker before authorizing tenants"
     explanation = (
-        "Before tenants are authorised, every worker must match the manager's Kubernetes, Kueue, KubeRay and "
-        "workload CRD minor versions (other combinations are outside the supported contract) and hold the queue, "
-        "ServiceAccount, Secrets, StorageClass, PVCs, image pull secrets, GPU capacity and flavors the workloads "
-        "need. A cell that cannot be read names the missing permission; set adminContext for the worker in the plan "
-        "to read it with your own access.")
+        "Every worker must match the manager's Kubernetes, Kueue, KubeRay and workload CRD minor versions (other "
+        "combinations are outside the supported contract) and hold the queue, ServiceAccount, Secrets, StorageClass, "
+        "PVCs, image pull secrets, GPU capacity, flavors, the images' pull secrets, the dataset and checkpoint claims, "
+        "the topology and the NetworkPolicies the tenants' runs use. A cell the tool cannot establish is ? unknown, "
+        "naming what it could not read, and blocks like a ✗; set adminContext for the worker in the plan to read it "
+        "with your own access. Only when every cell is ✓ does this step authorise tenants: the profile gets the plan's "
+        "namespaces, teams and "
+        "lanes, and verification proves that select() gives it to each of them.")
 
-    def verify(self, ctx: StepContext) -> Check:
+    def matrix(self, ctx: StepContext) -> Check:
         rows = dependency_matrix(ctx)
         evidence = [f"{row.worker}: " + " | ".join(f"{col} {cell}" for col, cell in row.cells) for row in rows]
         problems = [p for row in rows for p in row.problems()]
         return Check(not problems, "; ".join(problems), tuple(evidence))
+
+    def changes(self, ctx: StepContext) -> list[Change]:
+        plan = ctx.plan
+        tc = tau_cluster(ctx)
+        declared = declared_profile(tc, plan.profile)
+        wanted = authorized_applicability(plan)
+        if declared is None or same_applicability(declared.get("applicability"), wanted):
+            return []
+        if not self.matrix(ctx).ok:
+            return []  # nothing is authorised while the matrix does not verify
+        profiles = [dict(p, applicability=wanted) if p.get("name") == plan.profile else p for p in declared_profiles(tc)]
+        return [Change("patch", R.TAU_CLUSTER.type, "cluster", None, {"spec": {"workloadProfiles": profiles}})]
+
+    def verify(self, ctx: StepContext) -> Check:
+        matrix = self.matrix(ctx)
+        authorization = tenants_authorized(ctx)
+        problems = [] if matrix.ok else [matrix.reason]
+        if not matrix.ok and authorization.ok:
+            problems.append("tenants are still authorised although the matrix does not verify; "
+                            "`tau-tui multikueue drain` step 1 removes their authorization")
+        elif not authorization.ok:
+            problems.append(authorization.reason + ("" if matrix.ok else " (withheld until the matrix verifies)"))
+        return Check(not problems, "; ".join(problems), matrix.evidence + authorization.evidence)
 
 
 def setup_flow() -> Flow:

@@ -21,6 +21,7 @@ from tau_tui.core.cluster.sim.store import ADMIN_NAME
 from tau_tui.core.cluster.sim.world import SimSettings, SimulatedCluster
 from tau_tui.core.operations.multikueue_steps.access import (
     CRD,
+    NETWORK_POLICY,
     SECRET,
     SERVICE_ACCOUNT,
     STORAGE_CLASS,
@@ -55,8 +56,16 @@ KUEUE_WORKER_RESOURCES = ("jobs.batch", "jobs/status.batch", "pods", "workloads.
 def seed_crds(world: SimulatedCluster, kueue: str = "v0.17.0", kuberay: str = "v1.4.2") -> None:
     for name, (group, versions, _version) in CRD_VERSIONS.items():
         label = kueue if group == "kueue.x-k8s.io" else kuberay
+        # the last version listed is the storage version (Kueue v0.16+ stores v1beta2)
         world.store.put(CRD, {"metadata": {"name": name, "labels": {"app.kubernetes.io/version": label}},
-                              "spec": {"group": group, "versions": [{"name": v, "served": True} for v in versions]}})
+                              "spec": {"group": group, "versions": [{"name": v, "served": True, "storage": v == versions[-1]}
+                                                                     for v in versions]}})
+
+
+def tenant_network_policy(namespace: str) -> dict[str, Any]:
+    """Ingress only from the namespace's own pods: the policy every lab cluster holds in a tenant namespace."""
+    return {"metadata": {"name": "tenant-isolation", "namespace": namespace},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": {}}]}]}}
 
 
 def server_of(worker: str) -> str:
@@ -177,7 +186,8 @@ def build_lab_fleet(manager: SimulatedCluster, workers: Iterable[str] = ("lab-wo
                     namespaces: Iterable[str] = ("team-nlp",), queue: str = "mk-lab-queue") -> SimFleet:
     """Worker worlds ready for MultiKueue: the tenant namespaces, the same
     LocalQueue and ClusterQueue, a ServiceAccount with an image pull secret,
-    a StorageClass, GPU nodes, matching versions and CRDs; one least-privilege
+    the tenant NetworkPolicy (also on the manager), a StorageClass, GPU nodes,
+    matching versions and CRDs; one least-privilege
     credential per worker offered as kubeconfig context ``<worker>``."""
     namespaces = list(namespaces)
     seed_crds(manager)
@@ -201,6 +211,7 @@ def build_lab_fleet(manager: SimulatedCluster, workers: Iterable[str] = ("lab-wo
             store.put(SERVICE_ACCOUNT, {"metadata": {"name": "default", "namespace": ns}, "imagePullSecrets": [{"name": "acr-pull"}]})
             store.put(SECRET, {"metadata": {"name": "acr-pull", "namespace": ns}, "type": "kubernetes.io/dockerconfigjson",
                                "data": {".dockerconfigjson": base64.b64encode(b"{}").decode()}})
+            store.put(NETWORK_POLICY, tenant_network_policy(ns))
         for n in range(2):
             store.put(R.NODE.type, {"metadata": {"name": f"{name}-gpu-{n}", "labels": {"tau.azure.com/gpu-class": "h100-80gb"}},
                                     "spec": {}, "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"},
@@ -209,6 +220,8 @@ def build_lab_fleet(manager: SimulatedCluster, workers: Iterable[str] = ("lab-wo
     for ns in namespaces:
         if manager.store.read(SERVICE_ACCOUNT, "default", ns) is None and manager.store.read(R.NAMESPACE.type, ns) is not None:
             manager.store.put(SERVICE_ACCOUNT, {"metadata": {"name": "default", "namespace": ns}, "imagePullSecrets": [{"name": "acr-pull"}]})
+        if manager.store.read(NETWORK_POLICY, "tenant-isolation", ns) is None and manager.store.read(R.NAMESPACE.type, ns) is not None:
+            manager.store.put(NETWORK_POLICY, tenant_network_policy(ns))
     if manager.store.read(R.RESOURCE_FLAVOR.type, "mk-lab-gpu") is None:
         manager.store.put(R.RESOURCE_FLAVOR.type, {"metadata": {"name": "mk-lab-gpu"}, "spec": {}})
     fleet = SimFleet(manager, worlds)

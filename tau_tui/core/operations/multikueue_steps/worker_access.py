@@ -1,6 +1,8 @@
 """The verbs Kueue's MultiKueue controller needs on a worker (kueue.md A4.4),
 and the review of a worker credential against them: missing verbs, verbs
-beyond them, and a cluster-wide binding."""
+beyond them, and a cluster-wide write binding. Any of the three refuses the
+credential (seed: "Grant worker credentials only the verbs and namespaces
+Kueue needs")."""
 
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ ALLOWED_RESOURCES = frozenset({
 ALLOWED_VERBS = frozenset((*WRITE, "update", "patch"))
 #: Every authenticated user may ask these; they are not the credential's privileges.
 REVIEW_GROUPS = frozenset({"authorization.k8s.io", "authentication.k8s.io"})
-#: A namespace no dispatched workload runs in: write access there means a cluster-wide binding.
+#: A namespace no dispatched workload runs in: write access there means a cluster-wide write binding,
+#: which reaches every namespace of the worker, not only the tenants' ones.
 PROBE_NAMESPACE = "kube-system"
 
 
@@ -56,7 +59,19 @@ class AccessReport:
 
     @property
     def acceptable(self) -> bool:
-        return not self.missing and not self.excess
+        return not self.missing and not self.excess and not self.cluster_wide
+
+    def summary(self) -> str:
+        """Why the credential is not acceptable, in one line."""
+        parts = []
+        if self.missing:
+            parts.append(f"{len(self.missing)} verbs Kueue needs are missing ({self.missing[0]}"
+                         + (", ..." if len(self.missing) > 1 else "") + ")")
+        if self.excess:
+            parts.append("more than Kueue needs: " + "; ".join(self.excess))
+        if self.cluster_wide:
+            parts.append("cluster-wide write binding: " + "; ".join(self.cluster_wide))
+        return "; ".join(parts) or "least-privilege"
 
     def evidence(self) -> list[str]:
         lines = [f"identity on the worker (SelfSubjectReview): {self.identity}",
@@ -64,7 +79,7 @@ class AccessReport:
                  + ("all allowed" if not self.missing else f"{len(self.missing)} denied")]
         lines += [f"  ✗ missing: {m}" for m in self.missing]
         lines += [f"  ✗ more than Kueue needs (SelfSubjectRulesReview): {e}" for e in self.excess]
-        lines += [f"  ⚠ cluster-wide binding: {c}" for c in self.cluster_wide]
+        lines += [f"  ✗ cluster-wide write binding: {c}" for c in self.cluster_wide]
         return lines
 
 
@@ -94,6 +109,6 @@ def review_worker_access(access: BackendAccess, namespaces: list[str]) -> Access
         for group, resource in (("batch", "jobs"), ("kueue.x-k8s.io", "workloads")):
             probe = Permission("create", group, resource, PROBE_NAMESPACE)
             if access.can(probe):
-                report.cluster_wide.append(f"can {probe}: writes are bound cluster-wide; "
-                                           "bind them per tenant namespace with RoleBindings")
+                report.cluster_wide.append(f"can {probe}, where no dispatched workload runs: its writes are bound "
+                                           "cluster-wide; bind them per tenant namespace with RoleBindings")
     return report
