@@ -151,7 +151,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     last = ""
     while True:
         manager = replace(read_run(backend, namespace, args.run, ray_cluster=ray_cluster), cancelled=True)
-        reads = [read_pods_on_worker(w, worker_backends[w], namespace, args.run) for w in dispatch.workers]
+        reads = [read_pods_on_worker(w, worker_backends[w], namespace, args.run, ray_job=objs.ray_job is not None,
+                                     ray_cluster=ray_cluster) for w in dispatch.workers]
         unknown = [r for r in reads if r.pods is None]
         statuses = [compute_run_status(replace(manager, worker=r.worker, worker_pods=r.pods)) for r in reads
                     if r.pods is not None] or [compute_run_status(manager)]

@@ -98,3 +98,44 @@ def test_cancel_wait_asks_the_worker_and_waits_for_its_pod(evicted, capsys, monk
     assert f"{NS}/{RUN}: releasing compute: 1 pod(s) still hold GPUs on worker {evicted.worker} ({evicted.worker}-gpu-0)" in lines[2]
     assert lines[-1] == f"{NS}/{RUN}: cancelled; compute released"
     assert len(polls) == 3
+
+
+class _WorkerPods:
+    """A worker's pod list (what ``fetch`` of a worker backend answers), with the selector it was asked."""
+
+    def __init__(self, pods: list[dict]):
+        self.pods = pods
+        self.selectors: list[str | None] = []
+
+    def fetch(self, kind, namespace=None, label_selector=None):
+        from tau_tui.core.cluster.convert import pod_view
+        from tau_tui.core.cluster.sim.store import _selector_matches
+
+        self.selectors.append(label_selector)
+        return [pod_view(p) for p in self.pods if _selector_matches(p["metadata"].get("labels") or {}, label_selector)]
+
+
+def _pod(name: str, labels: dict) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "labels": labels},
+            "spec": {"nodeName": "lab-worker-1-gpu-0", "containers": [{"name": "ray", "image": "rayproject/ray:2.9"}]},
+            "status": {"phase": "Running"}}
+
+
+def test_a_rayjobs_pods_on_a_worker_are_found_by_its_raycluster_not_by_job_name():
+    """A RayJob's pods carry ray.io/cluster, never job-name: reading them by job-name found none and a
+    cancel said "released" while the Ray head and workers still held GPUs on the worker."""
+    from tau_tui.core.operations.multikueue_steps.worker_release import read_pods_on_worker
+
+    worker = _WorkerPods([
+        _pod("ray-ppo-raycluster-x7k2-head-abc", {"ray.io/cluster": "ray-ppo-raycluster-x7k2", "ray.io/node-type": "head"}),
+        _pod("ray-ppo-raycluster-x7k2-worker-def", {"ray.io/cluster": "ray-ppo-raycluster-x7k2"}),
+        _pod("other-raycluster-head", {"ray.io/cluster": "other-raycluster"}),
+        _pod("ray-ppo-0-xyz", {"job-name": "other"}),
+    ])
+    as_job = read_pods_on_worker("lab-worker-1", worker, NS, "ray-ppo")
+    assert as_job.pods == ()  # what a Job's selector sees of a RayJob: nothing
+    found = read_pods_on_worker("lab-worker-1", worker, NS, "ray-ppo", ray_job=True)
+    assert sorted(p.name for p in found.pods or ()) == ["ray-ppo-raycluster-x7k2-head-abc", "ray-ppo-raycluster-x7k2-worker-def"]
+    named = read_pods_on_worker("lab-worker-1", worker, NS, "ray-ppo", ray_job=True, ray_cluster="other-raycluster")
+    assert sorted(p.name for p in named.pods or ()) == ["other-raycluster-head", "ray-ppo-raycluster-x7k2-head-abc",
+                                                        "ray-ppo-raycluster-x7k2-worker-def"]

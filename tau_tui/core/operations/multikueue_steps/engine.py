@@ -26,6 +26,12 @@ from tau_tui.core.operations.multikueue_steps.access import AccessError, Backend
 from tau_tui.core.operations.multikueue_steps.credentials import REDACTED, CredentialError, WorkerCredential
 
 
+def rejects_credential(exc: AccessError) -> bool:
+    """A 401 is an answer about a credential (it does not work: a refusal); any other failure to ask the
+    cluster (unreachable, forbidden to read, a server error) decides nothing: an error, never a refusal."""
+    return exc.code == 401
+
+
 class StepState(str, enum.Enum):
     VERIFIED = "verified"
     READY = "ready"  # the next step to do
@@ -246,13 +252,17 @@ class Preview:
     refusal: str | None
     dry_run: tuple[str, ...]
     dry_run_ok: bool
+    #: The cluster could not be asked (unreachable, forbidden): nothing can be decided, not a refusal.
+    error: str | None = None
 
     @property
     def allowed(self) -> bool:
-        return self.refusal is None and self.dry_run_ok
+        return self.refusal is None and self.error is None and self.dry_run_ok
 
     def text(self) -> str:
         lines = [self.step.title, "", self.step.explanation, ""]
+        if self.error:
+            lines += [f"? ERROR: the cluster could not be asked: {self.error}", ""]
         if self.refusal:
             lines += [f"✗ REFUSED: {self.refusal}", ""]
         lines += [c.yaml() for c in self.changes] or ["(no objects change in this step)"]
@@ -314,7 +324,12 @@ class Exercise:
                 if state is StepState.READY:
                     try:
                         why = step.refusal(self.ctx)
-                    except (AccessError, CredentialError) as exc:
+                    except AccessError as exc:
+                        if not rejects_credential(exc):
+                            state, check, why = StepState.ERROR, Check(False, exc.message, check.evidence), None
+                        else:
+                            why = exc.message
+                    except CredentialError as exc:
                         why = exc.message
                     if why:
                         state, check = StepState.REFUSED, Check(False, why, check.evidence)
@@ -333,7 +348,11 @@ class Exercise:
     def preview(self, step: Step) -> Preview:
         try:
             refusal = step.refusal(self.ctx)
-        except (AccessError, CredentialError) as exc:
+        except AccessError as exc:
+            if not rejects_credential(exc):
+                return Preview(step, (), None, (), False, error=exc.message)
+            refusal = exc.message
+        except CredentialError as exc:
             refusal = exc.message
         try:
             changes = tuple(step.changes(self.ctx))
@@ -390,7 +409,13 @@ class Exercise:
         if state is StepState.VERIFIED:
             self.record_step(step, "already verified", check)
             return Outcome.VERIFIED
+        if state is StepState.ERROR:
+            self.record_step(step, "error", check)
+            return Outcome.FAILED
         preview = self.preview(step)
+        if preview.error:
+            self.record_step(step, "error", Check(False, preview.error))
+            return Outcome.FAILED
         if preview.refusal:
             self.record_step(step, "refused", Check(False, preview.refusal))
             return Outcome.REFUSED

@@ -26,7 +26,11 @@ from typing import Any
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.operations.multikueue_steps.access import SECRET, Permission
-from tau_tui.core.operations.multikueue_steps.credentials import CredentialError, credential_from_secret
+from tau_tui.core.operations.multikueue_steps.credentials import (
+    CredentialError,
+    credential_from_secret,
+    insecure_reasons,
+)
 from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Refused, Step, StepContext
 from tau_tui.core.operations.multikueue_steps.matrix import dependency_matrix
 from tau_tui.core.operations.multikueue_steps.worker_access import review_worker_access
@@ -137,6 +141,11 @@ class CredentialStep(Step):
                 problems.append(f"Secret {ns}/{wp.secret_name} with key kubeconfig does not exist")
                 continue
             evidence.append(f"Secret {ns}/{wp.secret_name} holds credential {stored.fingerprint} for {stored.server}")
+            # A Secret written by hand is held to the same rules as one this step wrote (Kueue would refuse it).
+            insecure = insecure_reasons(stored.document())
+            if insecure:
+                problems.append(f"Secret {ns}/{wp.secret_name}: the stored kubeconfig would be refused: " + "; ".join(insecure))
+                continue
             report = review_worker_access(ctx.connector.connect(stored), list(ctx.plan.namespaces))
             evidence += [f"{wp.name}: {line}" for line in report.evidence()]
             if not report.acceptable:

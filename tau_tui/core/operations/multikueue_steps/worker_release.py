@@ -108,13 +108,32 @@ class WorkerPods:
     problem: str = ""
 
 
+#: KubeRay's labels on the pods of a RayCluster, and on a RayCluster a RayJob created.
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+RAY_ORIGIN_NAME_LABEL = "ray.io/originated-from-cr-name"
+
+
+def belongs_to_ray_job(pod: PodView, ray_job: str, ray_cluster: str | None) -> bool:
+    """Whether ``pod`` is one of RayJob ``ray_job``'s: of its RayCluster (named in the RayJob's status, or
+    ``<rayjob>-<suffix>`` as KubeRay names it, which a worker's copy may do differently from the manager)."""
+    cluster = pod.labels.get(RAY_CLUSTER_LABEL, "")
+    if not cluster:
+        return False
+    return (cluster == ray_cluster or cluster.startswith(f"{ray_job}-")
+            or pod.labels.get(RAY_ORIGIN_NAME_LABEL) == ray_job)
+
+
 def read_pods_on_worker(worker: str, worker_backend: Any | None, namespace: str, name: str,
-                        selector: str | None = None) -> WorkerPods:
-    """The pods of Job ``name`` (or those matching ``selector``) on ``worker``, or why not."""
+                        ray_job: bool = False, ray_cluster: str | None = None) -> WorkerPods:
+    """The pods of Job ``name`` (or of RayJob ``name``, with ``ray_job``) on ``worker``, or why not."""
     if worker_backend is None:
         return WorkerPods(worker, None, "no kubeconfig context is mapped to it in config.yaml (worker_contexts)")
     try:
-        views = worker_backend.fetch(ResourceKind.POD, namespace, selector or f"job-name={name}")
+        if ray_job:
+            views = [v for v in worker_backend.fetch(ResourceKind.POD, namespace, f"{RAY_CLUSTER_LABEL}")
+                     if isinstance(v, PodView) and belongs_to_ray_job(v, name, ray_cluster)]
+        else:
+            views = list(worker_backend.fetch(ResourceKind.POD, namespace, f"job-name={name}"))
     except ClusterError as err:
         return WorkerPods(worker, None, f"cannot reach it: {err.message}")
     return WorkerPods(worker, tuple(v for v in views if isinstance(v, PodView)))
