@@ -166,7 +166,9 @@ class MultiKueueWizardScreen(PaneScreen):
         text.append(f"{step.explanation}\n\n")
         text.append(f"{status.mark} {status.state.value}", style="bold")
         if status.check.reason:
-            text.append(f": {status.check.reason}")
+            # A guard's reason may start with the state's own word; say it once.
+            reason = status.check.reason.removeprefix(f"{status.state.value}: ")
+            text.append(f": {reason}")
         text.append("\n")
         if status.check.action:
             text.append(f"⚠ to do: {status.check.action}\n", style="bold")

@@ -17,36 +17,8 @@
 5. revoke and delete the worker credentials (``revocation.py``), refused
    while any remote workload still needs them (:func:`remote_needs`).
 
-Discovery, not trust.  Every step first discovers the MultiKueue footprint
-live on the manager (:func:`discover`): every profile of TauCluster/cluster
-(spec and status) with executionTarget multiKueue or a dedicated queue, every
-AdmissionCheck whose controllerName is kueue.x-k8s.io/multikueue, every
-ClusterQueue whose checks (``admissionChecksStrategy`` or the older
-``admissionChecks`` list) include one, their LocalQueues, the checks'
-MultiKueueConfigs and the MultiKueueClusters they list.  It compares that
-with the plan:
-
-* what is found and the plan does not name is handled like the plan's own
-  (de-authorised, held, drained, removed): the seed drains *every* dedicated
-  profile/queue;
-* the drain refuses, naming it, what it will not touch: the default queue
-  (``jobqueue`` or ``workspaceDefaults.defaultQueue``) or its ClusterQueue when
-  they route to MultiKueue, and a MultiKueueCluster the plan does not list (the
-  drain could neither check that worker directly nor revoke its credential);
-* an object the plan names that does not exist is not done: the step says
-  "not found: the plan and the cluster disagree" naming it, and does not
-  verify (⚠: waiting will not change it).  A plan-named object that exists but
-  is not MultiKueue (a ClusterQueue without a MultiKueue check, a profile that
-  does not target multiKueue) is a disagreement too, and is never touched.
-
-When is an absent object legitimate?  Steps 1-3 remove nothing; only step 4
-does, and before it deletes anything it writes what it removes onto
-TauCluster/cluster (annotation :data:`REMOVED_ANNOTATION`).  A plan-named
-object that is absent and on that list was removed by a drain; absent and
-not on it, the plan and the cluster disagree (a typo, a hand deletion, or a
-setup that never got that far).  Step 1 of the next drain, when it has
-anything to de-authorise, clears the list.  Without TauCluster/cluster there
-is no list, and absence is a disagreement (fail closed).
+Discovery, not trust: every step first discovers the MultiKueue footprint live on the
+manager and compares it with the plan (``drain_discovery.py``).
 
 Re-enabling after a drain is the setup flow (it resumes from the first step
 that no longer verifies)."""
@@ -54,12 +26,22 @@ that no longer verifies)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.operations.multikueue_steps.access import AccessError, BackendAccess
+from tau_tui.core.operations.multikueue_steps.drain_discovery import (
+    HELD,
+    REMOVED_ANNOTATION,
+    Discovery,
+    discover,
+    discovery_check,
+    discovery_refusal,
+    is_terminal,
+    object_name,
+    spec_of,
+    teams_of,
+)
 from tau_tui.core.operations.multikueue_steps.engine import (
     Change,
     Check,
@@ -74,8 +56,6 @@ from tau_tui.core.operations.multikueue_steps.setup import (
     DRAINED_TEAM,
     condition,
     declared_profiles,
-    default_queues,
-    tau_cluster,
 )
 
 R = ResourceKind
@@ -85,233 +65,7 @@ EVICTION_TIMEOUT = 30.0
 EVICTION_POLL = 2.0
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
-#: Written by step 4 onto TauCluster/cluster before it deletes: the objects a drain removed (JSON list).
-REMOVED_ANNOTATION = "tau.azure.com/multikueue-drain-removed"
-HELD = ("Hold", "HoldAndDrain")
 CANCELLABLE = {"Job": R.JOB.type, "RayJob": R.RAY_JOB.type}
-
-
-def _terminal(wl: dict[str, Any]) -> bool:
-    return (condition(wl, "Finished") or {}).get("status") == "True"
-
-
-def _name(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
-
-
-def _spec(obj: dict[str, Any] | None) -> dict[str, Any]:
-    return dict((obj or {}).get("spec") or {})
-
-
-def check_names(cq: dict[str, Any]) -> list[str]:
-    """The admission checks a ClusterQueue names: ``admissionChecksStrategy`` and the older ``admissionChecks``."""
-    spec = _spec(cq)
-    names = [c.get("name") for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or ()
-             if isinstance(c, dict)]
-    names += [c for c in spec.get("admissionChecks") or () if isinstance(c, str)]
-    return [str(n) for n in names if n]
-
-
-def _teams(profile: dict[str, Any]) -> list[str]:
-    return list((profile.get("applicability") or {}).get("teams") or ())
-
-
-@dataclass
-class Discovery:
-    """The MultiKueue footprint found live on the manager, and how it compares with the plan."""
-
-    tau_cluster: dict[str, Any] | None
-    defaults: set[str]
-    #: ClusterQueue -> the default LocalQueue ("ns/name") it backs.
-    default_cqs: dict[str, str]
-    #: multiKueue profiles declared in spec.workloadProfiles, and published in status, by name.
-    profiles: dict[str, dict[str, Any]]
-    published: dict[str, dict[str, Any]]
-    #: status.workloadProfiles.observedGeneration is the current generation (else the client refuses every profile).
-    status_current: bool
-    checks: dict[str, dict[str, Any]]
-    cluster_queues: dict[str, dict[str, Any]]
-    local_queues: dict[tuple[str, str], dict[str, Any]]
-    configs: dict[str, dict[str, Any]]
-    clusters: dict[str, dict[str, Any]]
-    #: What step 4 wrote it removed (REMOVED_ANNOTATION).
-    removed: set[str]
-    #: Plan-named objects that do not exist, as refs ("ClusterQueue x").
-    gone: set[str] = field(default_factory=set)
-    #: Plan-named objects absent and not removed by a drain ("not found"), and plan-named objects that
-    #: exist but are not MultiKueue (never touched).
-    missing: list[str] = field(default_factory=list)
-    mismatched: list[str] = field(default_factory=list)
-    #: What the drain will not touch, with the reason: the drain refuses.
-    untouchable: list[str] = field(default_factory=list)
-
-    def present_refs(self) -> list[str]:
-        """Every discovered object, in removal order (profiles first, MultiKueueClusters last)."""
-        return ([f"profile {n}" for n in sorted(self.profiles)]
-                + [f"LocalQueue {ns}/{n}" for ns, n in sorted(self.local_queues)]
-                + [f"ClusterQueue {n}" for n in sorted(self.cluster_queues)]
-                + [f"AdmissionCheck {n}" for n in sorted(self.checks)]
-                + [f"MultiKueueConfig {n}" for n in sorted(self.configs)]
-                + [f"MultiKueueCluster {n}" for n in sorted(self.clusters)])
-
-    def summary(self, plan: Any) -> str:
-        named = set(plan_refs(plan))
-        found = self.present_refs()
-        extra = [r for r in found if r not in named]
-        text = "discovered on the manager: " + (", ".join(found) if found else "no MultiKueue profile, queue, check, config or cluster")
-        return text + (f"; not named by the plan (handled too): {', '.join(extra)}" if extra else "")
-
-    def problems(self) -> list[str]:
-        """What keeps any drain step from verifying, whatever its own condition."""
-        out = list(self.untouchable)
-        if self.missing:
-            out.append("not found: the plan and the cluster disagree: " + ", ".join(self.missing))
-        out += [f"the plan and the cluster disagree: {m}; not touched" for m in self.mismatched]
-        return out
-
-
-def plan_refs(plan: Any) -> list[str]:
-    return ([f"profile {plan.profile}"] + [f"LocalQueue {ns}/{plan.local_queue}" for ns in plan.namespaces]
-            + [f"ClusterQueue {plan.cluster_queue}", f"AdmissionCheck {plan.admission_check}",
-               f"MultiKueueConfig {plan.config}"] + [f"MultiKueueCluster {w.name}" for w in plan.workers])
-
-
-def _removed_list(tc: dict[str, Any] | None) -> set[str]:
-    raw = (((tc or {}).get("metadata") or {}).get("annotations") or {}).get(REMOVED_ANNOTATION)
-    try:
-        value = json.loads(raw) if raw else []
-    except ValueError:
-        return set()
-    return {str(v) for v in value} if isinstance(value, list) else set()
-
-
-def discover(ctx: StepContext) -> Discovery:
-    """The MultiKueue footprint on the manager, read live, compared with the plan."""
-    plan, manager = ctx.plan, ctx.manager
-    tc = tau_cluster(ctx)
-    defaults = default_queues(ctx, tc)
-    all_lqs = manager.list(R.LOCAL_QUEUE.type, None)
-    default_cqs: dict[str, str] = {}
-    for lq in all_lqs:
-        backing = _spec(lq).get("clusterQueue")
-        if _name(lq) in defaults and backing:
-            default_cqs.setdefault(str(backing), f"{(lq.get('metadata') or {}).get('namespace')}/{_name(lq)}")
-    all_checks = {_name(ac): ac for ac in manager.list(R.ADMISSION_CHECK.type)}
-    checks = {n: ac for n, ac in all_checks.items() if _spec(ac).get("controllerName") == MULTIKUEUE_CONTROLLER_NAME}
-    # A ClusterQueue that still names the plan's check after the check was removed routes to MultiKueue too.
-    routing = set(checks) | ({plan.admission_check} if plan.admission_check not in all_checks else set())
-    all_cqs = {_name(cq): cq for cq in manager.list(R.CLUSTER_QUEUE.type)}
-    cqs = {n: cq for n, cq in all_cqs.items() if routing & set(check_names(cq))}
-    lqs_by_key = {((lq.get("metadata") or {}).get("namespace") or "", _name(lq)): lq for lq in all_lqs}
-    dedicated_lqs = {k: lq for k, lq in lqs_by_key.items() if _spec(lq).get("clusterQueue") in cqs}
-    config_names = {str((_spec(ac).get("parameters") or {}).get("name")) for ac in checks.values()
-                    if (_spec(ac).get("parameters") or {}).get("kind") == "MultiKueueConfig"} | {plan.config}
-    configs = {_name(c): c for c in manager.list(R.MULTIKUEUE_CONFIG.type) if _name(c) in config_names}
-    cluster_names = {str(n) for c in configs.values() for n in _spec(c).get("clusters") or ()} | {w.name for w in plan.workers}
-    clusters = {_name(c): c for c in manager.list(R.MULTIKUEUE_CLUSTER.type) if _name(c) in cluster_names}
-    dedicated_names = {n for _, n in dedicated_lqs}
-    spec_profiles = declared_profiles(tc)
-    status_profiles = list((((tc or {}).get("status") or {}).get("workloadProfiles") or {}).get("profiles") or ())
-
-    def routes_to_multikueue(p: dict[str, Any]) -> bool:
-        return p.get("executionTarget") == "multiKueue" or p.get("defaultLocalQueue") in dedicated_names
-
-    found = Discovery(
-        tau_cluster=tc, defaults=defaults, default_cqs=default_cqs,
-        profiles={str(p.get("name")): p for p in spec_profiles if routes_to_multikueue(p)},
-        published={str(p.get("name")): p for p in status_profiles if routes_to_multikueue(p)},
-        status_current=(((tc or {}).get("status") or {}).get("workloadProfiles") or {}).get("observedGeneration")
-        == ((tc or {}).get("metadata") or {}).get("generation"),
-        checks=checks, cluster_queues=cqs,
-        local_queues={k: lq for k, lq in dedicated_lqs.items() if k[1] not in defaults},
-        configs=configs, clusters=clusters, removed=_removed_list(tc))
-    _compare(found, plan, spec_profiles, lqs_by_key, all_cqs, all_checks)
-    return found
-
-
-def _compare(found: Discovery, plan: Any, spec_profiles: list[dict[str, Any]],
-             lqs: dict[tuple[str, str], dict[str, Any]], all_cqs: dict[str, dict[str, Any]],
-             all_checks: dict[str, dict[str, Any]]) -> None:
-    def absent(ref: str) -> None:
-        found.gone.add(ref)
-        if ref not in found.removed:
-            found.missing.append(ref)
-
-    mismatch = found.mismatched.append
-
-    declared = next((p for p in spec_profiles if p.get("name") == plan.profile), None)
-    if declared is None:
-        absent(f"profile {plan.profile}")
-    elif plan.profile not in found.profiles:
-        mismatch(f"profile {plan.profile} does not target multiKueue (executionTarget "
-                 f"{declared.get('executionTarget') or 'unset'}, queue {declared.get('defaultLocalQueue')})")
-    if plan.local_queue in found.defaults:
-        found.untouchable.append(f"{plan.local_queue} is the default queue; a drain never touches it")
-    else:
-        for ns in plan.namespaces:
-            lq = lqs.get((ns, plan.local_queue))
-            if lq is None:
-                absent(f"LocalQueue {ns}/{plan.local_queue}")
-            elif (ns, plan.local_queue) not in found.local_queues:
-                mismatch(f"LocalQueue {ns}/{plan.local_queue} points at ClusterQueue {_spec(lq).get('clusterQueue')}, "
-                         "which does not route to MultiKueue")
-    if plan.cluster_queue in found.default_cqs:
-        found.untouchable.append(f"ClusterQueue {plan.cluster_queue} backs the default queue "
-                                 f"{found.default_cqs[plan.cluster_queue]}; a drain never touches it")
-    elif plan.cluster_queue not in all_cqs:
-        absent(f"ClusterQueue {plan.cluster_queue}")
-    elif plan.cluster_queue not in found.cluster_queues:
-        mismatch(f"ClusterQueue {plan.cluster_queue} carries no MultiKueue admission check "
-                 f"(checks: {', '.join(check_names(all_cqs[plan.cluster_queue])) or 'none'})")
-    if plan.admission_check not in all_checks:
-        absent(f"AdmissionCheck {plan.admission_check}")
-    elif plan.admission_check not in found.checks:
-        mismatch(f"AdmissionCheck {plan.admission_check} is not a MultiKueue check (controllerName "
-                 f"{_spec(all_checks[plan.admission_check]).get('controllerName')!r})")
-    if plan.config not in found.configs:
-        absent(f"MultiKueueConfig {plan.config}")
-    for wp in plan.workers:
-        if wp.name not in found.clusters:
-            absent(f"MultiKueueCluster {wp.name}")
-    for cq in sorted(set(found.cluster_queues) & set(found.default_cqs)):
-        if cq != plan.cluster_queue:
-            found.untouchable.append(
-                f"ClusterQueue {cq} backs the default queue {found.default_cqs[cq]} and routes to MultiKueue "
-                f"(checks {', '.join(check_names(found.cluster_queues[cq]))}); a drain never touches the default queue: "
-                "remove the MultiKueue check from it by hand")
-    outside = sorted(set(found.clusters) - {w.name for w in plan.workers})
-    if outside:
-        found.untouchable.append(_outside_workers(found, outside))
-
-
-def _outside_workers(found: Discovery, outside: list[str]) -> str:
-    """The refusal for MultiKueueClusters the plan does not list, naming what routes to them."""
-    configs = sorted(n for n, c in found.configs.items() if set(_spec(c).get("clusters") or ()) & set(outside))
-    checks = sorted(n for n, ac in found.checks.items() if (_spec(ac).get("parameters") or {}).get("name") in configs)
-    cqs = sorted(n for n, cq in found.cluster_queues.items() if set(check_names(cq)) & set(checks))
-    queues = {n for (_, n), lq in found.local_queues.items() if _spec(lq).get("clusterQueue") in cqs}
-    profiles = sorted(n for n, p in found.profiles.items() if p.get("defaultLocalQueue") in queues)
-    what = ", ".join([*(f"profile {n}" for n in profiles), *(f"ClusterQueue {n}" for n in cqs),
-                      *(f"AdmissionCheck {n}" for n in checks), *(f"MultiKueueConfig {n}" for n in configs)])
-    many = len(outside) > 1
-    return (f"the drain will not touch {what}: its MultiKueueCluster{'s' if many else ''} {', '.join(outside)} "
-            f"{'are' if many else 'is'} not among the plan's workers, so the drain could neither check "
-            f"{'them' if many else 'it'} directly nor revoke {'their credentials' if many else 'its credential'}; "
-            f"add {'them' if many else 'it'} to the plan's workers (with adminContext)")
-
-
-def _refusal(found: Discovery) -> str | None:
-    return ("refused: " + "; ".join(found.untouchable)) if found.untouchable else None
-
-
-def _check(found: Discovery, problems: list[str], evidence: list[str], plan: Any) -> Check:
-    """The step's check with discovery's verdict first; a disagreement only the owner can fix is an action."""
-    shared = found.problems()
-    evidence = [found.summary(plan)] + [f"{r}: removed by a drain (step 4)" for r in sorted(found.gone & found.removed)] + evidence
-    reason = "; ".join(shared + problems)
-    action = ("make the plan name what the cluster has (or restore the object), then run the drain again"
-              if (found.missing or found.mismatched) and not found.untouchable else "")
-    return Check(not shared and not problems, reason, tuple(evidence), action=action)
 
 
 def tenant_namespaces(ctx: StepContext, found: Discovery | None = None) -> list[str]:
@@ -332,7 +86,7 @@ def dedicated_workloads(ctx: StepContext, found: Discovery | None = None) -> lis
     for ns in tenant_namespaces(ctx, found):
         for wl in ctx.manager.list(R.WORKLOAD.type, ns):
             st = wl.get("status") or {}
-            if ((ns, _spec(wl).get("queueName")) in queues
+            if ((ns, spec_of(wl).get("queueName")) in queues
                     or (st.get("admission") or {}).get("clusterQueue") in cqs
                     or any(c.get("name") in checks for c in st.get("admissionChecks") or ())):
                 out.append(wl)
@@ -354,14 +108,14 @@ def _workload_state(wl: dict[str, Any]) -> str:
     parts.append("admitted" if st.get("admission") else "pending")
     if st.get("clusterName"):
         parts.append(f"on {st['clusterName']}")
-    return f"Workload {(wl.get('metadata') or {}).get('namespace')}/{_name(wl)} ({', '.join(parts)})"
+    return f"Workload {(wl.get('metadata') or {}).get('namespace')}/{object_name(wl)} ({', '.join(parts)})"
 
 
 def owners_of(workloads: list[dict[str, Any]], *, admitted: bool = False) -> list[tuple[str, str, str]]:
     """(kind, namespace, name) of the owners of the non-terminal ``workloads`` (pending ones, or all with ``admitted``)."""
     out = set()
     for wl in workloads:
-        if _terminal(wl) or ((wl.get("status") or {}).get("admission") and not admitted):
+        if is_terminal(wl) or ((wl.get("status") or {}).get("admission") and not admitted):
             continue
         for owner in (wl.get("metadata") or {}).get("ownerReferences") or ():
             out.add((str(owner.get("kind")), str((wl.get("metadata") or {}).get("namespace")), str(owner.get("name"))))
@@ -425,12 +179,12 @@ def remote_leftovers(worker: BackendAccess, namespaces: list[str]) -> list[str]:
         dispatched: dict[str, set[str]] = {}
         for rt in (R.WORKLOAD.type, R.RAY_JOB.type, RAY_CLUSTER, R.JOB.type):
             objs = worker.list(rt, ns)
-            present[rt.kind] = {_name(o) for o in objs}
+            present[rt.kind] = {object_name(o) for o in objs}
             for obj in objs:
                 owner = _owner(obj)
                 if _dispatched(obj) or (owner is not None and owner[0] == "RayJob" and owner[1] in dispatched.get("RayJob", set())):
-                    dispatched.setdefault(rt.kind, set()).add(_name(obj))
-                    left.append(f"{rt.kind} {ns}/{_name(obj)}{_stuck(obj)}")
+                    dispatched.setdefault(rt.kind, set()).add(object_name(obj))
+                    left.append(f"{rt.kind} {ns}/{object_name(obj)}{_stuck(obj)}")
         for pod in worker.list(R.POD.type, ns):
             owner = _owner(pod, POD_OWNER_LABELS)
             why = []
@@ -482,7 +236,7 @@ class DeauthorizeStep(Step):
         "repointed or touched.")
 
     def refusal(self, ctx: StepContext) -> str | None:
-        return _refusal(discover(ctx))
+        return discovery_refusal(discover(ctx))
 
     def changes(self, ctx: StepContext) -> list[Change]:
         found = discover(ctx)
@@ -490,7 +244,7 @@ class DeauthorizeStep(Step):
         if found.tau_cluster is not None:
             patch: dict[str, Any] = {}
             profiles = declared_profiles(found.tau_cluster)
-            if any(p.get("name") in found.profiles and _teams(p) != [DRAINED_TEAM] for p in profiles):
+            if any(p.get("name") in found.profiles and teams_of(p) != [DRAINED_TEAM] for p in profiles):
                 patch["spec"] = {"workloadProfiles": [
                     dict(p, applicability=dict(p.get("applicability") or {}, teams=[DRAINED_TEAM]))
                     if p.get("name") in found.profiles else p for p in profiles]}
@@ -499,7 +253,7 @@ class DeauthorizeStep(Step):
             if patch:
                 out.append(Change("patch", R.TAU_CLUSTER.type, "cluster", None, patch))
         for (ns, name), lq in sorted(found.local_queues.items()):
-            if _spec(lq).get("stopPolicy") not in HELD:
+            if spec_of(lq).get("stopPolicy") not in HELD:
                 out.append(Change("patch", R.LOCAL_QUEUE.type, name, ns, {"spec": {"stopPolicy": "Hold"}}))
         return out
 
@@ -507,25 +261,25 @@ class DeauthorizeStep(Step):
         found = discover(ctx)
         evidence, problems = [], []
         for name, profile in sorted(found.profiles.items()):
-            if _teams(profile) != [DRAINED_TEAM]:
-                problems.append(f"profile {name} still applies to teams {_teams(profile) or 'all'}")
+            if teams_of(profile) != [DRAINED_TEAM]:
+                problems.append(f"profile {name} still applies to teams {teams_of(profile) or 'all'}")
             else:
                 evidence.append(f"profile {name} limited to team {DRAINED_TEAM}: tenants can no longer select it")
         if found.status_current:
             for name, profile in sorted(found.published.items()):
-                if _teams(profile) != [DRAINED_TEAM]:
+                if teams_of(profile) != [DRAINED_TEAM]:
                     problems.append(f"profile {name} is still published to tenants in TauCluster status "
-                                    f"(teams {_teams(profile) or 'all'})")
+                                    f"(teams {teams_of(profile) or 'all'})")
         elif found.published:
             evidence.append("TauCluster status is not current: the client refuses every profile until TauGrid catches up")
         for (ns, name), lq in sorted(found.local_queues.items()):
-            policy = _spec(lq).get("stopPolicy")
+            policy = spec_of(lq).get("stopPolicy")
             if policy not in HELD:
                 problems.append(f"LocalQueue {ns}/{name} is not held (stopPolicy {policy or 'None'})")
             else:
                 evidence.append(f"LocalQueue {ns}/{name} stopPolicy {policy}")
         evidence.append(f"default queue {', '.join(sorted(found.defaults))} left as it is")
-        return _check(found, problems, evidence, ctx.plan)
+        return discovery_check(found, problems, evidence, ctx.plan)
 
 
 class HoldAndDrainStep(Step):
@@ -539,7 +293,7 @@ class HoldAndDrainStep(Step):
         "directly, is still pending, evicted or admitted.")
 
     def refusal(self, ctx: StepContext) -> str | None:
-        return _refusal(discover(ctx))
+        return discovery_refusal(discover(ctx))
 
     def pending_owners(self, ctx: StepContext) -> list[tuple[str, str, str]]:
         """(kind, namespace, name) of the owners of pending (or evicted) dedicated workloads."""
@@ -557,13 +311,13 @@ class HoldAndDrainStep(Step):
         found = discover(ctx)
         out = [Change("patch", R.CLUSTER_QUEUE.type, name, None, {"spec": {"stopPolicy": "HoldAndDrain"}})
                for name, cq in sorted(found.cluster_queues.items())
-               if name not in found.default_cqs and _spec(cq).get("stopPolicy") != "HoldAndDrain"]
+               if name not in found.default_cqs and spec_of(cq).get("stopPolicy") != "HoldAndDrain"]
         # Kueue drops a held LocalQueue from its queue manager, and then a ClusterQueue's HoldAndDrain no
         # longer finds the ClusterQueue of that queue's admitted workloads: it never evicts them (seen on
         # T3 with Kueue v0.17). The LocalQueue's own HoldAndDrain evicts them.
         out += [Change("patch", R.LOCAL_QUEUE.type, name, ns, {"spec": {"stopPolicy": "HoldAndDrain"}})
                 for (ns, name), lq in sorted(found.local_queues.items())
-                if _spec(lq).get("clusterQueue") not in found.default_cqs and _spec(lq).get("stopPolicy") != "HoldAndDrain"]
+                if spec_of(lq).get("clusterQueue") not in found.default_cqs and spec_of(lq).get("stopPolicy") != "HoldAndDrain"]
         out += [Change("delete", CANCELLABLE[kind], name, ns) for kind, ns, name in self._to_cancel(ctx)]
         return out
 
@@ -574,7 +328,7 @@ class HoldAndDrainStep(Step):
         # HoldAndDrain evicts admitted workloads back to pending; the owners picked
         # for cancellation are cancelled once the evictions have happened (or the time is up).
         deadline = Deadline(ctx, EVICTION_TIMEOUT)
-        while any((w.get("status") or {}).get("admission") and not _terminal(w) for w in dedicated_workloads(ctx)):
+        while any((w.get("status") or {}).get("admission") and not is_terminal(w) for w in dedicated_workloads(ctx)):
             if not deadline.wait(EVICTION_POLL):
                 break
         for kind, ns, name in self._to_cancel(ctx):
@@ -587,7 +341,7 @@ class HoldAndDrainStep(Step):
         for name, cq in sorted(found.cluster_queues.items()):
             if name in found.default_cqs:
                 continue
-            policy, st = _spec(cq).get("stopPolicy"), cq.get("status") or {}
+            policy, st = spec_of(cq).get("stopPolicy"), cq.get("status") or {}
             counts = {k: int(st.get(k) or 0) for k in ("pendingWorkloads", "reservingWorkloads", "admittedWorkloads")}
             evidence.append(f"ClusterQueue {name} stopPolicy {policy or 'None'}, " + ", ".join(f"{k} {v}" for k, v in counts.items()))
             if policy != "HoldAndDrain":
@@ -595,7 +349,7 @@ class HoldAndDrainStep(Step):
             if any(counts.values()):
                 problems.append(f"ClusterQueue {name} counts not zero: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
         workloads = dedicated_workloads(ctx, found)
-        live = [w for w in workloads if not _terminal(w)]
+        live = [w for w in workloads if not is_terminal(w)]
         evidence.append(f"dedicated Workloads counted directly in {', '.join(tenant_namespaces(ctx, found))}: "
                         f"{len(workloads)}, {len(live)} not terminal")
         if live:
@@ -604,7 +358,7 @@ class HoldAndDrainStep(Step):
             if pending:
                 problems.append(f"pending owners you may cancel: {_owner_list(pending)} "
                                 "(drain --cancel-pending, or --cancel NS/KIND/NAME)")
-        return _check(found, problems, evidence, ctx.plan)
+        return discovery_check(found, problems, evidence, ctx.plan)
 
 
 class WaitTerminalStep(Step):
@@ -618,11 +372,11 @@ class WaitTerminalStep(Step):
         "for objects stuck on finalizers. An unreachable worker is not clean.")
 
     def refusal(self, ctx: StepContext) -> str | None:
-        return _refusal(discover(ctx))
+        return discovery_refusal(discover(ctx))
 
     def verify(self, ctx: StepContext) -> Check:
         found = discover(ctx)
-        live = [w for w in dedicated_workloads(ctx, found) if not _terminal(w)]
+        live = [w for w in dedicated_workloads(ctx, found) if not is_terminal(w)]
         evidence, leftovers, unreachable = _workers_directly(ctx, found)
         problems = []
         if live:
@@ -635,7 +389,7 @@ class WaitTerminalStep(Step):
         if unreachable:
             problems.append("cannot check directly: " + "; ".join(unreachable))
         evidence.insert(0, f"manager: {len(live)} non-terminal Workloads of the dedicated queues")
-        return _check(found, problems, evidence, ctx.plan)
+        return discovery_check(found, problems, evidence, ctx.plan)
 
 
 class RemoveRoutingStep(Step):
@@ -650,8 +404,8 @@ class RemoveRoutingStep(Step):
     def refusal(self, ctx: StepContext) -> str | None:
         found = discover(ctx)
         if found.untouchable:
-            return _refusal(found)
-        users = [_ref(dict(w, kind="Workload")) for w in dedicated_workloads(ctx, found) if not _terminal(w)]
+            return discovery_refusal(found)
+        users = [_ref(dict(w, kind="Workload")) for w in dedicated_workloads(ctx, found) if not is_terminal(w)]
         if users:
             return "refused: these Workloads still reference the dedicated queues or AdmissionChecks: " + ", ".join(users)
         return None
@@ -686,7 +440,7 @@ class RemoveRoutingStep(Step):
                     "MultiKueueConfig or MultiKueueCluster is left on the manager"] if not left else []
         if found.removed:
             evidence.append(f"removed by the drain ({REMOVED_ANNOTATION} on TauCluster/cluster): {', '.join(sorted(found.removed))}")
-        return _check(found, problems, evidence, ctx.plan)
+        return discovery_check(found, problems, evidence, ctx.plan)
 
 
 def remote_needs(ctx: StepContext) -> list[str]:
@@ -698,7 +452,7 @@ def remote_needs(ctx: StepContext) -> list[str]:
     for ns in tenant_namespaces(ctx, found):
         for wl in ctx.manager.list(R.WORKLOAD.type, ns):
             where = (wl.get("status") or {}).get("clusterName")
-            if where in workers and not _terminal(wl):
+            if where in workers and not is_terminal(wl):
                 needs.append(f"Workload {ns}/{wl['metadata']['name']} running on {where}")
     _, leftovers, unreachable = _workers_directly(ctx, found)
     needs += [f"{item} (on the worker)" for item in leftovers]

@@ -25,12 +25,9 @@ from typing import Any
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
+from tau_tui.core.cluster.worker_kubeconfig import insecure_reasons
 from tau_tui.core.operations.multikueue_steps.access import SECRET, Permission
-from tau_tui.core.operations.multikueue_steps.credentials import (
-    CredentialError,
-    credential_from_secret,
-    insecure_reasons,
-)
+from tau_tui.core.operations.multikueue_steps.credentials import CredentialError, credential_from_secret
 from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Refused, Step, StepContext
 from tau_tui.core.operations.multikueue_steps.matrix import dependency_matrix
 from tau_tui.core.operations.multikueue_steps.worker_access import review_worker_access
