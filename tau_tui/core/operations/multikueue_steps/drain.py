@@ -202,8 +202,14 @@ def remote_leftovers(worker: BackendAccess, namespaces: list[str]) -> list[str]:
     return left
 
 
+def drained_away(found: Discovery, worker: str) -> bool:
+    """Whether a drain's step 4 removed ``worker``'s MultiKueueCluster and none came back since."""
+    return f"MultiKueueCluster {worker}" in found.removed and worker not in found.clusters
+
+
 def _workers_directly(ctx: StepContext, found: Discovery | None = None) -> tuple[list[str], list[str], list[str]]:
     """(evidence, leftovers, unreachable) over every worker of the plan, asked directly."""
+    found = found or discover(ctx)
     namespaces = tenant_namespaces(ctx, found)
     evidence, leftovers, unreachable = [], [], []
     for wp in ctx.plan.workers:
@@ -211,6 +217,12 @@ def _workers_directly(ctx: StepContext, found: Discovery | None = None) -> tuple
             worker = ctx.inspector(wp.name)
             left = remote_leftovers(worker, namespaces)
         except AccessError as exc:
+            if exc.code == 401 and drained_away(found, wp.name):
+                # Without adminContext the worker is read with the credential the drain revoked; it was
+                # checked clean before step 4 could remove its MultiKueueCluster, and nothing reaches it since.
+                evidence.append(f"worker {wp.name} rejects the drained credential (401): its MultiKueueCluster was "
+                                "removed by this drain's step 4, after step 3 had checked it clean; not read again")
+                continue
             unreachable.append(f"{wp.name}: {exc.message}")
             continue
         except Exception as exc:  # no credential left to reach it

@@ -14,7 +14,8 @@ after a restart: per worker, the revoked credential's fingerprint, how it was
 revoked, and the proof (time, HTTP status 401).  The credential itself is kept
 only in the OS keyring while its proof is pending (``rotate.CredentialVault``),
 never here.  A new record starts from the latest earlier record's evidence,
-so a drain verified yesterday still proves today what it revoked.
+so a drain verified yesterday still proves today what it revoked, unless a
+setup ran since (it stored other credentials, which that proof says nothing of).
 """
 
 from __future__ import annotations
@@ -72,8 +73,25 @@ def _earlier_revocations(directory: Path, flow: str, cluster: str, skip: Path | 
         except (OSError, ValueError):
             continue
         if data.get("cluster") == cluster and data.get("flow") == flow and data.get(REVOCATIONS):
+            if _set_up_since(directory, cluster, path):
+                return []  # a setup since then stored other credentials: that proof is about the ones before
             return [dict(e) for e in data[REVOCATIONS]]
     return []
+
+
+def _set_up_since(directory: Path, cluster: str, record: Path) -> bool:
+    """Whether a setup exercise on ``cluster`` was written after ``record``."""
+    try:
+        since = record.stat().st_mtime_ns
+    except OSError:
+        return True
+    for path in directory.glob("*-setup-*.json"):
+        try:
+            if path.stat().st_mtime_ns > since and json.loads(path.read_text()).get("cluster") == cluster:
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 class RevocationEvidence:

@@ -559,11 +559,13 @@ class MatrixStep(Step):
         plan = ctx.plan
         tc = tau_cluster(ctx)
         declared = declared_profile(tc, plan.profile)
-        wanted = authorized_applicability(plan)
-        if declared is None or same_applicability(declared.get("applicability"), wanted):
+        if declared is None:
             return []
-        if not self.matrix(ctx).ok:
-            return []  # nothing is authorised while the matrix does not verify
+        # Tenants hold the profile only while every worker verifies: a matrix that no longer does
+        # withdraws an authorisation given earlier (seed: verify before authorizing tenants).
+        wanted = authorized_applicability(plan) if self.matrix(ctx).ok else unauthorized_applicability(plan)
+        if same_applicability(declared.get("applicability"), wanted):
+            return []
         profiles = [dict(p, applicability=wanted) if p.get("name") == plan.profile else p for p in declared_profiles(tc)]
         return [Change("patch", R.TAU_CLUSTER.type, "cluster", None, {"spec": {"workloadProfiles": profiles}})]
 
@@ -572,8 +574,8 @@ class MatrixStep(Step):
         authorization = tenants_authorized(ctx)
         problems = [] if matrix.ok else [matrix.reason]
         if not matrix.ok and authorization.ok:
-            problems.append("tenants are still authorised although the matrix does not verify; "
-                            "`tau-tui multikueue drain` step 1 removes their authorization")
+            problems.append("tenants are still authorised although the matrix does not verify; applying this step "
+                            "withdraws their authorization until it does")
         elif not authorization.ok:
             problems.append(authorization.reason + ("" if matrix.ok else " (withheld until the matrix verifies)"))
         return Check(not problems, "; ".join(problems), matrix.evidence + authorization.evidence)
