@@ -346,3 +346,16 @@ def test_hold_and_drain_waits_for_evictions_on_the_clock_not_by_a_count(lab, mon
     # the budget, one poll past it, and the Workload lists before the loop, at its end and for the cancel
     assert elapsed <= EVICTION_BUDGET_S + 2 + 3 * LIST_SECONDS, (elapsed, len(lists))
     assert drain_steps.EVICTION_TIMEOUT == EVICTION_BUDGET_S
+
+
+def test_cancel_pending_previews_the_running_owners_that_holdanddrain_turns_pending(lab):
+    """With --cancel-pending a running run is evicted back to pending and then cancelled: the confirmed
+    preview must name it (before, only the owners pending at preview time were shown)."""
+    set_up(lab)
+    dispatch(lab)
+    drain = lab.exercise("drain", inputs={"cancel": "all-pending"})
+    assert drain.run_step(drain.flow.steps[0], YES, timeout=30) is Outcome.VERIFIED
+    preview = drain.preview(drain.flow.steps[1])
+    assert "# delete Job team-nlp/mk-train" in preview.text()
+    assert drain.run_step(drain.flow.steps[1], YES, timeout=30) is Outcome.VERIFIED
+    assert read(lab, R.JOB, "mk-train", "team-nlp") is None

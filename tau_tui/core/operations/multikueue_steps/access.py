@@ -162,11 +162,13 @@ class BackendAccess:
             raise self._fail(exc, "create", SAR) from None
         return bool((out.get("status") or {}).get("allowed"))
 
-    def rules(self, namespace: str) -> builtins.list[dict[str, Any]]:
-        """SelfSubjectRulesReview: the resource rules that apply in ``namespace``."""
+    def rules(self, namespace: str) -> tuple[builtins.list[dict[str, Any]], bool]:
+        """SelfSubjectRulesReview: the resource rules that apply in ``namespace``, and whether the list is
+        complete (an authorizer that cannot list its rules, such as a webhook, answers ``incomplete``)."""
         body = {"apiVersion": SSRR.api_version, "kind": SSRR.kind, "metadata": {}, "spec": {"namespace": namespace}}
         try:
             out = self.backend._api_create(SSRR, None, body, False)
         except ApiFailure as exc:
             raise self._fail(exc, "create", SSRR) from None
-        return list((out.get("status") or {}).get("resourceRules") or ())
+        status = out.get("status") or {}
+        return list(status.get("resourceRules") or ()), not status.get("incomplete")

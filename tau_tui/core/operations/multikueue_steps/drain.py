@@ -312,10 +312,12 @@ class HoldAndDrainStep(Step):
         return owners_of(dedicated_workloads(ctx))
 
     def _to_cancel(self, ctx: StepContext) -> list[tuple[str, str, str]]:
+        """The owners this step cancels, as its preview shows them: with ``all-pending`` the admitted ones too,
+        since HoldAndDrain evicts them back to pending before the cancellation."""
         chosen = ctx.inputs.get("cancel")
-        owners = [o for o in self.pending_owners(ctx) if o[0] in CANCELLABLE]
         if chosen == "all-pending":
-            return owners
+            return [o for o in owners_of(dedicated_workloads(ctx), admitted=True) if o[0] in CANCELLABLE]
+        owners = [o for o in self.pending_owners(ctx) if o[0] in CANCELLABLE]
         picked = set(chosen or ())
         return [o for o in owners if f"{o[1]}/{o[0]}/{o[2]}" in picked or f"{o[1]}/{o[2]}" in picked]
 
@@ -334,8 +336,13 @@ class HoldAndDrainStep(Step):
         return out
 
     def apply(self, ctx: StepContext, dry_run: bool) -> list[str]:
-        lines = super().apply(ctx, dry_run)
-        if dry_run or not ctx.inputs.get("cancel"):
+        if dry_run:
+            return super().apply(ctx, dry_run)
+        # What is cancelled is fixed now, as the confirmed preview listed it: an owner that turns up later is
+        # named by the verification, never cancelled unseen.
+        cancel = self._to_cancel(ctx)
+        lines = [apply_change(ctx, change, False) for change in self.changes(ctx) if change.action != "delete"]
+        if not cancel:
             return lines
         # HoldAndDrain evicts admitted workloads back to pending; the owners picked
         # for cancellation are cancelled once the evictions have happened (or the time is up).
@@ -343,7 +350,7 @@ class HoldAndDrainStep(Step):
         while any((w.get("status") or {}).get("admission") and not is_terminal(w) for w in dedicated_workloads(ctx)):
             if not deadline.wait(EVICTION_POLL):
                 break
-        for kind, ns, name in self._to_cancel(ctx):
+        for kind, ns, name in cancel:
             lines.append(apply_change(ctx, Change("delete", CANCELLABLE[kind], name, ns), False))
         return lines
 

@@ -49,6 +49,15 @@ def needed_permissions(namespaces: list[str]) -> list[Permission]:
     return out
 
 
+def high_risk_permissions(namespaces: list[str]) -> list[Permission]:
+    """Rights a leaked worker credential must never carry, asked one by one (SelfSubjectAccessReview), since
+    a rules review shows only the namespaces it is asked about."""
+    out = [Permission("list", "", "secrets"), Permission("get", "", "secrets", PROBE_NAMESPACE),
+           Permission("impersonate", "", "users"), Permission("bind", "rbac.authorization.k8s.io", "clusterroles"),
+           Permission("escalate", "rbac.authorization.k8s.io", "clusterroles"), Permission("update", "", "nodes")]
+    return out + [Permission("create", "", "pods", ns, "exec") for ns in namespaces]
+
+
 @dataclass
 class AccessReport:
     identity: str
@@ -91,7 +100,12 @@ def review_worker_access(access: BackendAccess, namespaces: list[str]) -> Access
             report.missing.append(str(permission))
     seen: set[str] = set()
     for ns in namespaces:
-        for rule in access.rules(ns):
+        rules, complete = access.rules(ns)
+        if not complete:
+            # Rights the review could not list may be anything: least privilege is unproven, not proven.
+            report.excess.append(f"SelfSubjectRulesReview in {ns} is incomplete (an authorizer that cannot list "
+                                 "its rules, such as a webhook): least privilege cannot be proven")
+        for rule in rules:
             groups = set(rule.get("apiGroups") or ())
             if groups and groups <= REVIEW_GROUPS:
                 continue
@@ -105,6 +119,9 @@ def review_worker_access(access: BackendAccess, namespaces: list[str]) -> Access
                 if text not in seen:
                     seen.add(text)
                     report.excess.append(text)
+    for probe in high_risk_permissions(namespaces):
+        if access.can(probe):
+            report.excess.append(f"can {probe}: a right Kueue never needs")
     if PROBE_NAMESPACE not in namespaces:
         for group, resource in (("batch", "jobs"), ("kueue.x-k8s.io", "workloads")):
             probe = Permission("create", group, resource, PROBE_NAMESPACE)
