@@ -64,6 +64,14 @@ def kubeconfig_yaml(name: str, server: str, ca_pem: bytes, user: dict) -> str:
     })
 
 
+def release_labelled(crd: dict, version: str) -> dict:
+    """A CRD as Kueue's and KubeRay's Helm charts install it: labelled with its release
+    (`app.kubernetes.io/version`), which is how a client tells the installed release apart
+    (the MultiKueue dependency matrix compares manager and workers by it)."""
+    crd.setdefault("metadata", {}).setdefault("labels", {})["app.kubernetes.io/version"] = version
+    return crd
+
+
 def write_kubeconfig(path: Path, name: str, server: str, ca_pem: bytes, user: dict) -> Path:
     path.write_text(kubeconfig_yaml(name, server, ca_pem, user))
     path.chmod(0o600)
@@ -112,6 +120,8 @@ class ControlPlane:
         # KWOK renews each node's Lease every quarter of this; benchmarks with thousands of nodes
         # raise it (staying under the node controller's 50 s grace period) to keep the plane quiet.
         self.kwok_lease_seconds = 40
+        # T3 workers: pods of tau-tui runs stay Running until deleted (kwok.keep_tau_runs_running).
+        self.kwok_keeps_tau_runs = False
         self._api_client: k8s.ApiClient | None = None
 
     # ----- certificates -----------------------------------------------------------
@@ -253,9 +263,10 @@ class ControlPlane:
                     "strategy": "Webhook",
                     "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": self._kueue_client_config("/convert")},
                 }
-            crds.append(crd)
+            crds.append(release_labelled(crd, self.binaries.versions["KUEUE_VERSION"]))
         ray_dir = self.binaries.kuberay_module_dir / "config" / "crd" / "bases"
-        crds += [yaml.safe_load((ray_dir / name).read_text()) for name in KUBERAY_CRDS]
+        crds += [release_labelled(yaml.safe_load((ray_dir / name).read_text()), self.binaries.versions["KUBERAY_VERSION"])
+                 for name in KUBERAY_CRDS]
         tau = sorted(TAU_CRD_DIR.glob("*.yaml"))
         if not tau:
             raise HarnessStartError(f"no TauCluster/TauWorkspace CRDs found in {TAU_CRD_DIR}")

@@ -29,6 +29,7 @@ from .multikueue import (
     WorkerCredential,
     cluster_active_condition,
     start_version_proxy,
+    unwire,
     wire,
 )
 
@@ -69,6 +70,15 @@ class MultiKueueTier:
     def cluster_active(self, name: str) -> dict | None:
         """The manager's `Active` condition of MultiKueueCluster `name` (type, status, reason, message)."""
         return cluster_active_condition(self.manager, name)
+
+    def remove_smoke_wiring(self) -> None:
+        """Remove the harness's own MultiKueue objects from the manager (see multikueue.unwire), so a
+        test sets MultiKueue up from nothing and a drain's discovery finds only what the test made."""
+        unwire(self.manager)
+
+    def restore_smoke_wiring(self) -> None:
+        """Wire the workers again as at start (fresh credentials), for the modules that run after."""
+        self.credentials.update(wire(self.manager, self.workers))
 
     def report_version(self, name: str, git_version: str) -> str:
         """URL of a proxy in front of worker `name` whose /version reports `git_version` (e.g. "v1.34.4");
@@ -149,6 +159,8 @@ def t3():
                      workloads_controllers=True, controllers=WORKER_CONTROLLERS)
         for name in WORKER_NAMES
     ]
+    for worker in workers:
+        worker.kwok_keeps_tau_runs = True
     planes = [manager, *workers]
     _start(planes, parallel=True)
     try:

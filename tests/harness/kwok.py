@@ -30,6 +30,8 @@ GPU_CLASS = "h100-80gb"
 FAKE_LOG_LINES = [f"tau-harness fake log line {n}" for n in range(1, 6)]
 FAKE_PREVIOUS_LOG_LINES = [f"tau-harness previous container line {n}" for n in range(1, 4)]
 POD_CIDR = "10.244.0.0/16"
+#: Set on every pod tau-tui renders (the run's name); see keep_tau_runs_running.
+TAU_RUN_LABEL = "tau.azure.com/run"
 # KWOK caps the pod-complete stage's delay at its jitter (5 s unless the jitter-delay annotation says
 # otherwise), so a pod stays Running for an hour only with both annotations.
 KEEP_RUNNING_ANNOTATIONS = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h",
@@ -63,6 +65,63 @@ def gpu_node_manifest(name: str) -> dict:
     }
 
 
+#: node-initialize writes `addresses` only when one is missing, and KWOK writes the whole status: a node
+#: that went NotReady (its apiserver down longer than the lease) and is initialized again loses its
+#: addresses, and the apiserver can no longer reach it for logs ("no preferred addresses found").
+_INITIALIZE_ADDRESSES = ("{{ $hasInternalIP := false }}", "{{ with NodePort }}")
+#: What the heartbeat stage writes instead (node-heartbeat-with-lease.yaml): the addresses it has, else new ones.
+_KEPT_ADDRESSES = """addresses:
+{{ with .status.addresses }}
+{{ YAML . 1 }}
+{{ else }}
+{{ with NodeIP }}
+- address: {{ . | Quote }}
+  type: InternalIP
+{{ end }}
+{{ with NodeName }}
+- address: {{ . | Quote }}
+  type: Hostname
+{{ end }}
+{{ end }}
+
+"""
+
+
+def node_addresses_kept(stage: dict) -> dict:
+    """The node-initialize stage, writing the node's addresses every time (see _INITIALIZE_ADDRESSES)."""
+    if (stage.get("metadata") or {}).get("name") != "node-initialize":
+        return stage
+    template = stage["spec"]["next"]["statusTemplate"]
+    start, end = (template.find(marker) for marker in _INITIALIZE_ADDRESSES)
+    if start < 0 or end < start:
+        raise HarnessStartError("KWOK's node-initialize stage changed: its addresses block was not found")
+    stage["spec"]["next"]["statusTemplate"] = template[:start] + _KEPT_ADDRESSES + template[end:]
+    return stage
+
+
+def keep_tau_runs_running(stages: list[dict]) -> list[dict]:
+    """The stages for T3 workers: a pod of a run rendered by tau-tui (label `TAU_RUN_LABEL`, e.g.
+    `tau-tui submit`) stays Running until it is deleted, as a training run does, and once deleted
+    goes within about a second (its process exits at SIGTERM), instead of KWOK's jitter up to the
+    run's 600 s grace period. Other pods keep KWOK's general stages."""
+    tau_run = {"key": f'.metadata.labels["{TAU_RUN_LABEL}"]', "operator": "Exists"}
+    not_tau_run = {"key": f'.metadata.labels["{TAU_RUN_LABEL}"]', "operator": "DoesNotExist"}
+    out = []
+    for stage in stages:
+        name = (stage.get("metadata") or {}).get("name")
+        if name == "pod-complete":
+            stage["spec"]["selector"]["matchExpressions"].append(not_tau_run)
+        elif name == "pod-delete":
+            quick = yaml.safe_load(yaml.safe_dump(stage))
+            quick["metadata"]["name"] = "pod-delete-tau-run"
+            quick["spec"]["selector"]["matchExpressions"].append(tau_run)
+            quick["spec"]["delay"] = {"durationMilliseconds": 1000}
+            stage["spec"]["selector"]["matchExpressions"].append(not_tau_run)
+            out.append(quick)
+        out.append(stage)
+    return out
+
+
 def _cri_log_file(path: Path, texts: list[str] = FAKE_LOG_LINES) -> None:
     # KWOK replays the file in the CRI log format that kubelet writes.
     stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
@@ -87,7 +146,9 @@ def _kwok_config(plane: ControlPlane, directory: Path) -> Path:
     _cri_log_file(logs_file)
     previous_file = directory / "previous.log"
     _cri_log_file(previous_file, FAKE_PREVIOUS_LOG_LINES)
-    docs = [yaml.safe_load(p.read_text()) for p in stage_files]
+    docs = [node_addresses_kept(yaml.safe_load(p.read_text())) for p in stage_files]
+    if plane.kwok_keeps_tau_runs:
+        docs = keep_tau_runs_running(docs)
     docs.append({
         "apiVersion": "kwok.x-k8s.io/v1alpha1",
         "kind": "ClusterLogs",

@@ -242,6 +242,69 @@ def wire(manager: ControlPlane, workers: list[ControlPlane]) -> dict[str, Worker
     )
 
 
+def install_priority_classes(plane: ControlPlane, name: str = "taugrid-default", value: int = 1000) -> None:
+    """The PriorityClass and Kueue WorkloadPriorityClass a TauGrid profile names (`priorities`), as
+    TauGrid's installation provides them: a profile is Ready only when both exist, and a worker
+    admits a dispatched run's pods only when they exist there too."""
+    for create in (
+        lambda: k8s.SchedulingV1Api(plane.api_client()).create_priority_class({"metadata": {"name": name}, "value": value}),
+        lambda: k8s.CustomObjectsApi(plane.api_client()).create_cluster_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", {
+                "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "WorkloadPriorityClass",
+                "metadata": {"name": name}, "value": value}),
+    ):
+        try:
+            create()
+        except ApiException as err:
+            if err.status != 409:
+                raise
+
+
+def unwire(manager: ControlPlane) -> None:
+    """Delete what `wire` made on the manager (manager.yaml's queue, check, config and clusters, and the
+    `<name>-secret` Secrets), and return once they are gone; the workers' side stays as it is."""
+    custom = k8s.CustomObjectsApi(manager.api_client())
+    core = k8s.CoreV1Api(manager.api_client())
+    deletions = [
+        lambda: custom.delete_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, MULTIKUEUE_NAMESPACE, "localqueues",
+                                                       MULTIKUEUE_LOCAL_QUEUE),
+        lambda: custom.delete_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", MULTIKUEUE_CLUSTER_QUEUE),
+        lambda: custom.delete_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", MULTIKUEUE_ADMISSION_CHECK),
+        lambda: custom.delete_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "multikueueconfigs", "multikueue"),
+        *[lambda n=name: custom.delete_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "multikueueclusters", n)
+          for name in WORKER_NAMES],
+        *[lambda n=name: core.delete_namespaced_secret(f"{n}-secret", KUEUE_NAMESPACE) for name in WORKER_NAMES],
+    ]
+    for delete in deletions:
+        try:
+            delete()
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+    def gone(read) -> bool:
+        try:
+            read()
+        except ApiException as err:
+            if err.status == 404:
+                return True
+            raise
+        return False
+
+    reads = [
+        lambda: custom.get_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, MULTIKUEUE_NAMESPACE, "localqueues",
+                                                    MULTIKUEUE_LOCAL_QUEUE),
+        lambda: custom.get_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", MULTIKUEUE_CLUSTER_QUEUE),
+        lambda: custom.get_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", MULTIKUEUE_ADMISSION_CHECK),
+    ]
+    deadline = time.monotonic() + WIRING_TIMEOUT
+    while not all(gone(read) for read in reads):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the harness's MultiKueue queue and check were not deleted in {WIRING_TIMEOUT:.0f}s "
+                                 "(a finalizer of Kueue's is waiting on a Workload?)")
+        time.sleep(0.5)
+
+
 def start_version_proxy(worker: ControlPlane, git_version: str) -> str:
     """Start a proxy that reports `git_version` on /version in front of `worker` (tests/harness/versionproxy.py).
 

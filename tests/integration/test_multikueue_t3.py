@@ -5,9 +5,10 @@ run pods (the `t3` fixture of tests/harness).
 The harness wires its own `multikueue` AdmissionCheck/ClusterQueue for its smoke tests;
 these tests use a second, dedicated set of names (`tau-mk-*`, MultiKueueClusters
 `tau-worker1/2`) so both can share the session's planes.  The harness runs no TauGrid
-controller, so `publish_tau_status()` stands in for it: it writes TauCluster/cluster
-status (profiles resolved, MultiKueueReady from the live evaluation in
-core/operations/multikueue.py) the way tau-core does, and nothing else.
+controller, so tests/harness/taugrid_status.py stands in for it: it writes TauCluster/cluster
+status (profiles resolved, MultiKueueReady from the seed's rule over the raw objects, not
+through tau-tui's own evaluation) the way tau-core does, and nothing else; in a background
+thread for the whole module, and once more wherever a test needs it at once.
 
 Every credential minted here is remembered; the last test scans every file the app
 wrote (exercise records, the audit log, anything under the XDG directories the
@@ -28,6 +29,7 @@ import keyring
 import pytest
 import yaml
 from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
 from tau_tui.core.cluster.convert import admission_check_view, multikueue_cluster_view, multikueue_config_view
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -54,13 +56,13 @@ from tau_tui.core.operations.runstatus import compute_run_status
 from tau_tui.core.runconfig.profiles import (
     Caller,
     SelectionError,
-    compute_profile_set_hash,
     profile_set_from_taucluster,
     select,
 )
 from tests.harness import multikueue as harness_multikueue
 from tests.harness.controlplane import KUEUE_NAMESPACE
 from tests.harness.kwok import FAKE_LOG_LINES, KEEP_RUNNING_ANNOTATIONS
+from tests.harness.taugrid_status import StatusWriter
 from tests.multikueue_lab import MemoryKeyring
 
 pytestmark = [pytest.mark.harness, pytest.mark.t3]
@@ -114,6 +116,9 @@ def fleet(t3, tmp_path_factory):
     """Kubeconfig files: admin contexts `manager`, `worker1`, `worker2` (the owner's own access)
     and one least-privilege context per worker (`tau-worker1`, ...) minted with the harness."""
     root = tmp_path_factory.mktemp("mk-t3")
+    # Setup from nothing, and a drain's discovery finds only this module's objects.
+    t3.remove_smoke_wiring()
+    harness_multikueue.install_priority_classes(t3.manager)
     # Whatever the app writes (records, audit log, settings, caches) lands here, for the credential scan.
     app_env = pytest.MonkeyPatch()
     for var in APP_DIRS:
@@ -135,9 +140,14 @@ def fleet(t3, tmp_path_factory):
         namespaces=(NAMESPACE,), admission_check="tau-mk", config="tau-mk", cluster_queue="tau-mk-cq",
         local_queue="tau-mk", profile="azure.research.multicluster.t3", flavor="taugrid-h100-80gb",
         gpus_per_worker=1, source="t3 plan")
-    yield {"backend": backend, "connector": KubeconfigConnector(kubeconfig), "plan": plan, "root": root,
-           "kubeconfig": kubeconfig, "minted": contexts}
-    app_env.undo()
+    writer = StatusWriter(k8s_config.new_client_from_config(config_file=t3.manager.kubeconfig))
+    try:
+        with writer.running():
+            yield {"backend": backend, "connector": KubeconfigConnector(kubeconfig), "plan": plan, "root": root,
+                   "kubeconfig": kubeconfig, "minted": contexts, "writer": writer}
+    finally:
+        app_env.undo()
+        t3.restore_smoke_wiring()
 
 
 def prepare_worker(worker) -> None:
@@ -159,39 +169,14 @@ def ensure_tau_cluster(backend) -> None:
                                            "metadata": {"name": "cluster"}, "spec": {"workloadProfiles": []}})
 
 
-def publish_tau_status(backend) -> None:
-    """Stand-in for tau-core's observer (taugrid.md §3.3, §4.1): resolve the declared profiles
-    and MultiKueueReady from the live objects, and write TauCluster/cluster status."""
-    access = BackendAccess(backend, "manager")
-    tc = access.get(R.TAU_CLUSTER.type, "cluster")
-    generation = tc["metadata"]["generation"]
-    live = live_readiness(access)
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    profiles = []
-    for declared in (tc.get("spec") or {}).get("workloadProfiles") or ():
-        lqs = [{"namespace": ns, "name": declared["defaultLocalQueue"],
-                "clusterQueue": ((access.get(R.LOCAL_QUEUE.type, declared["defaultLocalQueue"], ns) or {}).get("spec") or {}).get("clusterQueue", "")}
-               for ns in (declared.get("applicability") or {}).get("namespaces") or ()]
-        ok = all(q["clusterQueue"] for q in lqs) and live.ready
-        profiles.append({**declared, "localQueues": lqs, "clusterQueues": sorted({q["clusterQueue"] for q in lqs}),
-                         "conditions": [{"type": "Ready", "status": "True" if ok else "False",
-                                         "reason": "WorkloadProfileReady" if ok else "WorkloadProfileNotReady",
-                                         "message": "t3 stand-in", "observedGeneration": generation, "lastTransitionTime": now}]})
-    status = {"observedGeneration": generation, "workloadProfiles": {
-        "observedGeneration": generation, "observed": True, "ready": all(p["conditions"][0]["status"] == "True" for p in profiles),
-        "drifted": False, "profileSetHash": compute_profile_set_hash(profiles), "profiles": profiles},
-        "conditions": [
-            {"type": "WorkloadProfilesReady", "status": "True", "reason": "WorkloadProfilesReady", "message": "t3",
-             "observedGeneration": generation, "lastTransitionTime": now},
-            {"type": "MultiKueueReady", "status": live.status, "reason": live.reason, "message": live.message,
-             "observedGeneration": generation, "lastTransitionTime": now}]}
-    k8s.CustomObjectsApi(backend.http.api_client).patch_cluster_custom_object_status(
-        "tau.azure.com", "v1alpha1", "clusters", "cluster", {"status": status})
+def publish_tau_status(fleet) -> None:
+    """TauCluster status now (the background writer repeats it every second)."""
+    fleet["writer"].publish()
 
 
 def exercise(fleet, flow: str, tmp_path: Path, **kwargs):
     def wait(seconds: float) -> None:
-        publish_tau_status(fleet["backend"])
+        publish_tau_status(fleet)
         time.sleep(seconds)
     return open_exercise(flow, fleet["backend"], fleet["connector"], kwargs.pop("plan", fleet["plan"]), wait=wait,
                          records_dir=tmp_path / "records", **kwargs)
@@ -301,7 +286,7 @@ def read_log_lines(backend, worker: str, job: str) -> list[str]:
         stream.close()
 
 
-def test_enablement_dispatch_status_logs_cancel_then_drain_rollback_drain(t3, fleet, tmp_path, monkeypatch):
+def test_enablement_dispatch_status_logs_cancel_then_drain_setup_again_drain(t3, fleet, tmp_path, monkeypatch):
     monkeypatch.setenv("KUBECONFIG", fleet["kubeconfig"])  # the worker log contexts live there
     backend, plan = fleet["backend"], fleet["plan"]
     manager = BackendAccess(backend, "manager")
@@ -326,7 +311,7 @@ def test_enablement_dispatch_status_logs_cancel_then_drain_rollback_drain(t3, fl
     # drain step 1: authorization removed; a new submission is refused, the existing run keeps status, logs, cancel
     drain = exercise(fleet, "drain", tmp_path, inputs={"cancel": "all-pending"})
     assert drain.run_step(drain.flow.steps[0], YES, timeout=TIMEOUT) is Outcome.VERIFIED, reasons(drain)
-    publish_tau_status(backend)
+    publish_tau_status(fleet)
     with pytest.raises(SelectionError, match="not applicable to team nlp"):
         select(live_profiles(backend), plan.profile, Caller(NAMESPACE, "nlp", None))
     with pytest.raises(SelectionError, match="team is not set"):
@@ -338,10 +323,10 @@ def test_enablement_dispatch_status_logs_cancel_then_drain_rollback_drain(t3, fl
     assert backend.cancel(R.JOB, NAMESPACE, name).ok
     assert drain.run(YES, timeout=TIMEOUT) is Outcome.VERIFIED, reasons(drain)
     assert clean_on_every_worker(t3, fleet) == {n: [] for n in t3.worker_names}
-    # rollback: new credentials (the drain revoked the old ones), setup again from step 1
+    # re-enable: new credentials (the drain revoked the old ones), setup again from step 1
     new_worker_credentials(t3, fleet)
-    rollback = exercise(fleet, "rollback", tmp_path)
-    assert rollback.run(YES, timeout=TIMEOUT) is Outcome.VERIFIED, reasons(rollback)
+    again = exercise(fleet, "setup", tmp_path)
+    assert again.run(YES, timeout=TIMEOUT) is Outcome.VERIFIED, reasons(again)
     for wp in plan.workers:
         remember_stored(manager, wp.name)
     submit(fleet, "t3-tau-train-2", plan.profile)
