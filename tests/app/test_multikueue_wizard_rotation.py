@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import keyring
 import pytest
 
 from tau_tui.app import TauApp
@@ -16,7 +15,7 @@ from tau_tui.startup.multikueue_env import MultiKueueEnvironment
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
 from tests.app.helpers import async_test, make_app, settle, settle_until
 from tests.app.test_flows import of_type, wait_until
-from tests.multikueue_lab import Lab, MemoryKeyring, make_lab
+from tests.multikueue_lab import Lab, make_lab
 
 YES = lambda preview: True  # noqa: E731
 
@@ -31,15 +30,6 @@ def lab(tmp_path) -> Lab:
     lab = make_lab(tmp_path)
     lab.records = tmp_path / "data" / "tau-tui" / "multikueue" / "records"
     return lab
-
-
-@pytest.fixture
-def memory_keyring():
-    previous = keyring.get_keyring()
-    ring = MemoryKeyring()
-    keyring.set_keyring(ring)
-    yield ring
-    keyring.set_keyring(previous)
 
 
 def step_marks(app) -> list[str]:

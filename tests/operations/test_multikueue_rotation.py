@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 
-import keyring
 import pytest
 import yaml
 
@@ -18,7 +17,7 @@ from tau_tui.core.operations.multikueue_steps.engine import Outcome
 from tau_tui.core.operations.multikueue_steps.records import list_records
 from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
 from tau_tui.core.operations.multikueue_steps.simulated_fleet import WORKER_IDENTITY
-from tests.multikueue_lab import Lab, MemoryKeyring, make_lab, retire_demo_multikueue
+from tests.multikueue_lab import Lab, make_lab, retire_demo_multikueue
 
 R = ResourceKind
 YES = lambda preview: True  # noqa: E731
@@ -28,15 +27,6 @@ NS = "kueue-system"
 @pytest.fixture
 def lab(tmp_path) -> Lab:
     return make_lab(tmp_path)
-
-
-@pytest.fixture
-def memory_keyring():
-    previous = keyring.get_keyring()
-    ring = MemoryKeyring()
-    keyring.set_keyring(ring)
-    yield ring
-    keyring.set_keyring(previous)
 
 
 def set_up(lab: Lab) -> None:

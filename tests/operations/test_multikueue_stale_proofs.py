@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import keyring
 import pytest
 
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -16,7 +15,7 @@ from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.engine import Outcome, StepState
 from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
 from tau_tui.core.runconfig.profiles import Caller, SelectionError, profile_set_from_taucluster, select
-from tests.multikueue_lab import Lab, MemoryKeyring, make_lab, retire_demo_multikueue
+from tests.multikueue_lab import Lab, make_lab, retire_demo_multikueue
 from tests.operations.test_multikueue_rotation import revoke_by_hand, token_of, without_admin
 
 R = ResourceKind
@@ -28,15 +27,6 @@ def lab(tmp_path) -> Lab:
     lab = make_lab(tmp_path)
     retire_demo_multikueue(lab)
     return lab
-
-
-@pytest.fixture
-def memory_keyring():
-    previous = keyring.get_keyring()
-    ring = MemoryKeyring()
-    keyring.set_keyring(ring)
-    yield ring
-    keyring.set_keyring(previous)
 
 
 def tenant_can_select(lab: Lab) -> bool:

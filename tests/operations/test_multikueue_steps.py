@@ -23,7 +23,7 @@ from tau_tui.core.operations.multikueue_steps.records import list_records
 from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
 from tau_tui.core.operations.multikueue_steps.simulated_fleet import WORKER_IDENTITY
 from tau_tui.core.runconfig.profiles import Caller, SelectionError, profile_set_from_taucluster, select
-from tests.multikueue_lab import Lab, MemoryKeyring, lab_job, make_lab, retire_demo_multikueue
+from tests.multikueue_lab import Lab, lab_job, make_lab, retire_demo_multikueue
 
 R = ResourceKind
 YES = lambda preview: True  # noqa: E731
@@ -32,15 +32,6 @@ YES = lambda preview: True  # noqa: E731
 @pytest.fixture
 def lab(tmp_path) -> Lab:
     return make_lab(tmp_path)
-
-
-@pytest.fixture
-def memory_keyring():
-    previous = keyring.get_keyring()
-    ring = MemoryKeyring()
-    keyring.set_keyring(ring)
-    yield ring
-    keyring.set_keyring(previous)
 
 
 def set_up(lab: Lab) -> None:
