@@ -1,4 +1,6 @@
-"""`audit verify`: check the audit log's hash chain."""
+"""`audit verify|key|rotate-key|start-over`: check the audit log's signed hash chain and its
+recorded head, show the signing key's fingerprint, replace the key (itself an audit entry), or
+begin a new log after the old one was moved aside."""
 
 from __future__ import annotations
 
@@ -10,13 +12,81 @@ from .parser import EXIT_FAILED, EXIT_OK
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from ..core.operations.audit import default_audit_path, verify
+    from ..core.operations.audit import default_audit_path
+    from ..core.operations.audit_keystore import KeyStoreError
 
-    path = Path(args.file) if args.file else default_audit_path()
+    path = Path(args.file) if getattr(args, "file", None) else default_audit_path()
+    try:
+        if args.audit_command == "key":
+            return _key()
+        if args.audit_command == "rotate-key":
+            return _rotate(path)
+        if args.audit_command == "start-over":
+            return _start_over(path)
+        return _verify(path)
+    except KeyStoreError as err:
+        print(f"tau-tui: key store: {err}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _verify(path: Path) -> int:
+    from ..core.operations.audit import verify
+    from ..core.operations.audit_keystore import KeyStoreError
+    from ..core.runconfig.diagnostics import escape_control
+
     try:
         result = verify(path)
+    except KeyStoreError:
+        raise
     except OSError as err:
         print(f"tau-tui: cannot read audit log {path}: {err.strerror or err}", file=sys.stderr)
         return EXIT_FAILED
-    print(result.summary(), file=sys.stdout if result.ok else sys.stderr)
+    print(escape_control(result.summary()), file=sys.stdout if result.ok else sys.stderr)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _key() -> int:
+    from ..core.operations.audit import keys_dir
+    from ..core.operations.audit_keys import SigningKeys
+
+    keys = SigningKeys(keys_dir())
+    signer = keys.signer()
+    print(f"signing key {signer.fingerprint} (Ed25519, kept in {keys.store.where})")
+    print(f"public key  {signer.public_b64}")
+    for known in keys.known().values():
+        if known.retired:
+            print(f"retired     {known.fingerprint} (retired {known.retired})")
+    return EXIT_OK
+
+
+def _rotate(path: Path) -> int:
+    from ..core.operations.audit import AuditLog
+    from ..core.operations.audit_keystore import KeyStoreError
+
+    try:
+        old, new = AuditLog(path, source="cli").rotate_key()
+    except KeyStoreError:
+        raise
+    except OSError as err:
+        print(f"tau-tui: cannot write audit log {path}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"signing key rotated: {old} -> {new} (recorded in {path}; entries and bundles signed by {old} "
+          "still verify)")
+    return EXIT_OK
+
+
+def _start_over(path: Path) -> int:
+    from ..core.operations.audit import AuditLog
+    from ..core.operations.audit_keystore import KeyStoreError
+
+    try:
+        old = AuditLog(path, source="cli").start_over()
+    except KeyStoreError:
+        raise
+    except OSError as err:
+        print(f"tau-tui: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    if old is not None:
+        print(f"the log moved aside ended at {old.count} entries, head {old.hash}: keep that with it")
+    print(f"{path}: a new signed log begins")
+    return EXIT_OK

@@ -2,8 +2,9 @@
 
 ``export`` captures the run first when it is finished and not yet recorded (reading it live),
 then writes the bundle where ``-o`` says (default: the current directory); nothing is uploaded.
-``verify`` needs no cluster: exit 0 when every file matches the bundle's manifest, 1 naming each
-edited, missing or extra file, or saying why the archive was refused.
+``verify`` needs no cluster: exit 0 when the manifest is signed by the user's key (or ``--key``)
+and every file matches it, 1 naming each edited, missing or extra file, another signer, an
+unsigned bundle, or saying why the archive was refused.
 """
 
 from __future__ import annotations
@@ -86,14 +87,14 @@ def _export(args: argparse.Namespace, store) -> int:
 
     check = verify_bundle(written)
     print(f"{written}: evidence of {record.kind} {record.run} ({record.outcome}), {record.file_count} files; "
-          f"manifest sha256 {check.manifest_sha256}")
+          f"manifest sha256 {check.manifest_sha256}, signed by {check.signature.signed_by or '?'}")
     return EXIT_OK if check.ok else EXIT_FAILED
 
 
 def _verify(args: argparse.Namespace) -> int:
     from ..core.operations.evidence.verify import verify_bundle
 
-    result = verify_bundle(args.bundle)
+    result = verify_bundle(args.bundle, key=args.key)
     stream = sys.stdout if result.ok else sys.stderr
     for line in result.lines():
         print(escape_control(line), file=stream)

@@ -43,8 +43,13 @@ back read-only). The headless commands use the same core and rules as the app:
                                         not verified, 1 if the cluster could not be asked. --demo: the
                                         simulated demo cluster with two simulated workers and the built-in
                                         lab plan (--plan optional); it lives only in that process
-  tau-tui audit verify [FILE]           check the audit log's hash chain; exit 0 if intact, 1 naming
-                                        the first bad line
+  tau-tui audit verify [FILE]           check the audit log's signed hash chain and the head kept in the
+                                        OS keyring; exit 0 if intact, 1 naming the first bad line, a cut
+                                        end, or an unsigned log ("unsigned: cannot prove")
+  tau-tui audit key | rotate-key [FILE] | start-over [FILE]
+                                        the signing key's fingerprint and public key | a new key (the
+                                        rotation is an audit entry; old entries still verify) | a new
+                                        log after the old one was moved aside
   tau-tui status RUN [-n NS] [-o json|yaml|table] [--watch] [--demo [SCENARIO]]
                                         the run's state, phases, diagnostics with codes and next actions
                                         (the document the Runs pane draws); exit 1 if there is no such run;
@@ -62,8 +67,10 @@ back read-only). The headless commands use the same core and rules as the app:
   tau-tui evidence export RUN [-n NS] [-o FILE|DIR] [--force] [--demo [SCENARIO]]
                                         a .tar.gz bundle with a manifest and a SHA-256 per file (captured
                                         first if the run is finished and has no record); nothing is uploaded
-  tau-tui evidence verify BUNDLE        exit 0 if every file matches the manifest, 1 naming each edited,
-                                        missing or extra file, or why the archive was refused
+  tau-tui evidence verify BUNDLE [--key FINGERPRINT|PUBKEY]
+                                        exit 0 if the manifest is signed by your key (or the one named)
+                                        and every file matches it; 1 naming each edited, missing or extra
+                                        file, another signer, an unsigned bundle, or why it was refused
   tau-tui runs retry RUN [-n NS] [--wait] [--dry-run=server] [--yes]
                                         retry a failed run as its resilience.* allows (retry_on,
                                         max_retries, backoff); exit 3 with the reason when it may not
@@ -162,8 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     mk.add_argument("--json", action="store_true", help="records: JSON lines instead of a table")
     audit = sub.add_parser("audit", help="check the audit log")
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
-    verify = audit_sub.add_parser("verify", help="check the hash chain; name the first bad line")
+    verify = audit_sub.add_parser("verify", help="check the signed hash chain and the recorded head; name the first bad line")
     verify.add_argument("file", nargs="?", help="audit log (default: $XDG_STATE_HOME/tau-tui/audit.jsonl)")
+    audit_sub.add_parser("key", help="show the signing key's fingerprint and public key (created on first use)")
+    rotate = audit_sub.add_parser("rotate-key", help="replace the signing key; the rotation is an audit entry")
+    rotate.add_argument("file", nargs="?", help="audit log to record it in (default: $XDG_STATE_HOME/tau-tui/audit.jsonl)")
+    start_over = audit_sub.add_parser("start-over", help="begin a new log after moving the old one aside")
+    start_over.add_argument("file", nargs="?", help="audit log (default: $XDG_STATE_HOME/tau-tui/audit.jsonl)")
     for name, text in (("status", "one run's state, phases, diagnostics and next actions"),
                        ("runs", "list the Tau-managed Jobs and RayJobs"),
                        ("cancel", "delete a run and its headless Service")):
@@ -238,5 +250,8 @@ def add_evidence_parser(sub) -> None:
     export.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
                         help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
     export.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO", help="the embedded simulated cluster")
-    verify = actions.add_parser("verify", help="check a bundle against its manifest")
+    verify = actions.add_parser("verify", help="check a bundle's signature and files against its manifest")
     verify.add_argument("bundle", help="the .tar.gz bundle")
+    verify.add_argument("--key", metavar="FINGERPRINT|PUBKEY",
+                        help="the signer to expect: SHA256:... fingerprint or base64 public key "
+                             "(default: one of your own keys)")

@@ -11,13 +11,16 @@ written: messages are redacted (bearer tokens, ``token``/``password``/
 ``secret``-like fields, private keys, ``client-key-data``).
 
 Tamper evidence: each line holds ``prev`` (the previous line's ``hash``; the
-first line chains from 64 zeros) and ``hash`` = SHA-256 over ``prev`` and the
-canonical JSON of the entry without ``hash``.  :func:`verify` re-computes the
-chain and names the first line that was edited, inserted, deleted or is not
-JSON; nothing is skipped silently.  Truncating the *end* of the file cannot be
-seen from the file alone: ``verify`` prints the head hash and count so they
-can be kept elsewhere.  Writers hold an exclusive ``flock`` so the app and
-CLI runs interleave whole lines with an unbroken chain.
+first line chains from 64 zeros), ``key`` (the fingerprint of the user's
+Ed25519 signing key, :mod:`audit_keys`), ``hash`` = SHA-256 over ``prev`` and
+the canonical JSON of the entry without ``hash`` and ``sig``, and ``sig``, the
+key's signature of ``hash``.  After each write the log's head (last hash and
+entry count) is kept in the key store (the OS keyring), so :func:`verify` sees
+a truncated end or an emptied file as well as an edited, inserted, deleted,
+re-hashed or re-signed line, and names the first bad line; nothing is skipped
+silently.  A log written before signing says "unsigned: cannot prove" and fails.
+Writers hold an exclusive ``flock`` so the app and CLI runs interleave whole
+lines with an unbroken chain.
 
 The file lives in the XDG state directory (``$XDG_STATE_HOME/tau-tui/audit.jsonl``,
 default ``~/.local/state``), mode 0600 in a 0700 directory.
@@ -37,6 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
+from tau_tui.core.operations.audit_keys import Head, KnownKey, SigningKeys, signature_valid
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
@@ -46,6 +51,11 @@ APP_DIR = "tau-tui"
 AUDIT_FILE = "audit.jsonl"
 GENESIS = "0" * 64
 PHASES = ("preview", "declined", "refused", "intent", "outcome")
+#: The verb and target of the entry that records a key rotation (the target ends with the old key).
+ROTATE_VERB = "rotate-key"
+ROTATE_TARGET = "audit signing key"
+#: The verb of a new log's first entry after the old one was moved aside (`audit start-over`).
+START_OVER_VERB = "start-over"
 MESSAGE_LIMIT = 2000
 
 #: ``key: value`` / ``key=value`` with a credential-like key, in free text.
@@ -68,6 +78,11 @@ def state_dir() -> Path:
 
 def default_audit_path() -> Path:
     return state_dir() / AUDIT_FILE
+
+
+def keys_dir() -> Path:
+    """The signing key's lock file, and its store when there is no usable OS keyring."""
+    return state_dir() / "keys"
 
 
 def redact(text: str) -> str:
@@ -106,12 +121,14 @@ class AuditEntry:
     source: str = "app"  # app or cli
     identity: dict[str, Any] | None = None  # SelfSubjectReview status.userInfo
     prev: str = GENESIS
+    key: str = ""  # fingerprint of the signing key
     hash: str = ""
+    sig: str = ""  # Ed25519 signature of ``hash`` (base64)
 
 
 def entry_hash(record: dict[str, Any]) -> str:
-    """SHA-256 over ``prev`` and the canonical JSON of the record without ``hash``."""
-    body = {k: v for k, v in record.items() if k != "hash"}
+    """SHA-256 over ``prev`` and the canonical JSON of the record without ``hash`` and ``sig``."""
+    body = {k: v for k, v in record.items() if k not in ("hash", "sig")}
     canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256((str(record.get("prev", "")) + "\n" + canonical).encode("utf-8")).hexdigest()
 
@@ -163,11 +180,20 @@ class AuditLog:
         path: Path | str | None = None,
         clock: Callable[[], datetime] | None = None,
         source: str = "app",
+        keys: SigningKeys | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else default_audit_path()
         self._lock = threading.Lock()
         self._clock = clock or (lambda: datetime.now(UTC))
         self.source = source
+        self._keys = keys
+
+    @property
+    def keys(self) -> SigningKeys:
+        """The signing keys (the store is opened at the first entry, not before)."""
+        if self._keys is None:
+            self._keys = SigningKeys(keys_dir())
+        return self._keys
 
     def append(
         self,
@@ -200,20 +226,75 @@ class AuditLog:
             source=self.source,
             identity=redact_value(identity) if identity else None,
         ))
+        self._write(record)
+        return AuditEntry(**record)
+
+    def rotate_key(self) -> tuple[str, str]:
+        """Replace the signing key; the change is itself an entry, signed by the new key and
+        naming the old one, which verifies the entries before it.  Returns both fingerprints."""
+        def rotate(record: dict[str, Any]) -> None:
+            old, new = self.keys.rotate()
+            record["target"] = f"{ROTATE_TARGET} {old.fingerprint}"
+            record["message"] = f"signing key rotated from {old.fingerprint} to {new.fingerprint}"
+
+        record = asdict(AuditEntry(
+            at=self._clock().isoformat(), user=_user(), context=None, namespace=None, verb=ROTATE_VERB,
+            target="", dry_run=False, ok=True, message="", source=self.source))
+        self._write(record, before=rotate)
+        return record["target"].rsplit(" ", 1)[1], record["key"]
+
+    def _write(self, record: dict[str, Any], before: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """Sign and append ``record`` under the file lock, then record the new head."""
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             try:
                 if fcntl is not None:
                     fcntl.flock(fd, fcntl.LOCK_EX)
-                record["prev"] = _chain_head(_last_line(fd))
+                if before is not None:
+                    before(record)
+                signer = self.keys.signer()
+                last = _last_line(fd)
+                record["prev"] = _chain_head(last)
+                record["key"] = signer.fingerprint
                 record["hash"] = entry_hash(record)
+                record["sig"] = signer.sign(record["hash"].encode("ascii"))
+                count, note = self._next_head(fd, record["prev"], last)
                 line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
                 os.write(fd, line.encode("utf-8"))
                 os.fsync(fd)
+                self.keys.set_head(self.path, Head(record["hash"], count, note))
             finally:
                 os.close(fd)  # closing releases the lock
-        return AuditEntry(**record)
+
+    def _next_head(self, fd: int, prev: str, last: bytes) -> tuple[int, str]:
+        """The entry count after this write, and the head's note: the log must end at the
+        recorded head; when it does not, the new head says so rather than hiding the cut."""
+        head = self.keys.head(self.path)
+        if head is not None and head.hash == prev:
+            return head.count + 1, head.note
+        count = 0
+        if last.strip():
+            with open(os.dup(fd), "rb", closefd=True) as handle:
+                handle.seek(0)
+                count = sum(1 for raw in handle if raw.strip())
+        if head is None:  # the first signed entry of this file
+            return count + 1, ""
+        return count + 1, head.note or (
+            f"when entry {count + 1} was written the log did not end at the recorded head ({head.count} "
+            f"entries ending at {head.hash}): it had been cut, emptied or rewritten")
+
+    def start_over(self) -> Head | None:
+        """Begin a new log at this path after the old one was moved aside (the file must be absent
+        or empty); the new log's first entry names the old head.  Returns the old head."""
+        if self.path.exists() and self.path.stat().st_size:
+            raise FileExistsError(f"{self.path} is not empty; move it aside first")
+        old = self.keys.head(self.path)
+        self.keys.set_head(self.path, Head(GENESIS, 0))
+        ended = f"{old.count} entries ending at {old.hash}" if old else "no recorded head"
+        self.append(START_OVER_VERB, f"audit log {self.path}", ok=True,
+                    message=f"new log; the previous log at this path was moved aside ({ended})")
+        return old
 
     def entries(self) -> Iterator[dict[str, Any]]:
         """Every entry in order.  A line that is not a JSON object raises
@@ -251,46 +332,146 @@ class VerifyResult:
     bad_line: int | None = None
     reason: str = ""
     problems: list[str] = field(default_factory=list)
+    signed: int = 0
+    unsigned: int = 0
+    #: Fingerprints of the keys that signed the entries, in order of first use.
+    keys: list[str] = field(default_factory=list)
+    #: Where the head and the public keys were read from, in words.
+    store: str = ""
 
     @property
     def ok(self) -> bool:
         return self.bad_line is None
 
+    def fail(self, line: int, reason: str) -> VerifyResult:
+        self.bad_line, self.reason = line, reason
+        return self
+
     def summary(self) -> str:
-        if self.ok:
-            return f"{self.path}: {self.entries} entries, chain intact, head {self.head}"
-        return f"{self.path}:{self.bad_line}: {self.reason}"
+        if not self.ok:
+            return f"{self.path}:{self.bad_line}: {self.reason}"
+        if not self.entries:
+            return f"{self.path}: 0 entries, nothing written yet"
+        return (f"{self.path}: {self.entries} entries, chain intact, signed by {', '.join(self.keys)}; "
+                f"head {self.head} matches the head recorded in {self.store}")
 
 
-def verify(path: Path | str | None = None) -> VerifyResult:
-    """Re-compute the hash chain; the result names the first bad line."""
+def verify(path: Path | str | None = None, keys: SigningKeys | None = None) -> VerifyResult:
+    """Re-compute the hash chain, check each signature against the user's public keys and the
+    end against the recorded head; the result names the first bad line.  Raises ``OSError``
+    when the file cannot be read and no head says it should exist."""
     path = Path(path) if path is not None else default_audit_path()
+    keys = keys if keys is not None else SigningKeys(keys_dir())
     result = VerifyResult(path)
-    prev = GENESIS
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                result.bad_line, result.reason = number, "empty line (entries are never blank)"
-                return result
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                record = None
-            if not isinstance(record, dict) or not isinstance(record.get("hash"), str):
-                result.bad_line, result.reason = number, "not an audit entry (not JSON with a hash)"
-                return result
-            if record.get("prev") != prev:
-                result.bad_line = number
-                result.reason = ("chain broken: prev does not match the previous line's hash "
-                                 "(a line before it was deleted, inserted or edited)")
-                return result
-            if entry_hash(record) != record["hash"]:
-                result.bad_line, result.reason = number, "hash mismatch: this line was edited"
-                return result
-            prev = record["hash"]
-            result.entries += 1
-    result.head = prev
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        recorded = keys.head(path)
+        if recorded is None:
+            raise
+        result.store = keys.store.where
+        return result.fail(1, f"the file is gone, but {result.store} records {recorded.count} entries ending "
+                              f"at {recorded.hash}: the log was deleted or moved")
+    with handle:
+        if fcntl is not None:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # no writer between the last line and its head
+        result.store = keys.store.where
+        known, recorded = keys.known(), keys.head(path)
+        hash_at_recorded = _check_lines(handle, result, known, recorded.count if recorded else 0)
+    if not result.ok:
+        return result
+    if recorded is None:
+        if result.signed:
+            return result.fail(result.entries, f"no head recorded for this file in {result.store}: its end cannot "
+                                               "be proven (the file was copied here, or its head was removed)")
+    elif result.entries < recorded.count:
+        what = "emptied" if not result.entries else "truncated"
+        return result.fail(result.entries + 1, f"{what}: {result.store} records {recorded.count} entries ending at "
+                                               f"{recorded.hash}; the file has {result.entries}")
+    elif hash_at_recorded != recorded.hash:
+        return result.fail(recorded.count, f"the recorded head ({recorded.count} entries ending at {recorded.hash}) "
+                                           "is not this line: the end of the log was rewritten")
+    elif result.entries > recorded.count:
+        return result.fail(recorded.count + 1, f"written after the recorded head ({recorded.count} entries): "
+                                               "appended without updating the key store")
+    if recorded is not None and recorded.note:
+        return result.fail(result.entries, f"{recorded.note} (noted in {result.store}); if you moved the log "
+                                           "aside yourself, run `tau-tui audit start-over` for a new one")
+    if result.unsigned:
+        if not result.signed:
+            return result.fail(1, f"unsigned: cannot prove the {result.unsigned} entries were not rewritten "
+                                  "(written before entries were signed); move the file aside to start a signed log")
+        return result.fail(1, f"unsigned: cannot prove lines 1-{result.unsigned} (written before entries were "
+                              f"signed); lines {result.unsigned + 1}-{result.entries} are signed and intact")
     return result
+
+
+def _check_lines(handle: Any, result: VerifyResult, known: dict[str, KnownKey], recorded_count: int) -> str | None:
+    """Check each line in turn, stopping at the first bad one (``result.fail``).  Returns the
+    hash of line ``recorded_count`` (to compare with the recorded head), or None."""
+    prev = GENESIS
+    retired: set[str] = set()
+    hash_at_recorded = GENESIS if recorded_count == 0 else None
+    for number, raw in enumerate(handle, start=1):
+        if not raw.strip():
+            result.fail(number, "empty line (entries are never blank)")
+            return None
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict) or not isinstance(record.get("hash"), str):
+            result.fail(number, "not an audit entry (not JSON with a hash)")
+            return None
+        if record.get("prev") != prev:
+            result.fail(number, "chain broken: prev does not match the previous line's hash "
+                                "(a line before it was deleted, inserted or edited)")
+            return None
+        if entry_hash(record) != record["hash"]:
+            result.fail(number, "hash mismatch: this line was edited")
+            return None
+        if "sig" not in record and "key" not in record:
+            if result.signed:
+                result.fail(number, "unsigned entry after signed ones: it was inserted, or its signature removed")
+                return None
+            result.unsigned += 1
+        else:
+            problem = _signature_problem(record, known, retired)
+            if problem:
+                result.fail(number, problem)
+                return None
+            result.signed += 1
+            if record["key"] not in result.keys:
+                result.keys.append(record["key"])
+            target = record.get("target")
+            if record.get("verb") == ROTATE_VERB and isinstance(target, str) and target.startswith(ROTATE_TARGET):
+                retired.add(target.rsplit(" ", 1)[-1])
+        prev = record["hash"]
+        result.entries += 1
+        if number == recorded_count:
+            hash_at_recorded = prev
+    result.head = prev
+    return hash_at_recorded
+
+
+def _signature_problem(record: dict[str, Any], known: dict[str, KnownKey], retired: set[str]) -> str:
+    """Why the entry's signature does not prove it, or ""."""
+    fp = record.get("key")
+    if not isinstance(fp, str) or not fp:
+        return "signed entry without a key fingerprint"
+    key = known.get(fp)
+    if key is None:
+        return (f"signed by key {_printable(fp)}, which is not one of your keys: the line was re-signed by "
+                "someone else, or your key store was replaced")
+    if fp in retired:
+        return f"signed by key {fp} after the entry that retired it"
+    if not signature_valid(key.public_raw, str(record["hash"]).encode("utf-8"), record.get("sig")):
+        return "signature does not match: this line was rewritten (only the key's holder can sign)"
+    return ""
+
+
+def _printable(text: str) -> str:
+    return repr(text[:80]) if not text.isprintable() or len(text) > 80 else text
 
 
 def _user() -> str:

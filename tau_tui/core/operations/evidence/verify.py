@@ -5,9 +5,10 @@ The result names each tampered file: ``edited`` (its SHA-256 or size differs), `
 not in the archive) or ``extra`` (in the archive, not listed).  A hostile or broken archive is
 refused with a reason, never unpacked and never a traceback: absolute or ``..`` paths, links,
 devices, a member named twice, a member or a whole archive over the size limits, too many
-members, or a file that is not a gzip'd tar.  The manifest proves integrity, not authorship: anyone
-who rewrites a file can rewrite the manifest too, so ``verify`` prints the manifest's SHA-256 to be
-kept elsewhere (as the audit log prints its head).
+members, or a file that is not a gzip'd tar.  The manifest is signed (``MANIFEST.sig``,
+``signature.py``): a recomputed manifest, a file dropped with its entry, or another signer fails,
+and an unsigned (v1) bundle says "unsigned: cannot prove" and fails.  Every file the manifest's
+``required`` list and :data:`REQUIRED_FILES` name must be present.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tau_tui.core.operations.evidence.bundle import BUNDLE_FORMAT, MANIFEST_NAME
+from tau_tui.core.operations.audit import keys_dir
+from tau_tui.core.operations.audit_keys import SigningKeys
+from tau_tui.core.operations.evidence.bundle import BUNDLE_FORMAT, BUNDLE_FORMAT_V1, MANIFEST_NAME, REQUIRED_FILES
+from tau_tui.core.operations.evidence.signature import (
+    MAX_SIGNATURE_BYTES,
+    SIGNATURE_NAME,
+    SignatureCheck,
+    check_signature,
+)
 
 #: Limits for reading a bundle: a record's log is at most 8 MiB, so these leave room and stop bombs.
 MAX_MEMBERS = 1000
@@ -53,20 +62,27 @@ class BundleVerification:
     files_checked: int = 0
     manifest_sha256: str = ""
     record: dict[str, Any] = field(default_factory=dict)
+    signature: SignatureCheck = field(default_factory=SignatureCheck)
 
     @property
     def ok(self) -> bool:
-        return not self.refused and not self.problems
+        return not self.refused and not self.problems and not self.signature.problem
 
     def lines(self) -> list[str]:
         if self.refused:
             return [f"{self.path}: not verified: {self.refused}"]
+        lines = []
+        if self.signature.problem:
+            lines.append(f"{self.path}: {'' if self.signature.unsigned else 'FAILED: '}{self.signature.problem}")
         if self.problems:
-            return [f"{self.path}: FAILED: {len(self.problems)} file(s) do not match the manifest"] + \
+            lines += [f"{self.path}: FAILED: {len(self.problems)} file(s) do not match the manifest"] + \
                 [f"  {p.line()}" for p in self.problems]
+        if lines:
+            return lines
         run = f"{self.record.get('namespace', '?')}/{self.record.get('name', '?')}"
         return [f"{self.path}: OK: {self.files_checked} files match the manifest (run {run}, "
-                f"{self.record.get('outcome', '?')}); manifest sha256 {self.manifest_sha256}"]
+                f"{self.record.get('outcome', '?')}); signed by {self.signature.signed_by} "
+                f"({self.signature.trusted_as}); manifest sha256 {self.manifest_sha256}"]
 
 
 class _Refused(Exception):
@@ -134,10 +150,11 @@ def _read_members(path: Path) -> tuple[dict[str, bytes | str], int]:
             handle = tar.extractfile(member)
             if handle is None:
                 raise _Refused(f"member {name!r} cannot be read")
-            if name == MANIFEST_NAME:
-                if member.size > MAX_MANIFEST_BYTES:
-                    raise _Refused(f"{MANIFEST_NAME} is over {MAX_MANIFEST_BYTES} bytes")
-                contents[name] = handle.read(MAX_MANIFEST_BYTES + 1)
+            if name in (MANIFEST_NAME, SIGNATURE_NAME):
+                limit = MAX_MANIFEST_BYTES if name == MANIFEST_NAME else MAX_SIGNATURE_BYTES
+                if member.size > limit:
+                    raise _Refused(f"{name} is over {limit} bytes")
+                contents[name] = handle.read(limit + 1)
                 continue
             digest = hashlib.sha256()
             size = 0
@@ -153,8 +170,12 @@ def _manifest(raw: bytes) -> dict[str, Any]:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as err:
         raise _Refused(f"{MANIFEST_NAME} is not JSON ({err})") from None
-    if not isinstance(doc, dict) or doc.get("format") != BUNDLE_FORMAT or not isinstance(doc.get("files"), list):
-        raise _Refused(f"{MANIFEST_NAME} is not a {BUNDLE_FORMAT} manifest")
+    if not isinstance(doc, dict) or doc.get("format") not in (BUNDLE_FORMAT, BUNDLE_FORMAT_V1) \
+            or not isinstance(doc.get("files"), list):
+        raise _Refused(f"{MANIFEST_NAME} is not a {BUNDLE_FORMAT_V1} manifest nor a {BUNDLE_FORMAT} one")
+    required = doc.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(p, str) for p in required):
+        raise _Refused(f"{MANIFEST_NAME} has a 'required' that is not a list of paths")
     for entry in doc["files"]:
         if not (isinstance(entry, dict) and isinstance(entry.get("path"), str) and isinstance(entry.get("sha256"), str)
                 and isinstance(entry.get("size"), int)):
@@ -162,7 +183,9 @@ def _manifest(raw: bytes) -> dict[str, Any]:
     return doc
 
 
-def verify_bundle(path: Path | str) -> BundleVerification:
+def verify_bundle(path: Path | str, key: str | None = None, keys: SigningKeys | None = None) -> BundleVerification:
+    """Check the bundle at ``path``: its signature (by ``key``, a fingerprint or public key, else by
+    one of the user's own keys in ``keys``, default the user's key store) and every file."""
     result = BundleVerification(Path(path))
     try:
         size = result.path.stat().st_size
@@ -172,9 +195,12 @@ def verify_bundle(path: Path | str) -> BundleVerification:
             raise _Refused(f"the file is {size} bytes, over the {MAX_BUNDLE_BYTES} byte limit")
         contents, _ = _read_members(result.path)
         raw_manifest = contents.pop(MANIFEST_NAME, None)
+        raw_signature = contents.pop(SIGNATURE_NAME, None)
         if not isinstance(raw_manifest, bytes):
             raise _Refused(f"no {MANIFEST_NAME} in the archive; this is not an evidence bundle")
         doc = _manifest(raw_manifest)
+        if doc["format"] == BUNDLE_FORMAT and raw_signature is None:
+            raise _Refused(f"a signed ({BUNDLE_FORMAT}) manifest without {SIGNATURE_NAME}: the signature was removed")
     except _Refused as refusal:
         result.refused = str(refusal)
         return result
@@ -205,4 +231,13 @@ def verify_bundle(path: Path | str) -> BundleVerification:
             result.problems.append(FileProblem(name, "edited", f"sha256 {digest[:12]}…, the manifest says {entry['sha256'][:12]}…"))
     for name in sorted(set(contents) - set(listed)):
         result.problems.append(FileProblem(name, "extra", "in the archive, not in the manifest"))
+    must_hold = set(REQUIRED_FILES) | {str(p) for p in doc.get("required", [])}
+    for name in sorted(must_hold - set(listed)):
+        result.problems.append(FileProblem(name, "missing", "a bundle must hold it; the manifest does not list it"))
+    signature = raw_signature if isinstance(raw_signature, bytes) else None
+    try:
+        result.signature = check_signature(signature, raw_manifest, doc, key,
+                                           keys if keys is not None or key is not None else SigningKeys(keys_dir()))
+    except OSError as err:  # the key store (keyring) could not be read
+        result.signature = SignatureCheck(problem=f"cannot read your public keys to check the signer ({err})")
     return result
