@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tau_tui.core.cluster.kinds import ResourceKind  # noqa: E402
-from tau_tui.core.cluster.sim.backend import SimulatedBackend  # noqa: E402
-from tau_tui.core.cluster.sim.scenario import build_world  # noqa: E402
+from tau_tui.core.sim.backend import SimulatedBackend  # noqa: E402
+from tau_tui.core.sim.scenario import build_world  # noqa: E402
 
 
 def timed(fn):

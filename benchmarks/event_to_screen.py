@@ -159,7 +159,7 @@ async def one_launch(rate: float, seconds: float) -> dict:
                 last = now
                 if screen.refreshes_applied != applied:
                     applied = screen.refreshes_applied
-                    reads.append(screen._collect_seconds)
+                    reads.append(screen.reader.read_seconds)
                 cells = table.state.cells
                 for key in keys.values():
                     text = str(cells[key][QUEUE_CELL]) if key in cells else ""

@@ -1,6 +1,6 @@
 """Start the harness's T2 control plane and load it with the `large` scenario's shape.
 
-The shape of tau_tui/scenarios/large.yaml (tau_tui/core/cluster/sim/generate.py), on a real
+The shape of tau_tui/scenarios/large.yaml (tau_tui/core/sim/generate.py), on a real
 kube-apiserver + Kueue + KWOK: 10 namespaces, ResourceFlavors h100/a100, WorkloadPriorityClasses
 low/normal/high, 10 ClusterQueues in cohort `all` (the GPU pool split evenly per flavor), 50
 LocalQueues, 2,000 KWOK nodes with 8 GPUs each (half h100, half a100), 20,000 Workloads (1, 2, 4

@@ -39,10 +39,10 @@ def timed_reads() -> list[dict]:
     reads: list[dict] = []
     collect = runs_screen.RunsScreen.collect
 
-    def timed(self):
+    def timed(self, request):
         started, computed = time.thread_time(), self.statuses_computed
         try:
-            return collect(self)
+            return collect(self, request)
         finally:
             reads.append({"cpu_s": time.thread_time() - started, "computed": self.statuses_computed - computed})
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Creates .venv (Python >= 3.11) and installs tau-tui with its test extras and the agent's
-# dependencies (the agent's tests need them). Idempotent; concurrent runs serialise on a lock,
+# Creates .venv (Python >= 3.11) and installs, editable and in one pip command, the three
+# distributions of this repository: the GPU health model (gpuhealth/), the agent (agent/; its
+# tests need its dependencies) and tau-tui with its test extras. One command, so pip takes
+# tau-gpuhealth from ./gpuhealth and never looks for it in the registry. Idempotent; concurrent runs serialise on a lock,
 # and a .venv left broken by an interrupted run (no working pip) is recreated.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,4 +23,4 @@ if [[ -e .venv ]] && ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
 fi
 [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test,agent]'
+.venv/bin/python -m pip install --quiet -e ./gpuhealth -e ./agent -e '.[test]'

@@ -12,7 +12,7 @@ if ! .venv/bin/ruff check .; then
   echo "scripts/test.sh: LINT FAILED: ruff check . found problems (see above; many fix with .venv/bin/ruff check --fix .)" >&2
   exit 1
 fi
-echo "scripts/test.sh: mypy (tau_tui, agent/tau_agent)"
+echo "scripts/test.sh: mypy (tau_tui, gpuhealth/tau_gpuhealth, agent/tau_agent)"
 if ! .venv/bin/mypy; then
   echo "scripts/test.sh: TYPE CHECK FAILED: mypy found problems (see above)" >&2
   exit 1

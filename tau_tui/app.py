@@ -1,5 +1,6 @@
-"""The Textual app: panes, navigation, themes, settings and the refresh tick; the key tables and
-the command line and the mutation flow it is built from are in :mod:`tau_tui.app_parts`.
+"""The Textual app: panes, navigation, themes, settings and the refresh tick.  The command line,
+the mutation flow, the replay's keys and the panes prepared ahead are components it owns
+(:mod:`tau_tui.app_components`); the app keeps the hooks Textual calls on it and hands them over.
 
 ``tau-tui`` with no sub-command (or with app flags) is launched by
 :func:`tau_tui.commands.app_command.run_app`.  Every cluster call runs in a thread worker that
@@ -12,24 +13,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
-from textual import on, work
-from textual.app import SystemCommand
+from textual import events, on, work
+from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
+from textual.widget import AwaitMount
 
-from tau_tui.app_parts.command_mode import CommandMode
-from tau_tui.app_parts.heap_upkeep import HeapUpkeep
-from tau_tui.app_parts.key_activity import KeyActivity
-from tau_tui.app_parts.keys import APP_BINDINGS
-from tau_tui.app_parts.mutation_flow import MutationFlow
-from tau_tui.app_parts.pane_modes import PANE_MODES
-from tau_tui.app_parts.pane_preparation import PanePreparation
-from tau_tui.app_parts.pane_switch_mask import PaneSwitchMask
-from tau_tui.app_parts.replay_controls import REPLAY_BINDINGS, REPLAY_HELP_KEYS, ReplayControls
+from tau_tui import app_messages
+from tau_tui.app_components.command_mode import CommandMode
+from tau_tui.app_components.heap_upkeep import HeapUpkeep
+from tau_tui.app_components.key_activity import KEY_HOLDS_BACKGROUND_S, KeyActivity
+from tau_tui.app_components.keys import APP_BINDINGS
+from tau_tui.app_components.mutation_flow import MutationFlow
+from tau_tui.app_components.pane_modes import PANE_MODES
+from tau_tui.app_components.pane_preparation import PanePreparation
+from tau_tui.app_components.pane_switch_mask import PaneSwitchMask
+from tau_tui.app_components.replay_controls import REPLAY_BINDINGS, REPLAY_HELP_KEYS, ReplayControls
+from tau_tui.app_messages import BackendFailed, BackendReady, MutationApplied, MutationPreviewed
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.audit import AuditLog
@@ -53,10 +56,13 @@ from tau_tui.widgets import status_text
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import HeaderState
 from tau_tui.widgets.help_dialog import HelpDialog
+from tau_tui.widgets.messages import CommandLineChanged, CommandLineSubmitted
 
 if TYPE_CHECKING:  # loaded in the workers that start them, after the first frame
     from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
+    from tau_tui.core.operations.recording.replay_clock import ReplayStatus
     from tau_tui.core.operations.recording.writer import SessionRecorder
+    from tau_tui.mutations.mutation import Mutation
 
 
 #: How often the shown pane looks whether a kind it reads moved (generation counters only): a watch
@@ -64,7 +70,7 @@ if TYPE_CHECKING:  # loaded in the workers that start them, after the first fram
 CHANGE_POLL_S = 0.1
 
 
-class TauApp(CommandMode, ReplayControls, MutationFlow, PaneSwitchMask, PanePreparation, KeyActivity, HeapUpkeep):
+class TauApp(App):
     """tau-tui."""
 
     TITLE = "tau-tui"
@@ -75,17 +81,12 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PaneSwitchMask, PanePrep
 
     BINDINGS = [*APP_BINDINGS, *REPLAY_BINDINGS]
 
-    class BackendReady(Message):
-        def __init__(self, backend: ClusterBackend, note: str = "") -> None:
-            super().__init__()
-            self.backend = backend
-            self.note = note
-
-    class BackendFailed(Message):
-        def __init__(self, message: str, offer_demo: bool) -> None:
-            super().__init__()
-            self.message = message
-            self.offer_demo = offer_demo
+    # The messages it posts, named on the app as Textual's widgets name theirs.
+    BackendReady: TypeAlias = app_messages.BackendReady
+    BackendFailed: TypeAlias = app_messages.BackendFailed
+    MutationPreviewed: TypeAlias = app_messages.MutationPreviewed
+    MutationApplied: TypeAlias = app_messages.MutationApplied
+    MutationBlocked: TypeAlias = app_messages.MutationBlocked
 
     def __init__(
         self,
@@ -140,19 +141,122 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PaneSwitchMask, PanePrep
         self.pending_logs: tuple | None = None
         #: ``--request-timeout`` (else the settings' request_timeout/connect_timeout).
         self.request_timeouts = request_timeouts
-        self.use_prepared_panes()
+        self.key_activity = KeyActivity(self)
+        self.heap_upkeep = HeapUpkeep(self, self.key_activity)
+        self.pane_preparation = PanePreparation(self, self.key_activity)
+        self.pane_switch_mask = PaneSwitchMask(self, self.pane_preparation)
+        self.replay_controls = ReplayControls(self)
+        self.command_mode = CommandMode(self, self.replay_controls)
+        self.mutation_flow = MutationFlow(self)
+
+    # -- what Textual calls on the app, handed to its components ----------------------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.key_activity.key_pressed()
+        await super().on_event(event)
+
+    def delay_update(self, delay: float = 0.05) -> None:
+        """Textual's ``switch_mode`` holds repaints here; a pane made before ends the hold early."""
+        self.pane_switch_mask.delay_update(delay)
+
+    def switch_mode(self, mode: str) -> AwaitMount:
+        made = self.pane_switch_mask.switch_begins(mode)
+        awaited = super().switch_mode(mode)
+        self.pane_switch_mask.switch_ended(made)
+        return awaited
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.replay_controls.allows(action)
+
+    def action_command(self) -> None:
+        self.command_mode.open_command()
+
+    def action_filter(self) -> None:
+        self.command_mode.open_filter()
+
+    def action_replay_toggle(self) -> None:
+        self.replay_controls.toggle()
+
+    def action_replay_step(self, direction: int) -> None:
+        self.replay_controls.step(direction)
+
+    def action_replay_speed(self, direction: int) -> None:
+        self.replay_controls.change_speed(direction)
+
+    @on(CommandLineSubmitted)
+    async def _on_command(self, message: CommandLineSubmitted) -> None:
+        await self.command_mode.submitted(message)
+
+    @on(CommandLineChanged)
+    def _on_filter_typed(self, message: CommandLineChanged) -> None:
+        self.command_mode.filter_typed(message)
+
+    @on(MutationPreviewed)
+    def _on_previewed(self, message: MutationPreviewed) -> None:
+        self.mutation_flow.previewed(message)
+
+    @on(MutationApplied)
+    def _on_applied(self, message: MutationApplied) -> None:
+        self.mutation_flow.applied(message)
+
+    # -- what the panes ask of the app (screens/host.py), handed to its components ---------------
+
+    @property
+    def key_hold_until(self) -> float:
+        return self.key_activity.key_hold_until
+
+    @key_hold_until.setter
+    def key_hold_until(self, until: float) -> None:
+        self.key_activity.key_hold_until = until
+
+    @property
+    def first_rows_awaited_by(self) -> object | None:
+        return self.key_activity.first_rows_awaited_by
+
+    @first_rows_awaited_by.setter
+    def first_rows_awaited_by(self, pane: object | None) -> None:
+        self.key_activity.first_rows_awaited_by = pane
+
+    @property
+    def first_rows_awaited(self) -> bool:
+        return self.key_activity.first_rows_awaited
+
+    def hold_background(self, seconds: float = KEY_HOLDS_BACKGROUND_S) -> None:
+        self.key_activity.hold_background(seconds)
+
+    def replay_status(self) -> ReplayStatus | None:
+        return self.replay_controls.status()
+
+    def request_mutation(self, mutation: Mutation) -> None:
+        self.mutation_flow.request(mutation)
+
+    def block_mutation(self, verb: str, target: str) -> None:
+        self.mutation_flow.block(verb, target)
+
+    def open_multikueue_flow(self, flow: str, args: list[str]) -> None:
+        self.command_mode.open_multikueue_flow(flow, args)
+
+    def multikueue_environment(self, plan_path: str | None = None):
+        from tau_tui.settings.settings_file import config_dir
+        from tau_tui.startup.multikueue_env import environment_for
+
+        if self._multikueue_env is not None and plan_path is None:
+            return self._multikueue_env
+        return environment_for(self.backend, plan_path or self.settings.multikueue_plan, config_dir())
 
     # -- start-up --------------------------------------------------------------
 
     def on_mount(self) -> None:
+        self.pane_preparation.use_prepared_panes()
         self._register_themes()
         if self.settings.keymap:
             self.set_keymap(self.settings.keymap)
         self.theme_changed_signal.subscribe(self, lambda _theme: self._sync_palette())
         self._sync_palette()
         self.switch_mode(self.start_pane)
-        self.import_pane_modules_soon()
-        self.set_interval(self.settings.refresh_tick, self._tick, name="refresh-tick")
+        self.pane_preparation.import_pane_modules_soon()
+        self.set_interval(self.settings.refresh_tick, self.refresh_tick, name="refresh-tick")
         self.set_interval(CHANGE_POLL_S, self._redraw_what_moved, name="change-poll")
         for problem in self.problems:
             self.notify(problem, title="config", severity="warning", timeout=10)
@@ -205,18 +309,18 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PaneSwitchMask, PanePrep
         try:
             backend = start_demo_backend(scenario, self.namespace_name, self.demo_realtime)
         except BackendUnavailable as err:
-            self.post_message(self.BackendFailed(err.message, offer_demo=err.offer_demo))
+            self.post_message(BackendFailed(err.message, offer_demo=err.offer_demo))
             return
-        self.post_message(self.BackendReady(backend, f"demo scenario {scenario!r} (simulated cluster)"))
+        self.post_message(BackendReady(backend, f"demo scenario {scenario!r} (simulated cluster)"))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
     def _load_replay(self, path: str) -> None:
         try:
             backend = start_replay_backend(path)
         except BackendUnavailable as err:
-            self.post_message(self.BackendFailed(err.message, offer_demo=err.offer_demo))
+            self.post_message(BackendFailed(err.message, offer_demo=err.offer_demo))
             return
-        self.post_message(self.BackendReady(backend, f"replay of {path}"))
+        self.post_message(BackendReady(backend, f"replay of {path}"))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
     def _connect(self, context: str | None, namespace: str | None) -> None:
@@ -225,9 +329,9 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PaneSwitchMask, PanePrep
                 context, namespace, self.request_timeouts or self.settings.timeouts()
             )
         except BackendUnavailable as err:
-            self.post_message(self.BackendFailed(err.message, err.offer_demo))
+            self.post_message(BackendFailed(err.message, err.offer_demo))
             return
-        self.post_message(self.BackendReady(backend))
+        self.post_message(BackendReady(backend))
 
     @on(BackendReady)
     def _on_backend_ready(self, message: BackendReady) -> None:
@@ -253,16 +357,16 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PaneSwitchMask, PanePrep
         self._settle_heap(backend)
         self.connection_label = backend.connection_state().label
         if self.namespace_name and backend.namespace != self.namespace_name:
-            self._set_namespace(self.namespace_name)
-        self._tick()
+            self.command_mode.set_namespace(self.namespace_name)
+        self.refresh_tick()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="heap")
     def _settle_heap(self, backend: ClusterBackend) -> None:
         """Once the first sync is done, take the cache out of the garbage collector's walks."""
         if backend.wait_synced(timeout=300):
             settle_heap()
-            self.call_from_thread(self.prepare_panes, backend)
-            self.call_from_thread(self.start_heap_upkeep)
+            self.call_from_thread(self.pane_preparation.prepare_panes, backend)
+            self.call_from_thread(self.heap_upkeep.start)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="evidence-recorder")
     def _start_recorder(self, backend: ClusterBackend) -> None:
@@ -276,7 +380,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PaneSwitchMask, PanePrep
                                                       node_health=self.node_health,
                                                       # keys, and a pane's first read: the statuses either works
                                                       # out are the other's (one memo)
-                                                      person_waits_until=self.person_waits_until).start()
+                                                      foreground_busy_until=self.key_activity.person_waits_until).start()
         except Exception as err:  # evidence is a record, not the app: say so and go on
             self.call_from_thread(self.notify, f"evidence recorder not started: {err}", severity="warning")
 
@@ -333,7 +437,8 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PaneSwitchMask, PanePrep
 
     # -- the tick ----------------------------------------------------------------
 
-    def _tick(self) -> None:
+    def refresh_tick(self) -> None:
+        """Every ``refresh_tick`` seconds, and after a change: the pane on screen reads again."""
         backend = self.backend
         if backend is not None:
             try:
@@ -427,7 +532,7 @@ class TauApp(CommandMode, ReplayControls, MutationFlow, PaneSwitchMask, PanePrep
             about = (screen.HELP + ("\n\nFocused: " + about if about and about != screen.HELP else "")).strip()
             title = screen.PANE_TITLE
             keys = screen.help_keys()
-            if self.replay is not None:
+            if self.replay_controls.replay is not None:
                 keys = [*keys, *REPLAY_HELP_KEYS]
         else:
             title = getattr(screen, "PANE_TITLE", "tau-tui")

@@ -7,8 +7,32 @@ pytest_plugins = ["tests.harness.fixtures"]
 
 @pytest.fixture(autouse=True)
 def _evidence_store_isolated(tmp_path_factory, monkeypatch):
-    """Evidence records (SQLite under $XDG_DATA_HOME) never land in the home directory during tests."""
+    """Evidence records (SQLite under $XDG_DATA_HOME) and the audit signing key (0600 files under
+    $XDG_STATE_HOME) never land in the home directory or the developer's OS keyring during tests:
+    the test and the CLIs it starts see no keyring (``memory_keyring`` gives one)."""
+    import keyring
+    from keyring.backends import fail
+
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    keyring.set_keyring(fail.Keyring())
+
+
+@pytest.fixture
+def tiny_scenario(tmp_path):
+    """The tiny scenario (tests/scenarios.TINY) written to tmp_path/tiny.yaml; its path."""
+    from tests.scenarios import write_tiny_scenario
+
+    return write_tiny_scenario(tmp_path)
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """The simulated MultiKueue fleet (tests/multikueue_lab.py): the demo manager and two workers."""
+    from tests.multikueue_lab import make_lab
+
+    return make_lab(tmp_path)
 
 
 @pytest.fixture

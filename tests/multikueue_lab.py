@@ -3,18 +3,19 @@ manager, two worker worlds, the lab plan, and an in-memory keyring."""
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import keyring
 import keyring.backend
 import keyring.errors
+import yaml
 
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.sim.backend import SimulatedBackend
-from tau_tui.core.cluster.sim.scenario import build_world
-from tau_tui.core.cluster.sim.world import SimulatedCluster
 from tau_tui.core.operations.multikueue_steps import open_exercise
+from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.plan import MultiKueuePlan
 from tau_tui.core.operations.multikueue_steps.simulated_fleet import (
     SimFleet,
@@ -22,8 +23,29 @@ from tau_tui.core.operations.multikueue_steps.simulated_fleet import (
     build_lab_fleet,
     lab_plan,
 )
+from tau_tui.core.sim.backend import SimulatedBackend
+from tau_tui.core.sim.scenario import build_world
+from tau_tui.core.sim.world import SimulatedCluster
+from tests import builders
 
 R = ResourceKind
+#: The engine's confirm callback for a test that accepts every preview.
+YES = lambda preview: True  # noqa: E731
+#: The lab's plan as `tau-tui multikueue --plan` reads it.
+LAB_PLAN = """\
+workers:
+  - {name: lab-worker-1, context: lab-worker-1, adminContext: lab-worker-1}
+  - {name: lab-worker-2, context: lab-worker-2, adminContext: lab-worker-2}
+namespaces: [team-nlp]
+lanes: [multicluster]
+admissionCheck: mk-lab
+config: mk-lab-workers
+clusterQueue: mk-lab-cq
+localQueue: mk-lab-queue
+profile: azure.research.multicluster.lab
+flavor: mk-lab-gpu
+"""
+LAB_IMAGE = "ghcr.io/azure/tau-train:1.4.2"
 
 
 class MemoryKeyring(keyring.backend.KeyringBackend):
@@ -106,11 +128,52 @@ def retire_demo_multikueue(lab: Lab) -> None:
 
 
 def lab_job(name: str = "mk-train", queue: str = "mk-lab-queue", namespace: str = "team-nlp", seconds: int = 100000) -> dict:
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace,
-                         "labels": {"kueue.x-k8s.io/queue-name": queue, "tau.azure.com/submission-id": f"lab-{name}"},
-                         "annotations": {"tau.sim/duration-seconds": str(seconds)}},
-            "spec": {"parallelism": 1, "completions": 1, "suspend": True, "template": {"spec": {
-                "restartPolicy": "Never", "containers": [{"name": "trainer", "image": "ghcr.io/azure/tau-train:1.4.2",
-                                                          "resources": {"requests": {"nvidia.com/gpu": "8"},
-                                                                        "limits": {"nvidia.com/gpu": "8"}}}]}}}}
+    return builders.job(
+        name, namespace, labels={"kueue.x-k8s.io/queue-name": queue, "tau.azure.com/submission-id": f"lab-{name}"},
+        annotations={"tau.sim/duration-seconds": str(seconds)}, suspend=True, api=True,
+        spec={"parallelism": 1, "completions": 1},
+        pod_spec={"restartPolicy": "Never", "containers": [{"name": "trainer", "image": LAB_IMAGE, "resources": {
+            "requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}}}]})
+
+
+def lab_pod(node: str, run: str = "mk-train", namespace: str = "team-nlp", *, name: str | None = None,
+            labels: dict[str, str] | None = None, image: str = LAB_IMAGE, **more: Any) -> dict:
+    """A Running pod of ``run`` on ``node`` (a worker's, where MultiKueue placed the run)."""
+    return builders.pod(name or f"{run}-0-abcde", namespace, node=node, containers=("trainer",), image=image,
+                        labels={"job-name": run} if labels is None else labels, api=True, **more)
+
+
+def dispatch(lab: Lab, name: str = "mk-train") -> str:
+    """Submit ``name`` to the lab queue and let MultiKueue place it on lab-worker-1; its Workload's name."""
+    lab.backend.submit([lab_job(name)])
+    lab.world.advance(15)
+    [wl] = [w for w in lab.backend.workloads("team-nlp") if w.queue_name == "mk-lab-queue" and name in w.name]
+    assert wl.cluster_name == "lab-worker-1"
+    return wl.name
+
+
+def drive_cli_with(lab: Lab, tmp_path: Path, monkeypatch) -> Lab:
+    """`tau-tui multikueue …` in this test works on ``lab``, its records and state under ``tmp_path``."""
+    from tau_tui.commands import multikueue_command
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr(multikueue_command, "multikueue_environment", lambda args: (lab.backend, lab.connector, lab.world.advance))
+    return lab
+
+
+def token_of(lab: Lab, secret_name: str, namespace: str = "kueue-system") -> str:
+    """The bearer token in the worker kubeconfig Secret ``secret_name`` on the manager."""
+    data = lab.world.store.read(SECRET, secret_name, namespace)["data"]["kubeconfig"]
+    return str(yaml.safe_load(base64.b64decode(data))["users"][0]["user"]["token"])
+
+
+def revoke_by_hand(lab: Lab, worker: str, token: str) -> None:
+    """What an identity system does: the token stops authenticating on the worker."""
+    lab.fleet.workers[worker].store.tokens.pop(token, None)
+
+
+def without_admin(plan: MultiKueuePlan) -> MultiKueuePlan:
+    """The plan without adminContext: the tool cannot revoke on the workers (setup reads the matrix with it)."""
+    return plan.__class__(**{**plan.__dict__, "workers": tuple(
+        w.__class__(**{**w.__dict__, "admin_context": None}) for w in plan.workers)})

@@ -6,36 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.sim.backend import SimulatedBackend
-from tau_tui.core.cluster.sim.scenario import build_world
-from tau_tui.core.cluster.sim.world import SimulatedCluster
 from tau_tui.core.cluster.view_types import PodView
 from tau_tui.core.runconfig.loader import load_config
 from tau_tui.core.runconfig.pipeline import render_run
 from tau_tui.core.runconfig.profiles import ProfileSet
 from tau_tui.core.runconfig.resolve import RenderOptions
+from tau_tui.core.sim.backend import SimulatedBackend
+from tau_tui.core.sim.scenario import build_world
+from tau_tui.core.sim.world import SimulatedCluster
+from tests.scenarios import one_queue_scenario
 
 NS, RUN = "team-a", "finetune"
-SCENARIO = """\
-name: recovery
-seed: 5
-start: "2025-03-04T02:00:00Z"
-warmupSeconds: 10
-namespaces: [default, team-a]
-nodes:
-  - {prefix: gpu-, count: 3, gpus: {nvidia.com/gpu: 8}, labels: {tau.azure.com/gpu-class: h100-80gb}}
-objects:
-  - {apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, metadata: {name: h100}, spec: {nodeLabels: {tau.azure.com/gpu-class: h100-80gb}}}
-  - apiVersion: kueue.x-k8s.io/v1beta2
-    kind: ClusterQueue
-    metadata: {name: cq}
-    spec:
-      namespaceSelector: {}
-      resourceGroups:
-        - coveredResources: [cpu, memory, nvidia.com/gpu]
-          flavors: [{name: h100, resources: [{name: cpu, nominalQuota: 256}, {name: memory, nominalQuota: 2000Gi}, {name: nvidia.com/gpu, nominalQuota: 24}]}]
-  - {apiVersion: kueue.x-k8s.io/v1beta2, kind: LocalQueue, metadata: {name: q, namespace: team-a}, spec: {clusterQueue: cq}}
-"""
+SCENARIO = one_queue_scenario("recovery", seed=5, warmup_seconds=10, nodes=3, cpu=256, memory="2000Gi")
 CONFIG = """\
 name: finetune
 image: ghcr.io/example/train:1

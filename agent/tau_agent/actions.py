@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tau_tui.core.gpuhealth.names import LABEL_MANAGED
-from tau_tui.core.gpuhealth.report import NodeHealth
-from tau_tui.core.gpuhealth.verdicts import Verdict
+from tau_gpuhealth.names import LABEL_MANAGED
+from tau_gpuhealth.report import NodeHealth
+from tau_gpuhealth.verdicts import Verdict
 
 from .config import Actions
 from .kube import NodeActionRequest

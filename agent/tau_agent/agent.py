@@ -14,13 +14,13 @@ from collections.abc import Callable
 from datetime import UTC
 from typing import Any, Protocol
 
-from tau_tui.core.gpuhealth.conditions import node_conditions, transitions
-from tau_tui.core.gpuhealth.model import HealthModel
-from tau_tui.core.gpuhealth.names import CONDITION_DEGRADED, CONDITION_UNHEALTHY, LABEL_EXPECTED_GPU_COUNT
-from tau_tui.core.gpuhealth.report import LatchRecord, NodeHealth
-from tau_tui.core.gpuhealth.samples import NodeSample, XidObservation
-from tau_tui.core.gpuhealth.verdicts import Verdict
-from tau_tui.core.gpuhealth.xid import XidSeverity, load_xid_catalog
+from tau_gpuhealth.conditions import node_conditions, transitions
+from tau_gpuhealth.model import HealthModel
+from tau_gpuhealth.names import CONDITION_DEGRADED, CONDITION_UNHEALTHY, LABEL_EXPECTED_GPU_COUNT
+from tau_gpuhealth.report import LatchRecord, NodeHealth
+from tau_gpuhealth.samples import NodeSample, XidObservation
+from tau_gpuhealth.verdicts import Verdict
+from tau_gpuhealth.xid import XidSeverity, load_xid_catalog
 
 from . import __version__
 from .actions import ActionPlanner

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tau_tui.core.gpuhealth.samples import GpuSample, NodeSample
+from tau_gpuhealth.samples import GpuSample, NodeSample
 
 from .call_guard import CallGuard, CallHung
 from .nvml_reader import Inventory, NvmlReader, NvmlUnavailable

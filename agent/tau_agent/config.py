@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tau_tui.core.gpuhealth.policy import HealthPolicy
+from tau_gpuhealth.policy import HealthPolicy
 
 
 class _Strict(BaseModel):

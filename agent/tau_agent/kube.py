@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from tau_tui.core.gpuhealth.names import (
+from tau_gpuhealth.names import (
     AGENT_COMPONENT,
     ANNOTATION_CORDON_REASON,
     ANNOTATION_CORDON_TIMESTAMP,

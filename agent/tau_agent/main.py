@@ -18,9 +18,9 @@ import threading
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from tau_tui.core.gpuhealth.conditions import node_conditions
-from tau_tui.core.gpuhealth.verdicts import Verdict
-from tau_tui.core.gpuhealth.xid import CatalogError
+from tau_gpuhealth.conditions import node_conditions
+from tau_gpuhealth.verdicts import Verdict
+from tau_gpuhealth.xid import CatalogError
 
 from .call_guard import CallGuard
 from .collector import Collector, read_boot_id

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from tau_tui.core.gpuhealth.report import NodeHealth
-from tau_tui.core.gpuhealth.verdicts import Verdict
+from tau_gpuhealth.report import NodeHealth
+from tau_gpuhealth.verdicts import Verdict
 
 
 class AgentMetrics:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tau_tui.core.gpuhealth.samples import GpuSample
+from tau_gpuhealth.samples import GpuSample
 
 from .call_guard import Caller
 

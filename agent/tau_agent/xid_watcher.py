@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tau_tui.core.gpuhealth.samples import XidObservation
+from tau_gpuhealth.samples import XidObservation
 
 from .nvml_reader import ERR_GPU_IS_LOST, ERR_TIMEOUT, NvmlReader, describe, error_code
 

@@ -69,7 +69,7 @@ MODULE_MOVES: dict[str, str] = {
 }
 
 _CLUSTER = "tau_tui.core.cluster"
-_HEALTH = "tau_tui.core.gpuhealth"
+_HEALTH = "tau_gpuhealth"
 
 
 def _names(module: str, names: str) -> dict[str, str]:
@@ -156,7 +156,7 @@ SYMBOL_MOVES: dict[str, dict[str, str]] = {
 SKIP_MARKER = "# rewrite_imports: skip file"
 
 #: Packages whose submodules may be imported by name (``from tau_tui.core.cluster import real``).
-_KEPT_PACKAGES = {"tau_tui", "tau_tui.core", _CLUSTER, f"{_CLUSTER}.sim"}
+_KEPT_PACKAGES = {"tau_tui", "tau_tui.core", _CLUSTER, "tau_tui.core.sim"}
 
 # --------------------------------------------------------------------------------------------
 # The rewriter

@@ -40,9 +40,9 @@ def multikueue_environment(args: argparse.Namespace):
 
 def demo_environment():
     """The app's --demo MultiKueue fleet, built in this process: its clock moves only when a step waits."""
-    from ..core.cluster.sim.backend import SimulatedBackend
-    from ..core.cluster.sim.scenario import build_world
     from ..core.operations.multikueue_steps.simulated_fleet import SimFleetConnector, build_lab_fleet
+    from ..core.sim.backend import SimulatedBackend
+    from ..core.sim.scenario import build_world
 
     world = build_world("demo")
     fleet = build_lab_fleet(world)

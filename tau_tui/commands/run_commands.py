@@ -17,8 +17,8 @@ DEMO_WATCH_LIMIT_SECONDS = 3600.0
 def _read_backend(args: argparse.Namespace):
     """A backend for one-shot reads: the simulated cluster, or the real one with no watch started."""
     if args.demo is not None:
-        from ..core.cluster.sim.backend import SimulatedBackend
-        from ..core.cluster.sim.scenario import build_world
+        from ..core.sim.backend import SimulatedBackend
+        from ..core.sim.scenario import build_world
 
         return SimulatedBackend(build_world(args.demo), namespace=args.namespace)
     from ..core.cluster.real import KubernetesBackend

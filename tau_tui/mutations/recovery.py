@@ -18,8 +18,8 @@ from tau_tui.core.operations.recovery import (
     resume_plan,
     retry_decision,
 )
+from tau_tui.core.operations.run_objects import RunObjects
 from tau_tui.core.operations.rundocument import read_gpu_faults, read_run
-from tau_tui.core.operations.runstatus import RunObjects
 from tau_tui.mutations.mutation import ClusterHost, Mutation, describe_result
 
 

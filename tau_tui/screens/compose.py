@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.text import Text
@@ -17,14 +16,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Select, Static
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.admission_fit import quota_warnings, request_totals, summary_line
 from tau_tui.core.operations.evidence.submission import keep_submission
-from tau_tui.core.runconfig.config import ALIASES
 from tau_tui.core.runconfig.diagnostics import (
     MAX_MESSAGES,
     MAX_PART_CHARS,
@@ -43,6 +40,8 @@ from tau_tui.core.runconfig.resolve import RenderOptions
 from tau_tui.core.runconfig.yamlsource import read_text_file
 from tau_tui.mutations.mutation import Mutation, describe_result
 from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.compose_form import FORM, IMPLICIT_PROFILE, QUOTA_FIELDS, Validation, field_for
+from tau_tui.screens.messages import FileOpened, FileSaved, ServerDryRunDone, Validated
 from tau_tui.widgets.form_field import EntryError, FormField
 from tau_tui.widgets.input_dialog import InputDialog
 from tau_tui.widgets.status_text import style_of
@@ -50,97 +49,8 @@ from tau_tui.widgets.yaml_preview import YamlPreview
 
 DEBOUNCE_S = 0.3
 
-#: (section, [(canonical path, label, kind, placeholder)])
-#: kinds: text, int, list ("a, b"), map ("KEY=value, KEY2=value").
-FORM: tuple[tuple[str, tuple[tuple[str, str, str, str], ...]], ...] = (
-    ("run", (
-        ("run.name", "name", "text", "my-run"),
-        ("run.engine", "engine", "text", "job | rayjob"),
-        ("run.entrypoint", "entrypoint", "text", "train.py"),
-        ("run.ttl_seconds_after_finished", "ttl_after_finish", "int", "28800 (seconds)"),
-    )),
-    ("runtime", (
-        ("runtime.image", "image", "text", "python:3.12-slim"),
-        ("runtime.working_dir", "working_dir", "text", ""),
-        ("runtime.pip", "pip", "list", "torch, numpy"),
-        ("runtime.env", "env", "map", "KEY=value, OTHER=value"),
-        ("runtime.env_secret", "env_secret", "map", "ENV=SECRET_NAME:KEY"),
-        ("runtime.security.mode", "security.mode", "text", "restricted | (empty)"),
-    )),
-    ("compute", (
-        ("compute.workers", "workers", "int", "1"),
-        ("compute.gpus", "gpus", "int", "8 (Job: GPUs in all; 0 for CPU only)"),
-        ("compute.gpus_per_worker", "gpus_per_worker", "int", "0-8 (RayJob: per worker)"),
-        ("compute.gpu_resource_mode", "gpu_resource_mode", "text", "device-plugin | nvidia | dra | mig"),
-        ("compute.mig_profile", "mig_profile", "text", "1g.10gb (gpu_resource_mode mig)"),
-        ("compute.cpu_request", "cpu_request", "text", "4"),
-        ("compute.memory_request", "memory_request", "text", "16Gi"),
-        ("compute.cpu_limit", "cpu_limit", "text", ""),
-        ("compute.memory_limit", "memory_limit", "text", ""),
-    )),
-    ("policy", (
-        ("policy.namespace", "namespace", "text", "taugrid-default"),
-        ("policy.team", "team", "text", ""),
-        ("policy.lane", "lane", "text", "eval | training | large-memory | elastic"),
-        ("policy.queue", "queue", "text", "(from the profile)"),
-        ("policy.priority_tier", "priority_tier", "text", "default | priority"),
-        ("policy.gpu_class", "gpu_class", "text", "h100-80gb, a100-80gb, ..."),
-        ("policy.mode", "mode", "text", "fixed | elastic"),
-        ("policy.node_selector", "node_selector", "map", "label=value"),
-    )),
-    ("storage", (
-        ("storage.data_pvc", "data_pvc", "text", ""),
-        ("storage.result_pvc", "result_pvc", "text", ""),
-        ("storage.output", "output", "text", ""),
-        ("storage.checkpoint", "checkpoint", "text", ""),
-        ("storage.volumes", "volumes", "list", "pvc-name, ..."),
-        ("storage.mounts", "mounts", "list", "pvc:/mnt/path, ..."),
-    )),
-    ("resilience", (
-        ("resilience.max_retries", "max_retries", "int", "0"),
-        ("resilience.retry_on", "retry_on", "list", "Preempted, Evicted, OOMKilled"),
-        ("resilience.backoff_initial", "backoff_initial", "text", "30s"),
-        ("resilience.backoff_max", "backoff_max", "text", "5m"),
-        ("resilience.checkpoint_path", "checkpoint_path", "text", ""),
-    )),
-)
-FIELD_PATHS = [path for _, fields in FORM for path, *_ in fields] + ["policy.profile"]
-#: written alias path → canonical path
-ALIAS_TO_CANONICAL = {".".join(src): ".".join(canonical) for canonical, sources in ALIASES.items() for src in sources}
-IMPLICIT_PROFILE = "__implicit__"
 #: Digits type into a focused field, so the form says how to leave it.
 KEYS_HINT = "digits type into fields · esc leaves a field, then 1-7 · alt+1-7 anywhere"
-#: requested resource → the field that sets it (GPU resources go to compute.gpus / gpus_per_worker)
-QUOTA_FIELDS = {"cpu": "compute.cpu_request", "memory": "compute.memory_request"}
-
-
-def field_for(diagnostic_path: str) -> str | None:
-    """The form field a diagnostic belongs to (longest matching key path)."""
-    if not diagnostic_path:
-        return None
-    path = ALIAS_TO_CANONICAL.get(diagnostic_path, diagnostic_path)
-    best = None
-    for candidate in FIELD_PATHS:
-        if path == candidate or path.startswith(candidate + ".") or path.startswith(candidate + "["):
-            if best is None or len(candidate) > len(best):
-                best = candidate
-    return best
-
-
-@dataclass
-class Validation:
-    ok: bool
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    manifests: list[dict] = field(default_factory=list)
-    manifests_yaml: str = ""
-    submission_id: str = ""
-    profile_options: list[tuple[str, str]] = field(default_factory=list)
-    excluded: list[tuple[str, str]] = field(default_factory=list)
-    profile_source: str = ""
-    rendered: bool = False
-    #: "2 pod(s): nvidia.com/gpu 16, ..." and the quota lines for the submit confirmation.
-    request_summary: str = ""
-    quota_warnings: list[str] = field(default_factory=list)
 
 
 class ComposeScreen(PaneScreen):
@@ -165,30 +75,6 @@ class ComposeScreen(PaneScreen):
         Binding("ctrl+o", "open", "Open", id="compose.open"),
         Binding("ctrl+n", "new", "New", id="compose.new"),
     ]
-
-    class Validated(Message):
-        def __init__(self, result: Validation, generation: int) -> None:
-            super().__init__()
-            self.result = result
-            self.generation = generation
-
-    class ServerDryRunDone(Message):
-        def __init__(self, ok: bool, text: str) -> None:
-            super().__init__()
-            self.ok = ok
-            self.text = text
-
-    class FileOpened(Message):
-        def __init__(self, document: ComposeDocument | None, error: str = "") -> None:
-            super().__init__()
-            self.document = document
-            self.error = error
-
-    class FileSaved(Message):
-        def __init__(self, path: str, error: str = "") -> None:
-            super().__init__()
-            self.path = path
-            self.error = error
 
     def __init__(self) -> None:
         super().__init__()
@@ -254,15 +140,15 @@ class ComposeScreen(PaneScreen):
         try:
             # The loader's bounded read: a FIFO, /dev/zero or a huge file is refused, never read.
             file = Path(path).expanduser()
-            self.post_message(self.FileOpened(ComposeDocument(read_text_file(file), file)))
+            self.post_message(FileOpened(ComposeDocument(read_text_file(file), file)))
         except DiagnosticError as err:
-            self.post_message(self.FileOpened(None, " ".join(report_lines(err.diagnostics, 3))))
+            self.post_message(FileOpened(None, " ".join(report_lines(err.diagnostics, 3))))
         except FileNotFoundError:
-            self.post_message(self.FileOpened(None, f"{path}: no such file"))
+            self.post_message(FileOpened(None, f"{path}: no such file"))
         except (OSError, UnicodeDecodeError) as err:
-            self.post_message(self.FileOpened(None, f"{path}: cannot read ({err})"))
+            self.post_message(FileOpened(None, f"{path}: cannot read ({err})"))
         except Exception as err:  # YAML that ruamel cannot load
-            self.post_message(self.FileOpened(None, f"{path}: not valid YAML ({str(err).splitlines()[0]})"))
+            self.post_message(FileOpened(None, f"{path}: not valid YAML ({str(err).splitlines()[0]})"))
 
     @on(FileOpened)
     def _on_file_opened(self, message: FileOpened) -> None:
@@ -350,7 +236,7 @@ class ComposeScreen(PaneScreen):
         except Exception as err:
             result = Validation(False)
             result.diagnostics.append(Diagnostic(label, f"cannot check this file: {type(err).__name__}: {str(err)[:300]}", hint="fix the file; if it looks right, report this as a bug"))
-        self.post_message(self.Validated(result, generation))
+        self.post_message(Validated(result, generation))
 
     def _validation(self, text: str, label: str, base_dir: Path) -> Validation:
         result = Validation(False)
@@ -511,7 +397,7 @@ class ComposeScreen(PaneScreen):
             ok, text = describe_result(backend.submit(manifests, dry_run=True)) if backend else (False, "no cluster")
         except Exception as err:
             ok, text = False, getattr(err, "message", None) or str(err)
-        self.post_message(self.ServerDryRunDone(ok, text))
+        self.post_message(ServerDryRunDone(ok, text))
 
     @on(ServerDryRunDone)
     def _on_server_dry_run(self, message: ServerDryRunDone) -> None:
@@ -595,12 +481,12 @@ class ComposeScreen(PaneScreen):
                 raise SaveRefused(f"{path} exists; open it (ctrl+o) to edit it, or choose another name")
             saved = self.document.save(Path(path).expanduser() if path else None)
         except SaveRefused as err:
-            self.post_message(self.FileSaved(path or str(self.document.path), str(err)))
+            self.post_message(FileSaved(path or str(self.document.path), str(err)))
             return
         except OSError as err:
-            self.post_message(self.FileSaved(path or str(self.document.path), f"cannot write: {err}"))
+            self.post_message(FileSaved(path or str(self.document.path), f"cannot write: {err}"))
             return
-        self.post_message(self.FileSaved(str(saved)))
+        self.post_message(FileSaved(str(saved)))
 
     @on(FileSaved)
     def _on_saved(self, message: FileSaved) -> None:

@@ -13,13 +13,14 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable
 
 from tau_tui.core.operations.evidence.store import RecordSummary
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.evidence_record import EvidenceRecordScreen, export_record
+from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.status_text import status_text
+from tau_tui.widgets.table_messages import RowSelected
 
 #: Outcome → the status word status_text knows (symbol and word, never colour alone).
 OUTCOME_STATES = {"succeeded": "succeeded", "failed": "failed", "cancelled": "finished"}
@@ -82,8 +83,8 @@ class EvidenceScreen(PaneScreen):
     def data_signature(self) -> tuple | None:
         return (self.tau.evidence.writes, self.row_filter.text)
 
-    def collect(self) -> EvidenceData:
-        f = self.collect_filter
+    def collect(self, request: ReadRequest) -> EvidenceData:
+        f = request.row_filter
         data = EvidenceData()
         records = self.tau.evidence.records()
         for record in records:
@@ -118,8 +119,8 @@ class EvidenceScreen(PaneScreen):
         key = self.query_one("#evidence-table", KeyedTable).selected_key
         return self.data.records.get(key) if key else None
 
-    @on(DataTable.RowSelected)
-    def _on_row_selected(self, event: DataTable.RowSelected) -> None:
+    @on(RowSelected)
+    def _on_row_selected(self, event: RowSelected) -> None:
         event.stop()
         self.action_open()
 

@@ -19,6 +19,7 @@ from tau_tui.core.operations.evidence.bundle import ExportError, default_bundle_
 from tau_tui.core.operations.evidence.store import RecordSummary
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.host import PaneHost
+from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.input_dialog import InputDialog
 from tau_tui.widgets.keyed_table import KeyedTable
 
@@ -100,7 +101,7 @@ class EvidenceRecordScreen(PaneScreen):
     def data_signature(self) -> tuple | None:
         return (self.record.id,)
 
-    def collect(self) -> RecordData:
+    def collect(self, request: ReadRequest) -> RecordData:
         files = self.tau.evidence.files(self.record.id)
         rows = [(path, [Text(path), Text(str(len(content))), Text(sha256_hex(content)[:16] + "…")])
                 for path, content in files.items()]
@@ -113,7 +114,7 @@ class EvidenceRecordScreen(PaneScreen):
         self.set_status(f"{len(data.files)} files · {sum(len(c) for c in data.files.values())} bytes · x export · esc back")
         self._show_file()
 
-    def on_data_table_row_highlighted(self, event: Any) -> None:
+    def on_keyed_table_row_highlighted(self, event: Any) -> None:
         self._show_file()
 
     def _show_file(self) -> None:

@@ -15,7 +15,6 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.message import Message
 from textual.widgets import Static
 
 from tau_tui.core.cluster.errors import ClusterError
@@ -26,6 +25,7 @@ from tau_tui.core.cluster.logspool.stream import LogStream
 from tau_tui.core.operations.audit import state_dir
 from tau_tui.core.operations.multikueue_steps.worker_logs import placed_worker, unmapped_message, worker_log_backend
 from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.messages import Saved, SearchDone, StreamFailed, StreamOpened
 from tau_tui.settings.settings_file import default_config_path
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.input_dialog import InputDialog
@@ -60,33 +60,6 @@ class LogsScreen(PaneScreen):
         Binding("N", "previous_match", "Prev", id="logs.prev", show=False),
         Binding("ctrl+s", "save", "Save", id="logs.save"),
     ]
-
-    class StreamOpened(Message):
-        def __init__(self, stream: LogStream, request: LogRequest, title: str) -> None:
-            super().__init__()
-            self.stream = stream
-            self.request = request
-            self.title = title
-
-    class StreamFailed(Message):
-        def __init__(self, message: str) -> None:
-            super().__init__()
-            self.message = message
-
-    class SearchDone(Message):
-        def __init__(self, pattern: re.Pattern[str], hits: list[int], error: str = "") -> None:
-            super().__init__()
-            self.pattern = pattern
-            self.hits = hits
-            self.error = error
-
-    class Saved(Message):
-        def __init__(self, path: str, lines: int, error: str = "", note: str = "") -> None:
-            super().__init__()
-            self.path = path
-            self.lines = lines
-            self.error = error
-            self.note = note
 
     def __init__(self) -> None:
         super().__init__()
@@ -184,19 +157,19 @@ class LogsScreen(PaneScreen):
     def _open_worker(self, request: LogRequest, title: str) -> None:
         backend = getattr(self, "log_backend", None) or self.tau.backend
         if backend is None:
-            self.post_message(self.StreamFailed("no cluster connected"))
+            self.post_message(StreamFailed("no cluster connected"))
             return
         try:
             # One directory per process: removed at exit, and by the next start if this one is killed.
             spool_dir = process_spool_dir(state_dir() / "spool")
             stream = backend.open_logs(request, spool_dir=spool_dir)
         except ClusterError as err:
-            self.post_message(self.StreamFailed(err.message))
+            self.post_message(StreamFailed(err.message))
             return
         except Exception as err:
-            self.post_message(self.StreamFailed(f"{type(err).__name__}: {err}"))
+            self.post_message(StreamFailed(f"{type(err).__name__}: {err}"))
             return
-        self.post_message(self.StreamOpened(stream, request, title))
+        self.post_message(StreamOpened(stream, request, title))
 
     @on(StreamOpened)
     def _on_opened(self, message: StreamOpened) -> None:
@@ -357,7 +330,7 @@ class LogsScreen(PaneScreen):
             pattern = re.compile(re.escape(text), re.IGNORECASE)
             regex, error = False, f"not a valid regex ({err}); searched as plain text"
         hits = spool.search(text, regex=regex) if spool is not None and not spool.closed else []
-        self.post_message(self.SearchDone(pattern, hits, error))
+        self.post_message(SearchDone(pattern, hits, error))
 
     @on(SearchDone)
     def _search_done(self, message: SearchDone) -> None:
@@ -403,7 +376,7 @@ class LogsScreen(PaneScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="logs-save")
     def _save_worker(self, spool, path: str) -> None:
         if spool is None or spool.closed:
-            self.post_message(self.Saved(path, 0, "no log open"))
+            self.post_message(Saved(path, 0, "no log open"))
             return
         if self.tau.readonly and not _inside(Path(path), state_dir()):
             # Read-only writes no file but the app's own state.
@@ -412,9 +385,9 @@ class LogsScreen(PaneScreen):
         try:
             lines = save_spool(spool, path)
         except OSError as err:
-            self.post_message(self.Saved(path, 0, str(err)))
+            self.post_message(Saved(path, 0, str(err)))
             return
-        self.post_message(self.Saved(path, lines, note=save_narrowed(path) or ""))
+        self.post_message(Saved(path, lines, note=save_narrowed(path) or ""))
 
     @on(Saved)
     def _saved(self, message: Saved) -> None:

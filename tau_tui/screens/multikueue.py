@@ -18,6 +18,7 @@ from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.multikueue import compare_with_tau_cluster, evaluate_multikueue_ready
 from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
@@ -74,7 +75,7 @@ class MultiKueueScreen(PaneScreen):
         yield KeyedTable([("name", "Workload"), ("queue", "Queue"), ("check", "Check state"), ("worker", "Placed on"),
                           ("nominated", "Nominated")], id="mk-workloads")
 
-    def collect(self) -> MultiKueueData:
+    def collect(self, request: ReadRequest) -> MultiKueueData:
         backend = self.tau.backend
         assert backend is not None
         data = MultiKueueData()
@@ -102,7 +103,7 @@ class MultiKueueScreen(PaneScreen):
         agree_word = "done" if comparison.agrees and comparison.claimed_current else "warning"
         verdict.append(f"{'✓' if agree_word == 'done' else '⚠'} {comparison.summary}", style=style_of(agree_word))
         data.verdict = verdict
-        f = self.collect_filter
+        f = request.row_filter
         for check in checks:
             if not f.matches(f"{check.name} {check.controller_name}", check.labels):
                 continue

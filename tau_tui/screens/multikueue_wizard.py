@@ -19,7 +19,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import DataTable, Label, Static
+from textual.widgets import Label, Static
 
 from tau_tui.core.operations.multikueue_steps import open_exercise
 from tau_tui.core.operations.multikueue_steps.engine import Check, Exercise, Outcome, Refused, StepState
@@ -27,9 +27,11 @@ from tau_tui.core.operations.multikueue_steps.matrix import COLUMNS, dependency_
 from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
 from tau_tui.mutations.mutation import Mutation
 from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
+from tau_tui.widgets.table_messages import RowHighlighted
 
 #: Seconds the wizard waits for a step's promised condition after applying it.
 VERIFY_TIMEOUT = 120.0
@@ -132,7 +134,7 @@ class MultiKueueWizardScreen(PaneScreen):
                                       inputs=self.inputs, vault=vault)
         return self.exercise
 
-    def collect(self) -> WizardData:
+    def collect(self, request: ReadRequest) -> WizardData:
         data = WizardData()
         exercise = self._ensure_exercise()
         if exercise is None:
@@ -215,10 +217,10 @@ class MultiKueueWizardScreen(PaneScreen):
             matrix.apply_rows(data.matrix_rows)
         self.set_status(data.status)
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id != "wizard-steps" or event.row_key is None:
+    def on_keyed_table_row_highlighted(self, event: RowHighlighted) -> None:
+        if event.table.id != "wizard-steps" or event.key is None:
             return
-        key = str(event.row_key.value)
+        key = event.key
         if key != self.selected:
             self.selected = key
             self.reverify()

@@ -16,6 +16,7 @@ from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
+from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line, since
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.node_cells import gpu_summary, node_health, verdict_cell_for
@@ -74,7 +75,7 @@ class NodeDetailScreen(PaneScreen):
         yield Label(Text("Events"), classes="section-title")
         yield KeyedTable([("type", "Type"), ("reason", "Reason"), ("message", "Message"), ("age", "Age")], id="events-table")
 
-    def collect(self) -> NodeDetailData:
+    def collect(self, request: ReadRequest) -> NodeDetailData:
         backend = self.tau.backend
         assert backend is not None
         now = self.tau.now()

@@ -11,15 +11,16 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 
+from tau_gpuhealth.verdicts import Verdict
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import NodeView
-from tau_tui.core.gpuhealth.verdicts import Verdict
 from tau_tui.core.operations.gpufaults import runs_hit_by_node
 from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.node_detail import NodeDetailScreen
+from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import age, one_line
 from tau_tui.widgets.keyed_table import KeyedTable, Matchable
 from tau_tui.widgets.node_cells import gpu_summary, telemetry_summary, verdict_cell_for
@@ -96,7 +97,7 @@ class NodesScreen(PaneScreen):
             id="nodes-table",
         )
 
-    def collect(self) -> NodesData:
+    def collect(self, request: ReadRequest) -> NodesData:
         backend = self.tau.backend
         assert backend is not None
         now = self.tau.now()
@@ -110,7 +111,7 @@ class NodesScreen(PaneScreen):
         hit = runs_hit_by_node(backend.pods(), backend.ray_jobs(), memo.faults(nodes, now))
         for count, node in enumerate(nodes):
             if count % 256 == 0:
-                self.keep_reading()
+                request.keep_reading()
             health = memo.view(node, now)
             verdict = health.verdict if health else None
             data.matchable[node.name] = (f"{filter_text(node.name, health, stale)} {' '.join(hit.get(node.name, ()))}",
@@ -132,7 +133,7 @@ class NodesScreen(PaneScreen):
             data.rows.append((name, [name, verdict_cell, runs_hit_cell(hit.get(name, [])), gpu_summary(node),
                                      temp, util, ecc, xids, hb, sched, reason]))
         data.status = f"{len(data.rows)} nodes · GPU health: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none")
-        data.plan = self.plan_table("nodes-table", data.rows, self.collect_freshness.notice(ResourceKind.NODE),
+        data.plan = request.plan_table("nodes-table", data.rows, request.freshness.notice(ResourceKind.NODE),
                                     data.matchable)
         return data
 
@@ -148,7 +149,7 @@ class NodesScreen(PaneScreen):
     def selected_node(self) -> str | None:
         return self.query_one("#nodes-table", KeyedTable).selected_key
 
-    def on_data_table_row_selected(self, event) -> None:
+    def on_keyed_table_row_selected(self, event) -> None:
         self.action_open()
 
     def action_open(self) -> None:

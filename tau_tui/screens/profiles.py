@@ -19,6 +19,7 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.runconfig.profiles import Caller, ProfileExplanation, explain, profile_set_from_taucluster
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.host import PaneHost
+from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
@@ -106,7 +107,7 @@ class ProfilesScreen(PaneScreen):
     def extra_signature(self) -> tuple:
         return (self.tau.namespace_name, self.tau.settings.team, self.tau.settings.lane)
 
-    def collect(self) -> ProfilesData:
+    def collect(self, request: ReadRequest) -> ProfilesData:
         data = ProfilesData()
         profile_set, explanations, problem = read_profiles(self.tau)
         caller = caller_for(self.tau)
@@ -118,7 +119,7 @@ class ProfilesScreen(PaneScreen):
         if problem:
             header.append(f"\n✗ {problem}", style=style_of("failed"))
         data.header = header
-        f = self.collect_filter
+        f = request.row_filter
         for item in explanations:
             p = item.profile
             if not f.matches(f"{p.name} {p.execution_target} {p.default_local_queue}", {}):
@@ -144,7 +145,7 @@ class ProfilesScreen(PaneScreen):
         self.set_status(data.status)
         self._show_selected()
 
-    def on_data_table_row_highlighted(self, event) -> None:
+    def on_keyed_table_row_highlighted(self, event) -> None:
         self._show_selected()
 
     def _show_selected(self) -> None:

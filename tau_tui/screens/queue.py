@@ -20,8 +20,9 @@ from tau_tui.core.cluster.positions import LocalQueuePositions
 from tau_tui.core.cluster.view_types import ClusterQueueView, LocalQueueView, WorkloadView
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.mutations.cluster_changes import cancel_mutation, stop_policy_mutation
-from tau_tui.screens.base import PaneScreen, read_place
+from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
+from tau_tui.screens.pane_reader import ReadRequest, read_place
 from tau_tui.screens.queue_workloads import POSITION_READING, WORKLOAD_COLUMNS, WorkloadRows
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
 from tau_tui.widgets.quota_bar import quota_bar
@@ -118,7 +119,7 @@ class QueueScreen(PaneScreen):
         yield Label(Text("Workloads"), classes="section-title", id="workloads-title")
         yield KeyedTable(WORKLOAD_COLUMNS, id="workloads-table")
 
-    def collect(self) -> QueueData:
+    def collect(self, request: ReadRequest) -> QueueData:
         backend = self.tau.backend
         assert backend is not None
         now = self.tau.now()
@@ -170,16 +171,16 @@ class QueueScreen(PaneScreen):
             self._replay_jumps = backend.jumps
             self._positions.invalidate()  # a seek: the reports held are of another time
             self._workload_rows.forget()
-        notice = self.collect_freshness.notice(ResourceKind.WORKLOAD)
+        notice = request.freshness.notice(ResourceKind.WORKLOAD)
         if notice is not None:
             self._workload_rows.forget()  # no rows, or loading: never a change to go on from
         # the first list may still come in, page by page: its rows are shown, positions once it is whole
-        listed = self.collect_freshness.views.get(ResourceKind.WORKLOAD)
+        listed = request.freshness.views.get(ResourceKind.WORKLOAD)
         syncing = listed is not None and listed.status is ViewStatus.SYNCING
         lq_names = frozenset((lq.namespace or "", lq.name) for lq in lqs)
         read = self._workload_rows.read(backend, read_place(backend), now, held, lq_names, syncing,
                                         None if self._read_once else ROWS_BEFORE_POSITIONS_OVER,
-                                        self._table_states.get("workloads-table"), self.keep_reading)
+                                        request.table_states.get("workloads-table"), request.keep_reading)
         listing = syncing and bool(read.rows)
         listed_so_far = (listed.message if listed is not None else "") or "first list not finished"
         self._read_once = self._read_once or not listing
@@ -206,7 +207,7 @@ class QueueScreen(PaneScreen):
         if waiting_for_positions and not listing:
             summary += f" · {POSITION_READING} reading positions"
         data.status = data.status or summary
-        data.workload_plan = read.plan or self.plan_table("workloads-table", data.workload_rows, notice,
+        data.workload_plan = read.plan or request.plan_table("workloads-table", data.workload_rows, notice,
                                                           data.workload_matchable)
         return data
 
@@ -235,7 +236,7 @@ class QueueScreen(PaneScreen):
             workloads.move_cursor(row=0, scroll=True)
         self.set_status(data.status)
         if data.positions_to_read:
-            self._rerun = True  # the positions, right after these rows are on screen
+            self.reader.rerun = True  # the positions, right after these rows are on screen
 
     # -- selection helpers ----------------------------------------------------------
 

@@ -36,8 +36,10 @@ from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.live_run_index import LiveRunIndex
 from tau_tui.core.operations.recovery import RetryDecision, retry_decision
 from tau_tui.core.operations.run_index import RunIndex
+from tau_tui.core.operations.run_objects import RunObjects
 from tau_tui.core.operations.run_status_memo import RunInputs, RunStatusMemo
-from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
+from tau_tui.core.operations.run_status_types import RunStatus
+from tau_tui.core.operations.runstatus import compute_run_status
 from tau_tui.widgets.cell_text import age_changes_at, since
 from tau_tui.widgets.keyed_table import Matchable
 from tau_tui.widgets.status_text import status_text

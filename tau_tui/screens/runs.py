@@ -22,12 +22,14 @@ from tau_tui.core.cluster.view_types import JobView, RayJobView
 from tau_tui.core.operations.multikueue_steps.worker_logs import worker_log_backend
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.core.operations.recovery import RetryDecision
+from tau_tui.core.operations.run_status_types import RunStatus
 from tau_tui.core.operations.rundocument import read_worker_pods
-from tau_tui.core.operations.runstatus import RunStatus
 from tau_tui.mutations.cluster_changes import cancel_mutation
 from tau_tui.mutations.recovery import resume_mutation, retry_mutation
-from tau_tui.screens.base import Freshness, PaneScreen, read_place
+from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
+from tau_tui.screens.freshness import Freshness
+from tau_tui.screens.pane_reader import ReadRequest, read_place
 from tau_tui.screens.run_rows import RunRows
 from tau_tui.widgets.keyed_table import KeyedTable, Matchable
 from tau_tui.widgets.status_text import status_text, style_of
@@ -166,23 +168,23 @@ class RunsScreen(PaneScreen):
         with VerticalScroll(id="run-detail"):
             yield Static(Text("select a run"), id="run-phases")
 
-    def collect(self) -> RunsData:
+    def collect(self, request: ReadRequest) -> RunsData:
         backend = self.tau.backend
         assert backend is not None
-        self.keep_reading()  # before the nodes' faults (2,000 nodes at `large`): a key waits for no read
+        request.keep_reading()  # before the nodes' faults (a large cluster has many): a key waits for no read
         now = self.tau.now()
         gpu_faults = self.tau.node_health.faults(backend.nodes(), now)
         cancelled = dict(self.cancelled_runs)  # changed on the UI thread; read once here
-        self.keep_reading()
+        request.keep_reading()
         if isinstance(backend, ReplayBackend) and backend.jumps != self._replay_jumps:
             self._replay_jumps = backend.jumps
             self._run_rows.forget()  # a seek: the rows held are of another time
         # the rows kept from the last read: a read costs the runs that changed (run_rows.py)
         read = self._run_rows.read(backend, read_place(backend), now, gpu_faults, self.tau.run_statuses, cancelled,
                                    lambda worker, ns, run: read_worker_pods(self._worker_backend(worker), ns, run),
-                                   self.collect_freshness.notice(ResourceKind.JOB, ResourceKind.RAY_JOB) is None,
-                                   self._table_states.get("runs-table"), self.keep_reading,
-                                   waited_for=lambda: self.first_rows_waited_for)
+                                   request.freshness.notice(ResourceKind.JOB, ResourceKind.RAY_JOB) is None,
+                                   request.table_states.get("runs-table"), request.keep_reading,
+                                   waited_for=request.first_rows_waited_for)
         data = RunsData(read.rows, read.statuses, read.decisions, read.owners, read.matchable, None, "", read.released,
                         read.token, read.reading)
         counts = ", ".join(f"{n} {s}" for s, n in sorted(read.counts.items()) if n)
@@ -191,7 +193,7 @@ class RunsScreen(PaneScreen):
             data.status = f"reading runs: {done} of {total} so far · {counts}"
         else:
             data.status = f"{len(data.rows)} runs · {counts}"
-        data.plan = read.plan or self.plan_table("runs-table", data.rows, self._notice(self.collect_freshness, data),
+        data.plan = read.plan or request.plan_table("runs-table", data.rows, self._notice(request.freshness, data),
                                                  data.matchable)
         return data
 
@@ -234,7 +236,7 @@ class RunsScreen(PaneScreen):
             notice = freshness.notice(ResourceKind.RAY_JOB)
         return notice
 
-    def on_data_table_row_highlighted(self, event) -> None:
+    def on_keyed_table_row_highlighted(self, event) -> None:
         self._show_selected()
 
     def _show_selected(self) -> None:

@@ -41,8 +41,8 @@ def start_demo_backend(scenario: str, namespace: str | None, realtime: bool) -> 
     if runs_in_own_process(scenario, realtime):
         return _start_demo_process(scenario, namespace)
     try:
-        from tau_tui.core.cluster.sim.backend import SimulatedBackend
-        from tau_tui.core.cluster.sim.scenario import build_world
+        from tau_tui.core.sim.backend import SimulatedBackend
+        from tau_tui.core.sim.scenario import build_world
 
         world = build_world(scenario)
         if scenario == "demo":
@@ -66,11 +66,11 @@ def _demo_unavailable(err: Exception, offer_demo: bool) -> BackendUnavailable:
 
 
 def _start_demo_process(scenario: str, namespace: str | None) -> ClusterBackend:
-    from tau_tui.core.cluster.sim.cluster_process import SimulatedClusterProcess
-    from tau_tui.core.cluster.sim.process_backend import ProcessSimulatedBackend
+    from tau_tui.core.sim.cluster_process import SimulatedClusterProcess
+    from tau_tui.core.sim.process_backend import ProcessSimulatedBackend
 
     try:
-        process = SimulatedClusterProcess("tau_tui.core.cluster.sim.scenario:build_world", [scenario], realtime=True)
+        process = SimulatedClusterProcess("tau_tui.core.sim.scenario:build_world", [scenario], realtime=True)
     except Exception as err:
         raise _demo_unavailable(err, offer_demo=True) from err
     backend = ProcessSimulatedBackend(process, namespace=namespace, owns_process=True)

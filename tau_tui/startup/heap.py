@@ -14,7 +14,7 @@ allocations, a young collection paused every thread for up to 113 ms and a middl
 with 10,000 and 5 they were 44 and 76 ms, but two full collections of 0.9 and 1.4 s came instead.
 So young collections are small and frequent, full collections never start on their own, and the
 app collects and freezes again on its own terms (:func:`settle_heap`) when nobody is pressing keys
-(``app_parts/heap_upkeep.py``).  Reference counting still frees everything as before; only cycles
+(``app_components/heap_upkeep.py``).  Reference counting still frees everything as before; only cycles
 among frozen objects stay until the process ends."""
 
 from __future__ import annotations

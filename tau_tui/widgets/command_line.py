@@ -10,16 +10,18 @@ arguments)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeAlias
 
 from rich.cells import cell_len
 from textual import on
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.geometry import Size
-from textual.message import Message
 from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Input, Label
+
+from tau_tui.widgets.messages import CommandLineChanged, CommandLineSubmitted
 
 #: (text before the cursor) -> candidates for its last word.
 Completer = Callable[[str], list[str]]
@@ -69,19 +71,8 @@ class CommandLine(Horizontal):
         Binding("tab", "complete", "Complete", show=False, priority=True),
     ]
 
-    class Submitted(Message):
-        def __init__(self, mode: str, text: str) -> None:
-            super().__init__()
-            self.mode = mode  # "command", "filter" or "search"
-            self.text = text
-
-    class Changed(Message):
-        """The filter text as typed (filter mode only)."""
-
-        def __init__(self, mode: str, text: str) -> None:
-            super().__init__()
-            self.mode = mode
-            self.text = text
+    Submitted: TypeAlias = CommandLineSubmitted
+    Changed: TypeAlias = CommandLineChanged
 
     def __init__(self, covers: str | None = None, on_close: CloseHandler | None = None, **kwargs) -> None:
         super().__init__(**kwargs)

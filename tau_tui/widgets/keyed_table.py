@@ -1,4 +1,4 @@
-"""A DataTable updated by keyed diff: only changed rows and cells are touched.
+"""A table updated by keyed diff: only changed rows and cells are touched.
 
 Rows are ``(key, cells)``.  :meth:`KeyedTable.apply_rows` compares the new
 rows with the last ones by key in one pass (linear, never quadratic): stale
@@ -9,14 +9,13 @@ labels filters itself (:meth:`KeyedTable.set_row_filter`): every row stays
 stored, the filter only chooses which are indexed, and typing one more
 character looks only at the rows still shown.  Plain ``str`` cells are
 stored as they are and become ``rich.text.Text`` when a row is drawn, so
-cluster data is never parsed as markup.
+cluster data is never parsed as markup.  Drawing, the cursor and the keys are
+:class:`~tau_tui.widgets.line_table.LineTable`'s.
 
-Column widths are kept here, not by DataTable's auto width: each column's
-width is the widest cell now in it (so a "loading" notice does not leave a
-column 60 characters wide once data arrives) and is tracked incrementally
-from the cells that changed.  At narrow widths the columns the pane marks
-optional are hidden first and the widest flexible column shrinks, so the key
-columns stay on screen.
+Each column's width is the widest cell now in it (so a "loading" notice does
+not leave a column 60 characters wide once data arrives), tracked
+incrementally from the cells that changed; a narrow table hides and cuts
+columns as ``table_columns`` says.
 
 Sorting is k9s style: each sortable column has a letter; ``shift+letter``
 sorts by it, again reverses; the header shows ``↑``/``↓``."""
@@ -24,22 +23,22 @@ sorts by it, again reverses; the header shows ``↑``/``↓``."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
-from rich.style import Style
 from rich.text import Text
-from textual.binding import Binding
-from textual.coordinate import Coordinate
-from textual.geometry import Region, Size
-from textual.strip import Strip
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
 from textual.widget import Widget
-from textual.widgets import DataTable
-from textual.widgets._data_table import Column, ColumnKey, RowKey, SegmentLines
 
+from tau_tui.textual_compat.table import update_scrollbars
+from tau_tui.widgets.line_table import LineTable
 from tau_tui.widgets.row_filter import RowFilter, folded_texts, kept_rows, plain_needle
-from tau_tui.widgets.row_strips import RowLook, RowStrips, plain_text_line, text_cell_segments
+from tau_tui.widgets.row_index import RowIndex
+from tau_tui.widgets.table_columns import ColumnSpec, TableColumn, as_spec, fitted_widths
+from tau_tui.widgets.table_messages import HeaderSelected, RowHighlighted, RowSelected
 from tau_tui.widgets.table_plan import (
     NOTICE_KEY,
     Matchable,
@@ -51,46 +50,25 @@ from tau_tui.widgets.table_plan import (
     sort_key,
     sorted_keys,
 )
-from tau_tui.widgets.unit_row_views import KeyLocations, OrderedRowsView, StateCells, StateRows, UnitLineOffsets
 
 __all__ = ["NOTICE_KEY", "ColumnSpec", "KeyedTable", "Matchable", "Row", "sort_key"]
 
-#: Flexible columns are cut to this width before any optional column is hidden.
-COMFORTABLE_WIDTH = 24
-#: Rendered cells kept (a few screens' worth at 200 columns); the cache starts over when full.
-CELL_LINES_KEPT = 4096
+
+def single_key_bindings(node: object) -> set[str]:
+    """The one-character keys a widget's or screen's class binds (its own and inherited)."""
+    keys: set[str] = set()
+    for cls in type(node).__mro__:
+        bindings: list[BindingType] = vars(cls).get("BINDINGS", [])
+        keys.update(binding.key for binding in Binding.make_bindings(bindings) if len(binding.key) == 1)
+    return keys
 
 
-@dataclass(frozen=True)
-class ColumnSpec:
-    """``key``/``label``; ``sort_letter`` (upper case, shift+letter sorts); ``optional`` columns
-    are hidden first when the table is narrow; ``flexible`` ones shrink (with an ellipsis)."""
+class KeyedTable(LineTable):
+    """A table with keyed diff updates (see module docstring)."""
 
-    key: str
-    label: str
-    sort_letter: str = ""
-    optional: bool = False
-    flexible: bool = False
-    min_width: int = 4
-
-
-class FitColumn(Column):
-    """A column hidden at width 0 takes no space (DataTable would still draw its padding)."""
-
-    def get_render_width(self, data_table: DataTable[Any]) -> int:
-        if not self.auto_width and self.width == 0:
-            return 0
-        return super().get_render_width(data_table)
-
-
-def as_spec(column: ColumnSpec | tuple) -> ColumnSpec:
-    if isinstance(column, ColumnSpec):
-        return column
-    return ColumnSpec(*column)
-
-
-class KeyedTable(DataTable):
-    """DataTable with keyed diff updates (see module docstring)."""
+    RowHighlighted = RowHighlighted
+    RowSelected = RowSelected
+    HeaderSelected = HeaderSelected
 
     DEFAULT_CSS = """
     KeyedTable { height: 1fr; }
@@ -103,14 +81,15 @@ class KeyedTable(DataTable):
     ]
 
     def __init__(self, columns: Sequence[ColumnSpec | tuple], *, sortable: bool = True, **kwargs: Any):
-        kwargs.setdefault("cursor_type", "row")
-        kwargs.setdefault("zebra_stripes", False)
         super().__init__(**kwargs)
         self._column_spec: list[ColumnSpec] = [as_spec(c) for c in columns]
+        #: The columns as drawn, by key, in the specs' order (added on mount).
+        self.columns: dict[str, TableColumn] = {}
         #: False for tables whose order means something (a tree of queues and their flavors).
         self.sortable = sortable
         self._state = TableState(columns=len(self._column_spec))
-        self._order: list[str] = []  # the rows shown, in order (DataTable's row index)
+        self._rows = RowIndex()  # the rows shown, in order, with their positions
+        self._order: list[str] = []  # the rows shown, in order
         self._all: list[str] = []  # every row, shown or filtered out, in order
         self._matchable: Mapping[str, Matchable] | None = None
         #: (the matchable rows, their texts in lower case) for plain filters.
@@ -124,176 +103,72 @@ class KeyedTable(DataTable):
         self.sort_column: str | None = None
         self.sort_reverse = False
         #: What the updates did, counted (tests bound work by these).
-        #: (row, index, column, style, width, cursor...) -> (the cell object, its rendered lines)
-        self._cell_lines: dict[tuple, tuple[Any, SegmentLines]] = {}
-        self.row_strips = RowStrips()
-        self._row_look_parts: tuple[tuple[int, ...], Style, int] | None = None
-        self._data = StateCells(self)  # type: ignore[assignment]  # views of self._state
-        self._row_locations = KeyLocations([])  # type: ignore[assignment]
-        self.rows = StateRows(self)  # type: ignore[assignment]
         self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0,
-                      "replanned": 0, "cells_rendered": 0, "cells_reused": 0, "sorted": 0,
-                      "width_checks_skipped": 0, "folded": 0, "layouts_spared": 0}
+                      "replanned": 0, "sorted": 0, "folded": 0, "layouts_spared": 0}
         self.rows_inserted = 0
         self.cells_written = 0
 
     def on_mount(self) -> None:
         self._add_columns()
 
-    # -- every row is one line high: answer DataTable's row geometry from the index ---------
-    # (DataTable rebuilds lists of all rows after each change and sums the rows above the cursor.)
+    def on_idle(self) -> None:
+        if self._sizes_pending:
+            self._sizes_pending = False
+            self._fit_columns(force=True)
+
+    # -- the rows the drawing asks for ------------------------------------------------------
 
     @property
     def row_count(self) -> int:
         """Rows shown (rows the filter hides stay stored, not shown)."""
-        return len(self._row_locations)
+        return len(self._rows)
 
-    def is_valid_row_index(self, row_index: int) -> bool:
-        return 0 <= row_index < len(self._row_locations)
+    def row_key_at(self, row_index: int) -> str | None:
+        return self._rows.key_at(row_index)
+
+    def row_cells(self, key: str) -> Sequence[Any] | None:
+        return self._state.cells.get(key)
 
     @property
-    def ordered_rows(self) -> OrderedRowsView:  # type: ignore[override]  # a view, not a copy
-        return OrderedRowsView(self)
+    def table_columns(self) -> list[TableColumn]:
+        columns = self.columns
+        return [columns[spec.key] for spec in self._column_spec if spec.key in columns]
 
-    @property
-    def _y_offsets(self) -> UnitLineOffsets:  # type: ignore[override]  # a view, not a copy
-        return UnitLineOffsets(self)
-
-    def _get_row_region(self, row_index: int) -> Region:
-        if not self.is_valid_row_index(row_index):
-            return Region(0, 0, 0, 0)
-        row_width = sum(column.get_render_width(self) for column in self.columns.values()) + self._row_label_column_width
-        return Region(0, row_index + self._header_lines(), max(self.size.width, row_width), 1)
-
-    def _get_cell_region(self, coordinate: Coordinate) -> Region:
-        if not self.is_valid_coordinate(coordinate):
-            return Region(0, 0, 0, 0)
-        row_index, column_index = coordinate
-        x = sum(column.get_render_width(self) for column in self.ordered_columns[:column_index]) + self._row_label_column_width
-        column_key = self._column_locations.get_key(column_index)
-        width = self.columns[column_key].get_render_width(self) if column_key is not None else 0
-        return Region(x, row_index + self._header_lines(), width, 1)
-
-    # -- a cell is rendered again only when it changed ---------------------------------------
-    # (DataTable keys its cell cache by an update counter: any change re-renders every visible
-    # cell.  Here a cell object kept by an update is the same object, so its lines are kept too.)
-
-    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
-                     cursor: bool = False, hover: bool = False) -> SegmentLines:
-        if row_index < 0 or column_index < 0:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        row_key = self._row_locations.get_key(row_index)
-        name = str(row_key.value) if row_key is not None else ""
-        cells = self._state.cells.get(name)
-        if cells is None or column_index >= len(cells):
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        cell = cells[column_index]
-        key = (name, row_index, column_index, base_style, width, cursor, hover, self._show_hover_cursor,
-               self._pseudo_class_state, self.show_cursor, self.cursor_type)
-        hit = self._cell_lines.get(key)
-        if hit is not None and hit[0] is cell:
-            self.stats["cells_reused"] += 1
-            return hit[1]
-        lines = self._draw_text_cell(cell, row_index, column_index, base_style, width, cursor, hover)
-        if lines is None:
-            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        if len(self._cell_lines) >= CELL_LINES_KEPT:
-            self._cell_lines.clear()
-        self._cell_lines[key] = (cell, lines)
-        self.stats["cells_rendered"] += 1
-        return lines
-
-    def _draw_text_cell(self, cell: Any, row_index: int, column_index: int, base_style: Style, width: int,
-                        cursor: bool, hover: bool) -> SegmentLines | None:
-        """A one-line Text cell drawn straight from its segments: the lines DataTable's Rich pipeline
-        (Padding in Styled, through ``console.render_lines``) makes, at a fifth of its cost.  None
-        for anything else, which DataTable draws."""
-        text = plain_text_line(cell)
-        if text is None or width <= 2 * self.cell_padding:
-            return None
-        component_style, post_style = self._get_styles_to_render_cell(
-            False, False, row_index < self.fixed_rows or column_index < self.fixed_columns, hover, cursor,
-            self.show_cursor, self._show_hover_cursor, self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css")
-        pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
-        return [text_cell_segments(self.app.console, text, width, self.cell_padding, pre_style, post_style)]
-
-    def _clear_caches(self) -> None:
-        super()._clear_caches()
-        self._cell_lines.clear()
-        self.row_strips.clear()
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._cell_lines.clear()  # row strips are kept by the styles they were drawn in (RowLook)
-
-    # -- a data row is drawn from a strip kept by its key and cells (row_strips) ------------
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        self._row_look_parts = (tuple(column.get_render_width(self) for column in self.ordered_columns),
-                                self.rich_style, self.size.width)
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._row_look_parts = None
-
-    def render_line(self, y: int) -> Strip:
-        strip = self._kept_row_line(y)
-        return strip if strip is not None else super().render_line(y)
-
-    def _kept_row_line(self, y: int) -> Strip | None:
-        parts = self._row_look_parts
-        header = self._header_lines()
-        if (parts is None or y < header or self.cursor_type != "row" or self.zebra_stripes or self.fixed_rows
-                or self.fixed_columns or (self._labelled_row_exists and self.show_row_labels)):
-            return None
-        scroll_x, scroll_y = self.scroll_offset
-        row_index = y - header + scroll_y
-        if not 0 <= row_index < len(self._row_locations):
-            return None
-        row_key = self._row_locations.get_key(row_index)
-        name = str(row_key.value) if row_key is not None else ""
-        cells = self._state.cells.get(name)
-        if cells is None:
-            return None
-        widths, base_style, width = parts
-        cursor = self.show_cursor and row_index == self.cursor_row
-        hover = self.show_cursor and self._show_hover_cursor and row_index == self.hover_row
-        look = RowLook(widths, base_style, width, self._row_cell_styles(cursor, hover))
-        strip = self.row_strips.strip(name, cells, look, row_index, self.app.console, self.cell_padding)
-        if strip is None:
-            return None
-        if scroll_x or strip.cell_length != width:  # the strip's cells carry their own metadata
-            strip = strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, base_style)
-        return strip
-
-    def _row_cell_styles(self, cursor: bool, hover: bool) -> tuple[Style, Style]:
-        return self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
-
-    def _header_lines(self) -> int:
-        return self.header_height if self.show_header else 0
+    def get_row_index(self, key: str) -> int:
+        index = self._rows.position(key)
+        if index is None:
+            raise KeyError(key)
+        return index
 
     def _add_columns(self) -> None:
         for spec in self._column_spec:
-            key = self.add_column(self._label_of(spec), key=spec.key, width=len(spec.label))
-            self.columns[key].__class__ = FitColumn
+            self.columns[spec.key] = TableColumn(spec.key, self._label_of(spec), len(spec.label))
+        self.columns_changed()
+        self._sizes_pending = True
+        self.check_idle()
+        self.refresh()
         self._fit_columns()
 
-    @property
-    def column_key_objects(self) -> list[ColumnKey]:
-        return [ColumnKey(spec.key) for spec in self._column_spec]
-
     def clear(self, columns: bool = False) -> KeyedTable:
-        super().clear(columns)
-        self._row_locations = KeyLocations([])  # type: ignore[assignment]
+        """Forget every row (and with ``columns`` the columns): cursor and scroll back at the top."""
+        self._rows = RowIndex()
+        if columns:
+            self.columns.clear()
+        self.columns_changed()
         self._state = TableState(columns=len(self._column_spec), sort_index=self._sort_index(),
                                  sort_reverse=self.sort_reverse)
         self._order = []
         self._all = []
         self._kept = set()
         self._widths = [Counter() for _ in self._column_spec]
+        self._sizes_pending = True
+        self.set_cursor(0, 0)
+        self._move_hover(0, 0)
+        self.refresh()
+        self.scroll_x = 0
+        self.scroll_y = 0
+        self.scroll_target_x = 0
+        self.scroll_target_y = 0
         return self
 
     def set_columns(self, columns: Sequence[ColumnSpec | tuple]) -> None:
@@ -311,22 +186,13 @@ class KeyedTable(DataTable):
     def selected_key(self) -> str | None:
         if not self._order or self.cursor_row < 0 or self.cursor_row >= self.row_count:
             return None
-        try:
-            row_key = self._row_locations.get_key(self.cursor_row)
-        except Exception:
-            return None
-        if row_key is None:
-            return None
-        return None if row_key.value == NOTICE_KEY else row_key.value
+        key = self._rows.key_at(self.cursor_row)
+        return None if key is None or key == NOTICE_KEY else key
 
     @property
     def state(self) -> TableState:
         """The rows as of the last update, for a plan made in a worker (:func:`plan_rows`)."""
         return self._state
-
-    @property
-    def _cells(self) -> Mapping[str, tuple]:
-        return self._state.cells
 
     def cells_of(self, key: str) -> tuple | None:
         """The row's cells as drawn (a plain string cell as Text)."""
@@ -353,7 +219,7 @@ class KeyedTable(DataTable):
 
     def column_width(self, key: str) -> int:
         """The width the column is drawn with (0 when hidden)."""
-        column = self.columns.get(ColumnKey(key))
+        column = self.columns.get(key)
         return column.width if column is not None else 0
 
     # -- the diff -------------------------------------------------------------------------
@@ -388,7 +254,7 @@ class KeyedTable(DataTable):
         self._rows_in, self._notice_in, self._matchable = plan.rows, plan.notice, plan.matchable
         selected = self.selected_key
         old = self._state
-        # DataTable's rows and cells are views of the state (unit_row_views): swapping it is the update
+        # the rows drawn are read from the state: swapping it is the update
         self._state = plan.next_state()
         self._apply_width_deltas(plan.width_deltas)
         self.stats["measured"] += plan.measured
@@ -400,7 +266,6 @@ class KeyedTable(DataTable):
         if written:
             self.stats["updated"] += written
             self.cells_written += written
-            self._update_count += 1
             self.refresh()
         self._all = plan.keys
         self._kept = self._verdicts(plan.keys, old.source, plan.source)
@@ -439,17 +304,37 @@ class KeyedTable(DataTable):
         if rebuilt or visible[:len(located)] != located:
             self._reorder(visible)
         elif len(visible) > len(located):
-            cast(KeyLocations, self._row_locations).append(visible[len(located):])
-            self._update_count += 1
-            self.cursor_coordinate = self.cursor_coordinate
+            self._rows.append(visible[len(located):])
+            self.keep_cursor()
             self.refresh()
         self._order = visible
         self._set_virtual_size()
         self._fit_columns()
-        if selected is not None and selected in self._cells:
-            row_index = self._row_locations.get(RowKey(selected))
+        if selected is not None and selected in self._state.cells:
+            row_index = self._rows.position(selected)
             if row_index is not None and row_index != self.cursor_row:
                 self.move_cursor(row=row_index, animate=False, scroll=False)
+
+    def _insert_rows(self, rows: list[tuple[str, tuple, tuple[int, ...]]]) -> None:
+        """Rows added by an update (already in the state; which are shown, in what order, is
+        :meth:`_show`'s): their widths are fitted once the update is done (on idle)."""
+        self.stats["added"] += len(rows)
+        self.rows_inserted += len(rows)
+        self._sizes_pending = True
+        self.keep_cursor()
+        self.check_idle()
+        self.refresh()
+
+    def _drop_rows(self, stale: list[str]) -> None:
+        """Rows gone in an update (already out of the state): the caller re-indexes the rows shown."""
+        self.stats["removed"] += len(stale)
+
+    def _reorder(self, keys: list[str]) -> None:
+        """Put rows in ``keys`` order by re-indexing: no row is re-added or re-measured."""
+        self._rows = RowIndex(keys)
+        self.stats["moved"] += 1
+        self.keep_cursor()
+        self.refresh()
 
     # -- the row filter (tables given matchable rows) ----------------------------------------
 
@@ -491,42 +376,6 @@ class KeyedTable(DataTable):
         """(rows shown, rows in all) for the filter line's ``N/M match``."""
         return len(self._order), len(self._all)
 
-    def _insert_rows(self, rows: list[tuple[str, tuple, tuple[int, ...]]]) -> None:
-        """Rows added by an update (already in the state; which are shown, in what order, is
-        :meth:`_show`'s): DataTable's once-per-batch bookkeeping of ``add_row``."""
-        self.stats["added"] += len(rows)
-        self.rows_inserted += len(rows)
-        self._update_count += 1
-        self._require_update_dimensions = True
-        self.cursor_coordinate = self.cursor_coordinate
-        self.check_idle()
-        self.refresh()
-
-    def _drop_rows(self, stale: list[str]) -> None:
-        """Rows gone in an update (already out of the state): the caller re-indexes the rows shown."""
-        self.stats["removed"] += len(stale)
-
-    def _reorder(self, keys: list[str]) -> None:
-        """Put rows in ``keys`` order by re-indexing: no row is re-added or re-measured."""
-        self._row_locations = KeyLocations(keys)  # type: ignore[assignment]
-        self.stats["moved"] += 1
-        self._update_count += 1
-        self.cursor_coordinate = self.cursor_coordinate
-        self.refresh()
-
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        """Widths come from the plans' width deltas (:meth:`_apply_width_deltas`); skip DataTable's per-cell measuring
-        (all rows here are one line high), keep the virtual size right."""
-        self._new_rows.clear()
-        self._fit_columns(force=True)
-
-    def _update_column_widths(self, updated_cells: set) -> None:
-        """Skip DataTable's measuring of updated cells: a cell narrower than its column's label makes
-        it measure every cell of the column, and adding a column marks every row's cell updated, so
-        a table given its rows before its columns were added measured the column once per row (20,000
-        squared on the UI thread).  Widths here come from the plans (:meth:`_apply_width_deltas`)."""
-        self.stats["width_checks_skipped"] += len(updated_cells)
-
     # -- sorting --------------------------------------------------------------------------
 
     def _sort_index(self) -> int | None:
@@ -547,9 +396,10 @@ class KeyedTable(DataTable):
         order, sort_keys = sorted_keys(state, self._sort_index(), reverse, same_column)
         self._state = replace(state, sort_index=self._sort_index(), sort_reverse=reverse, sort_keys=sort_keys)
         for spec in self._column_spec:
-            col = self.columns.get(ColumnKey(spec.key))
-            if col is not None:
-                col.label = self._label_of(spec)
+            drawn = self.columns.get(spec.key)
+            if drawn is not None:
+                drawn.label = self._label_of(spec)
+        self.labels_changed()
         if order is not None:
             self.stats["sorted"] += 1
             self._all = order
@@ -567,10 +417,10 @@ class KeyedTable(DataTable):
             return {}
         taken: set[str] = set()
         try:
-            taken = {key for key in self.screen._bindings.key_to_bindings if len(key) == 1}
+            taken = single_key_bindings(self.screen)
         except Exception:
             pass
-        taken |= {key for key in self._bindings.key_to_bindings if len(key) == 1}
+        taken |= single_key_bindings(self)
         out: dict[str, str] = {}
         for spec in self._column_spec:
             if spec.sort_letter and spec.sort_letter not in taken:
@@ -598,7 +448,7 @@ class KeyedTable(DataTable):
             label.append("↓" if self.sort_reverse else "↑", style="bold")
         return label
 
-    def on_key(self, event) -> None:
+    def on_key(self, event: events.Key) -> None:
         letter = event.character
         if letter and len(letter) == 1 and letter.isupper() and event.key == letter:
             column = self.sort_column_for_letter(letter)
@@ -631,37 +481,22 @@ class KeyedTable(DataTable):
         flexible ones, so the other columns stay whole."""
         if not self.columns:
             return
-        widths = self._content_widths()
-        available = self._available_width()
-        hidden: set[str] = set()
-        if available > 0:
-            # 1. shrink flexible columns to a comfortable width; 2. hide optional columns from the
-            # right until that fits; 3. shrink flexible columns down to their minimum.
-            optional = [s.key for s in reversed(self._column_spec) if s.optional]
-            fitted = None
-            for count in range(len(optional) + 1):
-                hidden = set(optional[:count])
-                fitted = self._shrink(widths, hidden, available, comfortable=True)
-                if fitted is not None:
-                    break
-            if fitted is None:
-                fitted = self._shrink(widths, hidden, available, comfortable=False) or widths
-            widths = fitted
+        widths, hidden = fitted_widths(self._column_spec, self._content_widths(), self._available_width(),
+                                       self.cell_padding)
         changed = hidden != self._hidden
         self._hidden = hidden
         for spec, width in zip(self._column_spec, widths, strict=False):
-            column: Column | None = self.columns.get(ColumnKey(spec.key))
+            column = self.columns.get(spec.key)
             if column is None:
                 continue
             target = 0 if spec.key in hidden else width
-            if column.width != target or column.auto_width:
+            if column.width != target:
                 column.width = target
-                column.auto_width = False
                 changed = True
         if changed or force:
             self._set_virtual_size()
             if changed:
-                self._clear_caches()
+                self.columns_changed()
                 self.refresh()
 
     def _available_width(self) -> int:
@@ -670,43 +505,14 @@ class KeyedTable(DataTable):
         if not self.is_mounted or self.size.width <= 0:
             return 0
         width = self.size.width
-        header = self.header_height if self.show_header else 0
-        if self.show_vertical_scrollbar or len(self._row_locations) + header > self.size.height:
+        if self.show_vertical_scrollbar or len(self._rows) + self.header_lines > self.size.height:
             width = min(width, self.scrollable_content_region.width) if self.show_vertical_scrollbar else \
                 width - self.styles.scrollbar_size_vertical
         return max(width, 0)
 
-    def _shrink(self, content: list[int], hidden: set[str], available: int, comfortable: bool) -> list[int] | None:
-        """Widths with the flexible columns cut (widest first, water-filling) so the visible
-        columns fit ``available``, or None when they cannot without going under the floor."""
-        pad = 2 * self.cell_padding
-        widths = list(content)
-        specs = self._column_spec
-        floors = [max(s.min_width, COMFORTABLE_WIDTH) if comfortable else s.min_width for s in specs]
-        over = sum(w + pad for s, w in zip(specs, widths, strict=False) if s.key not in hidden) - available
-        flexible = [i for i, s in enumerate(specs) if s.flexible and s.key not in hidden and widths[i] > floors[i]]
-        while over > 0 and flexible:
-            top = max(widths[i] for i in flexible)
-            widest = [i for i in flexible if widths[i] == top]
-            next_width = max([widths[i] for i in flexible if widths[i] < top], default=0)
-            floor = max([floors[i] for i in widest] + [next_width])
-            step = min(top - floor, -(-over // len(widest)))
-            if step <= 0:
-                break
-            for i in widest:
-                cut = min(step, over)
-                if cut <= 0:
-                    break
-                widths[i] -= cut
-                over -= cut
-            flexible = [i for i in flexible if widths[i] > floors[i]]
-        return widths if over <= 0 else None
-
     def _set_virtual_size(self) -> None:
-        pad = 2 * self.cell_padding
-        width = sum(0 if c.width == 0 else c.width + pad for c in self.columns.values())
-        header = self.header_height if self.show_header else 0
-        size = Size(width, len(self._row_locations) + header)
+        width = sum(column.render_width(self.cell_padding) for column in self.columns.values())
+        size = Size(width, len(self._rows) + self.header_lines)
         if size == self.virtual_size:
             return
         if not self.is_mounted or self.styles.height is None or self.styles.height.is_auto:
@@ -716,6 +522,6 @@ class KeyedTable(DataTable):
         # changed (a filter, rows arriving): its scrollbars are updated, and they lay the screen
         # out themselves should one appear or go.  A layout re-renders every widget on screen.
         self.set_reactive(Widget.virtual_size, size)
-        self._scroll_update(size)
+        update_scrollbars(self, size)
         self.stats["layouts_spared"] += 1
         self.refresh()

@@ -18,20 +18,21 @@ import re
 import textwrap
 from array import array
 from collections import deque
+from typing import TypeAlias
 
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.cache import LRUCache
 from textual.geometry import Size
-from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
 from tau_tui.core.cluster.logspool.spool import LogSpool
+from tau_tui.widgets.messages import LogViewFollowChanged, LogViewIndexed, LogViewLayoutDone, LogViewWindowLoaded
 
 _PREFIX = re.compile(r"^(\[[^\]\s]+\] )")
 _TIMESTAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z )")
@@ -110,43 +111,10 @@ class LogView(ScrollView, can_focus=True):
     """
     HELP = "The log: arrows/PgUp/PgDn scroll (scrolling up pauses follow), End resumes following."
 
-    class FollowChanged(Message):
-        def __init__(self, following: bool) -> None:
-            super().__init__()
-            self.following = following
-
-    class WindowLoaded(Message):
-        """Lines ``start..`` read by the window worker (committed lines only)."""
-
-        def __init__(self, generation: int, start: int, lines: list[str]) -> None:
-            super().__init__()
-            self.generation = generation
-            self.start = start
-            self.lines = lines
-
-    class Indexed(Message):
-        """The index worker read lines ``start..upto`` (and laid them out)."""
-
-        def __init__(self, layout: int, start: int, upto: int, row_starts: array, rows_end: int, max_width: int,
-                     tail_start: int, tail: list[str], partials: list[str]) -> None:
-            super().__init__()
-            self.layout = layout
-            self.start = start
-            self.upto = upto
-            self.row_starts = row_starts
-            self.rows_end = rows_end
-            self.max_width = max_width
-            self.tail_start = tail_start
-            self.tail = tail
-            self.partials = partials
-
-    class LayoutDone(Message):
-        """A whole-spool re-layout (wrap / JSON toggle, width change) finished."""
-
-        def __init__(self, lines: int, rows: int) -> None:
-            super().__init__()
-            self.lines = lines
-            self.rows = rows
+    FollowChanged: TypeAlias = LogViewFollowChanged
+    WindowLoaded: TypeAlias = LogViewWindowLoaded
+    Indexed: TypeAlias = LogViewIndexed
+    LayoutDone: TypeAlias = LogViewLayoutDone
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -402,8 +370,8 @@ class LogView(ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=True)
         self.post_message(self.FollowChanged(following))
 
-    def _on_mouse_scroll_up(self, event) -> None:
-        self.set_following(False)
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.set_following(False)  # and the widget's own handler scrolls
 
     def action_scroll_up(self) -> None:
         self.set_following(False)

@@ -7,9 +7,9 @@ from datetime import datetime
 
 from rich.text import Text
 
+from tau_gpuhealth.nodeview import NodeHealthView
+from tau_gpuhealth.report import NodeHealth
 from tau_tui.core.cluster.view_types import NodeView
-from tau_tui.core.gpuhealth.nodeview import NodeHealthView
-from tau_tui.core.gpuhealth.report import NodeHealth
 from tau_tui.core.operations.gpufaults import node_health_view
 from tau_tui.widgets.status_text import status_text
 

@@ -10,7 +10,8 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+
+from tau_tui.textual_compat.footer import FooterKey, bindings_ready
 
 #: Keys left out of a compact footer.
 KEYS_KNOWN_FROM_K9S = frozenset({"colon", "slash"})
@@ -27,7 +28,7 @@ class PaneFooter(Footer):
     _built_from: tuple[Any, ...] | None = None
 
     def compose(self) -> ComposeResult:
-        if self._bindings_ready:
+        if bindings_ready(self):
             self._built_from = shown_bindings(self.screen)
         for widget in super().compose():
             if self.compact and isinstance(widget, FooterKey) and widget.key in KEYS_KNOWN_FROM_K9S:
@@ -36,9 +37,8 @@ class PaneFooter(Footer):
 
     def bindings_changed(self, screen: Screen) -> None:
         # Textual builds every key of the footer again whenever the focus moves (`/` into the filter
-        # line, where letters type instead of acting, and esc out of it): mounting and styling the
-        # new keys was most of those two keys' time at `--demo large`. When the keys to show are
-        # some of those built, in the same state, the others are hidden instead.
+        # line and esc out of it), which costs more than the keys' own work: when the keys to show
+        # are some of those built, in the same state, the others are hidden instead.
         built = self._built_from
         if built is not None and screen.app.app_focus and self.is_attached and screen is self.screen:
             shown = shown_bindings(screen)

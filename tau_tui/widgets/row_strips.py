@@ -1,11 +1,10 @@
 """Whole-row strips for a one-line-per-row table, kept by row key and cells, not by row index.
 
-DataTable draws a line from its cells on every refresh and keys its caches by an update counter
-and the row's index, so a filter that moves rows, a tick that changes one row, or the cursor
-moving redraws every visible row cell by cell.  Here a row's strip is built once from its cells
-(the same segments DataTable's pipeline makes) and kept until its cells, the column widths, the
-table's base style or the styles of its cells (the cursor's or the hover's when on it) change; the
-row index goes on afterwards as the mouse metadata only."""
+A row's strip is built once from its cells (the segments Rich's pipeline makes for them) and
+kept until its cells, the column widths, the table's base style or the styles of its cells (the
+cursor's or the hover's when on it) change, so a filter that moves rows, a tick that changes one
+row, or the cursor moving draws only the rows that changed; the row index goes on afterwards as
+the mouse metadata only."""
 
 from __future__ import annotations
 
@@ -40,7 +39,7 @@ class RowLook:
 def plain_text_line(cell: Any) -> Text | None:
     """``cell`` when it is a one-line Text drawn left-aligned and cut at its width (every cell the
     panes make; a stored plain string is printable, so one line); None for anything else, which
-    DataTable draws."""
+    is drawn through Rich (``line_table.styled_cell_line``)."""
     if isinstance(cell, str):
         return Text(cell)
     if (not isinstance(cell, Text) or cell.justify not in (None, "default")
@@ -82,9 +81,9 @@ class RowStrips:
 
     def strip(self, key: str, cells: Sequence[Any], look: RowLook, row_index: int, console: Console,
               padding: int) -> Strip | None:
-        """The row's strip at the table's full width, each cell's segments carrying DataTable's
-        mouse metadata (row, column), or None when a cell is not plain text (the caller draws the
-        row the DataTable way)."""
+        """The row's strip at the table's full width, each cell's segments carrying the mouse
+        metadata (row, column), or None when a cell is not plain text (the caller draws the row
+        through Rich)."""
         kept = self._kept.get((key, look))
         if kept is not None and kept.cells is cells:
             self.reused += 1

@@ -15,7 +15,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from tau_tui.core.gpuhealth.names import API_GROUP, HEALTH_PLURAL
+from tau_gpuhealth.names import API_GROUP, HEALTH_PLURAL
 from tests.harness.kwok import KEEP_RUNNING_ANNOTATIONS
 from tests.harness.waiting import wait_for
 

@@ -22,7 +22,7 @@ from tau_agent.call_guard import CallGuard
 from tau_agent.collector import Collector
 from tau_agent.kube import APPLY_PATCH, STRATEGIC_MERGE, KubernetesWriter, health_object_body
 from tau_agent.nvml_reader import NvmlReader
-from tau_tui.core.gpuhealth.names import API_GROUP, API_VERSION, HEALTH_PLURAL
+from tau_gpuhealth.names import API_GROUP, API_VERSION, HEALTH_PLURAL
 
 from .fake_nvml import FakeNvml, h100_node
 from .harness_support import (
@@ -78,7 +78,7 @@ def test_agent_reports_conditions_health_object_and_events_for_its_kwok_node(pla
     assert before <= set(conds)  # the kubelet's (KWOK's) conditions are untouched
 
     # GPU 3 falls off the bus: after the debounce the change is written.
-    from tau_tui.core.gpuhealth.samples import XidObservation
+    from tau_gpuhealth.samples import XidObservation
 
     nvml.gpus[3].lost = True
     agent.model.record_xid(XidObservation(xid=79, time=clock.now, gpu_uuid=nvml.gpus[3].uuid, gpu_index=3))

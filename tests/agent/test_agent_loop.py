@@ -10,7 +10,7 @@ from tau_agent.call_guard import CallGuard
 from tau_agent.collector import Collector
 from tau_agent.nvml_reader import NvmlReader
 from tau_agent.xid_watcher import XidWatcher
-from tau_tui.core.gpuhealth.verdicts import Verdict
+from tau_gpuhealth.verdicts import Verdict
 
 from .fake_nvml import FakeNvml, h100_node
 from .sim import RecordingWriter, fast_config

@@ -25,7 +25,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from tau_agent.kube import MERGE_PATCH, STRATEGIC_MERGE, KubernetesWriter, NodeActionRequest
-from tau_tui.core.gpuhealth.names import (
+from tau_gpuhealth.names import (
     ANNOTATION_CORDON_REASON,
     ANNOTATION_CORDONED_BY,
     CONDITION_DEGRADED,

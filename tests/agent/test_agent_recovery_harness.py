@@ -1,4 +1,4 @@
-"""Retry and resume on a real control plane (issue #14 items 3 and 4, tier 2): a preempted run is
+"""Retry and resume on a real control plane (tier 2): a preempted run is
 retried within ``resilience.max_retries`` and not beyond, and a run whose node reports XID 79
 through the agent is marked and resumed on another node with TAU_RESUME_FROM set.
 
@@ -24,9 +24,9 @@ import pytest
 from kubernetes import client as k8s
 
 from tau_agent.kube import KubernetesWriter
+from tau_gpuhealth.verdicts import Verdict
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.real import KubernetesBackend
-from tau_tui.core.gpuhealth.verdicts import Verdict
 from tau_tui.core.operations.recovery import (
     AVOID_NODES_ANNOTATION,
     perform_resume,

@@ -17,9 +17,9 @@ import pytest
 from kubernetes import client as k8s
 
 from tau_agent.kube import KubernetesWriter
+from tau_gpuhealth.names import API_GROUP, API_VERSION, HEALTH_PLURAL
+from tau_gpuhealth.verdicts import Verdict
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.gpuhealth.names import API_GROUP, API_VERSION, HEALTH_PLURAL
-from tau_tui.core.gpuhealth.verdicts import Verdict
 from tau_tui.screens.node_detail import NodeDetailScreen
 from tau_tui.screens.nodes import NodesScreen
 from tau_tui.widgets.keyed_table import KeyedTable

@@ -11,15 +11,16 @@ from datetime import UTC, datetime, timedelta
 import pynvml
 import pytest
 
+import tau_gpuhealth as gpuhealth
 from tau_agent.call_guard import CallGuard, CallHung
 from tau_agent.config import ConfigError, load_config
 from tau_agent.nvml_reader import NvmlReader
 from tau_agent.server import LOCAL_PATHS, make_server, serve_in_background
-from tau_tui.core import gpuhealth
-from tau_tui.core.gpuhealth.nodeview import view_from_node
-from tau_tui.core.gpuhealth.verdicts import Verdict
-from tau_tui.core.gpuhealth.xid import CatalogError, load_xid_catalog
+from tau_gpuhealth.nodeview import view_from_node
+from tau_gpuhealth.verdicts import Verdict
+from tau_gpuhealth.xid import CatalogError, load_xid_catalog
 from tau_tui.core.operations.drain import DrainBudgetPolicy, check_drain_budget, plan_drain, selector_matches
+from tests import builders as b
 
 from .fake_nvml import FakeGpu, FakeNvml, h100_node
 from .sim import SimNode
@@ -67,7 +68,7 @@ def test_core_module_imports_no_kubernetes_textual_or_nvml():
     import pkgutil
 
     health_modules = [
-        importlib.import_module(info.name) for info in pkgutil.iter_modules(gpuhealth.__path__, "tau_tui.core.gpuhealth.")
+        importlib.import_module(info.name) for info in pkgutil.iter_modules(gpuhealth.__path__, "tau_gpuhealth.")
     ]
     assert len(health_modules) >= 9
     for module in (*health_modules, __import__("tau_tui.core.operations.drain", fromlist=["x"])):
@@ -102,21 +103,14 @@ def test_view_from_node_reads_agent_output_and_fails_closed_when_stale():
 
 
 def _node(name, *, gpu=True, cordoned=False, ready=True, annotations=None):
-    return {
-        "metadata": {"name": name, "annotations": annotations or {}},
-        "spec": {"unschedulable": cordoned},
-        "status": {
-            "capacity": {"nvidia.com/gpu": "8" if gpu else "0"},
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        },
-    }
+    return b.node(name, ready=ready, gpus=8 if gpu else 0, allocatable=False, cordoned=cordoned,
+                  annotations=annotations or {})
 
 
 def _pod(name, *, ns="team-a", owner=("ReplicaSet", "rs"), labels=None, phase="Running", volumes=None):
-    meta = {"name": name, "namespace": ns, "labels": labels or {}}
-    if owner:
-        meta["ownerReferences"] = [{"kind": owner[0], "name": owner[1], "controller": True}]
-    return {"metadata": meta, "spec": {"volumes": volumes or []}, "status": {"phase": phase}}
+    pod = b.pod(name, ns, labels=labels or {}, owner=owner or None, phase=phase)
+    pod["spec"] = {"volumes": volumes or []}
+    return pod
 
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

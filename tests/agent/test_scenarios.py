@@ -5,7 +5,7 @@ from __future__ import annotations
 import pynvml
 import pytest
 
-from tau_tui.core.gpuhealth.verdicts import Verdict
+from tau_gpuhealth.verdicts import Verdict
 
 from .fake_nvml import FakeNvml, consumer_gpu_all_unsupported, consumer_gpu_typical, h100_node
 from .sim import SimNode, fast_config

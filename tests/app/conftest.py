@@ -32,6 +32,17 @@ def isolated_dirs(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def lab(tmp_path, monkeypatch):
+    """The MultiKueue lab with its records where the app writes them (under $XDG_DATA_HOME)."""
+    from tests.multikueue_lab import make_lab
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    lab = make_lab(tmp_path)
+    lab.records = tmp_path / "data" / "tau-tui" / "multikueue" / "records"
+    return lab
+
+
+@pytest.fixture
 def workspace(tmp_path, monkeypatch) -> Path:
     """A directory with tau.yaml and train.py; the test runs inside it (relative paths on screen)."""
     ws = tmp_path / "ws"

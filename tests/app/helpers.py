@@ -4,30 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from rich.text import Text
 from textual.worker import WorkerCancelled
 
 from tau_tui.app import TauApp
-from tau_tui.core.cluster.sim.backend import SimulatedBackend
-from tau_tui.core.cluster.sim.scenario import build_world
 from tau_tui.core.operations.audit import AuditLog
 from tau_tui.settings.settings_file import AppSettings, LoadedSettings
+from tests.scenarios import demo_backend
 
 
 def plain_cells(cells) -> list[str]:
     """A row's cells as the text they show."""
     return [cell.plain if isinstance(cell, Text) else str(cell) for cell in cells]
-
-
-def demo_backend(namespace: str | None = None):
-    """The ``demo`` scenario at its start instant; time moves only via ``world.advance``."""
-    world = build_world("demo")
-    backend = SimulatedBackend(world, namespace=namespace, realtime=False)
-    backend.start()
-    assert backend.wait_synced(10)
-    return world, backend
 
 
 def make_app(tmp_path: Path, backend=None, *, readonly: bool = False, start_pane: str = "queue",
@@ -43,6 +37,26 @@ def make_app(tmp_path: Path, backend=None, *, readonly: bool = False, start_pane
         start_pane=start_pane,
         compose_file=compose_file,
     )
+
+
+class RunningDemo(NamedTuple):
+    world: Any
+    backend: Any
+    app: TauApp
+    pilot: Any
+
+
+@asynccontextmanager
+async def demo_app(tmp_path: Path, *, size: tuple[int, int] = (160, 48), settled: bool = True,
+                   message_hook=None, **app_options: Any) -> AsyncIterator[RunningDemo]:
+    """The app over a fresh :func:`demo_backend`, running at ``size`` and settled once (unless not
+    ``settled``); ``app_options`` go to :func:`make_app`."""
+    world, backend = demo_backend()
+    app = make_app(tmp_path, backend, **app_options)
+    async with app.run_test(size=size, message_hook=message_hook) as pilot:
+        if settled:
+            await settle(pilot)
+        yield RunningDemo(world, backend, app, pilot)
 
 
 async def wait_workers(app) -> None:
@@ -91,6 +105,36 @@ async def settle_until_done(pilot, predicate, what: str) -> None:
     """:func:`settle_until`, failing with ``what`` when the predicate never held (a precondition)."""
     if not await settle_until(pilot, predicate):
         raise AssertionError(f"never reached: {what}")
+
+
+async def wait_until(pilot, predicate, timeout: float = 120.0, what: str = "condition") -> None:
+    """Poll until `predicate` holds; the bound only catches a hang (a busy machine may be slow)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause()
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def of_type(messages, kind):
+    """The messages of ``kind`` (from a ``message_hook`` list)."""
+    return [m for m in messages if isinstance(m, kind)]
+
+
+def record_notifications(app) -> list[str]:
+    """From now on, the text of every notification the app shows (through the public ``notify``,
+    which widgets' and screens' ``notify`` call), in order."""
+    messages: list[str] = []
+    notify = app.notify
+
+    def recording(message, *args, **kwargs):
+        messages.append(str(message))
+        return notify(message, *args, **kwargs)
+
+    app.notify = recording
+    return messages
 
 
 def async_test(fn):

@@ -5,12 +5,12 @@ and a view the user may not read shows the core's message in its table."""
 from __future__ import annotations
 
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.sim.backend import SimulatedBackend
-from tau_tui.core.cluster.sim.scenario import build_world
-from tau_tui.core.cluster.sim.store import qualified
+from tau_tui.core.sim.backend import SimulatedBackend
+from tau_tui.core.sim.scenario import build_world
+from tau_tui.core.sim.store import qualified
 from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.keyed_table import NOTICE_KEY, KeyedTable
-from tests.app.helpers import async_test, demo_backend, make_app, settle, settle_until
+from tests.app.helpers import async_test, demo_app, make_app, settle, settle_until
 
 PANES = ("compose", "profiles", "queue", "runs", "logs", "nodes", "multikueue")
 
@@ -24,10 +24,7 @@ def banner_text(screen: PaneScreen) -> str:
 
 @async_test
 async def test_outage_every_pane_says_stale_and_keeps_last_data(tmp_path, workspace):
-    world, backend = demo_backend()
-    app = make_app(tmp_path, backend, start_pane="queue")
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="queue") as (world, backend, app, pilot):
         screen = app.screen
         rows_before = screen.query_one("#workloads-table", KeyedTable).keys
         assert rows_before and banner_text(screen) == ""
@@ -77,10 +74,7 @@ async def test_outage_every_pane_says_stale_and_keeps_last_data(tmp_path, worksp
 
 @async_test
 async def test_stale_connection_state_reads_connection_lost(tmp_path):
-    world, backend = demo_backend()
-    app = make_app(tmp_path, backend, start_pane="runs")
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="runs", size=(120, 30)) as (world, backend, app, pilot):
         world.api_outage("i/o timeout", stale=True)
         await settle_until(pilot, lambda: banner_text(app.screen) != "")
         text = banner_text(app.screen)

@@ -3,14 +3,13 @@ they drive keys and assert on the messages the app posted and on cluster state."
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 
 from tau_tui.app import TauApp
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.audit import verify
 from tau_tui.core.operations.evidence.store import EvidenceStore
+from tau_tui.screens import messages as screen_messages
 from tau_tui.screens.compose import ComposeScreen
 from tau_tui.screens.logs import LogsScreen
 from tau_tui.screens.node_detail import NodeDetailScreen
@@ -21,36 +20,19 @@ from tau_tui.widgets.input_dialog import InputDialog
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.log_view import LogView
 from tests.app.conftest import VALID_TAU_YAML
-from tests.app.helpers import async_test, demo_backend, make_app, settle, wait_workers
-
-
-async def wait_until(pilot, predicate, timeout: float = 120.0, what: str = "condition") -> None:
-    """Poll until `predicate` holds; the bound only catches a hang (a busy machine may be slow)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        await pilot.pause()
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def of_type(messages, kind):
-    return [m for m in messages if isinstance(m, kind)]
+from tests.app.helpers import async_test, demo_app, demo_backend, of_type, settle, wait_until, wait_workers
 
 
 @async_test
 async def test_compose_fix_error_server_dry_run_submit_then_queue_position(tmp_path, workspace):
     (workspace / "tau.yaml").write_text(VALID_TAU_YAML.replace("gpus_per_worker: 8", "gpus_per_worker: 9"))
-    world, backend = demo_backend()
-    app = make_app(tmp_path, backend, start_pane="compose", compose_file="tau.yaml")
     messages: list = []
-    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
+    async with demo_app(tmp_path, start_pane="compose", compose_file="tau.yaml", message_hook=messages.append, settled=False) as (world, backend, app, pilot):
         screen = app.screen
         assert isinstance(screen, ComposeScreen)
-        await wait_until(pilot, lambda: of_type(messages, ComposeScreen.Validated), what="first validation")
+        await wait_until(pilot, lambda: of_type(messages, screen_messages.Validated), what="first validation")
         await settle(pilot)
-        first = of_type(messages, ComposeScreen.Validated)[-1].result
+        first = of_type(messages, screen_messages.Validated)[-1].result
         assert not first.ok
         assert any(d.path == "compute.gpus_per_worker" for d in first.diagnostics)
         gpus = screen.query_one("#field-compute-gpus-per-worker", FormField)
@@ -58,11 +40,11 @@ async def test_compose_fix_error_server_dry_run_submit_then_queue_position(tmp_p
         assert "at most 8" in str(gpus.query_one(".field-error").render())
 
         # fix it in the form: debounced re-validation, the message goes away, the preview renders
-        count = len(of_type(messages, ComposeScreen.Validated))
+        count = len(of_type(messages, screen_messages.Validated))
         gpus.input.value = "8"
-        await wait_until(pilot, lambda: len(of_type(messages, ComposeScreen.Validated)) > count, what="re-validation")
+        await wait_until(pilot, lambda: len(of_type(messages, screen_messages.Validated)) > count, what="re-validation")
         await settle(pilot)
-        fixed = of_type(messages, ComposeScreen.Validated)[-1].result
+        fixed = of_type(messages, screen_messages.Validated)[-1].result
         assert fixed.ok and fixed.manifests
         assert not gpus.has_class("-error")
         kind = fixed.manifests[-1]["kind"]
@@ -71,8 +53,8 @@ async def test_compose_fix_error_server_dry_run_submit_then_queue_position(tmp_p
 
         # server dry-run: passes, creates nothing
         await pilot.press("ctrl+t")
-        await wait_until(pilot, lambda: of_type(messages, ComposeScreen.ServerDryRunDone), what="server dry-run")
-        assert of_type(messages, ComposeScreen.ServerDryRunDone)[-1].ok
+        await wait_until(pilot, lambda: of_type(messages, screen_messages.ServerDryRunDone), what="server dry-run")
+        assert of_type(messages, screen_messages.ServerDryRunDone)[-1].ok
         rk = ResourceKind.JOB if kind == "Job" else ResourceKind.RAY_JOB
         assert backend.get(rk, name, "taugrid-default") is None
 
@@ -114,11 +96,8 @@ async def test_compose_fix_error_server_dry_run_submit_then_queue_position(tmp_p
 
 @async_test
 async def test_logs_follow_pause_search_save(tmp_path):
-    world, backend = demo_backend()
-    app = make_app(tmp_path, backend, start_pane="runs")
     messages: list = []
-    async with app.run_test(size=(120, 30), message_hook=messages.append) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="runs", size=(120, 30), message_hook=messages.append) as (world, backend, app, pilot):
         await pilot.press(":")
         await pilot.press(*"logs taugrid-default/llama-70b-sft", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen.stream is not None, what="stream")
@@ -152,8 +131,8 @@ async def test_logs_follow_pause_search_save(tmp_path):
         # search covers the whole spool (not just the screen)
         await pilot.press("slash")
         await pilot.press(*"checkpoint saved", "enter")
-        await wait_until(pilot, lambda: of_type(messages, LogsScreen.SearchDone), what="search")
-        hits = of_type(messages, LogsScreen.SearchDone)[-1].hits
+        await wait_until(pilot, lambda: of_type(messages, screen_messages.SearchDone), what="search")
+        hits = of_type(messages, screen_messages.SearchDone)[-1].hits
         spool = view.spool
         expected = [i for i, line in enumerate(spool.lines(0, spool.line_count)) if "checkpoint saved" in line.lower()]
         assert hits and hits[: len(expected)] == expected[: len(hits)]
@@ -166,8 +145,8 @@ async def test_logs_follow_pause_search_save(tmp_path):
         dialog_input = app.screen.query_one("#input-dialog-value")
         dialog_input.value = str(target)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: of_type(messages, LogsScreen.Saved), what="save")
-        saved = of_type(messages, LogsScreen.Saved)[-1]
+        await wait_until(pilot, lambda: of_type(messages, screen_messages.Saved), what="save")
+        saved = of_type(messages, screen_messages.Saved)[-1]
         assert not saved.error and saved.lines >= paused_at
         text = target.read_text()
         assert len(text.splitlines()) == saved.lines
@@ -176,11 +155,8 @@ async def test_logs_follow_pause_search_save(tmp_path):
 
 @async_test
 async def test_node_drill_down_cordon_confirm_audit(tmp_path):
-    world, backend = demo_backend()
-    app = make_app(tmp_path, backend, start_pane="nodes")
     messages: list = []
-    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="nodes", message_hook=messages.append) as (world, backend, app, pilot):
         table = app.screen.query_one("#nodes-table", KeyedTable)
         assert table.keys[0] == "h100-node-5"  # unhealthy sorts first
         table.focus()
@@ -215,11 +191,8 @@ async def test_node_drill_down_cordon_confirm_audit(tmp_path):
 
 @async_test
 async def test_readonly_blocks_cancel(tmp_path):
-    world, backend = demo_backend()
-    app = make_app(tmp_path, backend, start_pane="queue", readonly=True)
     messages: list = []
-    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="queue", readonly=True, message_hook=messages.append) as (world, backend, app, pilot):
         screen = app.screen
         footer_keys = {b.action for b in screen.active_bindings_list()}
         assert "cancel" not in footer_keys and "hold" not in footer_keys  # hidden
@@ -249,9 +222,7 @@ async def test_readonly_blocks_cancel(tmp_path):
 
 @async_test
 async def test_command_mode_filter_and_back(tmp_path):
-    app = make_app(tmp_path, start_pane="queue")
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="queue") as (_, _, app, pilot):
         await pilot.press(":", *"nodes", "enter")
         await settle(pilot)
         assert app.current_mode == "nodes"
@@ -281,16 +252,14 @@ async def test_command_mode_filter_and_back(tmp_path):
 
 @async_test
 async def test_refresh_tick_is_skipped_while_one_runs(tmp_path):
-    app = make_app(tmp_path, start_pane="queue")
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         screen = app.screen
-        screen.refresh_running = True  # as if a slow refresh were in flight
-        skipped = screen.ticks_skipped
+        screen.reader.refresh_running = True  # as if a slow refresh were in flight
+        skipped = screen.reader.ticks_skipped
         screen.tick()
         screen.tick()
-        assert screen.ticks_skipped == skipped + 2
-        screen.refresh_running = False
+        assert screen.reader.ticks_skipped == skipped + 2
+        screen.reader.refresh_running = False
         applied = screen.refreshes_applied
         screen.tick(force=True)
         await settle(pilot, rounds=1)

@@ -6,23 +6,21 @@ from __future__ import annotations
 import threading
 import time
 
-from tau_tui.app_parts.key_activity import KEY_HOLDS_BACKGROUND_S
-from tau_tui.core.cluster.sim.world import MAX_TICK_HOLD_S, RealtimeTicker
-from tests.app.helpers import async_test, make_app, settle, settle_until
+from tau_tui.app_components.key_activity import KEY_HOLDS_BACKGROUND_S
+from tau_tui.core.sim.world import MAX_TICK_HOLD_S, RealtimeTicker
+from tests.app.helpers import async_test, demo_app, make_app, settle_until
 
 
 @async_test
 async def test_a_key_tells_the_backend_a_person_is_pressing_keys(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path) as (_, _, app, pilot):
         world = app.backend.world
         # the first rows hold the cluster a moment too (hold_background): wait that out
-        await settle_until(pilot, lambda: world.user_active_until < time.monotonic())
+        await settle_until(pilot, lambda: world.foreground_busy_until < time.monotonic())
         before = time.monotonic()
-        assert world.user_active_until < before
+        assert world.foreground_busy_until < before
         await pilot.press("j")
-        assert world.user_active_until >= before + KEY_HOLDS_BACKGROUND_S
+        assert world.foreground_busy_until >= before + KEY_HOLDS_BACKGROUND_S
 
 
 class _Stop(threading.Event):
@@ -38,59 +36,59 @@ class _Stop(threading.Event):
 
 
 class _World:
-    user_active_until = 0.0
+    foreground_busy_until = 0.0
 
 
 def _ticker(until: float) -> RealtimeTicker:
     world = _World()
-    world.user_active_until = until
-    ticker = RealtimeTicker(world)  # type: ignore[arg-type]  (only user_active_until is read)
+    world.foreground_busy_until = until
+    ticker = RealtimeTicker(world)  # type: ignore[arg-type]  (only foreground_busy_until is read)
     ticker._stopping = _Stop()
     return ticker
 
 
 def test_the_ticker_waits_while_keys_come_and_never_longer_than_the_bound():
     idle = _ticker(time.monotonic() - 1)
-    assert idle._hold_for_user() is False and idle._stopping.waits == []
+    assert idle._hold_for_foreground() is False and idle._stopping.waits == []
     typing = _ticker(time.monotonic() + 0.5)
-    assert typing._hold_for_user() is False
+    assert typing._hold_for_foreground() is False
     # the fake wait returns at once, so the ticker finds the hold still on and waits again, up to the bound
     assert 0 < typing._stopping.waits[0] <= 0.5 and sum(typing._stopping.waits) <= MAX_TICK_HOLD_S
     held_down = _ticker(time.monotonic() + 3600)  # a key held down: auto-repeat keeps the hold fresh
-    assert held_down._hold_for_user() is False
+    assert held_down._hold_for_foreground() is False
     assert abs(sum(held_down._stopping.waits) - MAX_TICK_HOLD_S) < 1e-9
 
 
 def test_a_ticker_stopped_while_holding_ends_without_ticking():
     ticker = _ticker(time.monotonic() + 3600)
     ticker._stopping.set()
-    assert ticker._hold_for_user() is True
+    assert ticker._hold_for_foreground() is True
 
 
 def test_a_tick_gives_way_between_its_controllers_while_keys_come_and_only_up_to_its_bound():
     """The tick in progress when a key comes sleeps between controllers (the interpreter's lock
     released for the UI thread), for at most MAX_STEP_HOLD_S; with no key it never sleeps."""
-    from tau_tui.core.cluster.sim.scenario import build_world
-    from tau_tui.core.cluster.sim.world import MAX_STEP_HOLD_S
+    from tau_tui.core.sim.scenario import build_world
+    from tau_tui.core.sim.world import MAX_STEP_HOLD_S
 
     world = build_world("demo")
     slept: list[float] = []
 
     def pause(seconds: float) -> None:  # records a sleep and lets that much of the key's hold pass
         slept.append(seconds)
-        world.user_active_until -= seconds
+        world.foreground_busy_until -= seconds
 
     world.pause = pause
     world.tick()
     assert slept == []  # nobody typing: the tick runs straight through
 
-    world.user_active_until = time.monotonic() + 0.2
+    world.foreground_busy_until = time.monotonic() + 0.2
     world.tick()
     assert slept and all(0 < s <= 0.2 for s in slept)
     assert 0.15 < sum(slept) <= 0.2 + 1e-9  # until the key's hold ran out
 
     slept.clear()
-    world.user_active_until = time.monotonic() + 3600  # keys without a pause: bounded per tick
+    world.foreground_busy_until = time.monotonic() + 3600  # keys without a pause: bounded per tick
     world.pause = slept.append
     world.tick()
     assert abs(sum(slept) - MAX_STEP_HOLD_S) < 1e-9
@@ -100,11 +98,9 @@ def test_a_tick_gives_way_between_its_controllers_while_keys_come_and_only_up_to
 async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_to_its_bound(tmp_path):
     """A read in a worker thread shares the interpreter with the UI thread: while keys come it
     sleeps between steps (at most MAX_KEY_NAPS_S a read); with no key it never sleeps."""
-    from tau_tui.screens.base import MAX_KEY_NAPS_S
+    from tau_tui.screens.pane_reader import MAX_KEY_NAPS_S
 
-    app = make_app(tmp_path, start_pane="queue")
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         screen = app.screen
         naps: list[float] = []
 
@@ -112,24 +108,24 @@ async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_t
             naps.append(seconds)
             app.key_hold_until -= seconds
 
-        screen.nap = nap
+        screen.reader.nap = nap
         app.key_hold_until = 0.0
-        screen.read_napped_s = 0.0
-        screen.keep_reading()
+        screen.reader.napped_s = 0.0
+        screen.reader.keep_reading()
         assert naps == []
 
         pressed = time.monotonic()
         await pilot.press("j")
         assert app.key_hold_until >= pressed + KEY_HOLDS_BACKGROUND_S  # held from the key on, however busy the machine
-        screen.keep_reading()
+        screen.reader.keep_reading()
         assert naps and 0 < sum(naps) <= KEY_HOLDS_BACKGROUND_S + 1e-9
 
         naps.clear()
         app.key_hold_until = time.monotonic() + 3600  # keys without a pause: bounded per read
-        screen.nap = naps.append
-        screen.read_napped_s = 0.0
+        screen.reader.nap = naps.append
+        screen.reader.napped_s = 0.0
         for _ in range(100):
-            screen.keep_reading()
+            screen.reader.keep_reading()
         assert abs(sum(naps) - MAX_KEY_NAPS_S) < 1e-9
         app.key_hold_until = 0.0
 
@@ -143,20 +139,20 @@ async def test_the_evidence_recorder_waits_for_a_keys_hold_and_not_for_a_panes_l
         await settle_until(pilot, lambda: app.evidence_recorder is not None)
         recorder = app.evidence_recorder
         app.key_hold_until = 0.0
-        assert recorder.person_waits_until() < time.monotonic()
+        assert recorder.foreground_busy_until() < time.monotonic()
         seen: list[bool] = []
         screen = app.screen
         collect = screen.collect
 
-        def observed_collect():
-            seen.append(recorder.person_waits_until() > time.monotonic())
-            return collect()
+        def observed_collect(request):
+            seen.append(recorder.foreground_busy_until() > time.monotonic())
+            return collect(request)
 
         screen.collect = observed_collect
-        screen.read_pane(0, screen.row_filter)
+        screen.reader.read(0, screen.row_filter, {})
         assert seen == [False]
         await pilot.press("j")
-        assert recorder.person_waits_until() >= time.monotonic() + KEY_HOLDS_BACKGROUND_S - 0.1
+        assert recorder.foreground_busy_until() >= time.monotonic() + KEY_HOLDS_BACKGROUND_S - 0.1
 
 
 @async_test
@@ -165,18 +161,16 @@ async def test_a_read_aheads_rest_is_bounded_ends_when_its_pane_opens_and_never_
     time also holds waits for the interpreter and naps for keys: a rest of three times it (2.9 s once)
     held back the Runs pane opened meanwhile.  A rest is at most READ_AHEAD_LONGEST_REST_S, in naps that
     end once the pane is opened, and a nap for keys starts the next slice after it."""
-    from tau_tui.screens.base import READ_AHEAD_LONGEST_REST_S, READ_AHEAD_REST_NAP_S
+    from tau_tui.screens.pane_reader import READ_AHEAD_LONGEST_REST_S, READ_AHEAD_REST_NAP_S
 
-    app = make_app(tmp_path, start_pane="queue")
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         screen = app.screen
         naps: list[float] = []
-        screen.nap = naps.append
+        screen.reader.nap = naps.append
         app.key_hold_until = 0.0
-        screen._read_wanted = screen._reading_ahead = True
-        screen._paused_at = time.monotonic() - 5.0  # "worked" 5 s: mostly waiting for the interpreter
-        screen.keep_reading()
+        screen.reader.wanted = screen.reader.reading_ahead = True
+        screen.reader.paused_at = time.monotonic() - 5.0  # "worked" 5 s: mostly waiting for the interpreter
+        screen.reader.keep_reading()
         assert naps and max(naps) <= READ_AHEAD_REST_NAP_S + 1e-9
         assert abs(sum(naps) - READ_AHEAD_LONGEST_REST_S) < 1e-9  # not 15 s
 
@@ -184,20 +178,20 @@ async def test_a_read_aheads_rest_is_bounded_ends_when_its_pane_opens_and_never_
 
         def nap_then_open(seconds: float) -> None:
             naps.append(seconds)
-            screen._reading_ahead = False
+            screen.reader.reading_ahead = False
 
-        screen.nap = nap_then_open
-        screen._paused_at = time.monotonic() - 5.0
-        screen.keep_reading()
+        screen.reader.nap = nap_then_open
+        screen.reader.paused_at = time.monotonic() - 5.0
+        screen.reader.keep_reading()
         assert len(naps) == 1
 
         naps.clear()  # a nap for keys is not work: the slice after it starts when it ends
-        screen.nap = naps.append
-        screen.read_napped_s = 0.0
-        screen._paused_at = 0.0
+        screen.reader.nap = naps.append
+        screen.reader.napped_s = 0.0
+        screen.reader.paused_at = 0.0
         app.key_hold_until = time.monotonic() + 0.2
-        screen.keep_reading()
-        assert naps and screen._paused_at > 0.0
+        screen.reader.keep_reading()
+        assert naps and screen.reader.paused_at > 0.0
         app.key_hold_until = 0.0
 
 
@@ -207,15 +201,15 @@ async def test_a_panes_first_read_is_waited_for_the_recorder_and_read_aheads_giv
     (a moment more each time it asks), a read ahead of another pane rests, and the read itself naps
     only for keys that come after the one that opened the pane.  Once the rows are shown, all is as
     before."""
-    from tau_tui.screens.base import READ_AHEAD_REST_NAP_S, READ_AHEAD_YIELDS_AT_MOST_S
     from tau_tui.screens.multikueue import MultiKueueScreen
+    from tau_tui.screens.pane_reader import READ_AHEAD_REST_NAP_S, READ_AHEAD_YIELDS_AT_MOST_S
 
     read_may_end = threading.Event()
     collect = MultiKueueScreen.collect
 
-    def held_collect(self):
+    def held_collect(self, request):
         read_may_end.wait(30)
-        return collect(self)
+        return collect(self, request)
 
     monkeypatch.setattr(MultiKueueScreen, "collect", held_collect)
     app = make_app(tmp_path, start_pane="queue")
@@ -227,24 +221,24 @@ async def test_a_panes_first_read_is_waited_for_the_recorder_and_read_aheads_giv
         pane = app.screen
         assert app.current_mode == "multikueue" and app.first_rows_awaited_by is pane
         opened_with = app.key_hold_until
-        assert pane._opened_with_hold == opened_with > 0.0
-        assert recorder.person_waits_until() > time.monotonic()  # a moment more each time it asks
+        assert pane.reader.opened_with_hold == opened_with > 0.0
+        assert recorder.foreground_busy_until() > time.monotonic()  # a moment more each time it asks
 
         naps: list[float] = []
-        pane.nap = naps.append
-        pane.read_napped_s = 0.0
-        app.key_hold_until = pane._opened_with_hold = time.monotonic() + 3600  # that key's hold, however slow the machine
-        pane._nap_while_keys_come()
+        pane.reader.nap = naps.append
+        pane.reader.napped_s = 0.0
+        app.key_hold_until = pane.reader.opened_with_hold = time.monotonic() + 3600  # that key's hold, however slow the machine
+        pane.reader._nap_while_keys_come()
         assert naps == []  # the key that opened it asked for this read
         app.key_hold_until += 0.2  # a key after it
-        pane._nap_while_keys_come()
+        pane.reader._nap_while_keys_come()
         assert naps
         app.key_hold_until = 0.0
 
         ahead = MultiKueueScreen()  # another pane's read ahead, while that one is waited for
         ahead._host = app
-        ahead._read_wanted = ahead._reading_ahead = True
-        ahead._paused_at = time.monotonic() + 3600  # its own slice's rest is not what is counted here
+        ahead.reader.wanted = ahead.reader.reading_ahead = True
+        ahead.reader.paused_at = time.monotonic() + 3600  # its own slice's rest is not what is counted here
         rests: list[float] = []
 
         def rest_then_rows_shown(seconds: float) -> None:
@@ -252,33 +246,34 @@ async def test_a_panes_first_read_is_waited_for_the_recorder_and_read_aheads_giv
             if len(rests) == 5:
                 app.first_rows_awaited_by = None
 
-        ahead.nap = rest_then_rows_shown
-        ahead.keep_reading()
+        ahead.reader.nap = rest_then_rows_shown
+        ahead.reader.keep_reading()
         assert len(rests) == 5 and max(rests) <= READ_AHEAD_REST_NAP_S + 1e-9  # ends as the rows come
         rests.clear()
         app.first_rows_awaited_by = pane
-        ahead._paused_at = time.monotonic() + 3600
-        ahead.nap = rests.append
-        ahead.keep_reading()
+        ahead.reader.paused_at = time.monotonic() + 3600
+        ahead.reader.nap = rests.append
+        ahead.reader.keep_reading()
         assert abs(sum(rests) - READ_AHEAD_YIELDS_AT_MOST_S) < 1e-6  # bounded each time
-        ahead._no_longer_awaited()  # another pane's rows: its wait stays
+        ahead.reader.no_longer_awaited()  # another pane's rows: its wait stays
         assert app.first_rows_awaited_by is pane
 
         from tau_tui.core.cluster.changes import ViewState, ViewStatus
-        from tau_tui.screens.base import Freshness
+        from tau_tui.screens.freshness import Freshness
+        from tau_tui.screens.pane_reader import PaneRead
 
         kind = pane.VIEW_KINDS[0]  # a real cluster's first list not finished: "loading" is not the rows
         loading = Freshness(views={kind: ViewState(kind, ViewStatus.SYNCING)})
         pane.apply = lambda data: None  # what it shows does not matter here: that it was "loading" does
-        pane._show_read(pane.Collected(None, 0, loading))
+        pane._show_read(PaneRead(None, 0, loading))
         del pane.apply
-        assert app.first_rows_awaited_by is pane and not pane._rows_shown
+        assert app.first_rows_awaited_by is pane and not pane.reader.rows_shown
 
         read_may_end.set()
         await settle_until(pilot, lambda: pane.refreshes_applied > 0)
-        assert app.first_rows_awaited_by is None and pane._opened_with_hold == 0.0 and pane._rows_shown
+        assert app.first_rows_awaited_by is None and pane.reader.opened_with_hold == 0.0 and pane.reader.rows_shown
         # only a key's hold now (the first rows hold for a moment as a key does: hold_background)
-        assert recorder.person_waits_until() == app.key_hold_until
+        assert recorder.foreground_busy_until() == app.key_hold_until
         await pilot.press("3")
         assert not app.first_rows_awaited  # left: nobody waits
         await pilot.press("7")  # opened again: its rows are there, nothing is waited for

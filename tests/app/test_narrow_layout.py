@@ -1,12 +1,11 @@
 """At 80×24 the header keeps the pane's crumbs and the footer keeps every key of the pane and ``?``
-on screen (issue #11: "at 80×24 the breadcrumb and footer are cut")."""
+on screen ("at 80×24 the breadcrumb and footer are cut")."""
 
 from __future__ import annotations
 
-from textual.widgets._footer import FooterKey
-
+from tau_tui.textual_compat.footer import FooterKey
 from tau_tui.widgets.header_bar import PANES, HeaderBar, HeaderState
-from tests.app.helpers import async_test, make_app, settle
+from tests.app.helpers import async_test, demo_app, make_app, settle
 
 WIDTH = 80
 
@@ -54,9 +53,7 @@ def test_tabs_shrink_before_the_crumbs_are_cut_and_clicks_still_land():
 async def test_the_footer_hides_the_keys_the_filter_line_takes_and_builds_no_keys_again(tmp_path):
     from tau_tui.widgets.pane_footer import PaneFooter
 
-    app = make_app(tmp_path, start_pane="queue")
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="queue") as (_, _, app, pilot):
         footer = app.screen.query_one(PaneFooter)
         keys = list(footer.query(FooterKey))
         shown_before = [k.key for k in keys if k.display]

@@ -1,4 +1,4 @@
-"""Read-only mode over EVERY action and key binding of every pane (issue #13 item 9).
+"""Read-only mode over EVERY action and key binding of every pane.
 
 The bindings are enumerated from each screen's BINDINGS and the app's, never
 listed by hand, so a new binding is walked without touching this test.  Each
@@ -24,7 +24,8 @@ from tau_tui.app import TauApp
 from tau_tui.core.operations.audit import AuditLog, state_dir, verify
 from tau_tui.core.operations.evidence.capture import capture_live
 from tau_tui.core.operations.evidence.store import EvidenceStore
-from tau_tui.screens.base import COMMAND_ONLY_PANES, PaneScreen
+from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.pane_palette import COMMAND_ONLY_PANES
 from tau_tui.settings.settings_file import AppSettings, LoadedSettings
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
 from tau_tui.widgets.header_bar import PANES

@@ -1,4 +1,4 @@
-"""``tau-tui --replay FILE`` in the app (#14 item 7): a recorded demo session replays into the
+"""``tau-tui --replay FILE`` in the app: a recorded demo session replays into the
 same queue and nodes screens at three chosen times; the replay bar and its keys; a replay is
 read-only through the --readonly refusal path; snapshots at 80x24 and 160x48."""
 
@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.sim.backend import SimulatedBackend
-from tau_tui.core.cluster.sim.scenario import build_world
 from tau_tui.core.operations.audit import AuditLog
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.core.operations.recording.writer import SessionRecorder
+from tau_tui.core.sim.backend import SimulatedBackend
+from tau_tui.core.sim.scenario import build_world
 from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.replay_bar import ReplayBar
 from tau_tui.widgets.table_plan import cell_plain
-from tests.app.helpers import async_test, demo_backend, make_app, settle, settle_until
+from tests.app.helpers import async_test, demo_app, demo_backend, make_app, settle, settle_until
 
 #: Seconds after the demo's start at which the live and the replayed screens are compared.
 CHOSEN = (40, 130, 300)
@@ -122,9 +122,9 @@ async def test_replay_keys_bar_and_seek_command(tmp_path):
         assert not replay.clock.paused
         await pilot.press("space")
         assert replay.clock.paused
-        await app.run_command_text("seek 09:02:30")
+        await app.command_mode.run_command_text("seek 09:02:30")
         assert replay.clock.now().strftime("%H:%M:%S") == "09:02:30"
-        await app.run_command_text("seek 23:00")
+        await app.command_mode.run_command_text("seek 23:00")
         await settle(pilot)
         assert replay.clock.now().strftime("%H:%M:%S") == "09:02:30"  # outside: said, not moved
         app.action_help()
@@ -135,12 +135,10 @@ async def test_replay_keys_bar_and_seek_command(tmp_path):
 
 @async_test
 async def test_live_app_hides_the_replay_bar_and_keys(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, size=(120, 30)) as (_, _, app, pilot):
         assert not app.screen.query_one(ReplayBar).display
         assert app.check_action("replay_toggle", ()) is False
-        await app.run_command_text("seek 09:00")
+        await app.command_mode.run_command_text("seek 09:00")
 
 
 @async_test

@@ -13,12 +13,16 @@ import time
 from rich.text import Text
 from textual.app import App
 
+from tau_tui.screens.messages import read_message
+from tau_tui.screens.pane_reader import PaneRead, ReadAbandoned, ReadRequest
 from tau_tui.screens.runs import RunsScreen
+from tau_tui.textual_compat import probes
+from tau_tui.textual_compat.app import repaint_holds
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.row_filter import RowFilter, parse_filter
 from tau_tui.widgets.table_plan import plan_rows
-from tests.app.helpers import async_test, make_app, settle, settle_until, settle_until_done
+from tests.app.helpers import async_test, demo_app, make_app, settle, settle_until, settle_until_done
 
 ROWS = 20_000
 
@@ -123,13 +127,18 @@ async def test_the_runs_pane_opens_with_the_statuses_the_recorder_worked_out_and
         # each status worked out once: by the recorder, or by the pane's read ahead when it came first
         assert app.run_statuses.computed == runs
         computed = screen.statuses_computed
-        screen.collect()  # nothing changed since: every run's objects are the same objects
+        screen.collect(read_request(screen))  # nothing changed since: every run's objects are the same objects
         assert screen.statuses_computed == computed and app.run_statuses.computed == runs
+
+
+def read_request(screen) -> ReadRequest:
+    """What a refresh of ``screen`` started now would read from (its tables as they are)."""
+    return ReadRequest(table_states={table.id: table.state for table in screen.query(KeyedTable) if table.id})
 
 
 def read_ahead(app) -> bool:
     """Every pane the app reads ahead holds its read."""
-    return all(s._prepared is not None for s in app._unopened_panes.values())
+    return all(s.reader.prepared is not None for s in app.pane_preparation.unopened_panes.values())
 
 
 @async_test
@@ -137,13 +146,13 @@ async def test_runs_and_nodes_are_read_once_ahead_and_open_with_those_rows_befor
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until(pilot, lambda: read_ahead(app))
-        ahead = dict(app._unopened_panes)
+        ahead = dict(app.pane_preparation.unopened_panes)
         assert set(ahead) == {"runs", "nodes"} and read_ahead(app)
         # not open: app ticks do not read them again
         for _ in range(3):
-            app._tick()
+            app.refresh_tick()
             await settle(pilot)
-        assert all(s.collects_started == 0 and s.refreshes_applied == 0 for s in ahead.values())
+        assert all(s.reader.collects_started == 0 and s.refreshes_applied == 0 for s in ahead.values())
         for mode, table_id in (("runs", "#runs-table"), ("nodes", "#nodes-table")):
             screen = ahead[mode]
             rows_when_own_read_started: list[int] = []
@@ -158,29 +167,23 @@ async def test_runs_and_nodes_are_read_once_ahead_and_open_with_those_rows_befor
             screen.tick = counting_tick  # type: ignore[method-assign]
             app.action_switch_pane(mode)
             await settle_until(pilot, lambda screen=screen: screen.refreshes_applied >= 1)
-            assert app.screen is screen and screen.prepared_shown == 1
+            assert app.screen is screen and screen.reader.prepared_shown == 1
             table = screen.query_one(table_id, KeyedTable)
             # the rows read ahead were on screen before the pane's own first read began
             assert rows_when_own_read_started and rows_when_own_read_started[0] == table.row_count > 0
             assert table.stats["replanned"] == 0  # both plans carried out as made in their workers
-        assert app._unopened_panes == {}
+        assert app.pane_preparation.unopened_panes == {}
 
 
 def nodes_laid_out_ahead(app) -> bool:
-    nodes = app._unopened_panes.get("nodes")
+    nodes = app.pane_preparation.unopened_panes.get("nodes")
     return nodes is not None and nodes.laid_out_ahead
 
 
 def note_at_frames(screen, value) -> list:
     """``value()`` noted each time ``screen`` draws a frame (its compositor refresh), in order."""
     noted: list = []
-    draw = screen._compositor_refresh
-
-    def noting_frame() -> None:
-        noted.append(value())
-        draw()
-
-    screen._compositor_refresh = noting_frame
+    probes.before_each_frame(screen, lambda: noted.append(value()))
     return noted
 
 
@@ -188,21 +191,14 @@ def note_at_frames(screen, value) -> list:
 async def test_runs_and_nodes_are_mounted_and_laid_out_ahead_and_their_first_open_mounts_nothing(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle_until_done(pilot, lambda: set(app._unopened_panes) == {"runs", "nodes"} and all(
-            screen.laid_out_ahead for screen in app._unopened_panes.values()), "Runs and Nodes laid out ahead")
-        runs = app._unopened_panes["runs"]
+        await settle_until_done(pilot, lambda: set(app.pane_preparation.unopened_panes) == {"runs", "nodes"} and all(
+            screen.laid_out_ahead for screen in app.pane_preparation.unopened_panes.values()), "Runs and Nodes laid out ahead")
+        runs = app.pane_preparation.unopened_panes["runs"]
         widgets = set(runs.query("*"))
         assert runs.mounted_ahead and runs.is_attached and widgets  # composed, and not shown
         table = runs.query_one("#runs-table", KeyedTable)
         assert table.size.width > 0  # laid out at the app's size
-        registered = app._register
-
-        def counting_register(parent, *widgets_, **kwargs):
-            mounted.extend(widgets_)
-            return registered(parent, *widgets_, **kwargs)
-
-        mounted: list = []
-        app._register = counting_register  # type: ignore[method-assign]
+        mounted = probes.record_mounts(app)
         app.action_switch_pane("runs")
         await settle_until(pilot, lambda: runs.refreshes_applied >= 1)
         assert app.screen is runs and set(runs.query("*")) >= widgets
@@ -217,32 +213,32 @@ async def test_a_pane_already_made_is_shown_once_it_resumed_and_a_pane_made_by_i
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until_done(pilot, lambda: nodes_laid_out_ahead(app), "the Nodes pane laid out ahead")
-        nodes = app._unopened_panes["nodes"]
-        held_at_first_frame = note_at_frames(nodes, lambda: app._batch_count)
+        nodes = app.pane_preparation.unopened_panes["nodes"]
+        held_at_first_frame = note_at_frames(nodes, lambda: repaint_holds(app))
         resumed_when_shown: list[bool] = []
-        show = app._show_resumed
+        show = app.pane_switch_mask.show_resumed
 
         def noting_show(end_hold) -> None:
             resumed_when_shown.append(nodes.resumed_before)
             show(end_hold)
 
-        app._show_resumed = noting_show  # type: ignore[method-assign]
+        app.pane_switch_mask.show_resumed = noting_show  # type: ignore[method-assign]
         app.action_switch_pane("nodes")
-        await settle_until_done(pilot, lambda: app.switches_shown_on_resume >= 1, "switch 1 shown on its resume")
-        assert app.screen is nodes and app.switches_shown_on_resume == 1
+        await settle_until_done(pilot, lambda: app.pane_switch_mask.switches_shown_on_resume >= 1, "switch 1 shown on its resume")
+        assert app.screen is nodes and app.pane_switch_mask.switches_shown_on_resume == 1
         assert resumed_when_shown == [True]  # the hold ended after the pane's resume, not before
         assert 0 in held_at_first_frame  # a frame of the pane drawn without the hold
         app.action_switch_pane("queue")  # opened before
-        await settle_until_done(pilot, lambda: app.switches_shown_on_resume >= 2, "switch 2 shown on its resume")
-        assert app.switches_shown_on_resume == 2
+        await settle_until_done(pilot, lambda: app.pane_switch_mask.switches_shown_on_resume >= 2, "switch 2 shown on its resume")
+        assert app.pane_switch_mask.switches_shown_on_resume == 2
         app.action_switch_pane("profiles")  # made by this switch: Textual's hold
         await settle_until(pilot, lambda: app.screen.is_mounted)
         await pilot.pause(0.1)  # the hold's timer has run
-        assert app.switches_shown_on_resume == 2 and app._batch_count == 0
+        assert app.pane_switch_mask.switches_shown_on_resume == 2 and repaint_holds(app) == 0
         app.action_switch_pane("queue")
         await settle(pilot)
         await pilot.pause(0.1)
-        assert app.switches_shown_on_resume == 3 and app._batch_count == 0
+        assert app.pane_switch_mask.switches_shown_on_resume == 3 and repaint_holds(app) == 0
 
 
 @async_test
@@ -252,7 +248,7 @@ async def test_a_pane_mounted_ahead_and_opened_after_the_terminal_narrowed_fits_
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until_done(pilot, lambda: nodes_laid_out_ahead(app), "the Nodes pane laid out ahead")
-        nodes = app._unopened_panes["nodes"]
+        nodes = app.pane_preparation.unopened_panes["nodes"]
         assert not nodes.has_class("-narrow")
         await pilot.resize_terminal(80, 24)
         await settle(pilot)
@@ -269,11 +265,11 @@ async def test_a_pane_opened_draws_its_first_frame_before_its_read_starts(tmp_pa
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until(pilot, lambda: app.screen.refreshes_applied >= 1)
         await settle_until_done(pilot, lambda: nodes_laid_out_ahead(app), "the Nodes pane laid out ahead")
-        nodes = app._unopened_panes["nodes"]
-        reads_at_frames = note_at_frames(nodes, lambda: nodes.collects_started)
+        nodes = app.pane_preparation.unopened_panes["nodes"]
+        reads_at_frames = note_at_frames(nodes, lambda: nodes.reader.collects_started)
         app.action_switch_pane("nodes")
         await settle_until(pilot, lambda: nodes.refreshes_applied >= 1)
-        assert reads_at_frames and reads_at_frames[0] == 0 and nodes.collects_started >= 1
+        assert reads_at_frames and reads_at_frames[0] == 0 and nodes.reader.collects_started >= 1
 
 
 @async_test
@@ -282,32 +278,32 @@ async def test_a_change_read_waits_for_a_keys_hold_and_a_forced_read_does_not(tm
     async with app.run_test(size=(160, 48)) as pilot:
         screen = app.screen
         await settle_until(pilot, lambda: screen.refreshes_applied >= 1 and not screen.refresh_running)
-        started = screen.collects_started
+        started = screen.reader.collects_started
         app.key_hold_until = time.monotonic() + 3600  # a person pressing keys, however slow the machine
-        screen._collect_seconds = 0.0  # no back-off after a slow read (a busy machine's)
-        screen._drawn_signature = ("moved",)  # as after a change of the cluster
+        screen.reader.read_seconds = 0.0  # no back-off after a slow read (a busy machine's)
+        screen.reader.drawn_signature = ("moved",)  # as after a change of the cluster
         screen.tick_if_moved()
-        assert screen.collects_started == started and screen.ticks_held_for_keys == 1
+        assert screen.reader.collects_started == started and screen.reader.ticks_held_for_keys == 1
         screen.tick(force=True)  # a filter or a pane switch: read now
-        assert screen.collects_started == started + 1
+        assert screen.reader.collects_started == started + 1
         await settle_until(pilot, lambda: not screen.refresh_running)
         app.key_hold_until = 0.0  # the keys paused: the change poll reads
-        screen._collect_seconds = 0.0
-        screen._drawn_signature = ("moved",)
+        screen.reader.read_seconds = 0.0
+        screen.reader.drawn_signature = ("moved",)
         screen.tick_if_moved()
-        assert screen.collects_started == started + 2
+        assert screen.reader.collects_started == started + 2
 
 
 @async_test
 async def test_keys_that_keep_coming_hold_the_mount_ahead(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
-    app._last_key_at = time.monotonic() + 1e6  # a key "just came", at every look
+    app.key_activity.last_key_at = time.monotonic() + 1e6  # a key "just came", at every look
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until(pilot, lambda: app.screen.refreshes_applied >= 1)
         for _ in range(3):
-            app.mount_unopened_panes()
+            app.pane_preparation.mount_unopened_panes()
             await settle(pilot)
-        assert not any(screen.is_attached for screen in app._unopened_panes.values())
+        assert not any(screen.is_attached for screen in app.pane_preparation.unopened_panes.values())
 
 
 @async_test
@@ -327,7 +323,7 @@ async def test_the_runs_pane_opened_with_no_rows_shows_its_first_runs_then_all_w
     monkeypatch.setattr(RunsScreen, "set_status", noting_status)
     from contextlib import contextmanager
 
-    from tau_tui.screens import base
+    from tau_tui.screens import pane_reader
 
     held: list[bool] = []  # per hold of the collector: whether it is for the rest of a read in parts
 
@@ -337,7 +333,7 @@ async def test_the_runs_pane_opened_with_no_rows_shows_its_first_runs_then_all_w
         held.append(isinstance(shown, RunsScreen) and shown._run_rows._full_read_under_way is not None)
         yield
 
-    monkeypatch.setattr(base, "collections_held", noting_hold)
+    monkeypatch.setattr(pane_reader, "collections_held", noting_hold)
     app = make_app(tmp_path, start_pane="runs")
     async with app.run_test(size=(160, 48)) as pilot:
         screen = app.screen
@@ -374,18 +370,18 @@ async def test_a_pane_opened_before_its_first_rows_says_it_is_reading_until_they
 @async_test
 async def test_keys_that_never_stop_delay_the_read_ahead_only_up_to_its_bound(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
-    app.longest_wait_for_quiet_s = 1e9  # no bound yet: keys that keep coming hold the read ahead
-    app._last_key_at = time.monotonic() + 1e6  # a key "just came", at every look
+    app.pane_preparation.longest_wait_for_quiet_s = 1e9  # no bound yet: keys that keep coming hold the read ahead
+    app.key_activity.last_key_at = time.monotonic() + 1e6  # a key "just came", at every look
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle_until(pilot, lambda: app._preparation_waits_since is not None)
+        await settle_until(pilot, lambda: app.pane_preparation.waits_since is not None)
         for _ in range(3):
-            app.prepare_panes(app.backend)
+            app.pane_preparation.prepare_panes(app.backend)
             await settle(pilot)
-        assert not app._unopened_panes  # nothing made or read while keys come
-        app.longest_wait_for_quiet_s = 0.0  # the bound passed: read, in the gaps between keys
-        app.prepare_panes(app.backend)
-        await settle_until(pilot, lambda: set(app._unopened_panes) == {"runs", "nodes"} and read_ahead(app))
-        assert all(s._prepared is not None for s in app._unopened_panes.values())
+        assert not app.pane_preparation.unopened_panes  # nothing made or read while keys come
+        app.pane_preparation.longest_wait_for_quiet_s = 0.0  # the bound passed: read, in the gaps between keys
+        app.pane_preparation.prepare_panes(app.backend)
+        await settle_until(pilot, lambda: set(app.pane_preparation.unopened_panes) == {"runs", "nodes"} and read_ahead(app))
+        assert all(s.reader.prepared is not None for s in app.pane_preparation.unopened_panes.values())
 
 
 @async_test
@@ -393,17 +389,17 @@ async def test_a_pane_opened_while_it_is_read_ahead_waits_for_that_read_instead_
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until(pilot, lambda: read_ahead(app))
-        nodes = app._unopened_panes["nodes"]
-        backend, where, read, _ = nodes._prepared
-        nodes._prepared = None
+        nodes = app.pane_preparation.unopened_panes["nodes"]
+        backend, where, read, _ = nodes.reader.prepared
+        nodes.reader.prepared = None
         nodes.start_read_ahead()  # as if its read ahead were still going when the user opens it
         app.action_switch_pane("nodes")
         await settle(pilot)
-        assert app.screen is nodes and nodes.collects_started == 0 and nodes.refreshes_applied == 0
-        assert not nodes._reading_ahead  # the read no longer rests: somebody waits for it
+        assert app.screen is nodes and nodes.reader.collects_started == 0 and nodes.refreshes_applied == 0
+        assert not nodes.reader.reading_ahead  # the read no longer rests: somebody waits for it
         nodes.keep_prepared(backend, where, read)  # the read ends
-        assert nodes.prepared_shown == 1 and nodes.collects_started == 0  # shown; its own refresh once drawn
-        await settle_until(pilot, lambda: nodes.collects_started == 1)
+        assert nodes.reader.prepared_shown == 1 and nodes.reader.collects_started == 0  # shown; its own refresh once drawn
+        await settle_until(pilot, lambda: nodes.reader.collects_started == 1)
         assert nodes.query_one("#nodes-table", KeyedTable).row_count > 0
         await settle_until(pilot, lambda: nodes.refreshes_applied >= 1)
         assert nodes.refreshes_applied >= 1 and not nodes.read_ahead_running
@@ -414,12 +410,12 @@ async def test_a_read_ahead_from_another_namespace_is_not_shown(tmp_path):
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until(pilot, lambda: read_ahead(app))
-        runs = app._unopened_panes["runs"]
+        runs = app.pane_preparation.unopened_panes["runs"]
         app.backend.use_namespace("team-nlp")  # :ns keeps the backend object
         await settle(pilot)
         app.action_switch_pane("runs")
         await settle_until(pilot, lambda: runs.refreshes_applied >= 1)
-        assert runs.prepared_shown == 0 and runs._prepared is None
+        assert runs.reader.prepared_shown == 0 and runs.reader.prepared is None
         assert all(key.startswith("team-nlp/") for key in runs.query_one("#runs-table", KeyedTable).keys)
 
 
@@ -430,38 +426,36 @@ async def test_a_pane_that_leaves_the_screen_stops_its_read_and_reads_again_when
         await settle_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.refreshes_applied >= 1)
         runs = app.screen
         assert isinstance(runs, RunsScreen)
-        assert isinstance(runs.read_pane(99, RowFilter("")), RunsScreen.Collected)  # on screen: reads
+        assert isinstance(runs.reader.read(99, RowFilter(""), {}), PaneRead)  # on screen: reads
         app.action_switch_pane("queue")
         await settle(pilot)
         applied = runs.refreshes_applied
         # a read still running when the pane left: it stops at its next step, nothing planned
-        read = runs.read_pane(runs._collect_generation, RowFilter(""))
-        assert isinstance(read, RunsScreen.CollectAbandoned)
-        abandoned = runs.reads_abandoned  # its own refresh may have been stopped by the switch already
-        runs.refresh_running = True
-        runs.post_message(read)
+        read = runs.reader.read(runs.reader.generation, RowFilter(""), {})
+        assert isinstance(read, ReadAbandoned)
+        abandoned = runs.reader.reads_abandoned  # its own refresh may have been stopped by the switch already
+        runs.reader.refresh_running = True
+        runs.post_message(read_message(read))
         await settle(pilot)
-        assert runs.reads_abandoned == abandoned + 1 and not runs.refresh_running
+        assert runs.reader.reads_abandoned == abandoned + 1 and not runs.refresh_running
         assert runs.refreshes_applied == applied
         app.action_switch_pane("runs")
         await settle_until(pilot, lambda: runs.refreshes_applied > applied)
-        assert runs.refreshes_applied > applied and runs.reads_abandoned == abandoned + 1
+        assert runs.refreshes_applied > applied and runs.reader.reads_abandoned == abandoned + 1
 
 
 @async_test
 async def test_a_slow_read_backs_the_next_refresh_off_unless_forced(tmp_path):
-    app = make_app(tmp_path, start_pane="queue")
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         screen = app.screen
-        screen._collect_seconds = 3600.0  # the last read took an hour
-        screen._collect_finished_at = time.monotonic()
-        screen._drawn_signature = None  # as if the cluster changed
-        started = screen.collects_started
+        screen.reader.read_seconds = 3600.0  # the last read took an hour
+        screen.reader.finished_at = time.monotonic()
+        screen.reader.drawn_signature = None  # as if the cluster changed
+        started = screen.reader.collects_started
         screen.tick()
-        assert screen.ticks_backed_off == 1 and screen.collects_started == started
+        assert screen.reader.ticks_backed_off == 1 and screen.reader.collects_started == started
         screen.tick(force=True)  # a filter or a pane switch is never held back
-        assert screen.collects_started == started + 1
+        assert screen.reader.collects_started == started + 1
         await settle(pilot)
 
 
@@ -501,17 +495,15 @@ def test_a_first_read_holds_collections_off_and_freezes_what_it_built():
 
 @async_test
 async def test_the_heap_is_settled_only_while_keys_are_quiet(tmp_path):
-    from tau_tui.app_parts.heap_upkeep import KEYS_QUIET_S
+    from tau_tui.app_components.heap_upkeep import KEYS_QUIET_S
 
-    app = make_app(tmp_path, start_pane="queue")
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         await pilot.press("j")
-        app.heap_upkeep()  # a key just now: not yet
-        assert app.heap_settles == 0
-        app._last_key_at = time.monotonic() - KEYS_QUIET_S - 0.1
-        app.heap_upkeep()
-        assert app.heap_settles == 1
+        app.heap_upkeep.settle_if_quiet()  # a key just now: not yet
+        assert app.heap_upkeep.settles == 0
+        app.key_activity.last_key_at = time.monotonic() - KEYS_QUIET_S - 0.1
+        app.heap_upkeep.settle_if_quiet()
+        assert app.heap_upkeep.settles == 1
         await settle(pilot)
 
 
@@ -523,10 +515,10 @@ async def reads_before_and_after_the_clock_moves(tmp_path, pane: str, screen_typ
     async with app.run_test(size=(160, 48)) as pilot:
         await settle_until(pilot, lambda: isinstance(app.screen, screen_type) and rows_of(app.screen.data))
         screen = app.screen
-        before = dict(rows_of(screen.collect()))
+        before = dict(rows_of(screen.collect(read_request(screen))))
         later = app.now() + timedelta(minutes=7)
         app.now = lambda: later  # type: ignore[method-assign]  # only the clock moves
-        after = dict(rows_of(screen.collect()))
+        after = dict(rows_of(screen.collect(read_request(screen))))
     return before, after
 
 
@@ -629,12 +621,11 @@ async def test_esc_in_the_filter_line_is_one_frame_with_the_line_closed_the_stat
 
         await filter_nothing_matches()
         line.action_close()  # what esc does, and what it leaves asked for before any message is read
-        assert (screen._layout_required, screen.row_filter.text, table.row_count, app.focused) == (True, "", every_row, table)
+        assert (probes.layout_pending(screen), screen.row_filter.text, table.row_count, app.focused) == (True, "", every_row, table)
         await settle(pilot)
 
         await filter_nothing_matches()
-        compositor = screen._compositor
-        frames = note_at_frames(screen, lambda: (line in compositor.visible_widgets, status in compositor.visible_widgets,
+        frames = note_at_frames(screen, lambda: (line in probes.visible_widgets(screen), status in probes.visible_widgets(screen),
                                                  table.row_count, screen.row_filter.text, app.focused is table))
         await pilot.press("escape")
         await settle(pilot)

@@ -149,9 +149,9 @@ def test_stale_connection_banner(snap_compare, tmp_path):
 def test_forbidden_view_notice(snap_compare, tmp_path):
     """A view the user may not read shows the core's message, not an empty table."""
     from tau_tui.core.cluster.kinds import ResourceKind
-    from tau_tui.core.cluster.sim.backend import SimulatedBackend
-    from tau_tui.core.cluster.sim.scenario import build_world
-    from tau_tui.core.cluster.sim.store import qualified
+    from tau_tui.core.sim.backend import SimulatedBackend
+    from tau_tui.core.sim.scenario import build_world
+    from tau_tui.core.sim.store import qualified
 
     world = build_world("demo")
     identity = "system:serviceaccount:team-nlp:viewer"

@@ -1,4 +1,4 @@
-"""What the app loads before its first frame (issue #12, start to the first frame ≤ 1 s on
+"""What the app loads before its first frame (start to the first frame ≤ 1 s on
 ``--demo``): the interactive path imports neither the kubernetes client nor the headless
 commands, and of the panes only what the first one needs; each pane's module loads when the pane
 is first made, and every mode still makes its screen."""
@@ -9,8 +9,9 @@ import json
 import subprocess
 import sys
 
-from tau_tui.app_parts.pane_modes import PANE_MODES, PANE_SCREENS, screen_class
-from tests.app.helpers import async_test, make_app, settle, settle_until
+from tau_tui.app_components.pane_modes import PANE_MODES, PANE_SCREENS, screen_class
+from tau_tui.textual_compat import probes
+from tests.app.helpers import async_test, demo_app, make_app, settle, settle_until
 
 #: Loaded later, by what needs them: a kubeconfig's cluster, a sub-command, a pane, the recorder.
 NOT_BEFORE_THE_FIRST_FRAME = (
@@ -49,7 +50,7 @@ def test_every_mode_makes_its_own_pane_screen():
 def test_the_other_panes_load_ahead_of_their_first_open():
     """Each after ``between`` (the app's worker naps there while keys come)."""
     probe = ("import json, sys; import tau_tui.cli, tau_tui.app; "
-             "from tau_tui.app_parts.pane_modes import LATER_MODULES, import_pane_modules; "
+             "from tau_tui.app_components.pane_modes import LATER_MODULES, import_pane_modules; "
              "seen = []; loaded = import_pane_modules(between=lambda: seen.append(1)); "
              "print(json.dumps([sorted(loaded), sorted(m for m in LATER_MODULES if m in sys.modules), "
              "import_pane_modules(), len(seen)]))")
@@ -63,7 +64,7 @@ def test_the_other_panes_load_ahead_of_their_first_open():
 async def test_the_other_panes_load_while_the_first_list_is_on_its_way(tmp_path, monkeypatch):
     """After the first frame, not after the first sync: the panes' modules load while the cluster's
     first list (the demo's world) comes, one at a time, each after a nap for keys if one came."""
-    import tau_tui.app_parts.pane_preparation as preparation
+    import tau_tui.app_components.pane_preparation as preparation
 
     calls: list[bool] = []
 
@@ -83,9 +84,7 @@ async def test_a_panes_first_open_does_not_restyle_the_whole_app(tmp_path, monke
     """Textual re-parses the stylesheet and restyles the screen being left when it first switches to
     a mode whose screen is not marked as styled: half of a pane's first open.  A pane made while the
     app runs is marked; a theme change meanwhile still restyles it."""
-    app = make_app(tmp_path, start_pane="queue")
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         refreshes: list[str] = []
         refresh_css = app.refresh_css
 
@@ -100,6 +99,9 @@ async def test_a_panes_first_open_does_not_restyle_the_whole_app(tmp_path, monke
         assert refreshes == []
         assert app.current_mode == "queue"
         made = PANE_MODES["compose"]()  # made ahead, as the Runs and Nodes panes are
-        assert made._css_update_count == app._css_update_count
-        app._invalidate_css()  # as a theme change does: that screen is restyled when it opens
-        assert made._css_update_count != app._css_update_count
+        assert probes.styled_with_current_stylesheet(made)
+        theme = app.theme
+        app.theme = next(name for name in app.available_themes if name != theme)
+        assert not probes.styled_with_current_stylesheet(made)  # that screen is restyled when it opens
+        app.theme = theme
+        await settle(pilot)

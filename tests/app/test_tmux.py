@@ -156,7 +156,7 @@ def test_a_large_demos_cluster_runs_in_its_own_process_and_ends_with_the_app(tmp
         tmux.start(f"{sys.executable} -m tau_tui.cli --demo faults")
         tmux.wait_for("ctx sim-faults", "connected", "Why pending")
         pane = int(tmux.run("display-message", "-p", "-t", tmux.session, "#{pane_pid}").stdout.strip())
-        servers = [p for p in _descendants(pane) if "tau_tui.core.cluster.sim.process_server" in _command_line(p)]
+        servers = [p for p in _descendants(pane) if "tau_tui.core.sim.process_server" in _command_line(p)]
         assert len(servers) == 1, "the simulated cluster does not run in a process of its own"
         tmux.command("nodes")
         tmux.wait_for("gpu-node-1", "Xid48")

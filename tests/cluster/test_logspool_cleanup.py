@@ -1,6 +1,6 @@
 """Log spools are removed when their stream closes, when the process exits (signals included),
 and when a later start finds them left by a dead process; saved logs never widen the spool's
-mode (issue #13 item 8)."""
+mode."""
 
 from __future__ import annotations
 

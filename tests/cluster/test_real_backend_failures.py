@@ -1,4 +1,4 @@
-"""The real backend's informers against a server that stalls or answers 401 (issue #13 item 2).
+"""The real backend's informers against a server that stalls or answers 401.
 
 Bounded by counts of waits, never asserting how long anything took."""
 
@@ -8,7 +8,7 @@ from tau_tui.core.cluster.changes import ConnectionStatus, ViewStatus
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.kubeconfig import RequestTimeouts
 from tau_tui.core.cluster.real import KubernetesBackend
-from tests.core.test_cli_runtime_hardening import StallServer, _answering_server, _status, kubeconfig
+from tests.stub_servers import StallServer, answering_server, api_status, kubeconfig
 
 BOUND = 60  # seconds a wait may take before the test fails: far above the 1 s limits below
 
@@ -29,7 +29,7 @@ def test_an_informer_on_a_stalled_server_reports_the_read_timeout_naming_the_ser
 
 
 def test_an_informer_answered_401_says_log_in_again_not_no_access(tmp_path):
-    server = _answering_server(lambda _path: (401, "application/json", _status(401, "Unauthorized", "Unauthorized")))
+    server = answering_server(lambda _path: (401, "application/json", api_status(401, "Unauthorized", "Unauthorized")))
     path = kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{server.server_port}", {"token": "expired"})
     backend = KubernetesBackend(path, kinds=[ResourceKind.CLUSTER_QUEUE], timeouts=RequestTimeouts(1, 1, 1))
     try:

@@ -16,11 +16,12 @@ from typing import Any
 from tau_tui.core.cluster.clock import ManualClock
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.sim.backend import SimulatedBackend
-from tau_tui.core.cluster.sim.cluster_process import SimulatedClusterProcess
-from tau_tui.core.cluster.sim.process_backend import ProcessSimulatedBackend
-from tau_tui.core.cluster.sim.store import qualified
-from tau_tui.core.cluster.sim.world import SimSettings, SimulatedCluster
+from tau_tui.core.sim.backend import SimulatedBackend
+from tau_tui.core.sim.cluster_process import SimulatedClusterProcess
+from tau_tui.core.sim.process_backend import ProcessSimulatedBackend
+from tau_tui.core.sim.settings import SimSettings
+from tau_tui.core.sim.store import qualified
+from tau_tui.core.sim.world import SimulatedCluster
 
 _counter = itertools.count(1)
 

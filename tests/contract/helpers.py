@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from tests import builders
 from tests.harness.kwok import KEEP_RUNNING_ANNOTATIONS
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -50,34 +51,23 @@ def job(namespace: str, name: str, queue: str, gpus: int = 1, workers: int = 1, 
     annotations = dict(KEEP_RUNNING_ANNOTATIONS) if keep_running else {}
     if restarted:  # the simulator gives such pods a terminated previous container; KWOK serves one for every pod
         annotations["sim.tau-tui.io/restarts"] = "1"
-    return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "parallelism": workers, "completions": workers, "backoffLimit": 0, "suspend": True,
-            "template": {
-                "metadata": {"annotations": annotations},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "tolerations": [{"operator": "Exists"}],
-                    "containers": [{"name": "main", "image": "registry.local/tau/train:1",
-                                    "resources": {"requests": resources, "limits": resources}}],
-                },
-            },
-        },
-    }
+    return builders.job(
+        name, namespace, labels=labels, suspend=True, api=True,
+        spec={"parallelism": workers, "completions": workers, "backoffLimit": 0},
+        pod_metadata={"annotations": annotations},
+        pod_spec={"restartPolicy": "Never", "tolerations": [{"operator": "Exists"}],
+                  "containers": [{"name": "main", "image": "registry.local/tau/train:1",
+                                  "resources": {"requests": resources, "limits": resources}}]})
 
 
 def node(name: str, gpus: int = 8) -> dict:
-    capacity = {"cpu": "96", "memory": "1843Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "spec": {}, "status": {"capacity": capacity, "allocatable": capacity}}
+    return builders.node(name, ready=None, gpus=gpus, capacity={"cpu": "96", "memory": "1843Gi", "pods": "110"},
+                         labels={"kubernetes.io/hostname": name}, api=True)
 
 
 def pod_on_node(namespace: str, name: str, node_name: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"nodeName": node_name, "containers": [{"name": "main", "image": "registry.local/tau/idle:1"}],
-                     "tolerations": [{"operator": "Exists"}]}}
+    return builders.pod(name, namespace, node=node_name, image="registry.local/tau/idle:1", phase=None,
+                        spec={"tolerations": [{"operator": "Exists"}]}, api=True)
 
 
 class Recorder:

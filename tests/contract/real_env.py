@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tau_tui.core.cluster.common import ApiFailure
+from tau_tui.core.cluster.api_failure import ApiFailure
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.kubeconfig import KubeconfigSource

@@ -10,8 +10,8 @@ from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.real import KubernetesBackend
-from tau_tui.core.cluster.sim.backend import SimulatedBackend
-from tau_tui.core.cluster.sim.scenario import build_world
+from tau_tui.core.sim.backend import SimulatedBackend
+from tau_tui.core.sim.scenario import build_world
 from tests.contract.envs import wait_real
 from tests.contract.real_env import RealEnv
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tau_tui.core.cluster.changes import ChangeType, ViewStatus
-from tau_tui.core.cluster.common import PDB_TYPE
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tau_tui.core.cluster.positions import PositionSource
+from tau_tui.core.cluster.submission_kinds import PDB_TYPE
 from tests.contract import helpers as h
 
 R = ResourceKind

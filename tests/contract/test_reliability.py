@@ -1,7 +1,7 @@
 """Reliability on a real control plane: API server killed mid-watch, a forced
 410 relist, a log stream broken mid-follow.  Tier fixtures come from
-tests/harness; the same scenarios run on the simulated backend in
-tests/cluster/test_sim_reliability.py."""
+tests/harness; the broken log stream runs on the simulated backend too, in
+tests/sim/test_logs.py."""
 
 from __future__ import annotations
 

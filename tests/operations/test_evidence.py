@@ -1,4 +1,4 @@
-"""Evidence records (#14 item 6) on the simulated backend: capture, the store, bundles, verification
+"""Evidence records on the simulated backend: capture, the store, bundles, verification
 of edited, missing and extra files, hostile archives, redaction, and the app's recorder."""
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import pytest
 import yaml
 
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.sim.backend import SimulatedBackend
-from tau_tui.core.cluster.sim.scenario import build_world
 from tau_tui.core.operations.evidence import verify as verify_module
 from tau_tui.core.operations.evidence.bundle import MANIFEST_NAME, ExportError, bundle_bytes, write_bundle
 from tau_tui.core.operations.evidence.capture import capture, capture_live, live_nodes, outcome_of
@@ -26,7 +24,9 @@ from tau_tui.core.operations.evidence.submission import keep_submission
 from tau_tui.core.operations.evidence.verify import verify_bundle
 from tau_tui.core.operations.rundocument import read_run
 from tau_tui.core.operations.runstatus import compute_run_status
-from tests.core.test_cli_runs import TINY
+from tau_tui.core.sim.backend import SimulatedBackend
+from tau_tui.core.sim.scenario import build_world
+from tests.scenarios import tiny_backend
 
 FAILED = ("team-nlp", "eval-mmlu-0301")  # failed in the demo scenario
 RUNNING = ("taugrid-default", "llama-70b-sft")  # running on two nodes in the demo scenario
@@ -280,17 +280,6 @@ def test_missing_bundle_is_named(tmp_path):
 # -- the app's recorder ------------------------------------------------------------
 
 
-def tiny_backend(tmp_path):
-    """The tiny CLI scenario ("blocker" succeeds 30-40 s in, "first" then runs), watched."""
-    scenario = tmp_path / "tiny.yaml"
-    scenario.write_text(TINY)
-    world = build_world(str(scenario))
-    backend = SimulatedBackend(world)
-    backend.start()
-    assert backend.wait_synced(10)
-    return world, backend
-
-
 @pytest.fixture
 def tiny(tmp_path):
     world, backend = tiny_backend(tmp_path)
@@ -403,7 +392,7 @@ def test_recorder_sleeps_while_a_person_waits_and_no_longer_than_its_bound(demo,
         waits_until["at"] -= seconds
 
     monkeypatch.setattr(recorder_module, "RUNS_BETWEEN_NAPS", 1)
-    recorder = EvidenceRecorder(backend, store, world.now, person_waits_until=lambda: waits_until["at"]).start(thread=False)
+    recorder = EvidenceRecorder(backend, store, world.now, foreground_busy_until=lambda: waits_until["at"]).start(thread=False)
     read_index = recorder._index.current
     recorder._index.current = lambda: (happened.append("read"), read_index())[1]  # type: ignore[method-assign]
     recorder.nap = nap
@@ -435,7 +424,7 @@ def test_closing_the_recorder_ends_a_nap_for_a_person_at_once(demo, store):
     world, backend = demo
     backend.start()
     assert backend.wait_synced(10)
-    recorder = EvidenceRecorder(backend, store, world.now, person_waits_until=lambda: float("inf")).start(thread=False)
+    recorder = EvidenceRecorder(backend, store, world.now, foreground_busy_until=lambda: float("inf")).start(thread=False)
     naps: list[float] = []
 
     def nap(seconds: float) -> None:

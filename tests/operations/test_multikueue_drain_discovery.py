@@ -1,4 +1,4 @@
-"""The drain discovers the MultiKueue footprint live and never trusts the plan's names (#32 item 1),
+"""The drain discovers the MultiKueue footprint live and never trusts the plan's names,
 counts the dedicated Workloads directly (9b), checks the workers' pods directly (9d), and its
 timeouts are deadlines on the simulated clock, bounded by counts (9e).  All on the simulated fleet."""
 
@@ -10,7 +10,6 @@ from dataclasses import replace
 import pytest
 
 from tau_tui import cli
-from tau_tui.commands import multikueue_command
 from tau_tui.commands.parser import EXIT_NOT_VERIFIED
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
@@ -18,30 +17,25 @@ from tau_tui.core.operations.multikueue_steps import drain as drain_steps
 from tau_tui.core.operations.multikueue_steps import open_exercise
 from tau_tui.core.operations.multikueue_steps.engine import Check, Outcome, Step, StepState
 from tau_tui.core.operations.multikueue_steps.setup import DRAINED_TEAM
-from tests.multikueue_lab import DEMO_MULTIKUEUE, Lab, lab_job, make_lab, retire_demo_multikueue
+from tests.multikueue_lab import (
+    DEMO_MULTIKUEUE,
+    LAB_PLAN,
+    YES,
+    Lab,
+    dispatch,
+    drive_cli_with,
+    lab_pod,
+    retire_demo_multikueue,
+)
 
 R = ResourceKind
-YES = lambda preview: True  # noqa: E731
 LAB_PROFILE = "azure.research.multicluster.lab"
-
-
-@pytest.fixture
-def lab(tmp_path) -> Lab:
-    return make_lab(tmp_path)
 
 
 def set_up(lab: Lab, *, retire_demo: bool = True) -> None:
     if retire_demo:
         retire_demo_multikueue(lab)
     assert lab.exercise("setup").run(YES, timeout=30) is Outcome.VERIFIED
-
-
-def dispatch(lab: Lab, name: str = "mk-train") -> str:
-    lab.backend.submit([lab_job(name)])
-    lab.world.advance(15)
-    [wl] = [w for w in lab.backend.workloads("team-nlp") if w.queue_name == "mk-lab-queue" and name in w.name]
-    assert wl.cluster_name == "lab-worker-1"
-    return wl.name
 
 
 def profiles(lab: Lab) -> dict[str, dict]:
@@ -84,31 +78,13 @@ def test_a_plan_cluster_queue_that_is_not_multikueue_is_a_disagreement_and_never
 
 @pytest.fixture
 def cli_lab(lab, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setattr(multikueue_command, "multikueue_environment", lambda args: (lab.backend, lab.connector, lab.world.advance))
-    return lab
-
-
-PLAN = """\
-workers:
-  - {name: lab-worker-1, context: lab-worker-1, adminContext: lab-worker-1}
-  - {name: lab-worker-2, context: lab-worker-2, adminContext: lab-worker-2}
-namespaces: [team-nlp]
-lanes: [multicluster]
-admissionCheck: mk-lab
-config: mk-lab-workers
-clusterQueue: mk-lab-cq
-localQueue: mk-lab-queue
-profile: azure.research.multicluster.lab
-flavor: mk-lab-gpu
-"""
+    return drive_cli_with(lab, tmp_path, monkeypatch)
 
 
 def test_the_cli_drain_with_a_queue_that_does_not_exist_exits_4_naming_it(cli_lab, tmp_path, capsys):
     set_up(cli_lab)
     plan = tmp_path / "typo.yaml"
-    plan.write_text(PLAN.replace("localQueue: mk-lab-queue", "localQueue: mk-lab-queue-v2"))
+    plan.write_text(LAB_PLAN.replace("localQueue: mk-lab-queue", "localQueue: mk-lab-queue-v2"))
     assert cli.main(["multikueue", "drain", "--plan", str(plan), "--yes", "--timeout", "20"]) == EXIT_NOT_VERIFIED
     out = capsys.readouterr().out
     assert "not found: the plan and the cluster disagree" in out and "LocalQueue team-nlp/mk-lab-queue-v2" in out
@@ -209,10 +185,10 @@ def test_after_a_complete_drain_every_step_still_verifies_but_a_renamed_plan_doe
     assert any("ClusterQueue mk-lab-cq: removed by a drain (step 4)" in e for e in after[0].check.evidence)
 
 
-# -- 9b. --cancel-pending after HoldAndDrain --------------------------------------------------------
+# -- --cancel-pending after HoldAndDrain --------------------------------------------------------
 
 def count_like_kueue(lab: Lab, monkeypatch) -> None:
-    """What Kueue reports on a real manager (#32 9b): a workload evicted into a held LocalQueue is
+    """What Kueue reports on a real manager: a workload evicted into a held LocalQueue is
     counted nowhere, so the ClusterQueue and LocalQueue say pending 0 while it waits there."""
     kueue, store = lab.world.kueue, lab.world.store
     original = kueue.queue_status
@@ -249,16 +225,14 @@ def test_an_evicted_run_in_the_held_queue_keeps_step_2_open_until_cancel_pending
     assert read(lab, R.JOB, "mk-train", "team-nlp") is None
 
 
-# -- 9d. pods checked directly on the workers -----------------------------------------------------
+# -- pods checked directly on the workers -----------------------------------------------------
 
 def worker_pod(name: str, *, terminating: bool) -> dict:
-    meta: dict = {"name": name, "namespace": "team-nlp", "labels": {"job-name": "mk-train", "batch.kubernetes.io/job-name": "mk-train"},
-                  "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "mk-train", "uid": "u-1", "controller": True}]}
+    meta: dict = {"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "mk-train", "uid": "u-1", "controller": True}]}
     if terminating:
         meta.update(deletionTimestamp="2026-03-03T08:00:00Z", deletionGracePeriodSeconds=600)
-    return {"metadata": meta, "spec": {"nodeName": "lab-worker-1-gpu-0", "terminationGracePeriodSeconds": 600,
-                                       "containers": [{"name": "trainer", "image": "ghcr.io/azure/tau-train:1.4.2"}]},
-            "status": {"phase": "Running"}}
+    return lab_pod("lab-worker-1-gpu-0", name=name, labels={"job-name": "mk-train", "batch.kubernetes.io/job-name": "mk-train"},
+                   metadata=meta, spec={"terminationGracePeriodSeconds": 600})
 
 
 def test_step_3_waits_for_a_pod_still_terminating_on_the_worker_after_its_job_is_gone(lab):
@@ -282,7 +256,7 @@ def test_step_3_waits_for_a_pod_still_terminating_on_the_worker_after_its_job_is
     assert lab.exercise("drain").run(YES, timeout=30) is Outcome.VERIFIED
 
 
-# -- 9e. deadlines on the clock, bounded by counts ----------------------------------------------
+# -- deadlines on the clock, bounded by counts ----------------------------------------------
 
 class SlowStep(Step):
     """A step whose verification takes simulated time (a slow or unreachable API server)."""

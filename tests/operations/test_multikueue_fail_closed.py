@@ -1,4 +1,4 @@
-"""#32, on the simulated fleet: a manager that cannot be asked is an error (exit 1), never a refusal
+"""On the simulated fleet: a manager that cannot be asked is an error (exit 1), never a refusal
 (exit 3) or a verification; a worker kubeconfig placed in the Secret by hand is held to the rules
 setup's own step 1 applies (Kueue would refuse it), so step 1 does not verify over it."""
 
@@ -10,9 +10,7 @@ import yaml
 
 from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.engine import Outcome, StepState
-from tests.multikueue_lab import make_lab
-
-YES = lambda preview: True  # noqa: E731
+from tests.multikueue_lab import YES, make_lab
 
 
 def test_an_unreachable_manager_is_an_error_not_a_refusal(tmp_path):

@@ -1,4 +1,4 @@
-"""The dependency matrix fails closed (issue #32, defect 3): a cell the tool cannot
+"""The dependency matrix fails closed: a cell the tool cannot
 establish is ``? unknown`` naming what it could not read, and every column the seed's
 "Worker dependency and security contract" lists that the API can show (versions by
 minor from what the servers serve, images and their pull secrets, dataset and
@@ -18,10 +18,10 @@ from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.operations.multikueue_steps.access import CRD, PVC, SECRET
 from tau_tui.core.operations.multikueue_steps.engine import Outcome, StepState
 from tau_tui.core.operations.multikueue_steps.matrix import _compare, dependency_matrix
-from tests.multikueue_lab import Lab, make_lab
+from tests import builders
+from tests.multikueue_lab import YES, Lab, make_lab
 
 R = ResourceKind
-YES = lambda preview: True  # noqa: E731
 # Spelt out here (not imported) so this file also runs against code that lacks them.
 NETWORK_POLICY = ResourceType("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True)
 TOPOLOGY = ResourceType("kueue.x-k8s.io", "v1beta2", "topologies", "Topology", False)
@@ -29,11 +29,6 @@ DEPLOYMENT = ResourceType("apps", "v1", "deployments", "Deployment", True)
 NS = "team-nlp"
 #: What `storage.data_pvc: blob-training` in a tau.yaml renders to (the golden render test's output).
 DATA_PVC_RENDER = Path(__file__).resolve().parents[1] / "data" / "configs" / "valid-data-pvc" / "expected.yaml"
-
-
-@pytest.fixture
-def lab(tmp_path) -> Lab:
-    return make_lab(tmp_path)
 
 
 def setup_outcome(lab: Lab) -> Outcome:
@@ -68,7 +63,7 @@ def recent_run(lab: Lab, rt: ResourceType, obj: dict[str, Any]) -> None:
 
 def job(name: str, **pod_spec: Any) -> dict[str, Any]:
     spec = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "nlpregistry.azurecr.io/nlp/train:2.0"}], **pod_spec}
-    return {"metadata": {"name": name}, "spec": {"suspend": True, "template": {"spec": spec}}}
+    return builders.job(name, suspend=True, pod_spec=spec)
 
 
 # -- versions ----------------------------------------------------------------------------------

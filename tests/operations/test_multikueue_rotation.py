@@ -1,4 +1,4 @@
-"""Credential rotation and revocation on the simulated fleet (issue 32, defects 4 and 5):
+"""Credential rotation and revocation on the simulated fleet:
 rotation proves Kueue reconnected with the new credential (a stale Active=True is not
 proof), and revocation is verified only by the worker's 401, kept in the exercise record
 so a restart still knows what was revoked; without adminContext it is ⚠, never ✓."""
@@ -8,25 +8,25 @@ from __future__ import annotations
 import base64
 import json
 
-import pytest
-import yaml
-
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.engine import Outcome
 from tau_tui.core.operations.multikueue_steps.records import list_records
 from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
 from tau_tui.core.operations.multikueue_steps.simulated_fleet import WORKER_IDENTITY
-from tests.multikueue_lab import Lab, make_lab, retire_demo_multikueue
+from tests.multikueue_lab import (
+    LAB_PLAN,
+    YES,
+    Lab,
+    drive_cli_with,
+    retire_demo_multikueue,
+    revoke_by_hand,
+    token_of,
+    without_admin,
+)
 
 R = ResourceKind
-YES = lambda preview: True  # noqa: E731
 NS = "kueue-system"
-
-
-@pytest.fixture
-def lab(tmp_path) -> Lab:
-    return make_lab(tmp_path)
 
 
 def set_up(lab: Lab) -> None:
@@ -39,16 +39,6 @@ def set_up_to_drain(lab: Lab) -> None:
     set_up(lab)
 
 
-def token_of(lab: Lab, secret_name: str) -> str:
-    data = lab.world.store.read(SECRET, secret_name, NS)["data"]["kubeconfig"]
-    return str(yaml.safe_load(base64.b64decode(data))["users"][0]["user"]["token"])
-
-
-def revoke_by_hand(lab: Lab, worker: str, token: str) -> None:
-    """What an identity system does: the token stops authenticating on the worker."""
-    lab.fleet.workers[worker].store.tokens.pop(token, None)
-
-
 def rotation(lab: Lab, *, plan=None, **inputs):
     return lab.exercise("rotate", plan, vault=CredentialVault(lab.backend.current_context),
                         inputs={"worker": "lab-worker-1", **inputs})
@@ -59,18 +49,12 @@ def active(lab: Lab, worker: str = "lab-worker-1") -> dict:
     return next(c for c in mkc["status"]["conditions"] if c["type"] == "Active")
 
 
-def without_admin(plan):
-    """The plan without adminContext: the tool cannot revoke on the workers (setup reads the matrix with it)."""
-    return plan.__class__(**{**plan.__dict__, "workers": tuple(
-        w.__class__(**{**w.__dict__, "admin_context": None}) for w in plan.workers)})
-
-
 def record_of(lab: Lab, flow: str) -> dict:
     [path] = [r.path for r in list_records(lab.records) if r.flow == flow][-1:]
     return json.loads(path.read_text())
 
 
-# -- defect 4: a stale Active=True is not proof ------------------------------------------
+# -- a stale Active=True is not proof ------------------------------------------
 
 def test_a_new_credential_kueue_cannot_use_is_not_verified_and_the_old_one_is_kept(lab, memory_keyring):
     set_up(lab)
@@ -124,7 +108,7 @@ def test_rotation_proves_the_reconnect_and_keeps_its_time_on_the_secret(lab, mem
     assert any(f"dropped the old connection at {dropped}" in e for e in step.check.evidence)
 
 
-# -- defect 5: revocation is proven by a 401, recorded, and never ✓ without it ---------------
+# -- revocation is proven by a 401, recorded, and never ✓ without it ---------------
 
 def test_drain_without_admin_context_ends_revoke_in_your_identity_system(lab):
     set_up_to_drain(lab)
@@ -201,16 +185,13 @@ def test_rotation_without_admin_context_is_not_verified_until_the_old_credential
 
 def test_the_cli_drain_without_admin_context_exits_4_and_says_what_to_do(lab, tmp_path, monkeypatch, capsys):
     from tau_tui import cli
-    from tau_tui.commands import multikueue_command
     from tau_tui.commands.parser import EXIT_NOT_VERIFIED
-    from tests.operations.test_multikueue_cli import PLAN
 
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setattr(multikueue_command, "multikueue_environment", lambda args: (lab.backend, lab.connector, lab.world.advance))
+    drive_cli_with(lab, tmp_path, monkeypatch)
     lab.records = tmp_path / "data" / "tau-tui" / "multikueue" / "records"
     set_up_to_drain(lab)
     plan = tmp_path / "no-admin.yaml"
-    plan.write_text(PLAN.replace(", adminContext: lab-worker-1", "").replace(", adminContext: lab-worker-2", ""))
+    plan.write_text(LAB_PLAN.replace(", adminContext: lab-worker-1", "").replace(", adminContext: lab-worker-2", ""))
     assert cli.main(["multikueue", "drain", "--plan", str(plan), "--yes", "--timeout", "30"]) == EXIT_NOT_VERIFIED
     out = capsys.readouterr().out
     assert "⚠ 5. Revoke and delete the worker credentials" in out and "revocation unproven" in out

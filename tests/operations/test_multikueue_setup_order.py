@@ -1,4 +1,4 @@
-"""Setup in the seed's order (issue #32, defects 2, 6 and 9a): the profile is published to no tenant
+"""Setup in the seed's order: the profile is published to no tenant
 at step 4 and authorised only by step 5, after the dependency matrix verifies; step 4 refuses the
 default queue also when the dedicated setup already exists; the tenant check asks
 SubjectAccessReview with the groups a tenant really has; a cluster-wide write binding on a worker
@@ -21,10 +21,9 @@ from tau_tui.core.operations.multikueue_steps.engine import Outcome, StepState
 from tau_tui.core.operations.multikueue_steps.plan import plan_from_mapping
 from tau_tui.core.operations.multikueue_steps.simulated_fleet import WORKER_IDENTITY
 from tau_tui.core.runconfig.profiles import Caller, SelectionError, profile_set_from_taucluster, select
-from tests.multikueue_lab import Lab, make_lab
+from tests.multikueue_lab import YES, Lab, make_lab
 
 R = ResourceKind
-YES = lambda preview: True  # noqa: E731
 PROFILE = "azure.research.multicluster.lab"
 PLAN = {
     "workers": [{"name": "lab-worker-1", "context": "lab-worker-1", "adminContext": "lab-worker-1"},
@@ -41,11 +40,6 @@ AUTHORISED = [Caller("team-nlp", "nlp", "training")]
 
 def plan(**changes):
     return plan_from_mapping({**PLAN, **changes}, "plan.yaml")
-
-
-@pytest.fixture
-def lab(tmp_path) -> Lab:
-    return make_lab(tmp_path)
 
 
 def refused_to_everyone(lab: Lab) -> None:
@@ -65,7 +59,7 @@ def states(exercise) -> list[str]:
     return [s.state.value for s in exercise.survey()]
 
 
-# -- defect 2: tenants are authorised only after the matrix verifies --------------------------------
+# -- tenants are authorised only after the matrix verifies --------------------------------
 
 def test_setup_stopped_at_the_matrix_leaves_every_tenant_refused_then_authorises_when_it_verifies(lab):
     too_big = lab.exercise("setup", plan(gpusPerWorker=64))
@@ -134,7 +128,7 @@ def test_setup_after_a_full_drain_authorises_only_at_step_5(lab):
     selectable_by_the_tenants(lab)
 
 
-# -- defect 9a: the default queue is refused at step 4 also when the setup exists -------------------
+# -- the default queue is refused at step 4 also when the setup exists -------------------
 
 def test_a_plan_naming_the_default_queue_is_refused_at_step_4_over_an_existing_setup(lab):
     assert lab.exercise("setup", plan()).run(YES, timeout=30) is Outcome.VERIFIED
@@ -166,7 +160,7 @@ def test_an_existing_profile_or_local_queue_leading_to_the_default_queue_is_refu
     assert status.state is StepState.REFUSED and "feeds ClusterQueue jobqueue, which backs the default queue" in status.check.reason
 
 
-# -- defect 6: the tenant check with groups; a cluster-wide write binding is refused ---------------
+# -- the tenant check with groups; a cluster-wide write binding is refused ---------------
 
 @pytest.mark.parametrize("group", ["system:serviceaccounts:team-nlp", "system:serviceaccounts", "system:authenticated"])
 def test_a_grant_to_a_tenant_group_is_seen_by_the_tenant_check(lab, group):

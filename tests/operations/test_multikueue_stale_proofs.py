@@ -1,4 +1,4 @@
-"""#32, on the simulated fleet: proofs that must not outlive what they prove.
+"""On the simulated fleet: proofs that must not outlive what they prove.
 
 * a 401 kept from an earlier drain proves nothing about the credentials a later setup stored;
 * a setup run again while the matrix no longer verifies withdraws the tenants' authorisation
@@ -15,11 +15,9 @@ from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.engine import Outcome, StepState
 from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
 from tau_tui.core.runconfig.profiles import Caller, SelectionError, profile_set_from_taucluster, select
-from tests.multikueue_lab import Lab, make_lab, retire_demo_multikueue
-from tests.operations.test_multikueue_rotation import revoke_by_hand, token_of, without_admin
+from tests.multikueue_lab import YES, Lab, make_lab, retire_demo_multikueue, revoke_by_hand, token_of, without_admin
 
 R = ResourceKind
-YES = lambda preview: True  # noqa: E731
 
 
 @pytest.fixture

@@ -23,15 +23,9 @@ from tau_tui.core.operations.multikueue_steps.records import list_records
 from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
 from tau_tui.core.operations.multikueue_steps.simulated_fleet import WORKER_IDENTITY
 from tau_tui.core.runconfig.profiles import Caller, SelectionError, profile_set_from_taucluster, select
-from tests.multikueue_lab import Lab, lab_job, make_lab, retire_demo_multikueue
+from tests.multikueue_lab import YES, Lab, dispatch, make_lab, retire_demo_multikueue
 
 R = ResourceKind
-YES = lambda preview: True  # noqa: E731
-
-
-@pytest.fixture
-def lab(tmp_path) -> Lab:
-    return make_lab(tmp_path)
 
 
 def set_up(lab: Lab) -> None:
@@ -227,14 +221,6 @@ def test_the_dedicated_profile_is_selectable_only_while_multikueue_is_currently_
         select(profile_set_from_taucluster(stale), "azure.research.multicluster.lab", caller)
 
 
-def _dispatch(lab: Lab, name: str = "mk-train") -> str:
-    lab.backend.submit([lab_job(name)])
-    lab.world.advance(15)
-    [wl] = [w for w in lab.backend.workloads("team-nlp") if w.queue_name == "mk-lab-queue" and name in w.name]
-    assert wl.cluster_name == "lab-worker-1"
-    return wl.name
-
-
 def worker_jobs(lab: Lab) -> dict[str, list[str]]:
     return {n: sorted(o["metadata"]["name"] for o in w.store.items(R.JOB.type)) for n, w in lab.fleet.workers.items()}
 
@@ -242,7 +228,7 @@ def worker_jobs(lab: Lab) -> dict[str, list[str]]:
 def test_drain_is_enforced_in_order_and_leaves_the_workers_clean(lab):
     retire_demo_multikueue(lab)  # the demo's own wiring has workers the plan does not list: a drain refuses it
     set_up(lab)
-    workload = _dispatch(lab)
+    workload = dispatch(lab)
     assert worker_jobs(lab)["lab-worker-1"] == ["mk-train"]
     drain = lab.exercise("drain")
     revoke = drain.flow.steps[4]
@@ -265,7 +251,7 @@ def test_drain_is_enforced_in_order_and_leaves_the_workers_clean(lab):
 def test_drain_then_setup_again_then_drain_again(lab):
     retire_demo_multikueue(lab)
     set_up(lab)
-    _dispatch(lab)
+    dispatch(lab)
     drain = lab.exercise("drain", inputs={"cancel": "all-pending"})
     assert drain.run(YES, timeout=30) is Outcome.VERIFIED
     reenable = lab.exercise("setup")
@@ -274,7 +260,7 @@ def test_drain_then_setup_again_then_drain_again(lab):
         lab.fleet.mint(worker, context=worker)
     reenable = lab.exercise("setup")
     assert reenable.run(YES, timeout=30) is Outcome.VERIFIED
-    _dispatch(lab, "mk-train-2")
+    dispatch(lab, "mk-train-2")
     second = lab.exercise("drain", inputs={"cancel": "all-pending"})
     assert second.run(YES, timeout=30) is Outcome.VERIFIED
     assert worker_jobs(lab) == {"lab-worker-1": [], "lab-worker-2": []}

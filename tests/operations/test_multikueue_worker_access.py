@@ -1,4 +1,4 @@
-"""#32, the worker credential's review fails closed: a rules review the worker's authorizer cannot
+"""The worker credential's review fails closed: a rules review the worker's authorizer cannot
 complete (a webhook, as with AKS and Azure RBAC) proves nothing, and rights Kueue never needs are
 asked one by one wherever they are bound (a RoleBinding to read Secrets in kube-system passed before)."""
 

@@ -1,4 +1,4 @@
-"""Record and replay (#14 item 7), core level: the format round-trips, a seek reads one keyframe's
+"""Record and replay, core level: the format round-trips, a seek reads one keyframe's
 member (counted, not timed), a cut file replays up to its last record, secrets never reach the
 file, bad files get one message naming them, and a replay refuses every change."""
 
@@ -15,13 +15,13 @@ import pytest
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.logspool.log_requests import LogRequest
-from tau_tui.core.cluster.sim.backend import SimulatedBackend
-from tau_tui.core.cluster.sim.scenario import build_world
 from tau_tui.core.operations.recording import format as fmt
 from tau_tui.core.operations.recording.reader import RecordingReader
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.core.operations.recording.replay_clock import parse_seek
 from tau_tui.core.operations.recording.writer import SessionRecorder
+from tau_tui.core.sim.backend import SimulatedBackend
+from tau_tui.core.sim.scenario import build_world
 
 SECRET = "hf_s3cr3tT0kenValue1234567890"
 

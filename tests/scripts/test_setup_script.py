@@ -1,4 +1,4 @@
-"""scripts/setup.sh repairs a broken .venv and serialises concurrent runs (issue #11).
+"""scripts/setup.sh repairs a broken .venv and serialises concurrent runs.
 
 Runs the real script against a one-module project in a temporary directory, so no test
 touches the worktree's own .venv; pip installs only setuptools (from the warm cache).

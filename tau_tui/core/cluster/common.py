@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from tau_tui.core.cluster.api_failure import ApiFailure, failure_result
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ChangeCallback, ConnectionState, StateCallback, Subscription, ViewState
 from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view
@@ -32,6 +33,7 @@ from tau_tui.core.cluster.positions import (
     estimated_local_queue_report,
     parse_pending_workloads_summary,
 )
+from tau_tui.core.cluster.submission_kinds import EXTRA_TYPES, PDB_TYPE, resource_type_from_table
 from tau_tui.core.cluster.view_types import ObjectView
 
 #: The Service the renderer creates next to a multi-node Job (runconfig/manifests.py).
@@ -40,65 +42,6 @@ VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
 VISIBILITY_PAGE = 1000
 VISIBILITY_MAX_PAGES = 100
-
-
-class ApiFailure(Exception):
-    """An API call failed with an HTTP status (0 = no response)."""
-
-    def __init__(self, code: int, reason: str = "", message: str = "", body: Any = None):
-        super().__init__(message or reason or f"HTTP {code}")
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.body = body if body is not None else {"reason": reason, "message": message, "code": code}
-
-
-#: Kinds a rendered submission may contain beyond the watched ones.
-EXTRA_TYPES: dict[tuple[str, str], ResourceType] = {
-    ("", "Service"): ResourceType("", "v1", "services", "Service", True),
-    ("", "ConfigMap"): ResourceType("", "v1", "configmaps", "ConfigMap", True),
-    ("", "Secret"): ResourceType("", "v1", "secrets", "Secret", True),
-    ("", "ServiceAccount"): ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True),
-    ("", "PersistentVolumeClaim"): ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
-    ("ray.io", "RayCluster"): ResourceType("ray.io", "v1", "rayclusters", "RayCluster", True),
-    ("policy", "PodDisruptionBudget"): ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
-    ("rbac.authorization.k8s.io", "Role"): ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
-    ("rbac.authorization.k8s.io", "RoleBinding"): ResourceType(
-        "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True
-    ),
-    ("rbac.authorization.k8s.io", "ClusterRole"): ResourceType(
-        "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False
-    ),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ResourceType(
-        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
-    ),
-}
-PDB_TYPE = EXTRA_TYPES[("policy", "PodDisruptionBudget")]
-
-
-def resource_type_from_table(api_version: str, kind: str) -> ResourceType | None:
-    group = api_version.split("/", 1)[0] if "/" in api_version else ""
-    member = ResourceKind.for_kind(api_version, kind)
-    if member is not None:
-        return member.type
-    return EXTRA_TYPES.get((group, kind))
-
-
-def failure_result(
-    exc: ApiFailure, verb: str, rt: ResourceType, name: str, namespace: str | None, dry_run: bool
-) -> MutationResult:
-    return MutationResult(
-        ok=False,
-        verb=verb,
-        kind=rt.kind,
-        name=name,
-        namespace=namespace,
-        message=describe_api_error(
-            exc.code, verb=verb, resource=rt.qualified, namespace=namespace, name=name, body=exc.body, reason=exc.reason
-        ),
-        dry_run=dry_run,
-        code=exc.code,
-    )
 
 
 class BaseBackend(ClusterBackend):

@@ -6,7 +6,7 @@ implementations exist and are held to the same contract test suite
 
 * ``tau_tui.core.cluster.real.KubernetesBackend``: the official kubernetes
   client, list+watch per resource into a local cache (core threads only);
-* ``tau_tui.core.cluster.sim.backend.SimulatedBackend``: an in-process, seeded,
+* ``tau_tui.core.sim.backend.SimulatedBackend``: an in-process, seeded,
   clock-injectable simulated cluster driven by ``tau_tui/scenarios/*.yaml``
   (``tau-tui --demo`` and deterministic UI tests).
 
@@ -89,9 +89,9 @@ class Lifecycle(abc.ABC):
     def wait_synced(self, timeout: float = 30.0, kinds: Iterable[ResourceKind] | None = None) -> bool:
         """Block until every (given) view left SYNCING; True if it did in time."""
 
-    def user_active(self, seconds: float) -> None:  # noqa: B027  (most backends have nothing to defer)
-        """A person is pressing keys: work this backend does in this process on its own account (the
-        simulated cluster's controllers) may wait up to `seconds` so that the keys are answered first.
+    def foreground_busy(self, seconds: float) -> None:  # noqa: B027  (most backends have nothing to defer)
+        """The host's foreground wants the interpreter for `seconds`: work this backend does in this
+        process on its own account (the simulated cluster's controllers) may wait so it runs first.
         A cluster's own work runs elsewhere, so by default nothing waits."""
 
 

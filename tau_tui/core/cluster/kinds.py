@@ -6,6 +6,10 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from tau_gpuhealth.names import API_GROUP as _HEALTH_GROUP
+from tau_gpuhealth.names import API_VERSION as _HEALTH_VERSION
+from tau_gpuhealth.names import HEALTH_KIND as _HEALTH_KIND
+from tau_gpuhealth.names import HEALTH_PLURAL as _HEALTH_PLURAL
 from tau_tui.core.cluster.names import (
     KUEUE_GROUP,
     KUEUE_VERSION,
@@ -14,10 +18,6 @@ from tau_tui.core.cluster.names import (
     TAU_GROUP,
     TAU_VERSION,
 )
-from tau_tui.core.gpuhealth.names import API_GROUP as _HEALTH_GROUP
-from tau_tui.core.gpuhealth.names import API_VERSION as _HEALTH_VERSION
-from tau_tui.core.gpuhealth.names import HEALTH_KIND as _HEALTH_KIND
-from tau_tui.core.gpuhealth.names import HEALTH_PLURAL as _HEALTH_PLURAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,7 @@ class ResourceKind(enum.Enum):
     EVENT = ResourceType("", "v1", "events", "Event", True)
     NODE = ResourceType("", "v1", "nodes", "Node", False)
     #: The per-node GPU health custom resource written by the node agent
-    #: (coordinates from :mod:`tau_tui.core.gpuhealth.names`, one object per node).
+    #: (coordinates from :mod:`tau_gpuhealth.names`, one object per node).
     GPU_HEALTH = ResourceType(_HEALTH_GROUP, _HEALTH_VERSION, _HEALTH_PLURAL, _HEALTH_KIND, False)
     TAU_CLUSTER = ResourceType(TAU_GROUP, TAU_VERSION, "clusters", "TauCluster", False)
     TAU_WORKSPACE = ResourceType(TAU_GROUP, TAU_VERSION, "workspaces", "TauWorkspace", True)

@@ -20,9 +20,10 @@ from urllib.parse import quote
 
 from kubernetes import client as k8s
 
+from tau_tui.core.cluster.api_failure import ApiFailure
 from tau_tui.core.cluster.cache import Dispatcher, ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
-from tau_tui.core.cluster.common import ApiFailure, BaseBackend
+from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.convert import format_time, share_strings, strip_managed_fields
 from tau_tui.core.cluster.credentials import take_exec_failure
 from tau_tui.core.cluster.errors import describe_transport_error, no_access_message, not_authenticated_message

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tau_tui.core.gpuhealth.names import ANNOTATION_CORDON_TIMESTAMP, API_GROUP
+from tau_gpuhealth.names import ANNOTATION_CORDON_TIMESTAMP, API_GROUP
 
 GPU_RESOURCE = "nvidia.com/gpu"
 ANNOTATION_DRAIN_STARTED = f"{API_GROUP}/drain-started"

@@ -9,11 +9,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from tau_gpuhealth.nodeview import NodeHealthView, view_from_node
+from tau_gpuhealth.verdicts import Verdict
 from tau_tui.core.apifields import parse_time
 from tau_tui.core.cluster.names import GPU_NODE_CONDITIONS
 from tau_tui.core.cluster.view_types import GpuHealthView, NodeView, PodView, RayJobView
-from tau_tui.core.gpuhealth.nodeview import NodeHealthView, view_from_node
-from tau_tui.core.gpuhealth.verdicts import Verdict
 
 #: The agent's heartbeat period when its report does not say (gpu-health.md: 5 min).
 DEFAULT_HEARTBEAT_S = 300.0

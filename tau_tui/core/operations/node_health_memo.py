@@ -4,7 +4,7 @@ is before the next moment a heartbeat in it goes stale.
 The Runs and Nodes panes and the evidence recorder judge every node's GPU health on every read
 (2,000 nodes at ``--demo large``: about 0.14 s of the interpreter each time).  A judgement moves only
 when the node changes (the cache then holds a new view) or a heartbeat ages out
-(:func:`~tau_tui.core.gpuhealth.nodeview.view_holds_until`), so a read works out only those.  A
+(:func:`~tau_gpuhealth.nodeview.view_holds_until`), so a read works out only those.  A
 clock that went back (a replay moved to an earlier moment) works the node out again.  Reads and
 writes are single dictionary operations, safe from the panes' and the recorder's threads."""
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from tau_tui.core.cluster.view_types import NodeView
 
 if TYPE_CHECKING:  # GPU health (its pydantic models) loads with the first judgement, in a reading thread
-    from tau_tui.core.gpuhealth.nodeview import NodeHealthView
+    from tau_gpuhealth.nodeview import NodeHealthView
     from tau_tui.core.operations.gpufaults import NodeGpuFault
 
 
@@ -43,7 +43,7 @@ class NodeHealthMemo:
         if hit is not None and hit.node is node and hit.judged_at <= now \
                 and (hit.holds_until is None or now <= hit.holds_until):
             return hit
-        from tau_tui.core.gpuhealth.nodeview import view_holds_until
+        from tau_gpuhealth.nodeview import view_holds_until
         from tau_tui.core.operations.gpufaults import fault_of, heartbeat_period_of, node_health_view
 
         view = node_health_view(node, now)

@@ -36,7 +36,7 @@ from tau_tui.core.apifields import parse_time
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL, TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, PodView, RayJobView
 from tau_tui.core.operations.gpufaults import NodeGpuFault, gpu_hits
-from tau_tui.core.operations.runstatus import RunObjects
+from tau_tui.core.operations.run_objects import RunObjects
 from tau_tui.core.runconfig.rules import duration_seconds
 
 EXECUTION_ANNOTATION = f"{TAU_LABEL_PREFIX}workloadspec-execution"

@@ -1,6 +1,6 @@
 """Every run's objects indexed once, so picking one run's objects is a few look-ups.
 
-:func:`~tau_tui.core.operations.runstatus.objects_for_run` scans the lists it is given; called for
+:func:`~tau_tui.core.operations.run_objects.objects_for_run` scans the lists it is given; called for
 each of 20,000 runs with the whole lists that is 20,000 × 20,000 comparisons.  The Runs pane,
 ``tau-tui runs`` and the evidence recorder index the lists here instead: Workloads by owner uid
 (label ``kueue.x-k8s.io/job-uid`` or the controller ownerReference), pods by ``job-name`` or
@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from tau_tui.core.cluster.view_types import EventView, JobView, ObjectView, PodView, RayJobView, WorkloadView
 from tau_tui.core.operations.gpufaults import NodeGpuFault
-from tau_tui.core.operations.runstatus import RunObjects, run_objects
+from tau_tui.core.operations.run_objects import RunObjects, run_objects
 
 Key = tuple[str, str]
 _View = TypeVar("_View", bound=ObjectView)

@@ -17,7 +17,7 @@ from tau_tui.core.cluster.view_types import EventView, JobView, PodView, RayJobV
 
 if TYPE_CHECKING:  # types only: the app makes this memo before its first frame, the statuses come later
     from tau_tui.core.operations.gpufaults import NodeGpuFault
-    from tau_tui.core.operations.runstatus import RunStatus
+    from tau_tui.core.operations.run_status_types import RunStatus
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,9 @@ from tau_tui.core.cluster.view_types import (
 from tau_tui.core.operations.gpufaults import NodeGpuFault, node_gpu_faults
 from tau_tui.core.operations.recovery import RetryDecision
 from tau_tui.core.operations.run_index import RunIndex
-from tau_tui.core.operations.runstatus import STATE_SYMBOLS, RunObjects, RunStatus, compute_run_status, objects_for_run
+from tau_tui.core.operations.run_objects import RunObjects, objects_for_run
+from tau_tui.core.operations.run_status_types import STATE_SYMBOLS, RunStatus
+from tau_tui.core.operations.runstatus import compute_run_status
 
 API_VERSION = "tau.azure.com/v1alpha1"
 RUN_ID_LABEL = "tau.azure.com/run-id"

@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from tau_gpuhealth.names import CONDITION_DEGRADED, CONDITION_UNHEALTHY
+from tau_gpuhealth.nodeview import view_from_node
 from tau_tui.core.apifields import parse_time
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.convert import format_time
@@ -30,12 +32,12 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
 from tau_tui.core.cluster.view_types import GpuHealthView, NodeView, PodView
-from tau_tui.core.gpuhealth.names import CONDITION_DEGRADED, CONDITION_UNHEALTHY
-from tau_tui.core.gpuhealth.nodeview import view_from_node
 from tau_tui.core.operations.evidence.redaction import redact_object, redact_text
 from tau_tui.core.operations.evidence.store import EvidenceStore, RecordSummary, Submission
+from tau_tui.core.operations.run_objects import RunObjects
+from tau_tui.core.operations.run_status_types import RunStatus
 from tau_tui.core.operations.rundocument import read_run
-from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
+from tau_tui.core.operations.runstatus import compute_run_status
 
 RECORD_FORMAT = "tau.azure.com/evidence-record/v1"
 CONFIG_HASH_ANNOTATION = "tau.azure.com/config-hash"

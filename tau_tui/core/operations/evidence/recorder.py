@@ -19,7 +19,6 @@ from datetime import datetime
 from functools import partial
 
 from tau_tui.core.cluster.changes import ChangeBatch, ChangeType, Subscription
-from tau_tui.core.cluster.give_way import give_way
 from tau_tui.core.cluster.interfaces import ClusterBackend, is_tau_run
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import JobView, NodeView, PodView, RayJobView
@@ -28,11 +27,14 @@ from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.live_run_index import LiveRunIndex
 from tau_tui.core.operations.node_health_memo import NodeHealthMemo
+from tau_tui.core.operations.run_objects import RunObjects
 from tau_tui.core.operations.run_status_memo import RunInputs, RunStatusMemo
-from tau_tui.core.operations.runstatus import RunObjects, RunStatus, compute_run_status
+from tau_tui.core.operations.run_status_types import RunStatus
+from tau_tui.core.operations.runstatus import compute_run_status
+from tau_tui.core.pacing import BusyUntil, give_way
 
 RunKey = tuple[str, str]
-#: The recorder looks whether a person waits after this many runs (a few milliseconds of work)...
+#: The recorder looks whether its host's foreground is busy after this many runs (a few milliseconds of work)...
 RUNS_BETWEEN_NAPS = 32
 #: ...and sleeps for them at most this long per batch, so that it still records.
 MAX_NAPS_PER_BATCH_S = 10.0
@@ -43,12 +45,12 @@ class EvidenceRecorder:
     def __init__(self, backend: ClusterBackend, store: EvidenceStore, clock: Callable[[], datetime],
                  on_captured: Callable[[CaptureResult], None] | None = None,
                  statuses: RunStatusMemo | None = None, node_health: NodeHealthMemo | None = None,
-                 person_waits_until: Callable[[], float] | None = None) -> None:
+                 foreground_busy_until: BusyUntil | None = None) -> None:
         self.backend = backend
-        #: Until when (monotonic) a person waits for this process (the app passes its keys' hold): the
+        #: Until when (monotonic) the host's foreground wants the interpreter (the app says): the
         #: recorder shares the interpreter with them, and nobody waits for it, so it sleeps till then.
-        self.person_waits_until = person_waits_until
-        #: Seconds the recorder slept for a person (tests bound it), and how it sleeps.
+        self.foreground_busy_until = foreground_busy_until
+        #: Seconds the recorder slept for the foreground (tests bound it), and how it sleeps.
         self.napped_s = 0.0
         self.nap: Callable[[float], None] = time.sleep
         #: Shared with the Runs pane: a status worked out here is not worked out there again.
@@ -66,7 +68,7 @@ class EvidenceRecorder:
         self._queue: queue.Queue[tuple[RunKey, bool]] = queue.Queue()
         self._subscription: Subscription | None = None
         self._thread: threading.Thread | None = None
-        #: Set by close(): a nap for a person ends at once.
+        #: Set by close(): a nap for the foreground ends at once.
         self._closing = threading.Event()
         self.captured = 0
         self.last_error = ""
@@ -131,8 +133,8 @@ class EvidenceRecorder:
                 return
 
     def _give_way(self, napped: float) -> float:
-        """Sleep while a person waits (at most what is left of this batch's naps); the seconds slept."""
-        waits_until = self.person_waits_until
+        """Sleep while the foreground is busy (at most what is left of this batch's naps); the seconds slept."""
+        waits_until = self.foreground_busy_until
         if waits_until is None or napped >= MAX_NAPS_PER_BATCH_S:
             return 0.0
         return give_way(lambda: 0.0 if self._closing.is_set() else waits_until(), MAX_NAPS_PER_BATCH_S - napped,

@@ -2,7 +2,8 @@
 flows — setup (``setup.py``; also what re-enables after a drain), drain
 (``drain.py``: the seed's "Drain and rollback" 1-5) and credential rotation
 (``rotate.py``) — driven by the app's wizard screen and by ``tau-tui
-multikueue`` alike.  Exercise records: ``records.py``."""
+multikueue`` alike.  Every step's verification builds its check with
+``checks.py``.  Exercise records: ``records.py``."""
 
 from __future__ import annotations
 

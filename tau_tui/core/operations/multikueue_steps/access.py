@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tau_tui.core.cluster.common import ApiFailure, BaseBackend
+from tau_tui.core.cluster.api_failure import ApiFailure
+from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.errors import describe_api_error
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.names import KUEUE_GROUP, KUEUE_VERSION

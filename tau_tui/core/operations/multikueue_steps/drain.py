@@ -30,6 +30,7 @@ from typing import Any
 
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.operations.multikueue_steps.access import AccessError, BackendAccess
+from tau_tui.core.operations.multikueue_steps.checks import condition
 from tau_tui.core.operations.multikueue_steps.drain_discovery import (
     HELD,
     REMOVED_ANNOTATION,
@@ -52,11 +53,7 @@ from tau_tui.core.operations.multikueue_steps.engine import (
     apply_change,
 )
 from tau_tui.core.operations.multikueue_steps.revocation import RevokeStep
-from tau_tui.core.operations.multikueue_steps.setup import (
-    DRAINED_TEAM,
-    condition,
-    declared_profiles,
-)
+from tau_tui.core.operations.multikueue_steps.setup import DRAINED_TEAM, declared_profiles
 
 R = ResourceKind
 RAY_CLUSTER = ResourceType(R.RAY_JOB.type.group, R.RAY_JOB.type.version, "rayclusters", "RayCluster", True)
@@ -237,7 +234,14 @@ def _workers_directly(ctx: StepContext, found: Discovery | None = None) -> tuple
 
 # -- the steps ------------------------------------------------------------------------------------
 
-class DeauthorizeStep(Step):
+class DiscoveryGuardedStep(Step):
+    """A drain step, refused while discovery finds what only the owner can fix."""
+
+    def refusal(self, ctx: StepContext) -> str | None:
+        return discovery_refusal(discover(ctx))
+
+
+class DeauthorizeStep(DiscoveryGuardedStep):
     key = "deauthorize"
     kind = "deauthorize"
     title = "1. Remove tenant authorization, stop new submissions"
@@ -246,9 +250,6 @@ class DeauthorizeStep(Step):
         "belongs to, so the client refuses new TauGrid submissions through it, and every LocalQueue of a MultiKueue "
         "ClusterQueue is held. Existing runs keep their status, logs and cancel. The default queue is never "
         "repointed or touched.")
-
-    def refusal(self, ctx: StepContext) -> str | None:
-        return discovery_refusal(discover(ctx))
 
     def changes(self, ctx: StepContext) -> list[Change]:
         found = discover(ctx)
@@ -294,7 +295,7 @@ class DeauthorizeStep(Step):
         return discovery_check(found, problems, evidence, ctx.plan)
 
 
-class HoldAndDrainStep(Step):
+class HoldAndDrainStep(DiscoveryGuardedStep):
     key = "hold-and-drain"
     kind = "drain"
     title = "2. HoldAndDrain the dedicated ClusterQueues, cancel pending owners"
@@ -303,9 +304,6 @@ class HoldAndDrainStep(Step):
         "worker deactivates their copies). Pending owners you pick are cancelled (deleted). Verification: each "
         "ClusterQueue's pending, reserving and admitted counts are zero, and no dedicated Workload, counted "
         "directly, is still pending, evicted or admitted.")
-
-    def refusal(self, ctx: StepContext) -> str | None:
-        return discovery_refusal(discover(ctx))
 
     def pending_owners(self, ctx: StepContext) -> list[tuple[str, str, str]]:
         """(kind, namespace, name) of the owners of pending (or evicted) dedicated workloads."""
@@ -380,7 +378,7 @@ class HoldAndDrainStep(Step):
         return discovery_check(found, problems, evidence, ctx.plan)
 
 
-class WaitTerminalStep(Step):
+class WaitTerminalStep(DiscoveryGuardedStep):
     key = "wait-terminal"
     kind = "wait"
     title = "3. Every manager Workload terminal; workers clean, checked directly"
@@ -389,9 +387,6 @@ class WaitTerminalStep(Step):
         "worker directly (with the plan's adminContext, else its stored credential) for the dispatched Jobs, "
         "RayJobs, RayClusters, Workloads and their pods, for pods still terminating or whose owner is gone, and "
         "for objects stuck on finalizers. An unreachable worker is not clean.")
-
-    def refusal(self, ctx: StepContext) -> str | None:
-        return discovery_refusal(discover(ctx))
 
     def verify(self, ctx: StepContext) -> Check:
         found = discover(ctx)

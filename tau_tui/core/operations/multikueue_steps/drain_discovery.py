@@ -39,9 +39,9 @@ from typing import Any
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
+from tau_tui.core.operations.multikueue_steps.checks import check_from, condition
 from tau_tui.core.operations.multikueue_steps.engine import Check, StepContext
 from tau_tui.core.operations.multikueue_steps.setup import (
-    condition,
     declared_profiles,
     default_queues,
     tau_cluster,
@@ -270,7 +270,6 @@ def discovery_check(found: Discovery, problems: list[str], evidence: list[str], 
     """The step's check with discovery's verdict first; a disagreement only the owner can fix is an action."""
     shared = found.problems()
     evidence = [found.summary(plan)] + [f"{r}: removed by a drain (step 4)" for r in sorted(found.gone & found.removed)] + evidence
-    reason = "; ".join(shared + problems)
     action = ("make the plan name what the cluster has (or restore the object), then run the drain again"
               if (found.missing or found.mismatched) and not found.untouchable else "")
-    return Check(not shared and not problems, reason, tuple(evidence), action=action)
+    return check_from(shared + problems, evidence, action=action)

@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable
 
 from tau_tui.core.operations.multikueue_steps.access import SECRET, AccessError, BackendAccess
+from tau_tui.core.operations.multikueue_steps.checks import check_from, refuted, verified
 from tau_tui.core.operations.multikueue_steps.credentials import WorkerCredential, credential_from_secret
 from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Step, StepContext
 from tau_tui.core.operations.multikueue_steps.records import RecordJournal, RevocationEvidence
@@ -102,20 +103,20 @@ def prove_revoked(ctx: StepContext, worker: str, credential: WorkerCredential | 
     evidence = journal(ctx)
     entry = evidence.revocation(worker)
     if entry and entry.get("http_status") == 401 and (credential is None or entry.get("fingerprint") == credential.fingerprint):
-        return Check(True, "", (f"{entry['fingerprint']} was rejected by worker {worker} (HTTP 401) at {entry['proven_at']} "
-                                "(exercise record)",))
+        return verified((f"{entry['fingerprint']} was rejected by worker {worker} (HTTP 401) at {entry['proven_at']} "
+                         "(exercise record)",))
     if credential is None:
         fingerprint = entry["fingerprint"] if entry else "its credential"
-        return Check(False, f"revocation unproven: worker {worker}'s revoked credential {fingerprint} is no longer at "
-                            "hand to ask the worker with (no keyring entry survived)",
-                     action=f"make sure {fingerprint} is revoked in your identity system")
+        return refuted(f"revocation unproven: worker {worker}'s revoked credential {fingerprint} is no longer at "
+                       "hand to ask the worker with (no keyring entry survived)",
+                       action=f"make sure {fingerprint} is revoked in your identity system")
     state, text = probe(ctx, credential)
     if state == "rejected":
         proven = evidence.note_proof(worker, credential.fingerprint, 401, text)
-        return Check(True, "", (f"{text} at {proven['proven_at']}",))
+        return verified((f"{text} at {proven['proven_at']}",))
     if state == "unknown" or admin:
-        return Check(False, text, (text,))
-    return Check(False, f"revocation unproven: {text}", (text,), action=by_hand(credential.fingerprint, worker))
+        return refuted(text, (text,))
+    return refuted(f"revocation unproven: {text}", (text,), action=by_hand(credential.fingerprint, worker))
 
 
 class RevokeStep(Step):
@@ -178,14 +179,14 @@ class RevokeStep(Step):
         left = [f"Secret {ctx.plan.kueue_namespace}/{w.secret_name}" for w in ctx.plan.workers
                 if ctx.manager.get(SECRET, w.secret_name, ctx.plan.kueue_namespace) is not None]
         if left:
-            return Check(False, "still present: " + ", ".join(left))
+            return refuted("still present: " + ", ".join(left))
         evidence, problems, actions = ["every worker credential Secret is deleted from the manager"], [], []
         for wp in ctx.plan.workers:
             kept = self._kept(ctx, wp.name)
             if kept is None and journal(ctx).revocation(wp.name) is None:
-                check = Check(False, f"revocation unproven: Secret {wp.secret_name} was deleted without this tool "
-                                     f"revoking the credential it held", action=f"revoke worker {wp.name}'s credential "
-                                     "in your identity system; this tool cannot tell which it was")
+                check = refuted(f"revocation unproven: Secret {wp.secret_name} was deleted without this tool "
+                                f"revoking the credential it held", action=f"revoke worker {wp.name}'s credential "
+                                "in your identity system; this tool cannot tell which it was")
             else:
                 check = prove_revoked(ctx, wp.name, kept, admin=bool(wp.admin_context))
             evidence += check.evidence
@@ -199,4 +200,4 @@ class RevokeStep(Step):
             problems.append(check.reason)
             if check.action:
                 actions.append(check.action)
-        return Check(not problems, "; ".join(problems), tuple(dict.fromkeys(evidence)), action="; ".join(actions))
+        return check_from(problems, tuple(dict.fromkeys(evidence)), action="; ".join(actions))

@@ -33,6 +33,7 @@ from typing import Any
 from tau_tui.core.apifields import parse_time
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.multikueue_steps.access import SECRET
+from tau_tui.core.operations.multikueue_steps.checks import condition, describe_condition, refuted, verified
 from tau_tui.core.operations.multikueue_steps.credentials import WorkerCredential, credential_from_secret
 from tau_tui.core.operations.multikueue_steps.engine import (
     Change,
@@ -45,7 +46,6 @@ from tau_tui.core.operations.multikueue_steps.engine import (
 )
 from tau_tui.core.operations.multikueue_steps.plan import WorkerPlan
 from tau_tui.core.operations.multikueue_steps.revocation import journal, prove_revoked, revoke_on_worker
-from tau_tui.core.operations.multikueue_steps.setup import condition, describe_condition
 from tau_tui.core.operations.multikueue_steps.worker_access import review_worker_access
 
 R = ResourceKind
@@ -181,9 +181,9 @@ class TakeNewCredentialStep(Step):
         wp = _worker(ctx)
         pending = ctx.keyring.get(wp.name, "pending") if ctx.keyring else None
         if pending is None:
-            return Check(False, "no rotation in flight: no pending credential in the keyring")
+            return refuted("no rotation in flight: no pending credential in the keyring")
         old = ctx.keyring.get(wp.name, "old")
-        return Check(True, "", (f"keyring holds pending {pending.fingerprint} and old {old.fingerprint if old else 'none'}",))
+        return verified((f"keyring holds pending {pending.fingerprint} and old {old.fingerprint if old else 'none'}",))
 
 
 def _disconnected(mkc: dict[str, Any] | None) -> str | None:
@@ -249,25 +249,25 @@ class ReplaceSecretStep(Step):
         secret = ctx.manager.get(SECRET, wp.secret_name, ctx.plan.kueue_namespace)
         stored = credential_from_secret(wp.name, secret)
         if pending is None or stored is None or stored.kubeconfig != pending.kubeconfig:
-            return Check(False, f"Secret {wp.secret_name} does not hold the new credential yet")
+            return refuted(f"Secret {wp.secret_name} does not hold the new credential yet")
         annotations = ((secret or {}).get("metadata") or {}).get("annotations") or {}
         dropped = annotations.get(DISCONNECTED_ANNOTATION) or ""
         active = condition(ctx.manager.get(R.MULTIKUEUE_CLUSTER.type, wp.name), "Active")
         evidence = [f"Secret {wp.secret_name} holds {stored.fingerprint} (written {annotations.get(WRITTEN_ANNOTATION) or 'at an unknown time'})",
                     f"MultiKueueCluster {wp.name}: {describe_condition(active)}"]
         if not dropped:
-            return Check(False, f"no reconnect seen: Kueue never reported the withheld kubeconfig for {wp.name}, so an "
-                                "Active=True proves nothing about the new credential; apply this step again", tuple(evidence))
+            return refuted(f"no reconnect seen: Kueue never reported the withheld kubeconfig for {wp.name}, so an "
+                           "Active=True proves nothing about the new credential; apply this step again", evidence)
         evidence.insert(1, f"Kueue dropped the old connection at {dropped} (kubeconfig withheld: BadKubeConfig)")
         if active is None or active.get("status") != "True":
-            return Check(False, f"MultiKueueCluster {wp.name} is not Active with the new credential: {describe_condition(active)}",
-                         tuple(evidence))
+            return refuted(f"MultiKueueCluster {wp.name} is not Active with the new credential: {describe_condition(active)}",
+                           evidence)
         since, drop = parse_time(active.get("lastTransitionTime")), parse_time(dropped)
         if since is None or drop is None or since < drop:
-            return Check(False, f"MultiKueueCluster {wp.name}'s Active=True (since {active.get('lastTransitionTime')}) is "
-                                f"older than the drop at {dropped}: not a reconnect with {stored.fingerprint}", tuple(evidence))
+            return refuted(f"MultiKueueCluster {wp.name}'s Active=True (since {active.get('lastTransitionTime')}) is "
+                           f"older than the drop at {dropped}: not a reconnect with {stored.fingerprint}", evidence)
         evidence.append(f"Kueue reconnected with {stored.fingerprint}: Active=True since {active.get('lastTransitionTime')}")
-        return Check(True, "", tuple(evidence))
+        return verified(evidence)
 
 
 class RevokeOldStep(Step):
@@ -302,7 +302,7 @@ class RevokeOldStep(Step):
         wp = _worker(ctx)
         old = ctx.keyring.get(wp.name, "old")
         if old is None:
-            return Check(False, "no old credential in flight")
+            return refuted("no old credential in flight")
         return prove_revoked(ctx, wp.name, old, admin=bool(wp.admin_context))
 
 

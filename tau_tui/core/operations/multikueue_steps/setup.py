@@ -27,6 +27,13 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.worker_kubeconfig import insecure_reasons
 from tau_tui.core.operations.multikueue_steps.access import SECRET, Permission
+from tau_tui.core.operations.multikueue_steps.checks import (
+    check_from,
+    condition,
+    describe_condition,
+    refuted,
+    verified,
+)
 from tau_tui.core.operations.multikueue_steps.credentials import CredentialError, credential_from_secret
 from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Refused, Step, StepContext
 from tau_tui.core.operations.multikueue_steps.matrix import dependency_matrix
@@ -53,16 +60,6 @@ def default_queues(ctx: StepContext, tc: dict[str, Any] | None) -> set[str]:
     """The single-cluster default queue: ``jobqueue`` and whatever TauCluster names."""
     named = (((tc or {}).get("spec") or {}).get("workspaceDefaults") or {}).get("defaultQueue")
     return {ctx.default_queue} | ({named} if named else set())
-
-
-def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
-    return next((c for c in ((obj or {}).get("status") or {}).get("conditions") or () if c.get("type") == type_), None)
-
-
-def describe_condition(c: dict[str, Any] | None) -> str:
-    if c is None:
-        return "no condition yet"
-    return f"{c.get('type')}={c.get('status')} ({c.get('reason') or '-'}: {c.get('message') or '-'})"
 
 
 def tenant_subjects(plan: Any) -> list[tuple[str, tuple[str, ...]]]:
@@ -156,7 +153,7 @@ class CredentialStep(Step):
         if not problems:
             evidence.append("SubjectAccessReview: no tenant of " + "; ".join(f"{t} (groups {', '.join(g)})" for t, g in subjects)
                             + f" can get, list or watch secrets in {ns}")
-        return Check(not problems, "; ".join(problems), tuple(evidence))
+        return check_from(problems, evidence)
 
 
 class WiringStep(Step):
@@ -209,7 +206,7 @@ class WiringStep(Step):
             missing = [w.name for w in ctx.plan.workers if w.name not in clusters]
             if missing:
                 problems.append(f"MultiKueueConfig {ctx.plan.config} does not list {', '.join(missing)}")
-        return Check(not problems, "; ".join(problems), tuple(evidence))
+        return check_from(problems, evidence)
 
 
 class AdmissionCheckStep(Step):
@@ -239,7 +236,7 @@ class AdmissionCheckStep(Step):
     def verify(self, ctx: StepContext) -> Check:
         ac = ctx.manager.get(R.ADMISSION_CHECK.type, ctx.plan.admission_check)
         if ac is None:
-            return Check(False, f"AdmissionCheck {ctx.plan.admission_check} does not exist")
+            return refuted(f"AdmissionCheck {ctx.plan.admission_check} does not exist")
         evidence = [f"AdmissionCheck {ctx.plan.admission_check}: controllerName {(ac.get('spec') or {}).get('controllerName')}, "
                     + describe_condition(condition(ac, "Active"))]
         active = []
@@ -254,7 +251,7 @@ class AdmissionCheckStep(Step):
             problems.append(f"AdmissionCheck {ctx.plan.admission_check} is not Active: {describe_condition(condition(ac, 'Active'))}")
         if not active:
             problems.append("no MultiKueueCluster is Active: " + "; ".join(evidence[1:]))
-        return Check(not problems, "; ".join(problems), tuple(evidence))
+        return check_from(problems, evidence)
 
 
 def authorized_applicability(plan: Any) -> dict[str, list[str]]:
@@ -466,50 +463,50 @@ def profile_published(ctx: StepContext) -> Check:
     plan = ctx.plan
     tc = tau_cluster(ctx)
     if tc is None:
-        return Check(False, "TauCluster/cluster not found")
+        return refuted("TauCluster/cluster not found")
     why = queue_guard(ctx, tc)
     if why:
         raise Refused(why)
     declared = declared_profile(tc, plan.profile)
     if declared is None:
-        return Check(False, f"profile {plan.profile} is not declared in TauCluster/cluster")
+        return refuted(f"profile {plan.profile} is not declared in TauCluster/cluster")
     applicability = declared.get("applicability") or {}
     pending = same_applicability(applicability, unauthorized_applicability(plan))
     if not pending and not same_applicability(applicability, authorized_applicability(plan)):
         teams = list(applicability.get("teams") or ())
-        return Check(False, f"profile {plan.profile} applicability is {applicability or 'unset'}; setup publishes it "
-                            f"limited to team {NOT_YET_AUTHORIZED_TEAM} until step 5 authorises tenants"
-                            + (" (tenant authorization was removed by a drain)" if DRAINED_TEAM in teams else ""))
+        return refuted(f"profile {plan.profile} applicability is {applicability or 'unset'}; setup publishes it "
+                       f"limited to team {NOT_YET_AUTHORIZED_TEAM} until step 5 authorises tenants"
+                       + (" (tenant authorization was removed by a drain)" if DRAINED_TEAM in teams else ""))
     # What step 5 authorises is what the matrix checked: the published profile must be the plan's.
     expected = _profile_entry(ctx, applicability)
     differs = [f"{key} {declared.get(key)!r} (the plan's: {value!r})" for key, value in expected.items()
                if key != "description" and declared.get(key) != value]
     if differs:
-        return Check(False, f"profile {plan.profile} differs from the plan: " + ", ".join(differs))
+        return refuted(f"profile {plan.profile} differs from the plan: " + ", ".join(differs))
     missing = [ns for ns in plan.namespaces if ctx.manager.get(R.LOCAL_QUEUE.type, plan.local_queue, ns) is None]
     if missing:
-        return Check(False, f"LocalQueue {plan.local_queue} missing in {', '.join(missing)}")
+        return refuted(f"LocalQueue {plan.local_queue} missing in {', '.join(missing)}")
     held = [ns for ns in plan.namespaces
             if ((ctx.manager.get(R.LOCAL_QUEUE.type, plan.local_queue, ns) or {}).get("spec") or {}).get("stopPolicy") not in (None, "None")]
     cq = ctx.manager.get(R.CLUSTER_QUEUE.type, plan.cluster_queue)
     if cq is None:
-        return Check(False, f"ClusterQueue {plan.cluster_queue} does not exist")
+        return refuted(f"ClusterQueue {plan.cluster_queue} does not exist")
     if held or ((cq.get("spec") or {}).get("stopPolicy") not in (None, "None")):
-        return Check(False, f"queue {plan.local_queue} is held (stopPolicy) by a drain; setup resumes admission")
+        return refuted(f"queue {plan.local_queue} is held (stopPolicy) by a drain; setup resumes admission")
     problems, evidence = _current_readiness(ctx, tc)
     if problems:
-        return Check(False, "; ".join(problems), tuple(evidence))
+        return check_from(problems, evidence)
     if not pending:
         evidence.append(f"profile {plan.profile} applies to {applicability}: tenants were authorised by step 5")
-        return Check(True, "", tuple(evidence))
+        return verified(evidence)
     callers = tenant_callers(plan, unset_too=True)
     accepted, _ = selection_by(tc, plan.profile, callers)
     if accepted:
-        return Check(False, f"profile {plan.profile} is selectable before the matrix verifies, by "
-                            + ", ".join(accepted), tuple(evidence))
+        return refuted(f"profile {plan.profile} is selectable before the matrix verifies, by "
+                       + ", ".join(accepted), evidence)
     evidence.append(f"profile {plan.profile} published, limited to team {NOT_YET_AUTHORIZED_TEAM}: select() refuses it "
                     f"to every tenant ({len(callers)} namespace/team/lane callers)")
-    return Check(True, "", tuple(evidence))
+    return verified(evidence)
 
 
 def tenants_authorized(ctx: StepContext) -> Check:
@@ -519,20 +516,20 @@ def tenants_authorized(ctx: StepContext) -> Check:
     tc = tau_cluster(ctx)
     declared = declared_profile(tc, plan.profile)
     if tc is None or declared is None:
-        return Check(False, f"profile {plan.profile} is not declared in TauCluster/cluster")
+        return refuted(f"profile {plan.profile} is not declared in TauCluster/cluster")
     wanted = authorized_applicability(plan)
     if not same_applicability(declared.get("applicability"), wanted):
-        return Check(False, f"tenants are not authorised: profile {plan.profile} applies to "
-                            f"{declared.get('applicability') or 'all'}, not the plan's {wanted}")
+        return refuted(f"tenants are not authorised: profile {plan.profile} applies to "
+                       f"{declared.get('applicability') or 'all'}, not the plan's {wanted}")
     problems, evidence = _current_readiness(ctx, tc)
     if problems:
-        return Check(False, "; ".join(problems), tuple(evidence))
+        return check_from(problems, evidence)
     accepted, refused = selection_by(tc, plan.profile, tenant_callers(plan, unset_too=False))
     if refused:
-        return Check(False, "select() still refuses the profile to " + "; ".join(refused), tuple(evidence))
+        return refuted("select() still refuses the profile to " + "; ".join(refused), evidence)
     evidence.append(f"tenants authorised: profile {plan.profile} applies to {wanted}; select() gives it to "
                     + ", ".join(accepted))
-    return Check(True, "", tuple(evidence))
+    return verified(evidence)
 
 
 class MatrixStep(Step):
@@ -553,7 +550,7 @@ class MatrixStep(Step):
         rows = dependency_matrix(ctx)
         evidence = [f"{row.worker}: " + " | ".join(f"{col} {cell}" for col, cell in row.cells) for row in rows]
         problems = [p for row in rows for p in row.problems()]
-        return Check(not problems, "; ".join(problems), tuple(evidence))
+        return check_from(problems, evidence)
 
     def changes(self, ctx: StepContext) -> list[Change]:
         plan = ctx.plan
@@ -578,7 +575,7 @@ class MatrixStep(Step):
                             "withdraws their authorization until it does")
         elif not authorization.ok:
             problems.append(authorization.reason + ("" if matrix.ok else " (withheld until the matrix verifies)"))
-        return Check(not problems, "; ".join(problems), matrix.evidence + authorization.evidence)
+        return check_from(problems, matrix.evidence + authorization.evidence)
 
 
 def setup_flow() -> Flow:

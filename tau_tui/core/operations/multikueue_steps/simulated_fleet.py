@@ -16,9 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from tau_tui.core.cluster.clock import ManualClock
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.sim.backend import SimulatedBackend
-from tau_tui.core.cluster.sim.store import ADMIN_NAME
-from tau_tui.core.cluster.sim.world import SimSettings, SimulatedCluster
 from tau_tui.core.operations.multikueue_steps.access import (
     CRD,
     NETWORK_POLICY,
@@ -35,6 +32,10 @@ from tau_tui.core.operations.multikueue_steps.credentials import (
     load_kubeconfig_file,
     standalone,
 )
+from tau_tui.core.sim.backend import SimulatedBackend
+from tau_tui.core.sim.settings import SimSettings
+from tau_tui.core.sim.store import ADMIN_NAME
+from tau_tui.core.sim.world import SimulatedCluster
 
 if TYPE_CHECKING:  # lab_plan imports the plan only when called, as before
     from tau_tui.core.operations.multikueue_steps.plan import MultiKueuePlan
@@ -145,7 +146,7 @@ class _TokenBackend(SimulatedBackend):
 
     def _check_online(self) -> None:
         if self.world.api_down is not None:
-            from tau_tui.core.cluster.common import ApiFailure
+            from tau_tui.core.cluster.api_failure import ApiFailure
 
             raise ApiFailure(0, "", f"the API server is unreachable: {self.world.api_down}")
         if self._token is not None:

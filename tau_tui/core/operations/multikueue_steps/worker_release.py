@@ -23,7 +23,7 @@ from tau_tui.core.cluster.view_types import (
     MultiKueueConfigView,
     PodView,
 )
-from tau_tui.core.operations.runstatus import RunObjects
+from tau_tui.core.operations.run_objects import RunObjects
 
 
 @dataclass(frozen=True)

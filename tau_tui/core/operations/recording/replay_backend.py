@@ -17,9 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from tau_tui.core.cluster.api_failure import ApiFailure
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ViewStatus
-from tau_tui.core.cluster.common import ApiFailure, BaseBackend
+from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest, LogRequest
