@@ -127,14 +127,14 @@ class CompatScreen(Screen):
         self._compositor.render_update(full=True)
 
     def bindings_of_key(self, key: str) -> Iterable[Binding]:
-        """This screen's own bindings of ``key``, keymap applied, whether shown or not.
+        """This screen's own bindings of ``key`` as declared (a user keymap is not applied), whether shown or not.
 
         Written against Textual 8.2.8: ``DOMNode._bindings`` holds them; the public
         ``active_bindings`` leaves out the ones ``check_action`` hides."""
         return self._bindings.key_to_bindings.get(key, ())
 
     def all_own_bindings(self) -> Iterable[Binding]:
-        """Every binding of this screen itself, keymap applied (Textual 8.2.8's ``DOMNode._bindings``;
+        """Every binding of this screen itself as declared, no keymap applied (Textual 8.2.8's ``DOMNode._bindings``;
         see :meth:`bindings_of_key`)."""
         for bindings in self._bindings.key_to_bindings.values():
             yield from bindings

@@ -36,6 +36,13 @@ def _project(tmp_path: Path) -> Path:
     shutil.copy(REPO / "scripts" / "setup.sh", tmp_path / "scripts" / "setup.sh")
     (tmp_path / "pyproject.toml").write_text(PYPROJECT)
     (tmp_path / "setup_probe.py").write_text("VALUE = 1\n")
+    # setup.sh also installs the two local distributions the repository holds (gpuhealth/, agent/)
+    for folder in ("gpuhealth", "agent"):
+        module = f"setup_probe_{folder}"
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "pyproject.toml").write_text(
+            PYPROJECT.replace('"setup-probe"', f'"setup-probe-{folder}"').replace('"setup_probe"', f'"{module}"'))
+        (tmp_path / folder / f"{module}.py").write_text("VALUE = 1\n")
     return tmp_path
 
 
