@@ -106,6 +106,7 @@ class TauApp(App):
         evidence: EvidenceStore | None = None,
         record: str | None = None,
         replay: str | None = None,
+        record_while_readonly: bool = False,
     ) -> None:
         super().__init__()
         self.backend = backend
@@ -117,8 +118,9 @@ class TauApp(App):
         self.readonly = readonly or replay is not None or isinstance(backend, ReplayBackend)
         #: Why mutations are refused (said with every refusal).
         self.readonly_reason = "a replay is read-only" if self.readonly and not readonly else "started with --readonly"
-        #: ``--record FILE``: the session recorder, once the backend is up.
-        self.record_file = record
+        #: ``--record FILE``: the session recorder, once the backend is up.  Read-only writes nothing
+        #: outside the state directory, so it records only when asked to explicitly (the header says so).
+        self.record_file = record if not self.readonly or record_while_readonly else None
         self.session_recorder: SessionRecorder | None = None
         self.loaded_settings = settings or load_settings()
         self.settings: AppSettings = self.loaded_settings.settings
@@ -350,8 +352,9 @@ class TauApp(App):
         if isinstance(backend, ReplayBackend):
             self.readonly = True
             self.readonly_reason = f"a replay of {backend.reader.path.name} is read-only"
-        else:  # a replay has no new runs to keep evidence of
-            self._start_recorder(backend)
+        else:  # a replay has no new runs to keep evidence of; read-only writes no evidence store
+            if not self.readonly:
+                self._start_recorder(backend)
             if self.record_file:
                 self._start_session_recorder(backend, self.record_file)
         self._settle_heap(backend)
@@ -471,7 +474,8 @@ class TauApp(App):
                 pass
         elif self.context_name:
             context = self.context_name
-        return HeaderState(context, namespace, self.connection_label, self.readonly, pane, crumbs, filter_text)
+        return HeaderState(context, namespace, self.connection_label, self.readonly, pane, crumbs, filter_text,
+                           recording=self.readonly and self.record_file is not None)
 
     def now(self) -> datetime:
         """Cluster time: the backend's clock (frozen in tests), else the wall clock."""

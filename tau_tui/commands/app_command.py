@@ -47,6 +47,9 @@ def check_session_files(args: argparse.Namespace, parser: argparse.ArgumentParse
             RecordingReader(args.replay)
         except RecordingError as err:
             return err.message
+    if args.record and args.readonly and not args.record_while_readonly:
+        return (f"--readonly writes nothing outside the app's state directory, so it does not record into {args.record}; "
+                "add --record-while-readonly to record this read-only session")
     if args.record:
         from pathlib import Path
 
@@ -99,6 +102,7 @@ def run_app(argv: list[str]) -> int:
         compose_file=args.file,
         request_timeouts=timeouts,
         record=args.record,
+        record_while_readonly=args.record_while_readonly,
         replay=args.replay,
     )
     code = EXIT_FAILED

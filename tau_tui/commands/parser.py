@@ -93,7 +93,10 @@ def add_session_recording_options(parser: argparse.ArgumentParser) -> None:
     """The app's ``--record FILE`` and ``--replay FILE`` (docs/architecture.md, Record and replay)."""
     parser.add_argument("--record", metavar="FILE",
                         help="record every cluster snapshot and change of this session into FILE "
-                             "(gzip-compressed; secrets redacted; never overwrites). Works with --demo and a kubeconfig")
+                             "(gzip-compressed, 0600; secrets redacted; never overwrites). Works with --demo and a kubeconfig")
+    parser.add_argument("--record-while-readonly", action="store_true",
+                        help="with --readonly, record anyway (--readonly alone writes nothing outside the app's state "
+                             "directory, so it refuses --record); the header then reads READ-ONLY · RECORDING")
     parser.add_argument("--replay", metavar="FILE",
                         help="play a recording back in the same panes, read-only: space play/pause, . and , step, "
                              "+ and - speed, :seek HH:MM[:SS] or +90s")

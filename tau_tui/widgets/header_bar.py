@@ -34,6 +34,8 @@ class HeaderState:
     pane: str = ""
     crumbs: str = ""
     filter: str = ""
+    #: Read-only but recording (``--record-while-readonly``): the one write read-only allows on request.
+    recording: bool = False
 
 
 class HeaderBar(Widget):
@@ -118,5 +120,5 @@ class HeaderBar(Widget):
             top.append(f"✗ {s.connection}", style=style_of("failed"))
         if s.readonly:
             top.append("  ")
-            top.append(" READ-ONLY ", style="bold reverse " + style_of("warning"))
+            top.append(" READ-ONLY · RECORDING " if s.recording else " READ-ONLY ", style="bold reverse " + style_of("warning"))
         return top

@@ -18,10 +18,10 @@ from tau_tui.core.operations.evidence import verify as verify_module
 from tau_tui.core.operations.evidence.bundle import MANIFEST_NAME, ExportError, bundle_bytes, write_bundle
 from tau_tui.core.operations.evidence.capture import capture, capture_live, live_nodes, outcome_of
 from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
-from tau_tui.core.operations.evidence.redaction import redact_object
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.evidence.submission import keep_submission
 from tau_tui.core.operations.evidence.verify import verify_bundle
+from tau_tui.core.operations.redaction import redact_object
 from tau_tui.core.operations.rundocument import read_run
 from tau_tui.core.operations.runstatus import compute_run_status
 from tau_tui.core.sim.backend import SimulatedBackend

@@ -14,7 +14,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
-from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigMerger
+from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigLoader, KubeConfigMerger
 
 from tau_tui.core.cluster.credentials import harden_kubernetes_client, take_exec_failure
 from tau_tui.core.cluster.errors import ClusterError
@@ -93,6 +93,26 @@ def bound_requests(api_client: k8s.ApiClient, timeouts: RequestTimeouts) -> k8s.
     setattr(rest, "request", request)  # noqa: B010
     setattr(api_client, "tau_timeouts", timeouts)  # noqa: B010
     return api_client
+
+
+def client_configuration() -> k8s.Configuration:
+    """The settings every client of the app starts from: a pool for the watches, no silent re-sends."""
+    configuration = k8s.Configuration()
+    configuration.connection_pool_maxsize = POOL_SIZE
+    configuration.retries = False  # one timeout is one failure
+    return configuration
+
+
+def api_client_from_document(doc: dict[str, Any], timeouts: RequestTimeouts | None = None) -> k8s.ApiClient:
+    """A client for a kubeconfig held in memory (its current context), made as
+    :meth:`KubeconfigSource.api_client` makes one: key material in memory only
+    (:mod:`tau_tui.core.cluster.credentials`), no retries, every request bounded.
+    Raises the client's ``ConfigException`` when the document cannot be used."""
+    timeouts = timeouts or DEFAULT_TIMEOUTS
+    harden_kubernetes_client(timeouts.exec_plugin)
+    configuration = client_configuration()
+    KubeConfigLoader(config_dict=doc).load_and_set(configuration)
+    return bound_requests(k8s.ApiClient(configuration), timeouts)
 
 
 @dataclass(frozen=True)
@@ -190,9 +210,7 @@ class KubeconfigSource:
         harden_kubernetes_client(timeouts.exec_plugin)
         try:
             if context == IN_CLUSTER_CONTEXT and self._config() is None:
-                configuration = k8s.Configuration()
-                configuration.connection_pool_maxsize = POOL_SIZE
-                configuration.retries = False  # no silent re-sends: one timeout is one failure
+                configuration = client_configuration()
                 k8s_config.load_incluster_config(client_configuration=configuration)
                 return bound_requests(k8s.ApiClient(configuration), timeouts)
             if self._config() is None:
@@ -200,9 +218,7 @@ class KubeconfigSource:
                     f"no kubeconfig found (looked at {', '.join(self.paths) or '~/.kube/config'}) and not running in a cluster; "
                     "set KUBECONFIG or use --demo"
                 )
-            configuration = k8s.Configuration()
-            configuration.connection_pool_maxsize = POOL_SIZE
-            configuration.retries = False  # no silent re-sends: one timeout is one failure
+            configuration = client_configuration()
             loader = k8s_config.kube_config._get_kube_config_loader(
                 filename=ENV_KUBECONFIG_PATH_SEPARATOR.join(p for p in self.paths if os.path.exists(p)),
                 active_context=context,

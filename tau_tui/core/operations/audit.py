@@ -7,8 +7,7 @@ mode), ``intent`` (written *before* the call) and ``outcome`` (after it).
 Every entry carries when, the local login, the Kubernetes identity the API
 server reported (SelfSubjectReview), the context and namespace, the verb, the
 target and a message.  No manifests, environment values or credentials are
-written: messages are redacted (bearer tokens, ``token``/``password``/
-``secret``-like fields, private keys, ``client-key-data``).
+written: messages go through the app's one redactor (:mod:`redaction`).
 
 Tamper evidence: each line holds ``prev`` (the previous line's ``hash``; the
 first line chains from 64 zeros), ``key`` (the fingerprint of the user's
@@ -32,7 +31,6 @@ import getpass
 import hashlib
 import json
 import os
-import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -41,6 +39,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from tau_tui.core.operations.audit_keys import Head, KnownKey, SigningKeys, signature_valid
+from tau_tui.core.operations.redaction import redact, redact_value
 
 try:
     import fcntl
@@ -58,19 +57,6 @@ ROTATE_TARGET = "audit signing key"
 START_OVER_VERB = "start-over"
 MESSAGE_LIMIT = 2000
 
-#: ``key: value`` / ``key=value`` with a credential-like key, in free text.
-_SECRETISH = re.compile(
-    r"(?i)\b([\w.-]*(?:token|password|passwd|secret|api[_-]?key|client[_-]?key[_-]?data|authorization|credential)[\w.-]*)"
-    r"(\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|\S+)")
-#: ``"token": "..."`` in JSON text.
-_JSON_SECRET = re.compile(
-    r"(?i)(\"[^\"]*(?:token|password|passwd|secret|api[_-]?key|client[_-]?key[_-]?data|authorization|credential)[^\"]*\"\s*:\s*)"
-    r"(\"(?:[^\"\\]|\\.)*\"|[^,}\s]+)")
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
-_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S)
-_SECRET_KEY = re.compile(r"(?i)token|password|passwd|secret|api[_-]?key|client[_-]?key|authorization|credential")
-
-
 def state_dir() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / APP_DIR
@@ -83,26 +69,6 @@ def default_audit_path() -> Path:
 def keys_dir() -> Path:
     """The signing key's lock file, and its store when there is no usable OS keyring."""
     return state_dir() / "keys"
-
-
-def redact(text: str) -> str:
-    """``text`` with credentials replaced by ``<redacted>`` (free text and JSON alike)."""
-    text = _PEM.sub("<redacted private key>", text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)} <redacted>", text)
-    text = _JSON_SECRET.sub(lambda m: f'{m.group(1)}"<redacted>"', text)
-    return _SECRETISH.sub(lambda m: m.group(0) if m.group(3).startswith('"<redacted>') else
-                          f"{m.group(1)}{m.group(2)}<redacted>", text)
-
-
-def redact_value(value: Any) -> Any:
-    """A JSON-able value with credential-like keys blanked and strings redacted."""
-    if isinstance(value, dict):
-        return {str(k): "<redacted>" if _SECRET_KEY.search(str(k)) else redact_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact_value(v) for v in value]
-    if isinstance(value, str):
-        return redact(value)
-    return value
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Where the per-user signing key and the audit log's head are kept: the OS keyring through
-``keyring``; only when no usable keyring backend exists, 0600 files in a 0700 directory under the
-state directory (said on stderr when the key is created there).
+``keyring``; only when no usable keyring backend exists (a plain-file backend is not usable
+without the opt-in, :mod:`tau_tui.core.operations.keyring_policy`), 0600 files in a 0700 directory
+under the state directory (said on stderr, with the reason, when the key is created there).
 
 Values are short strings (a base64 key, a small JSON document).  Writers of the same slot from
 several processes take :func:`store_lock`, an exclusive ``flock`` beside the fallback files.
@@ -16,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
+
+from tau_tui.core.operations.keyring_policy import chosen_keyring
 
 try:
     import fcntl
@@ -64,9 +67,11 @@ class KeyringStore:
 class FileStore:
     """One 0600 file per slot in a 0700 directory, each replaced atomically."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, why: str = "no usable OS keyring") -> None:
         self.directory = directory
-        self.where = f"{directory} (files 0600; no usable OS keyring)"
+        #: Why the OS keyring is not used (said when the key is created here).
+        self.why = why
+        self.where = f"{directory} (files 0600; {why})"
 
     def _file(self, name: str) -> Path:
         readable = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:48]
@@ -105,28 +110,13 @@ class FileStore:
             raise KeyStoreError(f"{path}: cannot write the key store ({err.strerror or err})") from None
 
 
-def keyring_usable() -> tuple[Any, object] | None:
-    """The ``keyring`` module and its backend when the backend can keep secrets, else None."""
-    try:
-        import keyring
-        from keyring.backends import fail
-    except ImportError:
-        return None
-    try:
-        backend = keyring.get_keyring()
-    except Exception:  # a broken keyring configuration is no keyring
-        return None
-    if isinstance(backend, fail.Keyring) or getattr(backend, "priority", 1) <= 0:
-        return None
-    return keyring, backend
-
-
 def open_store(directory: Path) -> KeyStore:
-    """The OS keyring when usable, else 0600 files in ``directory``."""
-    found = keyring_usable()
-    if found is not None:
-        return KeyringStore(*found)
-    return FileStore(directory)
+    """The OS keyring when its backend may keep secrets (:mod:`tau_tui.core.operations.keyring_policy`),
+    else 0600 files in ``directory``."""
+    module, backend, refusal = chosen_keyring()
+    if refusal is None:
+        return KeyringStore(module, backend)
+    return FileStore(directory, refusal)
 
 
 def say_where_a_new_key_went(store: KeyStore) -> None:
@@ -134,7 +124,7 @@ def say_where_a_new_key_went(store: KeyStore) -> None:
     global _said_fallback
     if isinstance(store, FileStore) and not _said_fallback:
         _said_fallback = True
-        print(f"tau-tui: no usable OS keyring; the new signing key and the audit head are kept in "
+        print(f"tau-tui: {store.why}; the new signing key and the audit head are kept in "
               f"{store.directory} (files 0600, readable only by you)", file=sys.stderr)
 
 

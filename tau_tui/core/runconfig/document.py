@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import tempfile
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,14 +209,17 @@ class ComposeDocument:
         text = self.text()
         self.check_save(text, target)
         target.parent.mkdir(parents=True, exist_ok=True)
-        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(target.parent))
+        kept_mode = target.stat().st_mode & 0o777 if target.exists() else None
+        tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+        # A new file gets 0666 less the umask, as any editor's would; a replaced one keeps its mode.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                if kept_mode is not None:
+                    os.fchmod(handle.fileno(), kept_mode)
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.chmod(tmp, mode)
             os.replace(tmp, target)
         except BaseException:
             try:

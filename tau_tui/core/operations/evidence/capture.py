@@ -32,8 +32,8 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
 from tau_tui.core.cluster.view_types import GpuHealthView, NodeView, PodView
-from tau_tui.core.operations.evidence.redaction import redact_object, redact_text
 from tau_tui.core.operations.evidence.store import EvidenceStore, RecordSummary, Submission
+from tau_tui.core.operations.redaction import redact_object, redact_text
 from tau_tui.core.operations.run_objects import RunObjects
 from tau_tui.core.operations.run_status_types import RunStatus
 from tau_tui.core.operations.rundocument import read_run

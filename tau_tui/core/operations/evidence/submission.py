@@ -15,8 +15,8 @@ import yaml
 
 from tau_tui.core.cluster.convert import format_time
 from tau_tui.core.operations.evidence.capture import CONFIG_HASH_ANNOTATION
-from tau_tui.core.operations.evidence.redaction import redact_object, redact_text
 from tau_tui.core.operations.evidence.store import EvidenceStore, Submission
+from tau_tui.core.operations.redaction import redact_object, redact_text
 
 
 def keep_submission(store: EvidenceStore, manifests: Sequence[Mapping[str, Any]], submission_id: str,

@@ -167,16 +167,13 @@ class KubeconfigConnector:
         return credential_from_document(worker, standalone(config, context, "kubeconfig"), f"context {context}")
 
     def connect(self, credential: WorkerCredential) -> BackendAccess:
-        from kubernetes import client as k8s
-        from kubernetes.config.kube_config import KubeConfigLoader
-
         from tau_tui.core.cluster.cache import ObjectCache
         from tau_tui.core.cluster.common import BaseBackend
+        from tau_tui.core.cluster.kubeconfig import api_client_from_document
         from tau_tui.core.cluster.real import KubernetesBackend, _Http
 
-        configuration = k8s.Configuration()
-        try:
-            KubeConfigLoader(config_dict=credential.document()).load_and_set(configuration)
+        try:  # the main client's path: key material in a memfd, never in $TMPDIR; no retries
+            api_client = api_client_from_document(credential.document())
         except Exception as exc:
             raise AccessError(f"worker {credential.worker}: the kubeconfig cannot be loaded: {type(exc).__name__}") from None
 
@@ -185,7 +182,7 @@ class KubeconfigConnector:
 
             def __init__(self) -> None:
                 BaseBackend.__init__(self, ObjectCache())
-                self.http = _Http(k8s.ApiClient(configuration))
+                self.http = _Http(api_client)
                 self._context = credential.worker
                 self._namespace = None
 

@@ -5,7 +5,7 @@ cluster, and each step with its evidence and result.  They are the seed's
 "repeatable enablement, drain and rollback exercises" evidence.
 
 Records hold names, conditions and credential *fingerprints*, never a
-credential: everything written passes :func:`tau_tui.core.operations.audit.redact`, and
+credential: everything written passes :func:`tau_tui.core.operations.redaction.redact`, and
 files are created 0600.  A run that does not end verified stays open; the
 next run of the same flow on the same cluster continues that record.
 
@@ -30,7 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tau_tui.core.operations.audit import APP_DIR, redact
+from tau_tui.core.operations.audit import APP_DIR
+from tau_tui.core.operations.redaction import redact
 
 IN_PROGRESS = "in-progress"
 REVOCATIONS = "revocations"

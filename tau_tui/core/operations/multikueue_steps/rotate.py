@@ -32,6 +32,7 @@ from typing import Any
 
 from tau_tui.core.apifields import parse_time
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.operations.keyring_policy import chosen_keyring
 from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.checks import condition, describe_condition, refuted, verified
 from tau_tui.core.operations.multikueue_steps.credentials import WorkerCredential, credential_from_secret
@@ -73,16 +74,13 @@ class CredentialVault:
 
     @staticmethod
     def require() -> types.ModuleType:
-        import keyring
-        from keyring.backends import fail
-
-        backend = keyring.get_keyring()
-        if isinstance(backend, fail.Keyring) or getattr(backend, "priority", 1) <= 0:
+        keyring, _backend, refusal = chosen_keyring()
+        if refusal is not None:
             raise KeyringUnavailable(
-                "no usable OS keyring backend (keyring reports "
-                f"{type(backend).__name__}); the rotation keeps nothing on disk, so it will ask for the new "
+                f"{refusal}; the rotation keeps nothing on disk, so it will ask for the new "
                 "credential again. Install or unlock a keyring (Secret Service, macOS Keychain, Windows Credential Locker)")
-        return keyring
+        module: types.ModuleType = keyring
+        return module
 
     def usable(self) -> bool:
         try:

@@ -26,9 +26,8 @@ from tau_tui.core.cluster.cache import CacheSnapshot, Key, PodAllocation
 from tau_tui.core.cluster.changes import ConnectionState, ViewStatus
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.operations.audit import redact
-from tau_tui.core.operations.evidence.redaction import redact_object
 from tau_tui.core.operations.recording import format as fmt
+from tau_tui.core.operations.redaction import redact, redact_object
 
 #: A queued record: (seconds, operation, payload); payload fields are redacted when written.
 _Queued = tuple[float, str, dict[str, Any]]
@@ -37,6 +36,8 @@ _STOP: _Queued = (0.0, "", {})
 COMPRESS_LEVEL = 5
 #: Keyframes no more often than this many times the last one's writing time (recorded seconds).
 KEYFRAME_COST_FACTOR = 30
+#: A recording is readable by its owner only, whatever the umask.
+RECORDING_MODE = 0o600
 
 
 def _dumps(record: dict[str, Any]) -> bytes:
@@ -86,7 +87,9 @@ class SessionRecorder:
         """Create the file (never over an existing one), write the header and the first keyframe,
         and start tapping.  Raises :class:`RecordingError` naming the file when it cannot."""
         try:
-            self._file = open(self.path, "xb")  # noqa: SIM115  (closed by the writer thread)
+            # 0600 from the start: a recording holds whole cluster snapshots (never a chmod after writing).
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), RECORDING_MODE)
+            self._file = os.fdopen(fd, "wb")  # closed by the writer thread
         except FileExistsError:
             raise fmt.RecordingError(f"{self.path} already exists: choose another file name for --record "
                                      "(a recording is never overwritten)") from None
