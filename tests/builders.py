@@ -7,7 +7,7 @@ Files that build many objects of one shape wrap these with their own names and d
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 Obj = dict[str, Any]
@@ -140,3 +140,21 @@ def workload(name: str, namespace: str | None = None, *, conditions: Iterable[Ob
     if active is not None:
         spec["active"] = active
     return {"metadata": _metadata(name, namespace, uid=uid, labels=labels), "spec": spec, "status": status}
+
+
+def self_signed_key_and_cert(common_name: str) -> tuple[bytes, bytes]:
+    """A private key and its self-signed certificate (PEM), standing in for a CA and a client alike."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.now(UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
+            .not_valid_after(now + timedelta(days=1)).sign(key, hashes.SHA256()))
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    return key_pem, cert.public_bytes(serialization.Encoding.PEM)

@@ -16,40 +16,36 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class RowHighlighted(Message, namespace="keyed_table"):
+class _TableMessage(Message):
+    """What every table message carries: the table that posted it (its ``control``)."""
+
+    table: Widget
+
+    @property
+    def control(self) -> Widget:
+        return self.table
+
+
+@dataclass
+class _RowMessage(_TableMessage):
+    cursor_row: int
+    key: str | None
+
+
+@dataclass
+class RowHighlighted(_RowMessage, namespace="keyed_table"):
     """The cursor moved to another row."""
 
-    table: Widget
-    cursor_row: int
-    key: str | None
-
-    @property
-    def control(self) -> Widget:
-        return self.table
-
 
 @dataclass
-class RowSelected(Message, namespace="keyed_table"):
+class RowSelected(_RowMessage, namespace="keyed_table"):
     """Enter on the cursor's row, or a click on the row the cursor is on."""
 
-    table: Widget
-    cursor_row: int
-    key: str | None
-
-    @property
-    def control(self) -> Widget:
-        return self.table
-
 
 @dataclass
-class HeaderSelected(Message, namespace="keyed_table"):
+class HeaderSelected(_TableMessage, namespace="keyed_table"):
     """A click on a column's label."""
 
-    table: Widget
     column_key: str
     column_index: int
     label: Text
-
-    @property
-    def control(self) -> Widget:
-        return self.table

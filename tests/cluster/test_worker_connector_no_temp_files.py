@@ -5,7 +5,6 @@ when it is the first client of the process."""
 from __future__ import annotations
 
 import base64
-import datetime
 import importlib.util
 import tempfile
 from typing import Any
@@ -18,24 +17,11 @@ from kubernetes.config import kube_config as k8s_kube_config
 from tau_tui.core.cluster import credentials as cluster_credentials
 from tau_tui.core.cluster.real import KubernetesBackend
 from tau_tui.core.operations.multikueue_steps.credentials import KubeconfigConnector, WorkerCredential
+from tests.builders import self_signed_key_and_cert
 
 
 def _self_signed() -> tuple[bytes, bytes]:
-    """A private key and its self-signed certificate (PEM), standing in for CA and client alike."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "lab-worker-1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
-    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    return key_pem, cert.public_bytes(serialization.Encoding.PEM)
+    return self_signed_key_and_cert("lab-worker-1")
 
 
 def _worker_credential() -> WorkerCredential:

@@ -7,7 +7,6 @@ messages, never on how long anything took.  Servers listen on 127.0.0.1 only."""
 from __future__ import annotations
 
 import base64
-import datetime
 import json
 import os
 import signal
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import self_signed_key_and_cert
 from tests.stub_servers import StallServer, answering_server, api_status, kubeconfig
 
 #: Bounds each CLI run: far above what a 1 s request timeout needs, so a hang (not slowness) fails.
@@ -200,20 +200,7 @@ def test_a_404_with_discovery_lacking_the_group_says_the_crd_is_missing(tmp_path
 
 
 def _client_key_and_cert() -> tuple[bytes, bytes]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tau-test-user")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
-    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    return key_pem, cert.public_bytes(serialization.Encoding.PEM)
+    return self_signed_key_and_cert("tau-test-user")
 
 
 def _files_holding(roots: list[Path], needle: bytes) -> list[str]:
