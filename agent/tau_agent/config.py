@@ -66,12 +66,16 @@ class Actions(_Strict):
 
 
 class Server(_Strict):
-    """Public listener: /healthz and /metrics only. /status is served on 127.0.0.1:status_port."""
+    """Public listener: /healthz and /metrics only. /status is served on 127.0.0.1:status_port,
+    the kubelet's /healthz on probe_port (same bind), each from its own small pool."""
 
     bind: str = Field(default="0.0.0.0", description="in the pod's network namespace: the pod IP and loopback")
     port: int = Field(default=9464, ge=0, le=65535)
     status_port: int | None = Field(
         default=9465, ge=0, le=65535, description="127.0.0.1 only (/status, /healthz, /metrics); null: off"
+    )
+    probe_port: int = Field(
+        default=9466, ge=0, le=65535, description="on `bind`, /healthz only: clients of `port` cannot starve it"
     )
     workers: int = Field(default=4, ge=1, le=64, description="threads serving the public listener")
     max_pending: int = Field(default=8, ge=1, le=1024, description="accepted connections waiting; past it: 503")
@@ -83,6 +87,8 @@ class Server(_Strict):
     def _distinct_ports(self) -> Server:
         if self.port and self.status_port and self.port == self.status_port:
             raise ValueError("status_port must differ from port")
+        if self.probe_port and self.probe_port in (self.port, self.status_port):
+            raise ValueError("probe_port must differ from port and status_port")
         return self
 
 

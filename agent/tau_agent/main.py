@@ -101,8 +101,9 @@ def run_daemon(config: AgentConfig, node_name: str, namespace: str, kubeconfig: 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     log.info(
-        "tau-agent on node %s, port %s (/healthz, /metrics), 127.0.0.1:%s (/status), events in namespace %s",
-        node_name, config.server.port, config.server.status_port, namespace,
+        "tau-agent on node %s, port %s (/healthz, /metrics), probe port %s (/healthz), 127.0.0.1:%s (/status), "
+        "events in namespace %s",
+        node_name, config.server.port, config.server.probe_port, config.server.status_port, namespace,
     )
     agent.run(stop)
     watcher.stop()

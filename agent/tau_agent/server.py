@@ -1,10 +1,14 @@
-"""HTTP endpoints of the agent, on two listeners.
+"""HTTP endpoints of the agent, on three listeners.
 
 - public (`server.bind`:`server.port`, 9464; the pod IP): `/healthz` (loop alive) and `/metrics`
   (Prometheus) only. The NetworkPolicy in manifests/agent admits only the monitoring namespaces.
+- probe (`server.bind`:`server.probe_port`, 9466): `/healthz` only, for the kubelet's liveness
+  probe, which connects to the pod IP. Its own pool, so clients holding the public (or local)
+  listener's workers cannot make the kubelet restart the agent. No NetworkPolicy rule admits it:
+  only the node itself reaches it, which a NetworkPolicy cannot block.
 - local (127.0.0.1:`server.status_port`, 9465; never another address): `/status` (JSON verdict and
-  per-GPU detail with GPU UUIDs) plus the two above. Reach it with `kubectl port-forward`, which
-  needs `pods/portforward` in the agent's namespace.
+  per-GPU detail with GPU UUIDs) plus `/healthz` and `/metrics`. Reach it with `kubectl
+  port-forward`, which needs `pods/portforward` in the agent's namespace.
 
 Each listener answers HTTP/1.0 (one request per connection) from a fixed pool of worker threads
 fed by a bounded queue of accepted connections. A connection that finds the queue full gets a
@@ -39,7 +43,11 @@ if TYPE_CHECKING:
 _Request: TypeAlias = "socket.socket | tuple[bytes, socket.socket]"
 
 PUBLIC_PATHS = ("/healthz", "/metrics")
+PROBE_PATHS = ("/healthz",)
 LOCAL_PATHS = ("/healthz", "/metrics", "/status")
+# One probe at a time per kubelet period; a spare worker and a short queue absorb a late one.
+PROBE_WORKERS = 2
+PROBE_MAX_PENDING = 4
 LOCAL_BIND = "127.0.0.1"
 log = logging.getLogger(__name__)
 _BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbusy\n"
@@ -231,10 +239,14 @@ def make_server(
 
 
 def make_servers(agent: Agent, config: ServerConfig, clock: Callable[[], float] = time.time) -> list[AgentHTTPServer]:
-    """The public listener (healthz, metrics) and, unless disabled, the localhost one (plus status)."""
+    """The public listener (healthz, metrics), the probe one (healthz) and, unless disabled, the
+    localhost one (plus status)."""
     servers = [
         make_server(agent, config.bind, config.port, clock, paths=PUBLIC_PATHS, name="public",
-                    workers=config.workers, max_pending=config.max_pending, timeout_s=config.connection_timeout_s)
+                    workers=config.workers, max_pending=config.max_pending, timeout_s=config.connection_timeout_s),
+        # Same bind as the public one: the kubelet probes the pod IP. Its own pool and queue.
+        make_server(agent, config.bind, config.probe_port, clock, paths=PROBE_PATHS, name="probe",
+                    workers=PROBE_WORKERS, max_pending=PROBE_MAX_PENDING, timeout_s=config.connection_timeout_s),
     ]
     if config.status_port is not None:  # its own small pool: a busy public listener cannot starve it
         servers.append(

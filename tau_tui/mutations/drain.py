@@ -68,7 +68,9 @@ def preview_drain(backend: ClusterBackend, node: str, now: datetime) -> DrainPre
     if plan.blockers:
         lines.append("BLOCKED:")
         lines += [f"  ✗ {b}" for b in plan.blockers]
-    warnings = list(plan.warnings) + inputs.problems
+    warnings = list(plan.warnings) + inputs.problems + [
+        f"cordon-timestamp on {why}: not counted as a recent drain" for why in budget.untrusted_cordon_times
+    ]
     if warnings:
         lines.append("warnings:")
         lines += [f"  ⚠ {w}" for w in warnings]

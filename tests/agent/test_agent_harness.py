@@ -118,14 +118,14 @@ def test_agent_identity_of_node_a_cannot_write_node_b(plane, admin, applied):
     wait_for(policy_enforced, "the ValidatingAdmissionPolicy to be enforced", timeout=30)
 
     # Allowed: its own node.
-    core.patch_node_status(NODE_A, patch, _content_type=STRATEGIC_MERGE)
+    core.patch_node_status(NODE_A, patch, field_manager="tau-agent", _content_type=STRATEGIC_MERGE)
     custom.patch_cluster_custom_object(
         API_GROUP, API_VERSION, HEALTH_PLURAL, NODE_A,
         health_object_body(NODE_A, {"verdict": "unknown", "observedAt": "2026-01-01T00:00:00Z"}),
         field_manager="tau-agent", force=True, _content_type=APPLY_PATCH)
 
     with pytest.raises(ApiException) as denied:
-        core.patch_node_status(NODE_B, patch, _content_type=STRATEGIC_MERGE)
+        core.patch_node_status(NODE_B, patch, field_manager="tau-agent", _content_type=STRATEGIC_MERGE)
     assert denied.value.status == 403 and "only its own node" in denied.value.body
     assert "GPUUnhealthy" not in conditions_of(admin, NODE_B)
 

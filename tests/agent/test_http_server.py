@@ -74,8 +74,8 @@ def _read_to_eof(sock: socket.socket, limit: int = 4096) -> bytes:
 
 
 def test_public_listener_serves_healthz_and_metrics_but_not_status(node):
-    config = Server(bind="127.0.0.1", port=0, status_port=0)
-    public, local = _started(make_servers(node.agent, config, clock=node.clock))
+    config = Server(bind="127.0.0.1", port=0, status_port=0, probe_port=0)
+    public, probe, local = _started(make_servers(node.agent, config, clock=node.clock))
     try:
         assert local.server_address[0] == LOCAL_BIND
         public_port, local_port = public.server_address[1], local.server_address[1]
@@ -98,13 +98,14 @@ def test_public_listener_serves_healthz_and_metrics_but_not_status(node):
         code, body = _get(public_port, "/metrics")
         assert b'tau_agent_http_connections_total{listener="public",result="404"} 4.0' in body
     finally:
-        _stop([public, local])
+        _stop([public, probe, local])
 
 
 def test_status_listener_is_loopback_whatever_the_public_bind_and_can_be_turned_off(node):
-    servers = make_servers(node.agent, Server(bind="127.0.0.1", port=0, status_port=None), clock=node.clock)
+    config = Server(bind="127.0.0.1", port=0, status_port=None, probe_port=0)
+    servers = make_servers(node.agent, config, clock=node.clock)
     try:
-        assert [s.name for s in servers] == ["public"]
+        assert [s.name for s in servers] == ["public", "probe"]
     finally:
         for server in servers:  # never started: close only (shutdown() waits for serve_forever)
             server.server_close()
@@ -204,7 +205,7 @@ def test_network_policy_admits_only_monitoring_namespaces_to_the_metrics_port():
     assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"tau-tui.io/monitoring": "true"}}}]
     [container] = pod["spec"]["containers"]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert rule["ports"] == [{"protocol": "TCP", "port": "metrics"}] and ports == {"metrics": 9464}
+    assert rule["ports"] == [{"protocol": "TCP", "port": "metrics"}] and ports == {"metrics": 9464, "healthz": 9466}
     # /status is not reachable through any pod port at all.
     assert 9465 not in ports.values()
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"

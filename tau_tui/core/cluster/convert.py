@@ -12,6 +12,7 @@ from sys import intern
 from typing import Any
 
 from tau_tui.core.apifields import Condition, parse_conditions, parse_time
+from tau_tui.core.cluster.field_owners import reduced_managed_fields
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import GPU_NODE_CONDITIONS, TAU_LABEL_PREFIX, is_gpu_resource
 from tau_tui.core.cluster.view_types import (
@@ -106,9 +107,13 @@ def share_strings(obj: dict[str, Any] | list[Any]) -> None:
 
 
 def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop managedFields, keeping only who owns the annotations the drain budget must trust."""
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
-        meta.pop("managedFields", None)
+        managed = meta.pop("managedFields", None)
+        kept = reduced_managed_fields(managed, meta.get("annotations"))
+        if kept:
+            meta["managedFields"] = kept
     return obj
 
 

@@ -1,6 +1,7 @@
 """Views: immutable snapshots (frozen dataclasses) of the objects panes show.
 
-``raw`` holds the object as served (``metadata.managedFields`` stripped) for YAML/detail panes;
+``raw`` holds the object as served for YAML/detail panes, ``metadata.managedFields`` stripped
+(kept only as who owns the cordon-timestamp annotation; see :mod:`~tau_tui.core.cluster.field_owners`);
 the typed fields are what panes should use.  Anything unreadable is ``None`` and must be shown as
 unknown, never as healthy (fail closed).  :mod:`tau_tui.core.cluster.convert` builds them."""
 

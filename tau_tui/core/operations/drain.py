@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tau_gpuhealth.names import ANNOTATION_CORDON_TIMESTAMP, API_GROUP
+from tau_gpuhealth.names import AGENT_COMPONENT, ANNOTATION_CORDON_TIMESTAMP, ANNOTATION_CORDONED_BY, API_GROUP
+from tau_tui.core.cluster.field_owners import annotation_owners
 
 GPU_RESOURCE = "nvidia.com/gpu"
 ANNOTATION_DRAIN_STARTED = f"{API_GROUP}/drain-started"
@@ -50,6 +51,8 @@ class DrainBudget(BaseModel):
     max_unavailable: int
     allowed: bool
     explanation: str
+    #: Nodes whose cordon-timestamp was ignored, each with why (not written by the node agent).
+    untrusted_cordon_times: list[str] = Field(default_factory=list)
 
 
 class DrainPlan(BaseModel):
@@ -106,13 +109,33 @@ def _parse_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def trusted_cordon_time(node: dict[str, Any]) -> tuple[datetime | None, str | None]:
+    """The node agent's cordon time, or (None, why it is not trusted).
+
+    Anyone who can patch a Node can write the cordon-timestamp annotation; only the agent's is
+    believed: cordoned-by says tau-agent and the agent's field manager alone owns the timestamp
+    (the admission policy lets the agent set it only in the request that cordons)."""
+    annotations = _meta(node).get("annotations") or {}
+    if ANNOTATION_CORDON_TIMESTAMP not in annotations:
+        return None, None
+    owners = annotation_owners(_meta(node).get("managedFields"), ANNOTATION_CORDON_TIMESTAMP)
+    if annotations.get(ANNOTATION_CORDONED_BY) != AGENT_COMPONENT:
+        return None, f"cordoned-by is {annotations.get(ANNOTATION_CORDONED_BY)!r}, not {AGENT_COMPONENT}"
+    if not owners:
+        return None, "who wrote it is unknown (no field owner)"
+    if any(owner != AGENT_COMPONENT for owner in owners):
+        return None, f"written by {', '.join(sorted(set(owners)))}, not {AGENT_COMPONENT}"
+    parsed = _parse_time(annotations.get(ANNOTATION_CORDON_TIMESTAMP))
+    return parsed, None if parsed is not None else "not a timestamp"
+
+
 def check_drain_budget(
     target: str, nodes: list[dict[str, Any]], now: datetime, policy: DrainBudgetPolicy | None = None
 ) -> DrainBudget:
     """Whether one more GPU node may be taken out of service now (cluster-wide circuit breaker)."""
     policy = policy or DrainBudgetPolicy()
     gpu_nodes = [n for n in nodes if is_gpu_node(n)]
-    unavailable, recent = [], []
+    unavailable, recent, untrusted = [], [], []
     for node in gpu_nodes:
         name = _meta(node).get("name", "")
         if name == target:
@@ -120,9 +143,10 @@ def check_drain_budget(
         if (node.get("spec") or {}).get("unschedulable") or not _is_ready(node):
             unavailable.append(name)
         annotations = _meta(node).get("annotations") or {}
-        started = _parse_time(annotations.get(ANNOTATION_DRAIN_STARTED)) or _parse_time(
-            annotations.get(ANNOTATION_CORDON_TIMESTAMP)
-        )
+        cordoned_at, distrust = trusted_cordon_time(node)
+        if distrust is not None:
+            untrusted.append(f"{name}: {distrust}")
+        started = _parse_time(annotations.get(ANNOTATION_DRAIN_STARTED)) or cordoned_at
         if started is not None and (now - started).total_seconds() < policy.window_s:
             recent.append(name)
     max_unavailable = min(max(1, math.floor(policy.max_fraction * len(gpu_nodes))), policy.max_nodes)
@@ -154,6 +178,7 @@ def check_drain_budget(
         max_unavailable=max_unavailable,
         allowed=allowed,
         explanation=explanation,
+        untrusted_cordon_times=sorted(untrusted),
     )
 
 
