@@ -13,15 +13,16 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import kubernetes.client  # noqa: E402,F401  (production imports it; count it in RSS)
+from percentiles import median  # noqa: E402
 
 from tau_agent.agent import Agent  # noqa: E402
 from tau_agent.call_guard import CallGuard  # noqa: E402
@@ -98,8 +99,8 @@ def main() -> None:
     mixed = [run_once(args.cycles, seed, False) for seed in range(args.repeats)]
     counters = [run_once(args.cycles, seed, True) for seed in range(args.repeats)]
     rss, hwm = rss_mb()
-    median_mixed = statistics.median(mixed)
-    median_counters = statistics.median(counters)
+    median_mixed = median(mixed)
+    median_counters = median(counters)
     result = {
         "gpus": 8,
         "poll_interval_s": 15,

@@ -27,7 +27,6 @@ import asyncio
 import os
 import platform
 import resource
-import statistics
 import sys
 import tempfile
 import time
@@ -37,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from percentiles import percentile  # noqa: E402
+from percentiles import median, summarize  # noqa: E402
 from raw_results import save_raw  # noqa: E402
 from textual.widgets import Input  # noqa: E402
 
@@ -205,20 +204,17 @@ def main() -> int:
     print(f"{'measure':44s} {'median':>10s}  {'spread (min..max)':>22s}")
 
     def row(name: str, values: list[float], unit: str = "s", scale: float = 1.0) -> None:
-        med = statistics.median(values) * scale
+        med = median(values) * scale
         print(f"{name:44s} {med:9.3f}{unit}  {min(values) * scale:9.3f}..{max(values) * scale:.3f}{unit}")
 
     for key in ("world ready s", "launch to workloads s", "queue pane after world s", "open runs s", "open nodes s"):
         row(key.removesuffix(" s"), [r[key] for r in rounds])
-    for group in rounds[0]["keys"]:
-        p50 = [percentile(r["keys"][group], 50) for r in rounds]
-        p99 = [percentile(r["keys"][group], 99) for r in rounds]
-        row(f"key {group} p50", p50, "ms", 1000)
-        row(f"key {group} p99", p99, "ms", 1000)
-    applied = [percentile(r["filter applied per char s"], 50) for r in rounds]
-    applied99 = [percentile(r["filter applied per char s"], 99) for r in rounds]
-    row("filter applied per typed char p50", applied, "ms", 1000)
-    row("filter applied per typed char p99", applied99, "ms", 1000)
+    # Per repetition; a key group of fewer than 100 presses has no p99: its max is shown, named so.
+    groups = {f"key {group}": [summarize(r["keys"][group]) for r in rounds] for group in rounds[0]["keys"]}
+    groups["filter applied per typed char"] = [summarize(r["filter applied per char s"]) for r in rounds]
+    for name, summaries in groups.items():
+        row(f"{name} p50", [s.p50 for s in summaries], "ms", 1000)
+        row(f"{name} {summaries[0].p99_name}", [s.p99_or_max for s in summaries], "ms", 1000)
     print(f"rows: workloads {rounds[0]['workload rows']}, filtered '{FILTER_TEXT}' {rounds[0]['filtered rows']} "
           f"(matches/seen {rounds[0]['filter matches']}), runs {rounds[0]['runs rows']}, nodes {rounds[0]['nodes rows']}")
     print(f"simulated cluster: {'in this process' if args.sim_in_process else 'its own process'}")

@@ -12,8 +12,11 @@ read with `capture-pane -p` every 5 ms, as the terminal tests do.  Measured:
 - pane switches `4` (Runs) and `6` (Nodes), `3` back: until the pane's crumb shows, and until its
   table shows rows.
 
-The numbers include tmux's own send/capture round trip (a few ms), so they are an upper bound
-on the app's latency.  Prints medians, p99 and min..max with the machine line; raw samples to JSON.
+Every key's clock starts before its `tmux send-keys` runs (``Screen.send`` returns that moment)
+and nothing is subtracted: the numbers include tmux's own send/capture round trip (a few ms), so
+they are an upper bound on the app's latency.  Prints p50, p90, p99 (the max, named so, below 100
+samples) and min..max by nearest rank (benchmarks/percentiles.py) with the machine line; raw
+samples to JSON.
 
 Run: .venv/bin/python benchmarks/app_keys_tmux.py [--rounds 5] [--json benchmarks/results/app_keys_tmux.json]
      [--sim-in-process]  (the simulated cluster in the app's process, as before it had its own: an A/B)
@@ -25,7 +28,6 @@ import argparse
 import os
 import re
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -35,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine_info import machine, machine_line  # noqa: E402
-from percentiles import percentile  # noqa: E402
+from percentiles import summarize  # noqa: E402
 from raw_results import save_raw  # noqa: E402
 from tmux_screen import Screen  # noqa: E402
 
@@ -48,9 +50,10 @@ LAUNCH_LIMIT_S = 1800.0
 KEY_LIMIT_S = 120.0
 
 
-def wait_screen(screen: Screen, seen: Callable[[str], bool], limit: float) -> tuple[float, str]:
-    """Seconds until ``seen(capture)`` holds (``inf`` past ``limit``), and the last capture."""
-    started = time.monotonic()
+def wait_screen(screen: Screen, seen: Callable[[str], bool], limit: float, since: float | None = None) -> tuple[float, str]:
+    """Seconds from ``since`` (a key's ``Screen.send`` time; default now) until ``seen(capture)``
+    holds (``inf`` past ``limit``), and the last capture."""
+    started = time.monotonic() if since is None else since
     text = ""
     while time.monotonic() - started < limit:
         text = screen.capture()
@@ -76,13 +79,7 @@ def rows_match(text: str, wanted: str) -> bool:
 
 
 def summary(values: list[float]) -> str:
-    finite = [v for v in values if v != float("inf")]
-    if not finite:
-        return "no sample"
-    ms = [v * 1000 for v in finite]
-    lost = len(values) - len(finite)
-    return (f"median {statistics.median(ms):.0f} ms, p99 {percentile(ms, 99):.0f} ms, "
-            f"min..max {min(ms):.0f}..{max(ms):.0f} ms, n={len(ms)}" + (f", {lost} past the limit" if lost else ""))
+    return summarize(values).label()
 
 
 def run(rounds: int, sim_in_process: bool) -> dict[str, list[float]]:
@@ -103,34 +100,32 @@ def run(rounds: int, sim_in_process: bool) -> dict[str, list[float]]:
         print(f"launch → workload rows: {took:.1f} s", flush=True)
         for round_ in range(rounds):
             text = FILTERS[round_ % len(FILTERS)]
-            screen.send("/", literal=True)
-            opened, _ = wait_screen(screen, lambda t: command_line(t).lstrip().startswith("/"), KEY_LIMIT_S)
+            sent = screen.send("/", literal=True)
+            opened, _ = wait_screen(screen, lambda t: command_line(t).lstrip().startswith("/"), KEY_LIMIT_S, sent)
             samples["filter_line_opens"].append(opened)
             for n in range(1, len(text) + 1):
                 typed = text[:n]
-                sent = time.monotonic()
-                screen.send(text[n - 1], literal=True)
-                echo, _ = wait_screen(screen, lambda t, typed=typed: typed in command_line(t), KEY_LIMIT_S)
+                sent = screen.send(text[n - 1], literal=True)
+                echo, _ = wait_screen(screen, lambda t, typed=typed: typed in command_line(t), KEY_LIMIT_S, sent)
                 samples["filter_key_echo"].append(echo)
             # applied: every workload row on screen matches the whole text (the header shows the
             # filter as soon as it is typed; the rows change when the pane's collect comes back)
             # (and the header names it: rows that all match already, "pending", are not the filter applied)
             applied, _ = wait_screen(screen, lambda t, text=text: rows_match(t, text) and f"filter: {text}" in header_lines(t),
-                                     KEY_LIMIT_S)
-            samples["filter_applied"].append(time.monotonic() - sent if applied != float("inf") else applied)
-            screen.send("Escape")  # in the filter line: closes it and clears the filter (k9s)
-            took, _ = wait_screen(screen, lambda t: "filter:" not in header_lines(t), KEY_LIMIT_S)
+                                     KEY_LIMIT_S, sent)
+            samples["filter_applied"].append(applied)
+            sent = screen.send("Escape")  # in the filter line: closes it and clears the filter (k9s)
+            took, _ = wait_screen(screen, lambda t: "filter:" not in header_lines(t), KEY_LIMIT_S, sent)
             samples["esc_clears"].append(took)
             for key, crumb, rows_key, rows in (("4", "› Runs", "runs_rows", ROW), ("6", "› Nodes", "nodes_rows", NODE_ROW),
                                                ("3", "› Queue", None, ROW)):
-                sent = time.monotonic()
-                screen.send(key, literal=True)
-                took, _ = wait_screen(screen, lambda t, crumb=crumb: crumb in header_lines(t), KEY_LIMIT_S)
+                sent = screen.send(key, literal=True)
+                took, _ = wait_screen(screen, lambda t, crumb=crumb: crumb in header_lines(t), KEY_LIMIT_S, sent)
                 samples[f"{crumb[2:].lower()}_crumb"].append(took)
                 if rows_key:
                     filled, _ = wait_screen(screen, lambda t, rows=rows: bool(rows.search("\n".join(t.splitlines()[3:]))),
-                                            KEY_LIMIT_S)
-                    samples[rows_key].append(time.monotonic() - sent if filled != float("inf") else filled)
+                                            KEY_LIMIT_S, sent)
+                    samples[rows_key].append(filled)
             print(f"round {round_ + 1}/{rounds} done", flush=True)
     finally:
         screen.stop()

@@ -15,12 +15,14 @@ from __future__ import annotations
 import argparse
 import gc
 import resource
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from percentiles import median  # noqa: E402
 
 from tau_tui.core.cluster.kinds import ResourceKind  # noqa: E402
 from tau_tui.core.sim.backend import SimulatedBackend  # noqa: E402
@@ -53,7 +55,7 @@ def one_round() -> dict[str, float]:
     seconds = [timed(lambda: world.advance(1.0))[0] for _ in range(5)]
     gc.set_threshold(*thresholds)
     gc.unfreeze()
-    out["a simulated second, median of 5 more"] = statistics.median(seconds)
+    out["a simulated second, median of 5 more"] = median(seconds)
     out["pending workloads positioned"] = float(sum(len(r.entries) for r in reports))
     backend.close()
     return out
@@ -70,7 +72,7 @@ def main() -> int:
         if key.startswith("pending"):
             print(f"  {key:32s} {values[0]:.0f}")
             continue
-        print(f"  {key:32s} {statistics.median(values) * 1000:9.1f} ms   ({min(values) * 1000:.1f}..{max(values) * 1000:.1f})")
+        print(f"  {key:32s} {median(values) * 1000:9.1f} ms   ({min(values) * 1000:.1f}..{max(values) * 1000:.1f})")
     print(f"  {'peak RSS':32s} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:9.1f} MB")
     return 0
 

@@ -22,7 +22,6 @@ import argparse
 import os
 import re
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -32,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine_info import machine, machine_line  # noqa: E402
+from percentiles import median  # noqa: E402
 from raw_results import save_raw  # noqa: E402
 from tmux_screen import Screen  # noqa: E402
 
@@ -83,7 +83,7 @@ def summary(values: list[float], unit: str = "s") -> str:
     if not finite:
         return "no sample"
     lost = len(values) - len(finite)
-    return (f"median {statistics.median(finite):.2f} {unit}, min..max {min(finite):.2f}..{max(finite):.2f} {unit}, "
+    return (f"median {median(finite):.2f} {unit}, min..max {min(finite):.2f}..{max(finite):.2f} {unit}, "
             f"n={len(finite)}" + (f", {lost} past the limit" if lost else ""))
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine_info import machine  # noqa: E402
+from percentiles import median  # noqa: E402
 from textual.app import App, ComposeResult  # noqa: E402
 
 from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest, LogRequest  # noqa: E402
@@ -232,7 +232,7 @@ def summarize(values: list[float]) -> str:
     values = [v for v in values if v is not None]
     if not values:
         return "n/a"
-    med = statistics.median(values)
+    med = median(values)
     return f"{med:,.3f} ({min(values):,.3f}..{max(values):,.3f})"
 
 

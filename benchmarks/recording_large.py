@@ -12,13 +12,15 @@ Run: .venv/bin/python benchmarks/recording_large.py [--repeat N]
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from percentiles import median  # noqa: E402
 
 from tau_tui.core.operations.recording.reader import RecordingReader  # noqa: E402
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend  # noqa: E402
@@ -60,8 +62,8 @@ def main() -> None:
         rounds = [one_round(Path(directory), n) for n in range(args.repeat)]
     for key in rounds[0]:
         values = [r[key] for r in rounds]
-        median = statistics.median(values)
-        print(f"{key:45s} median {median:10.3f}  range {min(values):.3f}..{max(values):.3f}")
+        middle = median(values)
+        print(f"{key:45s} median {middle:10.3f}  range {min(values):.3f}..{max(values):.3f}")
 
 
 if __name__ == "__main__":

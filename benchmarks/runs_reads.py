@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from app_keys import machine, send_key, table_rows, wait_until  # noqa: E402
+from percentiles import median  # noqa: E402
 from raw_results import save_raw  # noqa: E402
 
 from tau_tui.app import TauApp  # noqa: E402
@@ -81,12 +81,12 @@ def main() -> int:
     firsts = [launch[0] for launch in launches if launch]
     following = [read for launch in launches for read in launch[1:]]
     ms = sorted(read["cpu_s"] * 1000 for read in following)
-    print(f"first read (every run):  CPU median {statistics.median(r['cpu_s'] for r in firsts) * 1000:.0f} ms, "
-          f"statuses worked out median {statistics.median(r['computed'] for r in firsts):.0f}")
+    print(f"first read (every run):  CPU median {median(r['cpu_s'] for r in firsts) * 1000:.0f} ms, "
+          f"statuses worked out median {median(r['computed'] for r in firsts):.0f}")
     if ms:
-        print(f"following reads (n={len(ms)}): CPU median {statistics.median(ms):.1f} ms, "
+        print(f"following reads (n={len(ms)}): CPU median {median(ms):.1f} ms, "
               f"min..max {ms[0]:.1f}..{ms[-1]:.1f} ms, statuses worked out per read median "
-              f"{statistics.median(r['computed'] for r in following):.0f}, max {max(r['computed'] for r in following)}")
+              f"{median(r['computed'] for r in following):.0f}, max {max(r['computed'] for r in following)}")
     save_raw(args.json, {"machine": machine(), "seconds": args.seconds, "launches": launches})
     return 0
 

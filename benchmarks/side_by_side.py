@@ -23,11 +23,15 @@ Workloads), then measures, every tool against the same server:
    of those Workloads round robin to `q-<sequence>`; the Queue column shows it in both tools
    (tau-tui's "Queue", k9s's "QUEUE" printer column). The LocalQueues named so do not exist, so
    Kueue never admits these Workloads (it only marks them inadmissible). The screen is captured
-   every 20 ms; a change's latency is first capture showing `q-<sequence>` on its row minus the
-   moment its PATCH was sent. Values overwritten before a tool redrew never reach the screen: the
-   table counts them (shown / sent). Peak RSS of the tool over that minute: VmHWM.
+   every 20 ms. Each change's staleness (benchmarks/staleness.py) is the time from the change until
+   a capture shows its value or a newer one on its row: every change counts (one overwritten before
+   the tool drew it ends when the newer value shows), and those no capture reflected before the run
+   ended are counted as never reflected. Measured from the PATCH's send, from the server's answer
+   and from a reference watch's delivery; p50/p90/p99/max by nearest rank (benchmarks/percentiles.py;
+   below 100 changes the max stands in for the p99, named so). Peak RSS of the tool over that
+   minute: VmHWM.
 Each timing is repeated (--repeat, default 3; latency runs once per tool); the table prints the
-median and min..max, the machine and the date, and the raw numbers go to
+median (nearest rank) and min..max, the machine and the date, and the raw numbers go to
 benchmarks/results/side_by_side.json. A missing peer (k9s, kueuectl) is built first with
 `bash harness/build.sh <peer>` (unless --no-build, or while another harness/build.sh runs); a peer
 that cannot be built is reported as missing, with why, and the rest still runs.
@@ -44,7 +48,6 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,7 +62,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from load_cluster import BENCH_NAMESPACE, KUEUE, Api, Shape, print_report, start_loaded_plane  # noqa: E402
 from machine_info import machine  # noqa: E402
+from percentiles import Summary, median, median_spread, summarize  # noqa: E402
 from raw_results import save_raw  # noqa: E402
+from staleness import Change, Observation, staleness  # noqa: E402
 from tmux_screen import Screen  # noqa: E402
 
 from tests.harness.binaries import locate  # noqa: E402
@@ -219,6 +224,7 @@ class Driver(threading.Thread):
         # When the server answered: it has stored the change by then, so what follows is the tool's own time.
         self.answered: dict[int, float] = {}
         self.errors = 0
+        self.failed: set[int] = set()  # PATCHes the server refused: changes never made
         self.first_seq = first_seq
         self.late = 0
 
@@ -252,6 +258,7 @@ class Driver(threading.Thread):
             self.answered[seq] = time.monotonic()
         except RuntimeError:
             self.errors += 1
+            self.failed.add(seq)
 
 
 class WatchClock(threading.Thread):
@@ -306,7 +313,9 @@ def latency_run(name: str, command: list[str], env: dict, api: Api, names: list[
         driver = Driver(api, names, rate, seconds, first_seq)
         clock = WatchClock(api)
         clock.start()
-        first_seen: dict[int, float] = {}
+        # What each capture showed per row, kept only where a row's value changed (all staleness needs).
+        observations: list[Observation] = []
+        shown: dict[str, str] = {}
         rss_peak = 0.0
         driver.start()
         end = time.monotonic() + seconds + 5
@@ -317,8 +326,9 @@ def latency_run(name: str, command: list[str], env: dict, api: Api, names: list[
             captures += 1
             for line in text.splitlines():
                 m = pair.search(line)
-                if m:
-                    first_seen.setdefault(int(m.group(2)), now)
+                if m and shown.get(m.group(1)) != m.group(2):
+                    shown[m.group(1)] = m.group(2)
+                    observations.append(Observation(m.group(1), m.group(2), now))
             rss_peak = max(rss_peak, screen.rss()[0])
             time.sleep(0.02)
         driver.join(timeout=30)
@@ -326,33 +336,36 @@ def latency_run(name: str, command: list[str], env: dict, api: Api, names: list[
         _, hwm = screen.rss()
     finally:
         screen.stop()
-    latencies = sorted(first_seen[s] - driver.sent[s][1] for s in first_seen if s in driver.sent and first_seen[s] >= driver.sent[s][1])
-    # From the server's answer: the server's queueing (Kueue's webhooks on busy cores) left out. A change
-    # drawn before its answer came back (the watch can beat the response) counts as 0.
-    from_answer = sorted(max(0.0, first_seen[s] - driver.answered[s]) for s in first_seen if s in driver.answered)
-    server_s = sorted(driver.answered[s] - driver.sent[s][1] for s in driver.answered)
-    # From the server's watch delivery (WatchClock): the tool's own share; drawn before it (the two
-    # watches are served in turn) counts as 0.
-    from_watch = sorted(max(0.0, first_seen[s] - clock.delivered[s]) for s in first_seen if s in clock.delivered)
-    def pct(values: list[float], p: float) -> float | None:
-        return values[min(len(values) - 1, int(p * len(values)))] if values else None
-    return {"sent": len(driver.sent), "patch_errors": driver.errors, "driver_late": driver.late, "shown": len(latencies),
-            "p50_s": pct(latencies, 0.50), "p99_s": pct(latencies, 0.99), "max_s": latencies[-1] if latencies else None,
-            "answered": len(driver.answered), "patch_p50_s": pct(server_s, 0.50), "patch_p99_s": pct(server_s, 0.99),
-            "from_answer_p50_s": pct(from_answer, 0.50), "from_answer_p99_s": pct(from_answer, 0.99),
-            "from_watch_p50_s": pct(from_watch, 0.50), "from_watch_p99_s": pct(from_watch, 0.99),
+    return {"sent": len(driver.sent), "patch_errors": driver.errors, "driver_late": driver.late,
+            **staleness_figures(driver, clock, observations),
+            "answered": len(driver.answered),
+            "patch_s": summarize(driver.answered[s] - driver.sent[s][1] for s in driver.answered).as_dict(),
             "watch_delivered": len(clock.delivered),
             "captures": captures, "rss_peak_mb": max(rss_peak, hwm), "achieved_rate": len(driver.sent) / seconds}
+
+
+def staleness_figures(driver: Driver, clock: WatchClock, observations: list[Observation]) -> dict:
+    """Staleness of every change the server took (a refused PATCH changed nothing), from three
+    starts: the PATCH's send; the server's answer (its queueing, Kueue's webhooks on busy cores,
+    left out); the reference watch's delivery (the tool's own share; a change it never delivered
+    is left out and counted).  A value on screen before the start it is measured from (the watch
+    can beat the answer) counts as 0."""
+    made = {s: name for s, (name, _) in driver.sent.items() if s not in driver.failed}
+    starts = {"from_sent": {s: driver.sent[s][1] for s in made}, "from_answer": dict(driver.answered),
+              "from_watch": {s: clock.delivered[s] for s in made if s in clock.delivered}}
+    out: dict = {"changes_made": len(made), "watch_undelivered": len(made) - len(starts["from_watch"])}
+    for name, start in starts.items():
+        result = staleness((Change(made[s], str(s), at) for s, at in start.items() if s in made), observations)
+        out[f"staleness_{name}_s"] = summarize(result.samples).as_dict()
+        out[f"never_reflected_{name}"] = result.never_reflected
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
 
 
 def med(values: list) -> str:
-    values = [v for v in values if v is not None]
-    if not values:
-        return "n/a"
-    return f"{statistics.median(values):.2f} ({min(values):.2f}..{max(values):.2f})"
+    return median_spread(values)
 
 
 def build_peer(name: str) -> None:
@@ -455,7 +468,7 @@ def print_tables(results: dict) -> None:
             rss = [r[tool]["rss_mb"] for r in rounds]
             ratio = ""
             if base in rounds[0] and all(s is not None for s in secs):
-                ratio = f"{statistics.median(secs) / statistics.median([r[base]['seconds'] for r in rounds]):.2f}x"
+                ratio = f"{median(secs) / median([r[base]['seconds'] for r in rounds]):.2f}x"
             print(f"  {tool:44s} {med(secs):>22s} {med(rss):>22s} {ratio:>15s}")
     if results.get("first_screen"):
         rounds = results["first_screen"]
@@ -469,19 +482,21 @@ def print_tables(results: dict) -> None:
                   + (f"   ({misses} of {len(secs)} runs showed nothing within {WAIT_LIMIT:.0f} s)" if misses else ""))
     if results.get("latency"):
         print(f"\n3. event-to-screen at {results['args']['rate']:.0f} changes/s for {results['args']['seconds']:.0f} s (one run each)")
+        print("   staleness: per change, until the screen shows its value or a newer one (every change counted)")
         for tool, r in results["latency"].items():
-            p50 = "n/a" if r["p50_s"] is None else f"{r['p50_s'] * 1000:.0f}"
-            p99 = "n/a" if r["p99_s"] is None else f"{r['p99_s'] * 1000:.0f}"
-            print(f"  {tool:12s} p50 {p50:>6s} ms  p99 {p99:>6s} ms  shown {r['shown']:,} of {r['sent']:,} changes  "
-                  f"peak RSS {r['rss_peak_mb']:.0f} MB  (patch errors {r['patch_errors']}, driver rate {r['achieved_rate']:.0f}/s)")
-            if r.get("from_answer_p50_s") is not None:
-                print(f"  {'':12s} from the server's answer: p50 {r['from_answer_p50_s'] * 1000:.0f} ms  "
-                      f"p99 {r['from_answer_p99_s'] * 1000:.0f} ms; the PATCH itself took p50 "
-                      f"{r['patch_p50_s'] * 1000:.0f} ms, p99 {r['patch_p99_s'] * 1000:.0f} ms")
-            if r.get("from_watch_p50_s") is not None:
-                print(f"  {'':12s} from the server's watch delivery (the tool's own share): p50 "
-                      f"{r['from_watch_p50_s'] * 1000:.0f} ms  p99 {r['from_watch_p99_s'] * 1000:.0f} ms "
-                      f"({r['watch_delivered']:,} delivered to a reference watch)")
+            print(f"  {tool:12s} {r['changes_made']:,} changes made of {r['sent']:,} sent (patch errors {r['patch_errors']}, "
+                  f"driver rate {r['achieved_rate']:.0f}/s), peak RSS {r['rss_peak_mb']:.0f} MB")
+            for start, words in (("from_sent", "from the PATCH's send"), ("from_answer", "from the server's answer"),
+                                 ("from_watch", "from a reference watch's delivery (the tool's own share)")):
+                stats = r[f"staleness_{start}_s"]
+                print(f"  {'':12s} {words}: {label(stats)}; never reflected {r[f'never_reflected_{start}']:,}")
+            print(f"  {'':12s} the PATCH itself: {label(r['patch_s'])}; "
+                  f"{r['watch_undelivered']:,} changes never delivered to the reference watch")
+
+
+def label(stats: dict) -> str:
+    """A summary written by ``Summary.as_dict``, printed as ``Summary.label`` prints it."""
+    return Summary(**stats).label()
 
 
 if __name__ == "__main__":

@@ -49,9 +49,13 @@ class Screen:
     def capture(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", "bench").stdout
 
-    def send(self, *keys: str, literal: bool = False) -> None:
-        """tmux key names (``Escape``, ``Enter``), or text with ``literal``."""
+    def send(self, *keys: str, literal: bool = False) -> float:
+        """tmux key names (``Escape``, ``Enter``), or text with ``literal``.  Returns the
+        ``time.monotonic()`` read just before ``tmux send-keys`` ran: a key's time starts there
+        (tmux's own round trip is part of what a person waits for, so nothing is subtracted)."""
+        sent = time.monotonic()
         self._tmux("send-keys", "-t", "bench", *(["-l"] if literal else []), *keys)
+        return sent
 
     def rss(self) -> tuple[float, float]:
         """(VmRSS, VmHWM) in MB of the tool's process."""
