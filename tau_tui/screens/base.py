@@ -57,9 +57,10 @@ class PaneScreen(CompatScreen):
     READ_KINDS: tuple[ResourceKind, ...] = ()
     #: Re-read at least this often even when nothing moved (ages, times in queue).
     MAX_UNCHANGED_S = 5.0
-    #: A refresh that took C seconds is followed by the next one no sooner than this many C later
-    #: (unless forced): the reads share the interpreter with the UI thread, and this keeps them to
-    #: about a third of it, so keys are answered while the cluster churns.
+    #: A refresh whose read used C seconds of processor time is followed by the next one no sooner
+    #: than this many C later (unless forced): the reads share the interpreter with the UI thread, and
+    #: this keeps them to about a third of it, so keys are answered while the cluster churns.  Time a
+    #: read spent waiting (the network, naps for keys) held no interpreter and counts for nothing.
     REFRESH_BACKOFF = 2.0
     #: While a first list still comes in page by page (the rows shown are the part listed so far),
     #: reads are farther apart: at most a sixth of the interpreter, the rest for decoding the list.

@@ -87,8 +87,9 @@ class PaneRead:
     #: (rows matching the filter, rows looked at)
     matched: tuple[int, int] = (0, 0)
     gpu_faults: str | None = None
-    #: How long the read took (its worker's clock).
-    seconds: float = 0.0
+    #: The processor time the read used (its worker thread's clock): the back-off follows it, never
+    #: the time the read waited for the network (a visibility call) or napped for keys.
+    cpu_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -159,8 +160,8 @@ class PaneReader:
         #: The pane's data signature when the refresh drawn last was started, and when.
         self.drawn_signature: tuple | None = None
         self.collected_at = 0.0
-        #: How long the last refresh's read took (its worker's clock) and when it finished.
-        self.read_seconds = 0.0
+        #: The processor time the last refresh's read used (its worker thread's) and when it finished.
+        self.read_cpu_seconds = 0.0
         self.finished_at = 0.0
         #: A forced refresh asked for while one ran: it runs once that one ends.
         self.rerun = False
@@ -182,6 +183,8 @@ class PaneReader:
         #: Seconds the read in progress slept for keys, and how it sleeps.
         self.napped_s = 0.0
         self.nap: Callable[[float], None] = time.sleep
+        #: The reading thread's processor clock (a read's back-off is in it).
+        self.cpu_clock: Callable[[], float] = time.thread_time
         #: The app's key hold when the pane was opened with no rows: its read naps only for keys that
         #: came after (the one that opened it asks for that read); 0.0 once rows are shown.
         self.opened_with_hold = 0.0
@@ -223,7 +226,7 @@ class PaneReader:
             self.ticks_unchanged += 1
             return False
         backoff = pane.LISTING_BACKOFF if pane.freshness.syncing else pane.REFRESH_BACKOFF
-        if not force and now - self.finished_at < backoff * self.read_seconds:
+        if not force and now - self.finished_at < backoff * self.read_cpu_seconds:
             self.ticks_backed_off += 1
             return False
         if not force and now < self.host.key_hold_until:
@@ -248,7 +251,7 @@ class PaneReader:
     def collected(self, read: PaneRead) -> bool:
         """UI thread, a refresh's read came: whether to show it (no newer refresh started since)."""
         self.refresh_running = False
-        self.read_seconds = read.seconds
+        self.read_cpu_seconds = read.cpu_seconds
         self.finished_at = time.monotonic()
         if read.generation != self.generation:
             return False
@@ -320,7 +323,7 @@ class PaneReader:
         self.napped_s = 0.0
         try:
             # read before the data: a change in between shows as stale, never as fresh
-            started = time.monotonic()
+            cpu_started = self.cpu_clock()
             freshness = Freshness.read(self.host.backend, pane.VIEW_KINDS)
             request = ReadRequest(row_filter, freshness, table_states, self.keep_reading,
                                   lambda: self.first_rows_waited_for)
@@ -335,7 +338,7 @@ class PaneReader:
         except Exception as err:  # a bug or a backend failure must not kill the app
             return ReadFailed(f"{type(err).__name__}: {err}")
         return PaneRead(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0]), faults,
-                        seconds=time.monotonic() - started)
+                        cpu_seconds=self.cpu_clock() - cpu_started)
 
     def keep_reading(self) -> None:
         """Called by the pane's collect between steps and in long loops: a pane that left the screen

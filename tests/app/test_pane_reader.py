@@ -83,10 +83,10 @@ def test_a_slow_read_backs_off_and_a_key_hold_waits_unless_forced() -> None:
     pane = Pane()
     reader = PaneReader(pane)
     assert reader.due()
-    reader.collected(PaneRead(None, 1, seconds=3600.0))
+    reader.collected(PaneRead(None, 1, cpu_seconds=3600.0))
     pane.signature = ("g", 2)
     assert not reader.due() and reader.ticks_backed_off == 1
-    reader.read_seconds = 0.0
+    reader.read_cpu_seconds = 0.0
     pane.tau.key_hold_until = time.monotonic() + 3600
     assert not reader.due() and reader.ticks_held_for_keys == 1
     assert reader.due(force=True)
