@@ -11,6 +11,7 @@ only; the app imports them, never the other way round.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeAlias
@@ -21,6 +22,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widget import AwaitMount
+from textual.worker import get_current_worker
 
 from tau_tui import app_messages
 from tau_tui.app_components.command_mode import CommandMode
@@ -31,7 +33,9 @@ from tau_tui.app_components.mutation_flow import MutationFlow
 from tau_tui.app_components.pane_modes import PANE_MODES
 from tau_tui.app_components.pane_preparation import PanePreparation
 from tau_tui.app_components.pane_switch_mask import PaneSwitchMask
+from tau_tui.app_components.quitting import Quitting
 from tau_tui.app_components.replay_controls import REPLAY_BINDINGS, REPLAY_HELP_KEYS, ReplayControls
+from tau_tui.app_components.scope_notice import ScopeNotice
 from tau_tui.app_messages import BackendFailed, BackendReady, MutationApplied, MutationPreviewed
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.interfaces import ClusterBackend
@@ -68,6 +72,9 @@ if TYPE_CHECKING:  # loaded in the workers that start them, after the first fram
 #: How often the shown pane looks whether a kind it reads moved (generation counters only): a watch
 #: event is on screen about this long after it reached the cache, not up to a whole refresh tick.
 CHANGE_POLL_S = 0.1
+#: How long the heap settle waits for the first sync, and the slices it waits in.
+FIRST_SYNC_WAIT_S = 300.0
+SYNC_WAIT_SLICE_S = 0.5
 
 
 class TauApp(App):
@@ -107,12 +114,15 @@ class TauApp(App):
         record: str | None = None,
         replay: str | None = None,
         record_while_readonly: bool = False,
+        all_namespaces: bool = False,
     ) -> None:
         super().__init__()
         self.backend = backend
         self.demo = demo
         self.context_name = context
         self.namespace_name = namespace
+        #: ``-A``: every namespace even when the kubeconfig context names one.
+        self.all_namespaces = all_namespaces
         #: ``--replay FILE``: a recording played back, read-only by nature.
         self.replay_file = replay
         self.readonly = readonly or replay is not None or isinstance(backend, ReplayBackend)
@@ -148,8 +158,10 @@ class TauApp(App):
         self.pane_preparation = PanePreparation(self, self.key_activity)
         self.pane_switch_mask = PaneSwitchMask(self, self.pane_preparation)
         self.replay_controls = ReplayControls(self)
+        self.scope_notice = ScopeNotice(self)
         self.command_mode = CommandMode(self, self.replay_controls)
         self.mutation_flow = MutationFlow(self)
+        self.quitting = Quitting(self)
 
     # -- what Textual calls on the app, handed to its components ----------------------------------
 
@@ -328,7 +340,7 @@ class TauApp(App):
     def _connect(self, context: str | None, namespace: str | None) -> None:
         try:
             backend = connect_kubeconfig_backend(
-                context, namespace, self.request_timeouts or self.settings.timeouts()
+                context, namespace, self.request_timeouts or self.settings.timeouts(), self.all_namespaces
             )
         except BackendUnavailable as err:
             self.post_message(BackendFailed(err.message, err.offer_demo))
@@ -365,11 +377,19 @@ class TauApp(App):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="heap")
     def _settle_heap(self, backend: ClusterBackend) -> None:
-        """Once the first sync is done, take the cache out of the garbage collector's walks."""
-        if backend.wait_synced(timeout=300):
-            settle_heap()
-            self.call_from_thread(self.pane_preparation.prepare_panes, backend)
-            self.call_from_thread(self.heap_upkeep.start)
+        """Once the first sync is done, take the cache out of the garbage collector's walks.
+        Waits in slices: a quit cancels the worker, and the wait ends within one."""
+        worker = get_current_worker()
+        deadline = time.monotonic() + FIRST_SYNC_WAIT_S
+        while not worker.is_cancelled and time.monotonic() < deadline:
+            slice_started = time.monotonic()
+            if backend.wait_synced(timeout=SYNC_WAIT_SLICE_S):
+                settle_heap()
+                self.call_from_thread(self.pane_preparation.prepare_panes, backend)
+                self.call_from_thread(self.heap_upkeep.start)
+                return
+            # a backend that answers at once (the simulator before it starts) must not spin the loop
+            time.sleep(max(0.0, SYNC_WAIT_SLICE_S - (time.monotonic() - slice_started)))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="evidence-recorder")
     def _start_recorder(self, backend: ClusterBackend) -> None:
@@ -423,20 +443,11 @@ class TauApp(App):
         backend.close()
 
     async def action_quit(self) -> None:
-        session, self.session_recorder = self.session_recorder, None
-        if session is not None:
-            session.close()
-        recorder, self.evidence_recorder = self.evidence_recorder, None
-        if recorder is not None:
-            recorder.close()
-        backend = self.backend
-        self.backend = None
-        if backend is not None:
-            try:
-                backend.close()
-            except Exception:
-                pass
-        self.exit()
+        self.quitting.quit()
+
+    def quit_on_signal(self, signum: int) -> None:
+        """SIGINT, SIGTERM, SIGHUP (on the event loop; see startup/app_loop.py): quit as ctrl+q does."""
+        self.quitting.signalled(signum)
 
     # -- the tick ----------------------------------------------------------------
 
@@ -446,6 +457,7 @@ class TauApp(App):
         if backend is not None:
             try:
                 self.connection_label = backend.connection_state().label
+                self.scope_notice.check(backend)  # once: lists across every namespace forbidden
             except Exception as err:
                 self.connection_label = f"unknown ({type(err).__name__})"
         if not self.screen_stack:  # shutting down: the timer can fire once more

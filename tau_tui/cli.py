@@ -11,7 +11,7 @@ import threading
 
 from .commands.app_command import run_app
 from .commands.leaving import leave_now
-from .commands.parser import COMMANDS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, build_parser
+from .commands.parser import COMMANDS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, INTERRUPTED, build_parser
 from .core.exit_signals import install_exit_on_signals
 
 
@@ -94,7 +94,7 @@ def run_command_interruptibly(argv: list[str]) -> int:
 
 
 def _interrupted() -> int:
-    print("tau-tui: interrupted", file=sys.stderr)
+    print(INTERRUPTED, file=sys.stderr)
     return EXIT_INTERRUPTED
 
 

@@ -77,3 +77,28 @@ def api_status(code: int, reason: str, message: str) -> str:
     """A Kubernetes Status body of a failed request."""
     return json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
                        "message": message, "code": code})
+
+
+def scripted_server(answer):
+    """An HTTP server on 127.0.0.1 answering each GET with ``answer(path, headers) -> (status, body)``
+    as JSON, or closing the connection unanswered when it returns None (a stopped API server)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            answered = answer(self.path, self.headers)
+            if answered is None:
+                self.close_connection = True
+                return
+            status, body = answered
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server

@@ -6,8 +6,8 @@ import argparse
 import sys
 import traceback
 
-from .leaving import leave_if_threads_linger
-from .parser import DESCRIPTION, EXIT_FAILED, EXIT_INVALID, add_session_recording_options
+from .leaving import leave_if_threads_linger, leave_now
+from .parser import DESCRIPTION, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, INTERRUPTED, add_session_recording_options
 
 
 def build_app_parser() -> argparse.ArgumentParser:
@@ -21,7 +21,10 @@ def build_app_parser() -> argparse.ArgumentParser:
         epilog="app keys: : command mode, / filter, ? help, esc back, 1-7 panes, ctrl+p palette, ctrl+q quit",
     )
     parser.add_argument("--context", help="kubeconfig context (default: current)")
-    parser.add_argument("-n", "--namespace", help="namespace scope (default: all namespaces)")
+    parser.add_argument("-n", "--namespace",
+                        help="namespace scope (default: the kubeconfig context's namespace, else all namespaces)")
+    parser.add_argument("-A", "--all-namespaces", action="store_true",
+                        help="every namespace, even when the kubeconfig context names one (:ns all in the app)")
     parser.add_argument("--readonly", action="store_true", help="hide and refuse every mutating action")
     parser.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO",
                         help="use the embedded simulated cluster (scenario: demo, faults, large)")
@@ -62,6 +65,7 @@ def check_session_files(args: argparse.Namespace, parser: argparse.ArgumentParse
 
 
 def run_app(argv: list[str]) -> int:
+    """The exit code when the app cannot start; once it ran, the process ends here."""
     parser = build_app_parser()
     args = parser.parse_args(argv)
     timeouts = None
@@ -104,17 +108,29 @@ def run_app(argv: list[str]) -> int:
         record=args.record,
         record_while_readonly=args.record_while_readonly,
         replay=args.replay,
+        all_namespaces=args.all_namespaces,
     )
+    from ..startup.app_loop import run_on_app_loop
+
     code = EXIT_FAILED
     try:
-        app.run()
+        # SIGINT, SIGTERM and SIGHUP quit the app as ctrl+q does (app.quit_on_signal); its workers'
+        # threads are daemons that a quit does not wait for.
+        run_on_app_loop(app.run_async(), app.quit_on_signal)
         code = 0 if app.return_code in (None, 0) else int(app.return_code)
-    except SystemExit as stop:  # SIGTERM/SIGHUP (install_exit_on_signals) while the app ran
+    except KeyboardInterrupt:  # a Ctrl-C outside the app's loop, or a second one while it quits
+        print(INTERRUPTED, file=sys.stderr)
+        leave_now(EXIT_INTERRUPTED)
+    except SystemExit as stop:  # a second SIGTERM/SIGHUP while it quits (install_exit_on_signals)
         code = stop.code if isinstance(stop.code, int) else EXIT_FAILED
         leave_if_threads_linger(code)
         raise
     except BaseException:
         leave_if_threads_linger(code, what_ended_it=traceback.format_exc())
         raise
+    if code == EXIT_INTERRUPTED:
+        print(INTERRUPTED, file=sys.stderr)
     leave_if_threads_linger(code)
-    return code
+    # The exit clean-up runs, then the process ends without the interpreter's teardown: its garbage
+    # collection walks the whole cached cluster (seconds with a large one), the terminal already restored.
+    leave_now(code)

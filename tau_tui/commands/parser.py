@@ -8,6 +8,8 @@ from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+#: The one line a Ctrl-C prints (on stderr), in the app and in every command.
+INTERRUPTED = "tau-tui: interrupted"
 COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel", "evidence")
 #: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
 EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
@@ -54,8 +56,9 @@ back read-only). The headless commands use the same core and rules as the app:
                                         the run's state, phases, diagnostics with codes and next actions
                                         (the document the Runs pane draws); exit 1 if there is no such run;
                                         --watch prints each change until startup completes (0) or fails (1)
-  tau-tui runs [-n NS] [-o json|yaml|table] [--demo [SCENARIO]]
-                                        every Tau-managed Job and RayJob, as `tau run list`
+  tau-tui runs [-n NS | -A] [-o json|yaml|table] [--demo [SCENARIO]]
+                                        every Tau-managed Job and RayJob, as `tau run list` (without -n:
+                                        the context's namespace, else every namespace)
   tau-tui cancel RUN [-n NS] [--wait] [--dry-run=server] [--demo [SCENARIO]]
                                         delete the Job or RayJob and its <name>-headless Service (audited);
                                         --wait shows "releasing compute" until its pods are gone, then
@@ -197,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
                              help="time between reads with --watch (default 2s)")
         _run_connection_options(cmd)
         if name == "runs":
+            cmd.add_argument("-A", "--all-namespaces", action="store_true",
+                             help="every namespace, even when the kubeconfig context names one")
             # The actions' own options must not reset what was given before the action (argparse
             # lets a subparser's defaults overwrite the parent's values): SUPPRESS leaves them alone.
             add_recovery_parsers(cmd, lambda action: _run_connection_options(action, suppress=True))

@@ -27,7 +27,19 @@ def _read_backend(args: argparse.Namespace):
 
 
 def _namespace_of(args: argparse.Namespace, backend) -> str:
-    return args.namespace or backend.namespace or "default"
+    """One run's namespace: -n, else the context's (a kubeconfig's backend starts in it), else default."""
+    from ..core.cluster.namespace_scope import object_namespace
+
+    return object_namespace(args.namespace, backend.namespace)
+
+
+def _list_scope(args: argparse.Namespace, backend) -> str | None:
+    """What a list covers: -n, else every namespace with -A, else the context's namespace, else every one."""
+    from ..core.cluster.namespace_scope import context_namespace, list_scope
+
+    source = getattr(backend, "source", None)  # a kubeconfig's; the simulated cluster has no context namespace
+    found = context_namespace(source, backend.current_context) if source is not None else None
+    return list_scope(args.namespace, found, getattr(args, "all_namespaces", False))
 
 
 def _print_document(doc, output: str, lines: list[str], stream_json: bool = False) -> None:
@@ -95,10 +107,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     backend = _read_backend(args)
     now = backend.world.now() if args.demo is not None else datetime.now(UTC)
-    # Without -n the list covers every namespace, as the Runs pane does.
-    owners = read_run_owners(backend, args.namespace)
-    statuses = list_statuses(backend, args.namespace, owners, read_gpu_faults(backend, now))
-    doc = list_document(args.namespace, owners, now, statuses)
+    scope = _list_scope(args, backend)  # as the Runs pane starts
+    owners = read_run_owners(backend, scope)
+    statuses = list_statuses(backend, scope, owners, read_gpu_faults(backend, now))
+    doc = list_document(scope, owners, now, statuses)
     _print_document(doc, args.output, list_lines(doc))
     return EXIT_OK
 

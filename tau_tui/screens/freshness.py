@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from rich.text import Text
 
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewState, ViewStatus
+from tau_tui.core.cluster.first_connection import never_connected
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.widgets.status_text import style_of
@@ -72,7 +73,14 @@ class Freshness:
     def banner(self) -> Text | None:
         """The pane's own status line about data freshness and access, or None."""
         lines: list[Text] = []
-        if self.disconnected:
+        if self.connection is not None and self.connection.status is ConnectionStatus.UNAUTHORISED:
+            lines.append(Text(f"✗ {self.connection.label} — showing last known data ({self.connection.message})",
+                              style=style_of("failed")))  # the server answers and refuses us: not "stale"
+        elif self.connection is not None and never_connected(self.connection):  # no data yet: nothing is stale
+            failed = self.connection.status is ConnectionStatus.STALE
+            lines.append(Text(f"{'✗' if failed else '◌'} {self.connection.label}",
+                              style=style_of("failed" if failed else "pending")))
+        elif self.disconnected:
             assert self.connection is not None
             word = "reconnecting" if self.connection.status is ConnectionStatus.RECONNECTING else "connection lost"
             line = Text(f"⚠ stale since {self.stale_since()} — showing last known data ({word}", style=style_of("warning"))

@@ -19,6 +19,7 @@ from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
+from tau_tui.screens.known_counts import count_text, counts_known
 from tau_tui.screens.node_detail import NodeDetailScreen
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import age, one_line
@@ -132,7 +133,10 @@ class NodesScreen(PaneScreen):
             sched = status_text("cordoned") if node.unschedulable else Text("schedulable" if node.ready else "✗ NotReady")
             data.rows.append((name, [name, verdict_cell, runs_hit_cell(hit.get(name, [])), gpu_summary(node),
                                      temp, util, ecc, xids, hb, sched, reason]))
-        data.status = f"{len(data.rows)} nodes · GPU health: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none")
+        verdicts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none"
+        listed = request.freshness.views.get(ResourceKind.NODE)  # no zeros before the node list ended
+        data.status = (f"{count_text(len(data.rows), listed)} nodes · GPU health: "
+                       + (verdicts if counts_known(listed) else count_text(0, listed)))
         data.plan = request.plan_table("nodes-table", data.rows, request.freshness.notice(ResourceKind.NODE),
                                     data.matchable)
         return data

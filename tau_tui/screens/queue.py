@@ -22,6 +22,7 @@ from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.mutations.cluster_changes import cancel_mutation, stop_policy_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
+from tau_tui.screens.known_counts import STILL_LISTING, count_text
 from tau_tui.screens.pane_reader import ReadRequest, read_place
 from tau_tui.screens.queue_workloads import POSITION_READING, WORKLOAD_COLUMNS, WorkloadRows
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
@@ -199,9 +200,13 @@ class QueueScreen(PaneScreen):
         elif listing:  # partial counts would read as the queue's
             workload_summary = f"◌ still listing ({listed_so_far}); " \
                                f"counts and positions ({POSITION_READING}) once it is done"
+        elif syncing:  # no page yet: the counts are not known, never zeros
+            workload_summary = f"{STILL_LISTING} (first list not finished)"
         else:
             workload_summary = ", ".join(f"{n} {w}" for w, n in counts.items())
-        summary = f"{len(cqs)} CQ · {len(lqs)} LQ · workloads: " + workload_summary
+        views = request.freshness.views
+        summary = (f"{count_text(len(cqs), views.get(ResourceKind.CLUSTER_QUEUE))} CQ · "
+                   f"{count_text(len(lqs), views.get(ResourceKind.LOCAL_QUEUE))} LQ · workloads: " + workload_summary)
         if estimated:
             summary += " · ~N: position estimated (visibility API unavailable)"
         if waiting_for_positions and not listing:

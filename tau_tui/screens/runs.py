@@ -29,6 +29,7 @@ from tau_tui.mutations.recovery import resume_mutation, retry_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.freshness import Freshness
+from tau_tui.screens.known_counts import count_text
 from tau_tui.screens.pane_reader import ReadRequest, read_place
 from tau_tui.screens.run_rows import RunRows
 from tau_tui.widgets.keyed_table import KeyedTable, Matchable
@@ -192,7 +193,8 @@ class RunsScreen(PaneScreen):
             done, total = read.reading
             data.status = f"reading runs: {done} of {total} so far · {counts}"
         else:
-            data.status = f"{len(data.rows)} runs · {counts}"
+            views = request.freshness.views  # no zeros before the Job and RayJob lists ended
+            data.status = f"{count_text(len(data.rows), views.get(ResourceKind.JOB), views.get(ResourceKind.RAY_JOB))} runs · {counts}"
         data.plan = read.plan or request.plan_table("runs-table", data.rows, self._notice(request.freshness, data),
                                                  data.matchable)
         return data

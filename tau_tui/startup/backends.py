@@ -84,12 +84,17 @@ def _start_demo_process(scenario: str, namespace: str | None) -> ClusterBackend:
 
 
 def connect_kubeconfig_backend(
-    context: str | None, namespace: str | None, timeouts: RequestTimeouts | None = None
+    context: str | None, namespace: str | None, timeouts: RequestTimeouts | None = None, all_namespaces: bool = False
 ) -> ClusterBackend:
+    """Without ``namespace``: the context's namespace when it has one, else every namespace
+    (``all_namespaces``: every namespace anyway)."""
     from tau_tui.core.cluster.kubeconfig import KubeconfigSource
+    from tau_tui.core.cluster.namespace_scope import context_namespace, list_scope
 
     try:
-        contexts = KubeconfigSource().contexts()
+        source = KubeconfigSource()
+        contexts = source.contexts()
+        namespace = list_scope(namespace, context_namespace(source, context), all_namespaces)
     except ClusterError as err:
         raise BackendUnavailable(err.message, True) from err
     if not contexts:

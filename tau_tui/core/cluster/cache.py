@@ -29,6 +29,7 @@ from tau_tui.core.cluster.changes import (
     ViewStatus,
 )
 from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view, pod_requests, strip_managed_fields
+from tau_tui.core.cluster.first_connection import answered, as_first_connection
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.cluster.view_types import GpuHealthView, ObjectView
@@ -218,6 +219,7 @@ class ObjectCache:
 
     def set_connection(self, state: ConnectionState) -> None:
         with self._lock:
+            state = as_first_connection(self._connection, state)
             if state == self._connection:
                 return
             self._connection = state
@@ -263,6 +265,8 @@ class ObjectCache:
                     self._tap.applied(kind, change.value, obj)
             self.set_state(kind, ViewStatus.SYNCING, f"{listed:,} listed so far")
             self._changed.notify_all()
+        if (now_connected := answered(self.connection_state())) is not None:  # the server answers
+            self.set_connection(now_connected)
 
     def apply(self, kind: ResourceKind, event_type: str, obj: dict[str, Any]) -> bool:
         """One watch event.  Returns False when it was a duplicate."""

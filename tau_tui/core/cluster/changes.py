@@ -51,6 +51,10 @@ class ConnectionStatus(str, enum.Enum):
     CONNECTED = "connected"
     RECONNECTING = "reconnecting"
     STALE = "stale"
+    UNAUTHORISED = "unauthorised"  # the server refuses the credential even after a refresh
+
+
+UNAUTHORISED_LABEL = "unauthorised: re-login"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +74,12 @@ class ConnectionState:
     def label(self) -> str:
         if self.status is ConnectionStatus.CONNECTED:
             return "connected"
-        since = self.stale_since.strftime("%H:%M:%S") if self.stale_since else "?"
+        if self.status is ConnectionStatus.UNAUTHORISED:
+            return UNAUTHORISED_LABEL
+        if self.stale_since is None:  # nothing read yet, so nothing stale (first_connection.py)
+            return f"cannot connect: {self.message or 'no answer from the API server'}" \
+                if self.status is ConnectionStatus.STALE else "connecting"
+        since = self.stale_since.strftime("%H:%M:%S")
         if self.status is ConnectionStatus.RECONNECTING:
             return f"reconnecting (stale since {since})"
         return f"stale since {since}"

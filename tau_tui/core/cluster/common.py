@@ -24,6 +24,7 @@ from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest, LogReque
 from tau_tui.core.cluster.logspool.stream import ClosableIterator, LogStream
 from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
+from tau_tui.core.cluster.namespace_access import forbidden_list_message
 from tau_tui.core.cluster.positions import (
     PositionHistory,
     PositionReport,
@@ -129,6 +130,8 @@ class BaseBackend(ClusterBackend):
         except ApiFailure as exc:
             if exc.code == 404:
                 return []
+            if exc.code == 403 and kind.type.namespaced and not namespace:  # rights in one namespace only
+                raise ClusterError(forbidden_list_message(kind.type.qualified, None, True), code=403) from None
             raise ClusterError(
                 describe_api_error(exc.code, verb="list", resource=kind.type.qualified, namespace=namespace, body=exc.body, reason=exc.reason),
                 code=exc.code,

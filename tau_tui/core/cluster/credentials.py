@@ -130,12 +130,22 @@ def take_exec_failure() -> str | None:
     return message
 
 
+def _terminal_is_ours() -> bool:
+    """A plugin may talk to the user only where stdin and stdout are this process's terminal: not
+    under the TUI, whose stand-in streams say "a tty" but have no descriptor (and a plugin reading
+    the keyboard there would fight the app for it)."""
+    try:
+        return all(os.isatty(stream.fileno()) for stream in (sys.stdin, sys.stdout, sys.stderr))
+    except (AttributeError, OSError, ValueError):  # no descriptor at all (a capture, a closed stream)
+        return False
+
+
 class BoundedExecProvider(k8s_exec_provider.ExecProvider):
     """The client's exec plugin runner with a deadline and failures in words."""
 
     def run(self, previous_response: dict[str, Any] | None = None) -> dict[str, Any]:
         name = _plugin_name(self.args)
-        interactive = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
+        interactive = _terminal_is_ours()
         info: dict[str, Any] = {"apiVersion": self.api_version, "kind": "ExecCredential", "spec": {"interactive": interactive}}
         if previous_response:
             info["spec"]["response"] = previous_response

@@ -16,6 +16,7 @@ from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigLoader, KubeConfigMerger
 
+from tau_tui.core.cluster.credential_refresh import CredentialRefresher, reload_from, retry_once_refreshed
 from tau_tui.core.cluster.credentials import harden_kubernetes_client, take_exec_failure
 from tau_tui.core.cluster.errors import ClusterError
 
@@ -228,7 +229,8 @@ class KubeconfigSource:
             failure = take_exec_failure()  # the client only logs a failing plugin; say it
             if failure:
                 raise ClusterError(f"{failure}. Fix or re-run the credential plugin of context {context or '(current)'} (log in again)")
-            return bound_requests(k8s.ApiClient(configuration), timeouts)
+            refresher = CredentialRefresher(configuration, reload_from(loader, configuration), getattr(loader, "expiry", None))
+            return retry_once_refreshed(bound_requests(k8s.ApiClient(configuration), timeouts), refresher)
         except ConfigException as exc:
             known = ", ".join(c.name for c in self.contexts())
             where = ENV_KUBECONFIG_PATH_SEPARATOR.join(p for p in self.paths if os.path.exists(p))

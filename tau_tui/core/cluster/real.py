@@ -26,11 +26,13 @@ from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, View
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.convert import format_time, share_strings, strip_managed_fields
 from tau_tui.core.cluster.credentials import take_exec_failure
-from tau_tui.core.cluster.errors import describe_transport_error, no_access_message, not_authenticated_message
+from tau_tui.core.cluster.errors import describe_transport_error
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.kubeconfig import DEFAULT_TIMEOUTS, KubeconfigSource, RequestTimeouts
 from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
 from tau_tui.core.cluster.names import KUEUE_GROUP
+from tau_tui.core.cluster.namespace_access import forbidden_list_message
+from tau_tui.core.cluster.unauthorised import mark_unauthorised
 
 if TYPE_CHECKING:
     from urllib3 import BaseHTTPResponse
@@ -148,6 +150,7 @@ class _Informer(threading.Thread):
         self.stop_event = threading.Event()
         self.resource_version: str | None = None
         self.failing_since: datetime | None = None
+        self.unauthorised: str | None = None  # why the server refuses our credential (unauthorised.py)
         self.relists = 0
         self.watch_resumes = 0
         self._resp = None
@@ -204,15 +207,14 @@ class _Informer(threading.Thread):
                 if exc.code == 410:
                     self.resource_version = None  # expired: relist
                     continue
-                if exc.code in (401, 403):
+                if exc.code == 401:  # refused even after a refresh of the credential: re-login, not "no access"
+                    if self.stop_event.wait(mark_unauthorised(self, take_exec_failure())):
+                        return
+                    continue
+                if exc.code == 403:
                     self._healthy()
                     self.resource_version = None
-                    scope = "" if self.namespace or not rt.namespaced else " (all namespaces)"
-                    if exc.code == 401:  # expired or missing credentials: log in again, not "no access"
-                        text = not_authenticated_message("list", rt.qualified, self.namespace, take_exec_failure())
-                    else:
-                        text = no_access_message("list", rt.qualified, self.namespace) + scope
-                    self._set_state(ViewStatus.FORBIDDEN, text)
+                    self._set_state(ViewStatus.FORBIDDEN, forbidden_list_message(rt.qualified, self.namespace, rt.namespaced))
                     self.synced.set()
                     if self.stop_event.wait(FORBIDDEN_RETRY):
                         return
@@ -232,8 +234,8 @@ class _Informer(threading.Thread):
                     return
 
     def _healthy(self) -> None:
-        if self.failing_since is not None:
-            self.failing_since = None
+        if self.failing_since is not None or self.unauthorised:
+            self.failing_since = self.unauthorised = None
             self.backend._update_connection()
 
     def _unhealthy(self, exc: ApiFailure) -> None:
@@ -266,7 +268,7 @@ class _Informer(threading.Thread):
         self.resource_version = rv
         self.relists += 1
         self.synced.set()
-        self.failing_since = None
+        self.failing_since = self.unauthorised = None
         self.backend._update_connection()
 
     def _watch(self, http: _Http, path: str, selector: str | None) -> None:
@@ -276,8 +278,7 @@ class _Informer(threading.Thread):
             stream=True, timeout=http.timeouts.pair(max(WATCH_READ_TIMEOUT_SECONDS, http.timeouts.read or 0)))
         self._resp = resp
         self._healthy()
-        if self.kind is not ResourceKind.NODE and not self.node_pods and \
-                self.backend.cache.view_state(self.kind).status is ViewStatus.ERROR:
+        if not self.node_pods and self.backend.cache.view_state(self.kind).status is ViewStatus.ERROR:
             self.backend.cache.set_state(self.kind, ViewStatus.READY)
         try:
             for line in _lines(resp):
@@ -425,7 +426,10 @@ class KubernetesBackend(BaseBackend):
 
     def _update_connection(self, message: str = "") -> None:
         failing = [i.failing_since for i in self._informers if i.failing_since is not None]
-        if not failing:
+        refused = next((i.unauthorised for i in self._informers if i.unauthorised), None)
+        if refused:
+            state = ConnectionState(ConnectionStatus.UNAUTHORISED, self._context, None, refused)
+        elif not failing:
             state = ConnectionState(ConnectionStatus.CONNECTED, self._context, None, "")
         else:
             since = min(failing)

@@ -14,9 +14,10 @@ from tau_tui.core.cluster.api_failure import ApiFailure
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
 from tau_tui.core.cluster.common import BaseBackend
-from tau_tui.core.cluster.errors import ClusterError, no_access_message
+from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
+from tau_tui.core.cluster.namespace_access import forbidden_list_message
 from tau_tui.core.sim.simlogs import SimLogReader
 from tau_tui.core.sim.store import qualified
 from tau_tui.core.sim.world import RealtimeTicker, SimulatedCluster
@@ -178,8 +179,7 @@ class SimulatedBackend(BaseBackend):
         ns = self._scope_for(kind)
         if not (store.allowed(self.identity, "list", qualified(rt), ns) and store.allowed(self.identity, "watch", qualified(rt), ns)):
             self._readable.discard(kind)
-            self.cache.clear(kind, ViewStatus.FORBIDDEN, no_access_message("list", rt.qualified, ns if rt.namespaced else None)
-                             + ("" if ns or not rt.namespaced else " (all namespaces)"))
+            self.cache.clear(kind, ViewStatus.FORBIDDEN, forbidden_list_message(rt.qualified, ns, rt.namespaced))
             return
         self._readable.add(kind)
         items = store.api_list(None, rt, ns, copy_items=False)
