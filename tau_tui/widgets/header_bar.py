@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 from textual import events
@@ -70,10 +70,17 @@ class HeaderBar(Widget):
         s = self.state
         width = self.size.width or 80
         top = self._top_line(s, s.context)
-        if top.cell_len > width and len(s.context) > 12:
+        context = s.context
+        if top.cell_len > width and len(context) > 12:
             # A long context name gives way first: the connection state and READ-ONLY must stay visible.
-            keep = max(11, len(s.context) - (top.cell_len - width) - 1)
-            top = self._top_line(s, s.context[:keep] + "…")
+            keep = max(11, len(context) - (top.cell_len - width) - 1)
+            context = context[:keep] + "…"
+            top = self._top_line(s, context)
+        if top.cell_len > width and len(s.connection) > 24:
+            # Then a long connection message (a server's error): the pane's banner shows it whole.
+            keep = max(23, len(s.connection) - (top.cell_len - width) - 1)
+            top = self._top_line(replace(s, connection=s.connection[:keep] + "…"), context)
+        top.truncate(width, overflow="ellipsis")  # one line always: the tabs below must stay on screen
         for shrink in range(3):  # full labels, short labels, digits: the first that keeps the crumbs on screen
             bottom, spans = self._tabs_line(s, shrink)
             if bottom.cell_len <= width:

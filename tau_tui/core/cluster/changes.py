@@ -77,8 +77,10 @@ class ConnectionState:
         if self.status is ConnectionStatus.UNAUTHORISED:
             return UNAUTHORISED_LABEL
         if self.stale_since is None:  # nothing read yet, so nothing stale (first_connection.py)
-            return f"cannot connect: {self.message or 'no answer from the API server'}" \
-                if self.status is ConnectionStatus.STALE else "connecting"
+            if self.status is not ConnectionStatus.STALE:
+                return "connecting"
+            reason = self.message or "no answer from the API server"
+            return reason if reason.startswith("cannot connect") else f"cannot connect: {reason}"
         since = self.stale_since.strftime("%H:%M:%S")
         if self.status is ConnectionStatus.RECONNECTING:
             return f"reconnecting (stale since {since})"
