@@ -64,7 +64,7 @@ from load_cluster import BENCH_NAMESPACE, KUEUE, Api, Shape, print_report, start
 from machine_info import machine  # noqa: E402
 from percentiles import Summary, median, median_spread, summarize  # noqa: E402
 from raw_results import save_raw  # noqa: E402
-from staleness import Change, Observation, staleness  # noqa: E402
+from staleness import Change, Observation, look_at_screen, staleness  # noqa: E402
 from tmux_screen import Screen  # noqa: E402
 
 from tests.harness.binaries import locate  # noqa: E402
@@ -324,11 +324,7 @@ def latency_run(name: str, command: list[str], env: dict, api: Api, names: list[
             text = screen.capture()
             now = time.monotonic()
             captures += 1
-            for line in text.splitlines():
-                m = pair.search(line)
-                if m and shown.get(m.group(1)) != m.group(2):
-                    shown[m.group(1)] = m.group(2)
-                    observations.append(Observation(m.group(1), m.group(2), now))
+            look_at_screen(text, pair, shown, observations, now)
             rss_peak = max(rss_peak, screen.rss()[0])
             time.sleep(0.02)
         driver.join(timeout=30)

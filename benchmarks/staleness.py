@@ -19,6 +19,7 @@ machine)."""
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable
@@ -47,6 +48,17 @@ class Staleness:
     samples: list[float] = field(default_factory=list)
     never_reflected: int = 0
     changes: int = 0
+
+
+def look_at_screen(text: str, row_value: re.Pattern[str], shown: dict[str, str],
+                   observations: list[Observation], now: float) -> None:
+    """One capture of the screen: an observation for each row whose value differs from the last
+    one seen (``row_value`` matches a line, group 1 the row, group 2 its value)."""
+    for line in text.splitlines():
+        m = row_value.search(line)
+        if m and shown.get(m.group(1)) != m.group(2):
+            shown[m.group(1)] = m.group(2)
+            observations.append(Observation(m.group(1), m.group(2), now))
 
 
 def staleness(changes: Iterable[Change], observations: Iterable[Observation]) -> Staleness:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine_info import machine  # noqa: E402
 from percentiles import Summary, summarize  # noqa: E402
 from raw_results import save_raw  # noqa: E402
-from staleness import Change, Observation, read_changes, staleness  # noqa: E402
+from staleness import Change, Observation, look_at_screen, read_changes, staleness  # noqa: E402
 from tmux_screen import Screen  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,11 +93,7 @@ def one_rate(args: argparse.Namespace, rate: float) -> dict:
             text = screen.capture()
             now = time.monotonic()
             captures += 1
-            for line in text.splitlines():
-                m = HOT_PAIR.search(line)
-                if m and shown.get(m.group(1)) != m.group(2):
-                    shown[m.group(1)] = m.group(2)
-                    observations.append(Observation(m.group(1), m.group(2), now))
+            look_at_screen(text, HOT_PAIR, shown, observations, now)
             rss_peak = max(rss_peak, screen.rss()[0])
             time.sleep(CAPTURE_S)
         cpu_used = cpu_seconds(screen.pid) - cpu_before

@@ -20,9 +20,6 @@ from tau_agent.config import ConfigError, Server, load_config
 from tau_agent.server import LOCAL_BIND, make_server, make_servers, serve_in_background
 from tests.harness.waiting import wait_for
 
-from .fake_nvml import h100_node
-from .sim import SimNode
-
 REPO = Path(__file__).resolve().parents[2]
 AGENT_MANIFESTS = REPO / "manifests" / "agent"
 WORKERS = 4
@@ -30,13 +27,6 @@ MAX_PENDING = 8
 IDLE_CLIENTS = 300
 # The accept loop's own thread, plus room for a thread some library starts lazily meanwhile.
 THREAD_SLACK = 3
-
-
-@pytest.fixture()
-def node():
-    sim = SimNode(h100_node(2))
-    sim.run_for(30)
-    return sim
 
 
 def _started(servers):

@@ -18,9 +18,6 @@ from tau_agent.config import Server, load_config
 from tau_agent.server import AgentHTTPServer, make_servers, serve_in_background
 from tests.harness.waiting import wait_for
 
-from .fake_nvml import h100_node
-from .sim import SimNode
-
 REPO = Path(__file__).resolve().parents[2]
 AGENT_MANIFESTS = REPO / "manifests" / "agent"
 SHIPPED_CONFIGS = (AGENT_MANIFESTS / "config.yaml", AGENT_MANIFESTS / "node-actions" / "config.yaml")
@@ -31,13 +28,6 @@ IDLE_CLIENTS = 16
 PROBES = 12  # the count: 10 of 12 probes failed with 503
 # Longer than the test: idle clients keep their workers until the test lets go of them.
 HOLD_S = 600.0
-
-
-@pytest.fixture()
-def node():
-    sim = SimNode(h100_node(2))
-    sim.run_for(30)
-    return sim
 
 
 def _status(port: int, path: str, timeout: float = 60.0) -> tuple[int | None, bytes]:

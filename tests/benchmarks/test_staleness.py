@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
-from benchmarks.staleness import Change, Observation, read_changes, staleness
+from benchmarks.staleness import Change, Observation, look_at_screen, read_changes, staleness
 
 
 def test_each_value_shown_in_turn() -> None:
@@ -113,3 +114,13 @@ def test_reads_a_watch_sources_changes_file(tmp_path) -> None:
         {"seq": 1, "row": "aaa-bench/bench-00", "value": "q-1", "at": 10.5, "wall": 1.0},
         {"seq": 2, "row": "aaa-bench/bench-01", "value": "q-2", "at": 10.75, "wall": 1.0})) + "\n")
     assert read_changes(path) == [Change("aaa-bench/bench-00", "q-1", 10.5), Change("aaa-bench/bench-01", "q-2", 10.75)]
+
+
+def test_a_look_at_the_screen_records_only_rows_whose_value_moved():
+    row_value = re.compile(r"\b(bench-\d\d)\b.*?\b(q-\d+)\b")
+    shown: dict[str, str] = {}
+    observations: list = []
+    look_at_screen("bench-01  q-1\nbench-02  q-7\nheader", row_value, shown, observations, 1.0)
+    look_at_screen("bench-01  q-1\nbench-02  q-8", row_value, shown, observations, 2.0)
+    assert [tuple(o) for o in observations] == [("bench-01", "q-1", 1.0), ("bench-02", "q-7", 1.0),
+                                               ("bench-02", "q-8", 2.0)]
