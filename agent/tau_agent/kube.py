@@ -112,6 +112,18 @@ def desired_taints(current: list[dict[str, Any]], request: NodeActionRequest) ->
     return others + [{"key": TAINT_UNHEALTHY_KEY, "value": value, "effect": request.taint_effect}]
 
 
+def cordon_is_ours(meta: dict[str, Any]) -> bool:
+    """Our cordon: our cordoned-by annotation, and we set spec.unschedulable last (a person's
+    cordon since, by kubectl or the TUI, takes that field over)."""
+    if (meta.get("annotations") or {}).get(ANNOTATION_CORDONED_BY) != AGENT_COMPONENT:
+        return False
+    for entry in meta.get("managedFields") or []:
+        if entry.get("manager") == FIELD_MANAGER and not entry.get("subresource"):
+            if "f:unschedulable" in ((entry.get("fieldsV1") or {}).get("f:spec") or {}):
+                return True
+    return False
+
+
 class KubernetesWriter:
     """The real writer. `api_client` is a configured kubernetes.client.ApiClient."""
 
@@ -177,7 +189,8 @@ class KubernetesWriter:
             patch = {k: body[k] for k in ("count", "lastTimestamp", "message", "type")}
             try:
                 self.core.patch_namespaced_event(
-                    event.name, self.namespace, patch, _content_type=MERGE_PATCH, _request_timeout=self.timeout
+                    event.name, self.namespace, patch, field_manager=FIELD_MANAGER, _content_type=MERGE_PATCH,
+                    _request_timeout=self.timeout,
                 )
                 return
             except self._client.ApiException as exc:
@@ -185,13 +198,15 @@ class KubernetesWriter:
                     raise
         try:
             # The client sends a plain dict as is; its annotation names only the generated model class.
-            self.core.create_namespaced_event(self.namespace, body, _request_timeout=self.timeout)  # type: ignore[arg-type]
+            self.core.create_namespaced_event(self.namespace, body, field_manager=FIELD_MANAGER,  # type: ignore[arg-type]
+                                              _request_timeout=self.timeout)
         except self._client.ApiException as exc:
             if exc.status != 409:
                 raise
             patch = {k: body[k] for k in ("count", "lastTimestamp", "message", "type")}
             self.core.patch_namespaced_event(
-                event.name, self.namespace, patch, _content_type=MERGE_PATCH, _request_timeout=self.timeout
+                event.name, self.namespace, patch, field_manager=FIELD_MANAGER, _content_type=MERGE_PATCH,
+                _request_timeout=self.timeout,
             )
 
     def apply_node_actions(self, request: NodeActionRequest, now: float) -> None:
@@ -201,7 +216,6 @@ class KubernetesWriter:
             )
             meta = node.get("metadata") or {}
             spec = node.get("spec") or {}
-            annotations = meta.get("annotations") or {}
             patch: dict[str, Any] = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": {}}
             if request.manage_taint:
                 taints = spec.get("taints") or []
@@ -216,7 +230,7 @@ class KubernetesWriter:
                     ANNOTATION_CORDON_TIMESTAMP: rfc3339(now),
                 }
             elif request.cordon is False and spec.get("unschedulable"):
-                if annotations.get(ANNOTATION_CORDONED_BY) == AGENT_COMPONENT:  # only undo our own cordon
+                if cordon_is_ours(meta):  # only undo our own cordon (the admission policy checks the same)
                     patch["spec"]["unschedulable"] = False
                     patch["metadata"]["annotations"] = {
                         ANNOTATION_CORDONED_BY: None,

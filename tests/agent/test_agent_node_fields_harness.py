@@ -525,3 +525,62 @@ def test_a_tau_agent_service_account_in_another_namespace_is_not_the_agent(plane
             except ApiException as err:
                 if err.status != 404:
                     raise
+
+
+def _kubectl(plane, *args: str) -> None:
+    subprocess.run([kubectl_binary(), "--kubeconfig", plane.kubeconfig, *args], check=True, capture_output=True,
+                   timeout=60)
+
+
+def test_agent_may_take_over_a_taint_list_someone_else_owned_alone(plane, admin, node_actions):
+    """`kubectl taint` leaves a field manager that owns only the (atomic) taint list; the agent's
+    taint takes the list over and the server drops that emptied entry: allowed, it cleared nothing."""
+    _kubectl(plane, "taint", "nodes", NODE, "example.com/maintenance=soon:PreferNoSchedule")
+    writer = KubernetesWriter(node_actions.api_client, NODE, EVENTS_NAMESPACE)
+    try:
+        assert "kubectl-taint" in {m["manager"] for m in node_of(admin)["metadata"]["managedFields"]}
+        for reason in ("XID79", None):
+            writer.apply_node_actions(NodeActionRequest(
+                taint_reason=reason, taint_effect="NoSchedule", manage_taint=True, cordon=None, reason="x",
+                dry_run=False), now=1_800_000_000)
+        keys = [t["key"] for t in node_of(admin)["spec"]["taints"]]
+        assert "example.com/maintenance" in keys and TAINT_UNHEALTHY_KEY not in keys
+    finally:
+        _kubectl(plane, "taint", "nodes", NODE, "example.com/maintenance-")
+
+
+def test_agent_leaves_a_cordon_a_person_took_over(plane, admin, node_actions):
+    """The agent cordons; a person uncordons and cordons again with kubectl (its annotations stay
+    behind): the cordon is the person's now, the agent does not lift it and the policy refuses it."""
+    writer = KubernetesWriter(node_actions.api_client, NODE, EVENTS_NAMESPACE)
+    writer.apply_node_actions(_cordon_request(True), now=1_800_000_000)
+    try:
+        _kubectl(plane, "uncordon", NODE)
+        _kubectl(plane, "cordon", NODE)
+        before = node_of(admin)
+        assert before["metadata"]["annotations"][ANNOTATION_CORDONED_BY] == "tau-agent"  # left behind
+        writer.apply_node_actions(_cordon_request(False), now=1_800_000_600)
+        assert node_of(admin)["spec"]["unschedulable"] is True
+        refused(lambda: node_actions.patch_node(NODE, {"spec": {"unschedulable": False}}, field_manager=FIELD_MANAGER,
+                                                _content_type=MERGE_PATCH), "only when it cordoned")
+        assert without_volatile(node_of(admin)) == without_volatile(before)
+    finally:
+        k8s.CoreV1Api(admin).patch_node(NODE, {"spec": {"unschedulable": None}, "metadata": {"annotations": {
+            ANNOTATION_CORDONED_BY: None, ANNOTATION_CORDON_REASON: None, ANNOTATION_CORDON_TIMESTAMP: None}}},
+            _content_type=MERGE_PATCH)
+
+
+def test_a_cordon_or_uncordon_from_the_tui_ends_the_agents_cordon(plane, admin, node_actions):
+    writer = KubernetesWriter(node_actions.api_client, NODE, EVENTS_NAMESPACE)
+    backend = KubernetesBackend(kubeconfig=plane.kubeconfig, all_namespaces=True)
+    try:
+        for person in (backend.cordon, backend.uncordon):
+            writer.apply_node_actions(_cordon_request(True), now=1_800_000_000)
+            assert person(NODE).ok
+            annotations = node_of(admin)["metadata"].get("annotations") or {}
+            assert not {ANNOTATION_CORDONED_BY, ANNOTATION_CORDON_REASON, ANNOTATION_CORDON_TIMESTAMP} & set(annotations)
+            writer.apply_node_actions(_cordon_request(False), now=1_800_000_600)  # not its cordon: left alone
+            assert bool(node_of(admin)["spec"].get("unschedulable")) is (person == backend.cordon)
+            backend.uncordon(NODE)
+    finally:
+        backend.close()

@@ -61,11 +61,23 @@ def test_an_event_loop_closes_without_waiting_for_its_blocked_executor_call():
         asyncio.get_running_loop().run_in_executor(None, blocked)
         await asyncio.get_running_loop().run_in_executor(None, started.wait)
 
-    with asyncio.Runner(loop_factory=lambda: _loop_with(DaemonThreadPool())) as runner:
-        runner.run(main())
-    # The Runner's close (shutdown_default_executor) returned while the call still blocks.
-    assert not release.is_set() and started.is_set()
-    release.set()
+    closed = threading.Event()
+
+    def run_and_close() -> None:
+        with asyncio.Runner(loop_factory=lambda: _loop_with(DaemonThreadPool())) as runner:
+            runner.run(main())
+        closed.set()
+
+    # In a thread of its own, so that a close that waits for the blocked call fails here, not hangs.
+    runner_thread = threading.Thread(target=run_and_close, daemon=True)
+    runner_thread.start()
+    try:
+        # The Runner's close (shutdown_default_executor) returned while the call still blocks.
+        assert closed.wait(GUARD_S), "the event loop's close waited for the blocked executor call"
+        assert started.is_set()
+    finally:
+        release.set()
+        runner_thread.join(GUARD_S)
 
 
 def _loop_with(pool: DaemonThreadPool) -> asyncio.AbstractEventLoop:

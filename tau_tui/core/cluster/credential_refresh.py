@@ -63,7 +63,8 @@ class CredentialRefresher:
         was less than :data:`MIN_REFRESH_INTERVAL_S` ago.  True when the token in use is no longer
         ``refused`` (a request refused with it is worth one more try)."""
         with self._lock:
-            if refused is not None and self.token_in_use() != refused:
+            in_use = self.token_in_use()
+            if refused is not None and in_use is not None and in_use != refused:
                 return True
             now = self._clock()
             if self._last_load is not None and now - self._last_load < MIN_REFRESH_INTERVAL_S:

@@ -2,7 +2,9 @@
 (:mod:`tau_tui.core.cluster.credential_refresh`): the connection reads "unauthorised: re-login"
 (not "stale": the server answers, it refuses us), the data already read stays on screen, and the
 informer asks again every :data:`UNAUTHORISED_RETRY_S` from the resourceVersion it had, so it
-recovers by itself once the credential is valid again (a new login, a rotated token file)."""
+recovers by itself once the credential is valid again (a new login, a rotated token file). The
+pods behind the Nodes pane's GPU allocation are the exception: their allocation is dropped as
+unknown, so that informer lists again in full."""
 
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ class RefusedInformer(Protocol):
     node_pods: bool
     synced: threading.Event
     unauthorised: str | None
+    resource_version: str | None
 
 
 def mark_unauthorised(informer: RefusedInformer, exec_failure: str | None = None) -> float:
@@ -46,6 +49,7 @@ def mark_unauthorised(informer: RefusedInformer, exec_failure: str | None = None
     cache = informer.backend.cache
     if informer.node_pods:
         cache.set_node_pods_unknown()
+        informer.resource_version = None  # only a full list makes allocations known again: relist, not resume
     elif cache.view_state(informer.kind).status in (ViewStatus.READY, ViewStatus.ERROR):
         cache.set_state(informer.kind, ViewStatus.ERROR, text)  # keep what was read; it is only stale
     else:
