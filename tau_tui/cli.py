@@ -10,9 +10,9 @@ import sys
 import threading
 
 from .commands.app_command import run_app
-from .commands.leaving import leave_now
 from .commands.parser import COMMANDS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, INTERRUPTED, build_parser
 from .core.exit_signals import install_exit_on_signals
+from .startup.leaving import leave_now
 
 
 def run_command(argv: list[str]) -> int:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tau_tui.commands.leaving import leave_now
+from tau_tui.startup.leaving import leave_now
 
 if TYPE_CHECKING:
     from tau_tui.core.cluster.interfaces import ClusterBackend

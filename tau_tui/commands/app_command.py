@@ -6,7 +6,8 @@ import argparse
 import sys
 import traceback
 
-from .leaving import leave_if_threads_linger, leave_now
+from tau_tui.startup.leaving import leave_if_threads_linger, leave_now
+
 from .parser import DESCRIPTION, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, INTERRUPTED, add_session_recording_options
 
 

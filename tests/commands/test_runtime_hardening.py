@@ -250,7 +250,7 @@ def test_a_killed_cli_leaves_no_client_key_on_disk(tmp_path, env, stall_server, 
 
 LINGERING_APP_END = """
 import atexit, threading
-from tau_tui.commands.leaving import leave_if_threads_linger
+from tau_tui.startup.leaving import leave_if_threads_linger
 atexit.register(lambda: print("exit clean-up ran", flush=True))
 stop = threading.Event()
 threading.Thread(target=lambda: stop.wait(), name="like-textual-input").start()  # never told to stop
