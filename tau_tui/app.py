@@ -12,7 +12,7 @@ only; the app imports them, never the other way round.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -26,6 +26,7 @@ from textual.worker import get_current_worker
 
 from tau_tui import app_messages
 from tau_tui.app_components.command_mode import CommandMode
+from tau_tui.app_components.found_versions_cache import FoundVersionsCache
 from tau_tui.app_components.heap_upkeep import HeapUpkeep
 from tau_tui.app_components.key_activity import KEY_HOLDS_BACKGROUND_S, KeyActivity
 from tau_tui.app_components.keys import APP_BINDINGS
@@ -162,6 +163,7 @@ class TauApp(App):
         self.command_mode = CommandMode(self, self.replay_controls)
         self.mutation_flow = MutationFlow(self)
         self.quitting = Quitting(self)
+        self.found_versions = FoundVersionsCache(self)
 
     # -- what Textual calls on the app, handed to its components ----------------------------------
 
@@ -343,7 +345,7 @@ class TauApp(App):
                 context, namespace, self.request_timeouts or self.settings.timeouts(), self.all_namespaces
             )
         except BackendUnavailable as err:
-            self.post_message(BackendFailed(err.message, err.offer_demo))
+            self.post_message(BackendFailed(err.message, err.offer_demo, err.title, err.label))
             return
         self.post_message(BackendReady(backend))
 
@@ -370,6 +372,7 @@ class TauApp(App):
             if self.record_file:
                 self._start_session_recorder(backend, self.record_file)
         self._settle_heap(backend)
+        self.found_versions.read(backend)  # for the ? help
         self.connection_label = backend.connection_state().label
         if self.namespace_name and backend.namespace != self.namespace_name:
             self.command_mode.set_namespace(self.namespace_name)
@@ -428,8 +431,8 @@ class TauApp(App):
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
-        self.connection_label = "no cluster"
-        self.push_screen(NoClusterScreen(message.message, offer_demo=message.offer_demo))
+        self.connection_label = message.label
+        self.push_screen(NoClusterScreen(message.message, offer_demo=message.offer_demo, title=message.title))
 
     def action_open_demo(self) -> None:
         self.demo = self.demo or "demo"
@@ -554,7 +557,14 @@ class TauApp(App):
             title = getattr(screen, "PANE_TITLE", "tau-tui")
             about = getattr(screen, "HELP", about)
             keys = [(self.get_key_display(b), b.description) for b in getattr(screen, "BINDINGS", []) if isinstance(b, Binding)]
-        self.push_screen(HelpDialog(title, about or "tau-tui", keys, slash=getattr(screen, "SLASH_HELP", None)))
+        backend = self.backend
+        versions: str | Callable[[], str] | None = self.found_versions.line_for(backend)
+        if versions is None:  # not read yet (or another context since): the dialog reads it
+            from tau_tui.core.operations.found_versions import found_versions_line
+
+            versions = lambda: found_versions_line(backend)  # noqa: E731
+        self.push_screen(HelpDialog(title, about or "tau-tui", keys, slash=getattr(screen, "SLASH_HELP", None),
+                                    versions=versions))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield SystemCommand("Change theme", "tau-dark, tau-light, tau-high-contrast", self.action_change_theme)

@@ -31,6 +31,9 @@ class BackendFailed(Message):
     message: str
     #: Whether the no-cluster screen offers the demo instead.
     offer_demo: bool
+    #: The screen's headline and the header's connection state (a refused server names why).
+    title: str = "No cluster"
+    label: str = "no cluster"
 
 
 @dataclass

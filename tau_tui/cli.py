@@ -1,6 +1,7 @@
 """`tau-tui` entry point: the headless commands, or the Textual app when no command is given.
 
-Exit codes: 0 success, 2 invalid input (messages on stderr), 1 cluster/runtime failure; Ctrl-C 130.
+Exit codes: 0 success, 2 invalid input (messages on stderr), 1 cluster/runtime failure, 7 a Kueue
+too old to serve kueue.x-k8s.io/v1beta2; Ctrl-C 130.
 The commands themselves live in `tau_tui/commands/` (`commands.registry.HANDLERS` names them).
 """
 
@@ -10,7 +11,16 @@ import sys
 import threading
 
 from .commands.app_command import run_app
-from .commands.parser import COMMANDS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, INTERRUPTED, build_parser
+from .commands.parser import (
+    COMMANDS,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_UNSUPPORTED_KUEUE,
+    INTERRUPTED,
+    build_parser,
+)
 from .core.exit_signals import install_exit_on_signals
 from .startup.leaving import leave_now
 
@@ -19,6 +29,7 @@ def run_command(argv: list[str]) -> int:
     # Imported here: the app never loads the headless commands (start to the first frame).
     from .commands.registry import HANDLERS
     from .core.cluster.errors import ClusterError
+    from .core.cluster.kueue_api_support import UnsupportedKueueApi
     from .core.operations.multikueue_steps.access import AccessError
     from .core.operations.multikueue_steps.credentials import CredentialError
     from .core.runconfig.diagnostics import DiagnosticError, escape_control, report_lines
@@ -36,6 +47,9 @@ def run_command(argv: list[str]) -> int:
         for line in report_lines(err.diagnostics):
             print(line, file=sys.stderr)
         return EXIT_INVALID
+    except UnsupportedKueueApi as err:
+        print(f"tau-tui: {err.message}", file=sys.stderr)
+        return EXIT_UNSUPPORTED_KUEUE
     except ClusterError as err:
         print(f"tau-tui: {err.message}", file=sys.stderr)
         return EXIT_FAILED

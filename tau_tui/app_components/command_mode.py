@@ -1,4 +1,4 @@
-"""The app's command line: ``:`` commands (panes, ctx, ns, theme, logs, mk, quit), ``/`` filters
+"""The app's command line: ``:`` commands (panes, ctx, ns, theme, logs, mk, version, quit), ``/`` filters
 and their tab completion.
 
 The app's ``:`` and ``/`` keys and the command line's messages land on the app, which hands them here.
@@ -75,7 +75,7 @@ class CommandMode:
         """What ``tab`` can complete in ``:`` mode: a command, or the argument of ctx/ns/theme/logs."""
         words = before.split()
         if len(words) <= 1 and not before.endswith(" "):
-            return sorted(set(PANE_ALIASES) | {"ctx", "ns", "theme", "help", "quit", "seek"})
+            return sorted(set(PANE_ALIASES) | {"ctx", "ns", "theme", "help", "quit", "seek", "version"})
         verb = words[0].lower()
         backend = self.app.backend
         try:
@@ -136,6 +136,8 @@ class CommandMode:
             self._command_namespace(args)
         elif verb in ("theme", "skin"):
             self._command_theme(args)
+        elif verb in ("version", "versions"):
+            run_in_thread(app, self._show_versions, group="versions", exclusive=True)
         elif verb == "seek":
             self.replay.seek(" ".join(args))
         elif verb in ("mk", "multikueue") and args and args[0].lower() in MULTIKUEUE_FLOWS:
@@ -154,7 +156,7 @@ class CommandMode:
             if args and isinstance(app.screen, PaneScreen) and pane != "logs":
                 app.screen.set_filter(" ".join(args))
         else:
-            app.notify(f"unknown command :{verb}. Try :queue :runs :nodes :logs RUN :evidence :ctx :ns :compose :profiles :mk :q",
+            app.notify(f"unknown command :{verb}. Try :queue :runs :nodes :logs RUN :evidence :ctx :ns :compose :profiles :mk :version :q",
                        severity="warning")
 
     def open_multikueue_flow(self, flow: str, args: list[str]) -> None:
@@ -234,6 +236,14 @@ class CommandMode:
             backend.use_namespace(namespace)
         except Exception as err:
             app.call_from_thread(app.notify, f"cannot use namespace {namespace}: {err}", severity="error")
+
+    def _show_versions(self) -> None:
+        """Worker thread: tau-tui's version and what the server reports (``:version``)."""
+        from tau_tui.core.operations.found_versions import read_found_versions
+
+        app = self.app
+        found = read_found_versions(app.backend)
+        app.call_from_thread(app.notify, "\n".join(found.lines()), title="versions", timeout=10)
 
     def _command_theme(self, args: list[str]) -> None:
         app = self.app

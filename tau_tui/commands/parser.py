@@ -13,6 +13,8 @@ INTERRUPTED = "tau-tui: interrupted"
 COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel", "evidence")
 #: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
 EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
+#: The server's Kueue serves no kueue.x-k8s.io/v1beta2 (v0.14 or older): every command that reads it.
+EXIT_UNSUPPORTED_KUEUE = 7
 MULTIKUEUE_ACTIONS = ("setup", "drain", "rotate", "status", "records")
 
 DESCRIPTION = """\
@@ -85,6 +87,7 @@ back read-only). The headless commands use the same core and rules as the app:
 Commands that talk to the cluster take --request-timeout DURATION (as kubectl: 30s, 1m, 0 = no
 limit; default request_timeout in the app's config.yaml, else 30s; connecting, TLS included,
 gets at most 5s). A timeout names the server and what timed out, and exits 1; Ctrl-C exits 130.
+A server whose Kueue serves no kueue.x-k8s.io/v1beta2 (Kueue v0.14 or older) is refused: exit 7.
 
 Profiles come from TauCluster/cluster (tau.azure.com/v1alpha1) status.workloadProfiles, behind
 the fail-closed readiness gate; an offline TauWorkloadProfileSnapshot (--profiles or

@@ -15,15 +15,19 @@ DEMO_WATCH_LIMIT_SECONDS = 3600.0
 
 
 def _read_backend(args: argparse.Namespace):
-    """A backend for one-shot reads: the simulated cluster, or the real one with no watch started."""
+    """A backend for one-shot reads: the simulated cluster, or the real one with no watch started
+    (refused when its Kueue serves no v1beta2: :class:`UnsupportedKueueApi`)."""
     if args.demo is not None:
         from ..core.sim.backend import SimulatedBackend
         from ..core.sim.scenario import build_world
 
         return SimulatedBackend(build_world(args.demo), namespace=args.namespace)
+    from ..core.cluster.kueue_api_support import refuse_unsupported_kueue
     from ..core.cluster.real import KubernetesBackend
 
-    return KubernetesBackend(context=args.context, namespace=args.namespace, timeouts=request_timeouts(args))
+    backend = KubernetesBackend(context=args.context, namespace=args.namespace, timeouts=request_timeouts(args))
+    refuse_unsupported_kueue(backend)  # a Kueue without v1beta2: one line and exit 7, not empty answers
+    return backend
 
 
 def _namespace_of(args: argparse.Namespace, backend) -> str:

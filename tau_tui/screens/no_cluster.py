@@ -27,14 +27,15 @@ class NoClusterScreen(Screen):
     NoClusterScreen Button { margin: 1 0 0 0; }
     """
 
-    def __init__(self, message: str, offer_demo: bool = True) -> None:
+    def __init__(self, message: str, offer_demo: bool = True, title: str = "No cluster") -> None:
         super().__init__()
         self.message = message
         self.offer_demo = offer_demo
+        self.title_text = title
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text("✗ No cluster", style="bold"))
+            yield Static(Text(f"✗ {self.title_text}", style="bold"), id="no-cluster-title")
             yield Static(Text(self.message), id="no-cluster-message")
             yield Static(Text("The demo runs an embedded simulated cluster (Kueue, MultiKueue, GPU nodes) on this "
                               "machine; nothing is sent anywhere."))

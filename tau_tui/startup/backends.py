@@ -16,11 +16,19 @@ if TYPE_CHECKING:  # the kubernetes client loads only for a kubeconfig's cluster
 
 
 class BackendUnavailable(Exception):
-    def __init__(self, message: str, offer_demo: bool) -> None:
+    def __init__(self, message: str, offer_demo: bool, *, title: str = "No cluster", label: str = "no cluster") -> None:
         super().__init__(message)
         self.message = message
         #: Whether the no-cluster screen offers the demo cluster instead.
         self.offer_demo = offer_demo
+        #: The no-cluster screen's headline and the header's connection state.
+        self.title = title
+        self.label = label
+
+
+#: A server reached whose Kueue serves no kueue.x-k8s.io/v1beta2: the screen's headline and header state.
+UNSUPPORTED_KUEUE_TITLE = "Unsupported Kueue version"
+UNSUPPORTED_KUEUE_LABEL = "unsupported Kueue"
 
 
 #: Set (to anything but "" or "0") to run a real-time demo's simulated cluster in the app's own process.
@@ -104,11 +112,17 @@ def connect_kubeconfig_backend(
     except ImportError as err:
         raise BackendUnavailable(
             "this build has no Kubernetes backend yet (tau_tui.core.cluster.real is missing).", True) from err
+    from tau_tui.core.cluster.kueue_api_support import UnsupportedKueueApi, refuse_unsupported_kueue
+
     try:
         backend = KubernetesBackend(
             context=context, namespace=namespace, all_namespaces=namespace is None, timeouts=timeouts
         )
+        # Before the watches start: a Kueue without v1beta2 would leave every Kueue pane "not installed".
+        refuse_unsupported_kueue(backend)
         backend.start()
+    except UnsupportedKueueApi as err:
+        raise BackendUnavailable(err.message, True, title=UNSUPPORTED_KUEUE_TITLE, label=UNSUPPORTED_KUEUE_LABEL) from err
     except Exception as err:
         message = getattr(err, "message", None) or str(err)
         raise BackendUnavailable(f"cannot connect: {message}", True) from err
