@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 #: A typed filter is applied once no key came for this long (a fast typist's keys are 50-100 ms apart)...
 FILTER_QUIET_S = 0.06
+#: Never a timer of 0 s: Textual's Timer divides by its interval when it fires late (a busy machine),
+#: and a ZeroDivisionError then ends the app.
+FILTER_SOONEST_S = 0.001
 #: ...or this long after the first key it holds, when keys keep coming.
 FILTER_LONGEST_WAIT_S = 0.3
 
@@ -117,7 +120,7 @@ class CommandMode:
             screen.typed_filter = message.text
             if self.typed_filter_timer is not None:
                 self.typed_filter_timer.stop()
-            wait = min(FILTER_QUIET_S, max(0.0, self.filter_typed_since + FILTER_LONGEST_WAIT_S - now))
+            wait = min(FILTER_QUIET_S, max(FILTER_SOONEST_S, self.filter_typed_since + FILTER_LONGEST_WAIT_S - now))
             self.typed_filter_timer = self.app.set_timer(wait, screen.apply_typed_filter, name="typed filter")
 
     async def run_command_text(self, text: str) -> None:
