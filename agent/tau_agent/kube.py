@@ -24,6 +24,7 @@ from tau_gpuhealth.names import (
     ANNOTATION_CORDONED_BY,
     API_GROUP,
     API_VERSION,
+    CORDON_ANNOTATIONS,
     HEALTH_KIND,
     HEALTH_PLURAL,
     TAINT_UNHEALTHY_KEY,
@@ -232,11 +233,7 @@ class KubernetesWriter:
             elif request.cordon is False and spec.get("unschedulable"):
                 if cordon_is_ours(meta):  # only undo our own cordon (the admission policy checks the same)
                     patch["spec"]["unschedulable"] = False
-                    patch["metadata"]["annotations"] = {
-                        ANNOTATION_CORDONED_BY: None,
-                        ANNOTATION_CORDON_REASON: None,
-                        ANNOTATION_CORDON_TIMESTAMP: None,
-                    }
+                    patch["metadata"]["annotations"] = dict.fromkeys(CORDON_ANNOTATIONS)
             if not patch["spec"]:
                 return
             try:

@@ -13,6 +13,8 @@ TAINT_UNHEALTHY_KEY = f"{API_GROUP}/gpu-unhealthy"
 ANNOTATION_CORDONED_BY = f"{API_GROUP}/cordoned-by"
 ANNOTATION_CORDON_REASON = f"{API_GROUP}/cordon-reason"
 ANNOTATION_CORDON_TIMESTAMP = f"{API_GROUP}/cordon-timestamp"
+#: The agent's cordon bookkeeping: set together when it cordons, removed together when a cordon ends.
+CORDON_ANNOTATIONS = (ANNOTATION_CORDONED_BY, ANNOTATION_CORDON_REASON, ANNOTATION_CORDON_TIMESTAMP)
 LABEL_MANAGED = f"{API_GROUP}/gpu-health-managed"
 LABEL_EXPECTED_GPU_COUNT = "nvidia.com/gpu.count"
 AGENT_COMPONENT = "tau-agent"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from tau_gpuhealth.names import ANNOTATION_CORDON_REASON, ANNOTATION_CORDON_TIMESTAMP, ANNOTATION_CORDONED_BY
+from tau_gpuhealth.names import CORDON_ANNOTATIONS
 from tau_tui.core.cluster.api_failure import ApiFailure, failure_result
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ChangeCallback, ConnectionState, StateCallback, Subscription, ViewState
@@ -44,9 +44,6 @@ VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
 VISIBILITY_PAGE = 1000
 VISIBILITY_MAX_PAGES = 100
-
-
-AGENT_CORDON_ANNOTATIONS = (ANNOTATION_CORDONED_BY, ANNOTATION_CORDON_REASON, ANNOTATION_CORDON_TIMESTAMP)
 
 
 class BaseBackend(ClusterBackend):
@@ -474,7 +471,7 @@ class BaseBackend(ClusterBackend):
             # A person's cordon or uncordon ends the node agent's: its bookkeeping goes, so the agent
             # never lifts this cordon and the drain budget never reads its old time.
             obj = self._api_patch(rt, node, None, {"spec": {"unschedulable": True if unschedulable else None},
-                                                   "metadata": {"annotations": dict.fromkeys(AGENT_CORDON_ANNOTATIONS)}},
+                                                   "metadata": {"annotations": dict.fromkeys(CORDON_ANNOTATIONS)}},
                                   dry_run)
         except ApiFailure as exc:
             return failure_result(exc, "patch", rt, node, None, dry_run)
