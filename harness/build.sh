@@ -1,25 +1,42 @@
 #!/usr/bin/env bash
 # Builds the local control plane binaries for the test harness from Go modules:
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kueue, kwok;
-#   and on request the benchmark peers k9s and kueuectl (never in the default run CI uses).
+#   and on request the benchmark peers k9s and kueuectl and the delaying proxy toxiproxy
+#   (never in the default run CI uses).
 # Output: $XDG_CACHE_HOME/tau-tui/harness/<component>-<version>/ (outside the repo),
 # skipped when that directory is complete. Versions come from harness/versions.env only.
-# Usage: bash harness/build.sh [component...]   (components: modules etcd k8s kueue kwok k9s kueuectl;
-#        none given: modules etcd kueue k8s kwok)
+# Usage: bash harness/build.sh [component...]   (components: modules etcd k8s k8s-upgrade kueue kwok k9s kueuectl
+#        toxiproxy; none given: modules etcd kueue k8s k8s-upgrade kwok)
+# TAU_HARNESS_CELL=<cell> builds a version-matrix cell of harness/matrix.tsv instead of the default
+# (scripts/matrix.sh sets it); a Kueue release the module proxy lacks is built from its git tag,
+# read from $KUEUE_GIT (a clone or bare repository; default the public repository).
 set -euo pipefail
 
 HARNESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 source "$HARNESS_DIR/versions.env"
+# KWOK and the pinned API libraries of every wrapper stay at the default cell's Kubernetes minor:
+# they are clients, and one build serves every cell.
+DEFAULT_K8S_VERSION=$K8S_VERSION
+KUEUE_SOURCE=module
+if [[ -n "${TAU_HARNESS_CELL:-}" ]]; then
+  cell_row=$(awk -v cell="$TAU_HARNESS_CELL" '$1 == cell' "$HARNESS_DIR/matrix.tsv")
+  if [[ -z $cell_row ]]; then
+    echo "harness/build.sh: no cell '$TAU_HARNESS_CELL' in harness/matrix.tsv" >&2
+    exit 2
+  fi
+  read -r _ K8S_VERSION KUEUE_VERSION KUEUE_SOURCE KUBERAY_VERSION _ <<<"$cell_row"
+fi
+KUEUE_GIT="${KUEUE_GIT:-https://github.com/kubernetes-sigs/kueue.git}"
 
 GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
 if [[ ! -x "$GO" ]]; then
-  echo "harness/build.sh: no Go toolchain found (need Go >= 1.25; set GO=/path/to/go)" >&2
+  echo "harness/build.sh: no Go toolchain found (need Go >= 1.26; set GO=/path/to/go)" >&2
   exit 1
 fi
 go_version=$("$GO" env GOVERSION)  # e.g. go1.26.8
-if ! printf '%s\n' "go1.25" "$go_version" | sort -V -C; then
-  echo "harness/build.sh: $GO is $go_version; Kubernetes 1.35 and Kueue v0.17 need Go >= 1.25" >&2
+if ! printf '%s\n' "go1.26" "$go_version" | sort -V -C; then
+  echo "harness/build.sh: $GO is $go_version; the upgrade test's Kubernetes $UPGRADE_K8S_VERSION needs Go >= 1.26" >&2
   exit 1
 fi
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/tau-tui/harness"
@@ -61,7 +78,7 @@ k8s_replaces() {  # k8s_replaces <wrapper-dir>
 # component asks for: KWOK v0.8's log server needs the 1.36 API of k8s.io/cri-client and cri-streaming.
 K8S_API_LIBS="api apimachinery client-go apiserver apiextensions-apiserver component-base component-helpers"
 pin_k8s_libs() {  # pin_k8s_libs <wrapper-dir>
-  local staging_version="v0.${K8S_VERSION#v1.}" m used
+  local staging_version="v0.${DEFAULT_K8S_VERSION#v1.}" m used
   used=$(cd "$1" && "$GO" list -m -f '{{.Path}}' all) || return 1
   for m in $K8S_API_LIBS; do
     grep -qx "k8s.io/$m" <<<"$used" || continue
@@ -80,6 +97,14 @@ build_etcd() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# Without these a binary reports v0.0.0-master, and Kueue and KubeRay misjudge the server's features.
+k8s_version_ldflags() {  # k8s_version_ldflags <v1.M.P>
+  local minor="${1#v1.}"; minor="${minor%%.*}"
+  printf '%s' "-s -w -X k8s.io/component-base/version.gitVersion=$1 -X k8s.io/component-base/version.gitMajor=1"
+  printf '%s' " -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+  printf '%s' " -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
+}
+
 # kubectl is built at the same version so `kubectl apply -k manifests/...` is tested with a matching client.
 K8S_BINARIES="kube-apiserver kube-controller-manager kube-scheduler kubectl"
 
@@ -91,11 +116,7 @@ build_k8s() {
   log "building $K8S_BINARIES $K8S_VERSION"
   wrapper "$src" tau-harness/kubernetes
   k8s_replaces "$src" || return 1
-  local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
-  local ldf="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
-  ldf+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
-  ldf+=" -X k8s.io/component-base/version.gitTreeState=clean"
-  ldf+=" -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
+  local ldf; ldf=$(k8s_version_ldflags "$K8S_VERSION")
   (cd "$src" \
      && "$GO" mod edit -require="k8s.io/kubernetes@$K8S_VERSION" \
           -tool=k8s.io/kubernetes/cmd/kube-apiserver \
@@ -111,11 +132,59 @@ build_k8s() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# Only the kube-apiserver of UPGRADE_K8S_VERSION, which tests/integration/test_apiserver_upgrade_t1.py
+# starts on the default cell's etcd. It goes into that version's kubernetes-* directory one file at a
+# time, so a full build of the version there (a matrix cell) is neither broken nor redone.
+build_k8s_upgrade() {
+  local out="$CACHE_ROOT/kubernetes-$UPGRADE_K8S_VERSION" src="$CACHE_ROOT/src/kubernetes-$UPGRADE_K8S_VERSION-apiserver"
+  local tmp="$CACHE_ROOT/kubernetes-$UPGRADE_K8S_VERSION-apiserver.tmp"
+  [[ -x "$out/kube-apiserver" ]] && { log "kube-apiserver $UPGRADE_K8S_VERSION cached"; return; }
+  log "building kube-apiserver $UPGRADE_K8S_VERSION"
+  wrapper "$src" tau-harness/kube-apiserver
+  (K8S_VERSION=$UPGRADE_K8S_VERSION; k8s_replaces "$src") || return 1
+  local ldf; ldf=$(k8s_version_ldflags "$UPGRADE_K8S_VERSION")
+  (cd "$src" \
+     && "$GO" mod edit -require="k8s.io/kubernetes@$UPGRADE_K8S_VERSION" -tool=k8s.io/kubernetes/cmd/kube-apiserver \
+     && "$GO" mod tidy \
+     && rm -rf "$tmp" && mkdir -p "$tmp" \
+     && $NICE "$GO" build -trimpath -ldflags "$ldf" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver) || return 1
+  mkdir -p "$out"; mv "$tmp/kube-apiserver" "$out/kube-apiserver"; rm -rf "$tmp"
+}
+
+# A Kueue release's source at its tag, unpacked once into the cache; prints its directory.
+kueue_source_tree() {  # kueue_source_tree <tag>
+  local tag=$1 dir="$CACHE_ROOT/src/kueue-git-$1" gitdir
+  [[ -s "$dir/go.mod" ]] && { echo "$dir"; return; }
+  log "unpacking Kueue $tag from $KUEUE_GIT"
+  rm -rf "$dir.tmp"; mkdir -p "$dir.tmp"
+  if [[ -d $KUEUE_GIT ]]; then
+    gitdir=$(git -C "$KUEUE_GIT" rev-parse --absolute-git-dir) || return 1
+    git --git-dir="$gitdir" archive "$tag" | tar -x -C "$dir.tmp" || return 1
+  else
+    git clone --quiet --depth 1 --branch "$tag" "$KUEUE_GIT" "$dir.tmp" || return 1
+  fi
+  rm -rf "$dir"; mv "$dir.tmp" "$dir"
+  echo "$dir"
+}
+
+# A Kueue release the module proxy does not serve: built from its tag with the module graph its
+# go.mod pins, as its release image is.
+build_kueue_from_git() {  # build_kueue_from_git <kueue|kueuectl>
+  local cmd=$1 out="$CACHE_ROOT/$1-$KUEUE_VERSION" src
+  src=$(kueue_source_tree "$KUEUE_VERSION") || return 1
+  log "building $cmd $KUEUE_VERSION from its git tag"
+  (cd "$src" && $NICE "$GO" build -trimpath \
+          -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+          -o "$out.tmp/$cmd" "./cmd/$cmd") || return 1
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 # The Kueue manager, and on request kueuectl (benchmark peer), from the Kueue module at
 # KUEUE_VERSION with the API libraries pinned.
 build_kueue_command() {  # build_kueue_command <kueue|kueuectl>
   local cmd=$1 out="$CACHE_ROOT/$1-$KUEUE_VERSION" src="$CACHE_ROOT/src/$1-$KUEUE_VERSION"
   [[ -x "$out/$cmd" ]] && { log "$cmd $KUEUE_VERSION cached"; return; }
+  [[ $KUEUE_SOURCE == git ]] && { build_kueue_from_git "$cmd"; return; }
   log "building $cmd $KUEUE_VERSION"
   wrapper "$src" "tau-harness/$cmd"
   (cd "$src" && "$GO" get -tool "sigs.k8s.io/kueue/cmd/$cmd@$KUEUE_VERSION") || return 1
@@ -127,7 +196,7 @@ build_kueue_command() {  # build_kueue_command <kueue|kueuectl>
 }
 
 build_kwok() {
-  local out="$CACHE_ROOT/kwok-$KWOK_VERSION-k8s-$K8S_VERSION" src="$CACHE_ROOT/src/kwok-$KWOK_VERSION"
+  local out="$CACHE_ROOT/kwok-$KWOK_VERSION-k8s-$DEFAULT_K8S_VERSION" src="$CACHE_ROOT/src/kwok-$KWOK_VERSION"
   [[ -x "$out/kwok" ]] && { log "kwok $KWOK_VERSION cached"; return; }
   log "building kwok $KWOK_VERSION"
   wrapper "$src" tau-harness/kwok
@@ -151,6 +220,20 @@ build_k9s() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# Benchmark tool (benchmarks/remote_link.py): Toxiproxy's server, a TCP proxy that adds latency and
+# bandwidth limits, built with the module graph it ships.
+build_toxiproxy() {
+  local out="$CACHE_ROOT/toxiproxy-$TOXIPROXY_VERSION" src="$CACHE_ROOT/src/toxiproxy-$TOXIPROXY_VERSION"
+  [[ -x "$out/toxiproxy" ]] && { log "toxiproxy $TOXIPROXY_VERSION cached"; return; }
+  log "building toxiproxy $TOXIPROXY_VERSION"
+  wrapper "$src" tau-harness/toxiproxy
+  (cd "$src" && "$GO" get -tool "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION") || return 1
+  (cd "$src" && $NICE "$GO" build -trimpath \
+          -ldflags "-s -w -X github.com/Shopify/toxiproxy/v2.Version=$TOXIPROXY_VERSION" \
+          -o "$out.tmp/toxiproxy" github.com/Shopify/toxiproxy/v2/cmd/server) || return 1
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 # Module directories holding the YAML the fixtures load (Kueue CRDs and webhooks, KubeRay CRDs,
 # KWOK stages), recorded for tests/harness/binaries.py.
 fetch_modules() {
@@ -158,8 +241,14 @@ fetch_modules() {
   [[ -s "$f" ]] && { log "module dirs cached"; return; }
   wrapper "$src" tau-harness/modules
   moddir() { (cd "$src" && "$GO" mod download -json "$1" | python3 -c 'import sys,json; print(json.load(sys.stdin)["Dir"])'); }
+  local kueue_dir
+  if [[ $KUEUE_SOURCE == git ]]; then
+    kueue_dir=$(kueue_source_tree "$KUEUE_VERSION") || return 1
+  else
+    kueue_dir=$(moddir "sigs.k8s.io/kueue@$KUEUE_VERSION") || return 1
+  fi
   {
-    echo "KUEUE_MODULE_DIR=$(moddir "sigs.k8s.io/kueue@$KUEUE_VERSION")"
+    echo "KUEUE_MODULE_DIR=$kueue_dir"
     echo "KUBERAY_MODULE_DIR=$(moddir "github.com/ray-project/kuberay/ray-operator@$KUBERAY_VERSION")"
     echo "KWOK_MODULE_DIR=$(moddir "sigs.k8s.io/kwok@$KWOK_VERSION")"
   } > "$f.tmp"
@@ -167,18 +256,20 @@ fetch_modules() {
 }
 
 components=("$@")
-[[ ${#components[@]} == 0 ]] && components=(modules etcd kueue k8s kwok)
+[[ ${#components[@]} == 0 ]] && components=(modules etcd kueue k8s k8s-upgrade kwok)
 for c in "${components[@]}"; do
   start=$SECONDS
   case "$c" in
     modules) fetch_modules ;;
     etcd) build_etcd ;;
     k8s) build_k8s ;;
+    k8s-upgrade) build_k8s_upgrade ;;
     kueue) build_kueue_command kueue ;;
     kwok) build_kwok ;;
     k9s) build_k9s ;;
     kueuectl) build_kueue_command kueuectl ;;
-    *) echo "harness/build.sh: unknown component '$c' (modules etcd k8s kueue kwok k9s kueuectl)" >&2; exit 2 ;;
+    toxiproxy) build_toxiproxy ;;
+    *) echo "harness/build.sh: unknown component '$c' (modules etcd k8s k8s-upgrade kueue kwok k9s kueuectl toxiproxy)" >&2; exit 2 ;;
   esac || { echo "harness/build.sh: building '$c' failed (see the Go errors above)" >&2; exit 1; }
   log "$c done in $((SECONDS - start))s"
 done

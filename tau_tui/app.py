@@ -459,7 +459,10 @@ class TauApp(App):
         backend = self.backend
         if backend is not None:
             try:
-                self.connection_label = backend.connection_state().label
+                label = backend.connection_state().label
+                if label == "connected" and self.connection_label != "connected":
+                    self.found_versions.read(backend)  # connected again: the server may have been upgraded
+                self.connection_label = label
                 self.scope_notice.check(backend)  # once: lists across every namespace forbidden
             except Exception as err:
                 self.connection_label = f"unknown ({type(err).__name__})"

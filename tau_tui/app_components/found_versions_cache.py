@@ -1,5 +1,6 @@
 """The versions line the ``?`` help shows, read once per backend and context in a worker thread,
-so the dialog opens with it (no request, no redraw when it lands)."""
+so the dialog opens with it (no request, no redraw when it lands); and, once per app session, a
+warning when the server's Kubernetes and Kueue are outside the tested version matrix."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ if TYPE_CHECKING:
     from tau_tui.app_components.shell import AppShell
     from tau_tui.core.cluster.interfaces import ClusterBackend
 
+#: Seconds the matrix warning stays: read once, nothing to act on at once.
+MATRIX_WARNING_TIMEOUT_S = 15.0
+
 
 class FoundVersionsCache:
     def __init__(self, app: AppShell) -> None:
@@ -19,6 +23,8 @@ class FoundVersionsCache:
         #: (backend, context) the line was read for, and the line.
         self._read_for: tuple[object, str | None] | None = None
         self._line = ""
+        #: The outside-the-matrix warnings given (at most one a session; tests read it).
+        self.warned: list[str] = []
 
     def read(self, backend: ClusterBackend) -> None:
         """Read the versions of ``backend``'s server in a worker (its answer is kept for the help)."""
@@ -26,15 +32,19 @@ class FoundVersionsCache:
 
     def _read(self, backend: ClusterBackend) -> None:
         """Worker thread."""
-        from tau_tui.core.operations.found_versions import found_versions_line
+        from tau_tui.core.operations.found_versions import read_found_versions
 
         context = backend.current_context
-        line = found_versions_line(backend)
-        self.app.call_from_thread(self._keep, backend, context, line)
+        found = read_found_versions(backend)
+        self.app.call_from_thread(self._keep, backend, context, found.line(), found.outside_tested_matrix)
 
-    def _keep(self, backend: ClusterBackend, context: str | None, line: str) -> None:
+    def _keep(self, backend: ClusterBackend, context: str | None, line: str, warning: str | None) -> None:
         self._read_for = (backend, context)
         self._line = line
+        if warning is not None and not self.warned:
+            self.warned.append(warning)
+            self.app.notify(warning, title="versions", severity="warning", timeout=MATRIX_WARNING_TIMEOUT_S,
+                            markup=False)
 
     def line_for(self, backend: ClusterBackend | None) -> str | None:
         """The line read for ``backend`` as it is now (its context), or None: not read (yet)."""

@@ -56,8 +56,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     loaded = load_config(args.file)
     timeouts = request_timeouts(args)
+    def checked_backend() -> KubernetesBackend:
+        from ..core.cluster.kueue_api_support import refuse_unsupported_kueue
+
+        made = KubernetesBackend(context=args.context, namespace=args.namespace, timeouts=timeouts)
+        refuse_unsupported_kueue(made)  # a Kueue without v1beta2: one line and exit 7 before anything is sent
+        return made
+
     # The backend is used for its mutations only: no watches are started for a one-shot submit.
-    backend = functools.cache(lambda: KubernetesBackend(context=args.context, namespace=args.namespace, timeouts=timeouts))
+    backend = functools.cache(checked_backend)
     profile_set = load_profiles(loaded, None, lambda: read_profile_set(backend().http.api_client), client_dry_run=False)
     run = render_run(loaded, profile_set, RenderOptions(args.namespace, args.team, args.lane, args.submission_id))
     dry_run = args.dry_run == "server"

@@ -31,10 +31,12 @@ def multikueue_environment(args: argparse.Namespace):
         return demo_environment()
     import time
 
+    from ..core.cluster.kueue_api_support import refuse_unsupported_kueue
     from ..core.cluster.real import KubernetesBackend
     from ..core.operations.multikueue_steps.credentials import KubeconfigConnector
 
     backend = KubernetesBackend(args.kubeconfig, context=args.context)
+    refuse_unsupported_kueue(backend)  # the manager's Kueue: without v1beta2, one line and exit 7
     return backend, KubeconfigConnector(args.kubeconfig), time.sleep
 
 

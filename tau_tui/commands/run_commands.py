@@ -16,7 +16,8 @@ DEMO_WATCH_LIMIT_SECONDS = 3600.0
 
 def _read_backend(args: argparse.Namespace):
     """A backend for one-shot reads: the simulated cluster, or the real one with no watch started
-    (refused when its Kueue serves no v1beta2: :class:`UnsupportedKueueApi`)."""
+    (refused when its Kueue serves no v1beta2: :class:`UnsupportedKueueApi`; one warning line when its
+    Kubernetes and Kueue are outside the tested version matrix)."""
     if args.demo is not None:
         from ..core.sim.backend import SimulatedBackend
         from ..core.sim.scenario import build_world
@@ -24,9 +25,12 @@ def _read_backend(args: argparse.Namespace):
         return SimulatedBackend(build_world(args.demo), namespace=args.namespace)
     from ..core.cluster.kueue_api_support import refuse_unsupported_kueue
     from ..core.cluster.real import KubernetesBackend
+    from ..core.operations.found_versions import outside_tested_matrix_warning
 
     backend = KubernetesBackend(context=args.context, namespace=args.namespace, timeouts=request_timeouts(args))
-    refuse_unsupported_kueue(backend)  # a Kueue without v1beta2: one line and exit 7, not empty answers
+    discovered = refuse_unsupported_kueue(backend)  # a Kueue without v1beta2: one line and exit 7, not empty answers
+    if (warning := outside_tested_matrix_warning(backend, discovered)) is not None:
+        print(escape_control(f"tau-tui: warning: {warning}"), file=sys.stderr)
     return backend
 
 

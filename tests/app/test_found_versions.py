@@ -18,8 +18,8 @@ from tests.cluster.test_kueue_api_support import REFUSAL, KueueServer, api_group
 from tests.cluster.test_namespace_scope import kubeconfig_with
 from tests.stub_servers import answering_server, api_status
 
-SIMULATED = ["tau-tui 0.1.0", "Kubernetes v1.31.4 (simulated)", "Kueue API kueue.x-k8s.io: v1beta2 (simulated)",
-             "KubeRay RayJob ray.io: v1 (simulated)"]
+SIMULATED = ["tau-tui 0.1.0", "Kubernetes v1.35.4 (simulated)", f"Kueue {UNKNOWN}",
+             "Kueue API kueue.x-k8s.io: v1beta2 (simulated)", "KubeRay RayJob ray.io: v1 (simulated)"]
 
 
 def test_the_simulated_cluster_reports_what_it_simulates():
@@ -29,7 +29,8 @@ def test_the_simulated_cluster_reports_what_it_simulates():
 
 
 def test_no_cluster_is_unknown():
-    assert read_found_versions(None).lines()[1:] == [f"Kubernetes {UNKNOWN}", f"Kueue API kueue.x-k8s.io: {UNKNOWN}",
+    assert read_found_versions(None).lines()[1:] == [f"Kubernetes {UNKNOWN}", f"Kueue {UNKNOWN}",
+                                                     f"Kueue API kueue.x-k8s.io: {UNKNOWN}",
                                                      f"KubeRay RayJob ray.io: {UNKNOWN}"]
 
 
@@ -66,7 +67,7 @@ def test_a_real_server_reports_served_and_storage_versions(tmp_path, monkeypatch
     })
     try:
         assert read_found_versions(backend).lines()[1:] == [
-            "Kubernetes v1.34.2", "Kueue API kueue.x-k8s.io: v1beta1, v1beta2 (storage v1beta2)",
+            "Kubernetes v1.34.2", "Kueue v0.16 or newer (by its API)", "Kueue API kueue.x-k8s.io: v1beta1, v1beta2 (storage v1beta2)",
             "KubeRay RayJob ray.io: v1 (storage v1)"]
     finally:
         server.shutdown()
@@ -81,7 +82,8 @@ def test_without_crd_rights_discovery_answers_and_a_missing_group_is_not_install
     })
     try:
         assert read_found_versions(backend).lines()[1:] == [
-            "Kubernetes v1.35.4", "Kueue API kueue.x-k8s.io: v1beta2, v1beta1", "KubeRay RayJob ray.io: not installed"]
+            "Kubernetes v1.35.4", "Kueue v0.15 or newer (by its API)", "Kueue API kueue.x-k8s.io: v1beta2, v1beta1",
+            "KubeRay RayJob ray.io: not installed"]
     finally:
         server.shutdown()
 
@@ -93,7 +95,8 @@ def test_a_server_that_answers_nothing_readable_is_unknown(tmp_path, monkeypatch
                             "/apis/kueue.x-k8s.io", "/apis/ray.io")})
     try:
         assert read_found_versions(backend).lines()[1:] == [
-            f"Kubernetes {UNKNOWN}", f"Kueue API kueue.x-k8s.io: {UNKNOWN}", f"KubeRay RayJob ray.io: {UNKNOWN}"]
+            f"Kubernetes {UNKNOWN}", f"Kueue {UNKNOWN}", f"Kueue API kueue.x-k8s.io: {UNKNOWN}",
+            f"KubeRay RayJob ray.io: {UNKNOWN}"]
     finally:
         server.shutdown()
 

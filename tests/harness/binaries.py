@@ -12,6 +12,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSIONS_FILE = REPO_ROOT / "harness" / "versions.env"
+MATRIX_FILE = REPO_ROOT / "harness" / "matrix.tsv"
+# scripts/matrix.sh names the version-matrix cell the harness runs; unset: the default cell.
+CELL_ENV = "TAU_HARNESS_CELL"
 
 
 class HarnessBuildMissing(RuntimeError):
@@ -27,6 +30,33 @@ def _read_env_file(path: Path) -> dict[str, str]:
         key, _, value = line.partition("=")
         values[key.strip()] = value.strip()
     return values
+
+
+def matrix_cells() -> dict[str, dict[str, str]]:
+    """The rows of harness/matrix.tsv by cell name, read as harness/build.sh reads them."""
+    cells: dict[str, dict[str, str]] = {}
+    for line in MATRIX_FILE.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        cell, k8s, kueue, kueue_source, kuberay = line.split()[:5]
+        cells[cell] = {"K8S_VERSION": k8s, "KUEUE_VERSION": kueue, "KUEUE_SOURCE": kueue_source,
+                       "KUBERAY_VERSION": kuberay}
+    return cells
+
+
+def harness_versions() -> dict[str, str]:
+    """versions.env, with the cell's versions over it when TAU_HARNESS_CELL names one."""
+    versions = _read_env_file(VERSIONS_FILE)
+    versions["DEFAULT_K8S_VERSION"] = versions["K8S_VERSION"]
+    versions["KUEUE_SOURCE"] = "module"
+    cell = os.environ.get(CELL_ENV)
+    if cell:
+        cells = matrix_cells()
+        if cell not in cells:
+            raise HarnessBuildMissing(f"{CELL_ENV}={cell} names no cell of {MATRIX_FILE} ({', '.join(cells)})")
+        versions.update(cells[cell])
+        versions["CELL"] = cell
+    return versions
 
 
 def cache_root() -> Path:
@@ -47,9 +77,13 @@ class Binaries:
     kuberay_module_dir: Path
     kwok_module_dir: Path
     kubectl: Path
+    # Another release's kube-apiserver, for the upgrade test (`bash harness/build.sh k8s-upgrade`).
+    upgrade_kube_apiserver: Path
     # Benchmark peers, built only by `bash harness/build.sh k9s kueuectl`.
     k9s: Path
     kueuectl: Path
+    # The delaying TCP proxy of benchmarks/remote_link.py (`bash harness/build.sh toxiproxy`).
+    toxiproxy: Path
 
     @property
     def k8s_version(self) -> str:
@@ -70,13 +104,14 @@ class Binaries:
 
 
 def locate() -> Binaries:
-    versions = _read_env_file(VERSIONS_FILE)
+    versions = harness_versions()
     root = cache_root()
     k8s = versions["K8S_VERSION"]
     modules_file = root / f"modules-{versions['KUEUE_VERSION']}-{versions['KUBERAY_VERSION']}-{versions['KWOK_VERSION']}.env"
     if not modules_file.is_file():
         raise HarnessBuildMissing(
-            f"{modules_file} is missing: run `bash harness/build.sh` to fetch the Kueue, KubeRay and KWOK modules."
+            f"{modules_file} is missing: run `bash harness/build.sh` to fetch the Kueue, KubeRay and KWOK modules"
+            + (f" (with {CELL_ENV}={versions['CELL']})." if "CELL" in versions else ".")
         )
     modules = _read_env_file(modules_file)
     return Binaries(
@@ -86,11 +121,13 @@ def locate() -> Binaries:
         kube_controller_manager=root / f"kubernetes-{k8s}" / "kube-controller-manager",
         kube_scheduler=root / f"kubernetes-{k8s}" / "kube-scheduler",
         kueue=root / f"kueue-{versions['KUEUE_VERSION']}" / "kueue",
-        kwok=root / f"kwok-{versions['KWOK_VERSION']}-k8s-{k8s}" / "kwok",
+        kwok=root / f"kwok-{versions['KWOK_VERSION']}-k8s-{versions['DEFAULT_K8S_VERSION']}" / "kwok",
         kueue_module_dir=Path(modules["KUEUE_MODULE_DIR"]),
         kuberay_module_dir=Path(modules["KUBERAY_MODULE_DIR"]),
         kwok_module_dir=Path(modules["KWOK_MODULE_DIR"]),
         kubectl=root / f"kubernetes-{k8s}" / "kubectl",
+        upgrade_kube_apiserver=root / f"kubernetes-{versions['UPGRADE_K8S_VERSION']}" / "kube-apiserver",
         k9s=root / f"k9s-{versions['K9S_VERSION']}" / "k9s",
         kueuectl=root / f"kueuectl-{versions['KUEUE_VERSION']}" / "kueuectl",
+        toxiproxy=root / f"toxiproxy-{versions['TOXIPROXY_VERSION']}" / "toxiproxy",
     )

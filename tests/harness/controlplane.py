@@ -83,8 +83,10 @@ class ControlPlane:
 
     def __init__(self, name: str, state_dir: Path, binaries: Binaries, *, kueue: KueueOptions | None = None,
                  workloads_controllers: bool = False, garbage_collector: bool = False,
-                 controllers: list[str] | None = None):
+                 controllers: list[str] | None = None, apiserver_flags: list[str] | None = None):
         self.name = name
+        # Appended to kube-apiserver's command line (e.g. an audit policy and log for a test that counts requests).
+        self.apiserver_flags = list(apiserver_flags or ())
         self.state_dir = state_dir
         self.binaries = binaries
         self.kueue_options = kueue or KueueOptions()
@@ -187,7 +189,7 @@ class ControlPlane:
         ]
         if admission_off:
             argv.append(f"--disable-admission-plugins={admission_off}")
-        return argv
+        return argv + self.apiserver_flags
 
     # ----- lifecycle --------------------------------------------------------------------
     def start(self) -> None:
@@ -237,8 +239,10 @@ class ControlPlane:
         with urllib.request.urlopen(self.server + path, context=self._ssl_context(), timeout=5) as resp:
             return resp.read()
 
-    def start_apiserver(self) -> None:
-        """Start (or restart) kube-apiserver on the same port and etcd; returns once /readyz is ok."""
+    def start_apiserver(self, binary: Path | None = None) -> None:
+        """Start (or restart) kube-apiserver on the same port and etcd; returns once /readyz is ok.
+        ``binary``: another kube-apiserver to run with the same flags (an upgrade); None: the cell's."""
+        self.apiserver.argv[0] = str(binary or self.binaries.kube_apiserver)
         self.apiserver.start()
         self.apiserver.wait_until(lambda: self._get("/readyz") == b"ok", "/readyz ok", STARTUP_TIMEOUT)
 

@@ -87,6 +87,31 @@ def test_commands_refuse_a_v1beta1_only_kueue_in_one_line(v1beta1_plane, argv):
     assert done.stdout == ""
 
 
+def test_submit_refuses_a_v1beta1_only_kueue_before_sending_anything(v1beta1_plane, tmp_path):
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    config = tmp_path / "tau.yaml"
+    config.write_text("name: refused\nimage: python:3.12-slim\nentrypoint: train.py\n"
+                      "policy:\n  namespace: default\n  team: research\n  lane: training\n"
+                      "  profile: azure.research.training.l\n")
+    done = run_cli(v1beta1_plane, "submit", str(config), "--dry-run", "none")
+    lines = done.stderr.splitlines()
+    assert done.returncode == EXIT_UNSUPPORTED_KUEUE, done.stderr
+    assert lines[-1].startswith(f"tau-tui: {REFUSAL}") and "Traceback" not in done.stderr, done.stderr
+    jobs = k8s.BatchV1Api(v1beta1_plane.api_client()).list_namespaced_job("default").items
+    assert [j.metadata.name for j in jobs] == []  # nothing was created
+
+
+def test_multikueue_refuses_a_manager_whose_kueue_serves_v1beta1_only(v1beta1_plane, tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("workers:\n- name: w1\n  context: w1\n  adminContext: w1-admin\nnamespaces: [default]\n"
+                    "admissionCheck: mk\nconfig: mk\nclusterQueue: cq\nlocalQueue: lq\n"
+                    "profile: azure.research.training.l\nflavor: gpu\ngpusPerWorker: 8\n")
+    done = run_cli(v1beta1_plane, "multikueue", "status", "--plan", str(plan), "--kubeconfig", v1beta1_plane.kubeconfig)
+    lines = done.stderr.splitlines()
+    assert done.returncode == EXIT_UNSUPPORTED_KUEUE, done.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"tau-tui: {REFUSAL}"), done.stderr
+
+
 def test_the_app_backend_start_refuses_a_v1beta1_only_kueue(v1beta1_plane, monkeypatch):
     monkeypatch.setenv("KUBECONFIG", v1beta1_plane.kubeconfig)
     with pytest.raises(BackendUnavailable) as raised:

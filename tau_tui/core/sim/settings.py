@@ -15,5 +15,6 @@ class SimSettings:
     heartbeat_seconds: float = 240.0
     events: bool = True
     context: str = "sim"
-    #: What ``GET /version`` reports (the MultiKueue dependency matrix compares minors).
-    kubernetes_version: str = "v1.31.4"
+    #: What ``GET /version`` reports (the MultiKueue dependency matrix compares minors): the
+    #: default cell's, so ``--demo`` with its Kueue CRDs is a tested cell (core/cluster/tested_cells.py).
+    kubernetes_version: str = "v1.35.4"

@@ -133,15 +133,21 @@ def image_tag(image: str) -> str | None:
     return last.rsplit(":", 1)[1] if ":" in last else None
 
 
+def release_label(crd: dict[str, Any]) -> str | None:
+    """The release a CRD's :data:`VERSION_LABEL` names (Kueue's and KubeRay's charts set it); None without one."""
+    label = ((crd.get("metadata") or {}).get("labels") or {}).get(VERSION_LABEL)
+    return str(label) if label else None
+
+
 def _release(access: BackendAccess, crd_name: str, controller: tuple[str, str], namespace: str | None) -> Release:
     """The release from the CRD's version label, else from the controller container's image tag
     (``namespace`` None: any namespace)."""
     crd = access.get(CRD, crd_name)
     if crd is None:
         return Release(False)
-    label = ((crd.get("metadata") or {}).get("labels") or {}).get(VERSION_LABEL)
+    label = release_label(crd)
     if label:
-        return Release(True, str(label))
+        return Release(True, label)
     selector, container = controller
     where = f"in {namespace}" if namespace else "in any namespace"
     missing = f"no {VERSION_LABEL} label on {crd_name}"

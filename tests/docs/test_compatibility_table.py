@@ -1,0 +1,57 @@
+"""The cells the app takes as tested (core/cluster/tested_cells.py) are the cells the table of
+docs/compatibility.md says passed: the app's "outside the tested matrix" warning follows the
+published table.  Reads files only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tau_tui.core.cluster.tested_cells import TESTED_CELLS, release_minor
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "compatibility.md"
+HEADER = ["Cell", "Kubernetes", "Kueue", "Kueue ran as", "Date", "Result", "What differs"]
+
+#: Where the generated table (``scripts/matrix.sh --table``) goes before it is pasted in.
+PLACEHOLDER = "CELLS_TABLE"
+
+pytestmark = pytest.mark.xfail(not DOC.exists() or PLACEHOLDER in DOC.read_text("utf-8"),
+                               reason="docs/compatibility.md not written yet", strict=False)
+
+
+def cells_of(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def table_rows(text: str) -> list[dict[str, str]]:
+    """The rows of the table whose header is :data:`HEADER`, by column name."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("|") and cells_of(line) == HEADER]
+    assert len(starts) == 1, f"one table headed | {' | '.join(HEADER)} |"
+    rows = []
+    for line in lines[starts[0] + 2:]:  # past the header and its |---| line
+        if not line.lstrip().startswith("|"):
+            break
+        cells = cells_of(line)
+        assert len(cells) == len(HEADER), line
+        rows.append(dict(zip(HEADER, cells, strict=True)))
+    return rows
+
+
+def minor_text(version: str, prefix: str) -> str:
+    found = release_minor(version)
+    assert found is not None, version
+    return f"{prefix}{found[0]}.{found[1]}"
+
+
+def test_the_tested_cells_are_the_passed_rows_of_the_table():
+    rows = table_rows(DOC.read_text("utf-8"))
+    assert rows, "the table has rows"
+    for row in rows:  # "passed (41)", "failed (2 of 41)", "build failed", "not run"
+        assert row["Result"], row
+    passed = {(minor_text(row["Kubernetes"], ""), minor_text(row["Kueue"], "v"))
+              for row in rows if row["Result"].startswith("passed")}
+    assert len(set(TESTED_CELLS)) == len(TESTED_CELLS)
+    assert set(TESTED_CELLS) == passed
