@@ -28,7 +28,7 @@ def build_app_parser() -> argparse.ArgumentParser:
                         help="every namespace, even when the kubeconfig context names one (:ns all in the app)")
     parser.add_argument("--readonly", action="store_true", help="hide and refuse every mutating action")
     parser.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO",
-                        help="use the embedded simulated cluster (scenario: demo, faults, large)")
+                        help="use the embedded simulated cluster (scenario: demo, faults, large, xl)")
     parser.add_argument("--theme", help="tau-dark, tau-light or tau-high-contrast (or a theme file's name)")
     parser.add_argument("--pane", choices=[m for _, m, _ in PANES], help="pane to open first (default: queue)")
     parser.add_argument("--file", help="tau.yaml to open in the compose pane")

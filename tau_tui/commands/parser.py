@@ -221,7 +221,7 @@ def _run_connection_options(cmd: argparse.ArgumentParser, suppress: bool = False
                      help="output format")
     cmd.add_argument("--context", default=unset, help="kubeconfig context (default: current)")
     cmd.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO", default=unset,
-                     help="read the embedded simulated cluster instead (scenario: demo, faults, large)")
+                     help="read the embedded simulated cluster instead (scenario: demo, faults, large, xl)")
     cmd.add_argument("--request-timeout", metavar="DURATION", type=duration_arg, default=unset,
                      help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
 

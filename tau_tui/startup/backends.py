@@ -83,8 +83,7 @@ def _start_demo_process(scenario: str, namespace: str | None) -> ClusterBackend:
         raise _demo_unavailable(err, offer_demo=True) from err
     backend = ProcessSimulatedBackend(process, namespace=namespace, owns_process=True)
     try:
-        backend.start()
-        backend.wait_synced(60)
+        backend.start()  # its first lists come part by part, shown as they come, like a server's pages
     except Exception as err:
         backend.close()
         raise _demo_unavailable(err, offer_demo=True) from err

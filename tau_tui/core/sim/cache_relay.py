@@ -18,10 +18,17 @@ from typing import Any
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ViewState, ViewStatus
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.names import KUEUE_GROUP
 
 #: Objects in one message at most: a full list of 20,000 Workloads goes as 20 messages, each
 #: unpickled in a few milliseconds, so the UI thread never waits long for the interpreter.
 OBJECTS_PER_MESSAGE = 1_000
+
+#: Kinds whose first list the app's cache shows while the rest comes (the queue screen's rows with
+#: the first thousand Workloads), as a real server's pages of them are (``real.SHOWN_WHILE_LISTED``);
+#: the others go in whole, at their list's end.  Shown each time what came has doubled: every showing
+#: makes the panes read the kind again, and a read per part of 100,000 Workloads is quadratic.
+SHOWN_WHILE_LISTED = frozenset(kind for kind in ResourceKind if kind.type.group == KUEUE_GROUP)
 
 #: One queued write: ``(verb, ...)``; verbs below.
 RelayOp = tuple[Any, ...]
@@ -131,6 +138,7 @@ class RelayReplayer:
     def __init__(self, cache: ObjectCache) -> None:
         self.cache = cache
         self._parts: dict[ResourceKind, list[dict[str, Any]]] = {}
+        self._shown: dict[ResourceKind, int] = {}
         self._node_pods: list[dict[str, Any]] = []
 
     def apply(self, op: RelayOp) -> tuple[int, datetime, float] | None:
@@ -139,10 +147,15 @@ class RelayReplayer:
         if verb == APPLY:
             cache.apply(op[1], op[2], op[3])
         elif verb == REPLACE:
-            part = self._parts.setdefault(op[1], [])
-            part.extend(op[2])
+            listed = self._parts.setdefault(op[1], [])
+            listed.extend(op[2])
             if op[3]:
                 cache.replace(op[1], self._parts.pop(op[1]))
+                self._shown.pop(op[1], None)
+            elif op[1] in SHOWN_WHILE_LISTED and len(listed) >= 2 * (shown := self._shown.get(op[1], 0)):
+                # only while a first list: the cache never shows a relist by halves
+                cache.add_listed_page(op[1], listed[shown:], len(listed))
+                self._shown[op[1]] = len(listed)
         elif verb == FLUSH:
             cache.flush()
             return op[1], op[2], op[3]

@@ -19,6 +19,12 @@ from tau_tui.core.sim.world import SimulatedCluster
 R = ResourceKind
 
 
+def _pod_template(gpus: int) -> dict[str, Any]:
+    resources_ = {"nvidia.com/gpu": str(gpus)}
+    return {"spec": {"restartPolicy": "Never", "containers": [
+        {"name": "trainer", "image": "ghcr.io/azure/tau-train:1.4.2", "resources": {"requests": resources_, "limits": resources_}}]}}
+
+
 def generate_large(world: SimulatedCluster, rng: random.Random, source: str, spec: Mapping[str, Any]) -> None:
     store = world.store
     n_workloads = int(spec.get("workloads", 20000))
@@ -63,22 +69,23 @@ def generate_large(world: SimulatedCluster, rng: random.Random, source: str, spe
         queues.append((ns, name))
 
     week = 7 * 24 * 3600
+    # One pod template per GPU count, shared by every Job of that count (and by its Workload's pod
+    # set): stored objects are never changed in place, and copies of the same few dicts were most
+    # of what a Job held, here and in the app's cache it is relayed to (pickle keeps the sharing).
+    templates = {gpus: _pod_template(gpus) for gpus in (1, 2, 4, 8)}
     for i in range(n_workloads):
         ns, queue = queues[i % n_lq]
         gpus = rng.choice((1, 2, 4, 8, 8))
         workers = rng.choice((1, 1, 1, 2, 4))
         created = now - timedelta(seconds=week * (n_workloads - i) / n_workloads)
         name = f"job-{i:05d}"
-        resources_ = {"nvidia.com/gpu": str(gpus)}
         store.put(R.JOB.type, {
             "apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": ns, "creationTimestamp": format_time(created),
                          "labels": {"tau.azure.com/managed-by": "tau", "tau.azure.com/job": name, QUEUE_NAME_LABEL: queue,
                                     "kueue.x-k8s.io/priority-class": rng.choice(("low", "normal", "normal", "high"))},
                          "annotations": {"sim.tau-tui.io/duration-seconds": str(rng.randint(3600, 4 * 86400))}},
-            "spec": {"parallelism": workers, "completions": workers, "suspend": True,
-                     "template": {"spec": {"restartPolicy": "Never", "containers": [
-                         {"name": "trainer", "image": "ghcr.io/azure/tau-train:1.4.2", "resources": {"requests": resources_, "limits": resources_}}]}}},
+            "spec": {"parallelism": workers, "completions": workers, "suspend": True, "template": templates[gpus]},
         }, notify=False)
     for index in range(faulty):
         node = f"h100-{(index * 37) % max(1, n_nodes // 2)}"
