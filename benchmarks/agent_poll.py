@@ -22,7 +22,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import kubernetes.client  # noqa: E402,F401  (production imports it; count it in RSS)
+from machine_info import machine  # noqa: E402
 from percentiles import median  # noqa: E402
+from raw_results import save_raw  # noqa: E402
 
 from tau_agent.agent import Agent  # noqa: E402
 from tau_agent.call_guard import CallGuard  # noqa: E402
@@ -95,7 +97,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cycles", type=int, default=400)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--json", default="benchmarks/results/agent_poll.json", help="raw samples (default: %(default)s)")
     args = parser.parse_args()
+    before = machine()
     mixed = [run_once(args.cycles, seed, False) for seed in range(args.repeats)]
     counters = [run_once(args.cycles, seed, True) for seed in range(args.repeats)]
     rss, hwm = rss_mb()
@@ -116,6 +120,9 @@ def main() -> None:
         "python": sys.version.split()[0],
     }
     print(json.dumps(result, indent=2))
+    raw = dict(result, cpu_s_per_cycle_samples=mixed, cpu_s_per_cycle_all_counters_samples=counters,
+               machine=before, machine_after=machine())
+    print(f"raw samples: {save_raw(args.json, raw)}")
 
 
 if __name__ == "__main__":

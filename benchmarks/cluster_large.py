@@ -22,7 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from machine_info import machine, machine_line  # noqa: E402
 from percentiles import median  # noqa: E402
+from raw_results import save_raw  # noqa: E402
 
 from tau_tui.core.cluster.kinds import ResourceKind  # noqa: E402
 from tau_tui.core.sim.backend import SimulatedBackend  # noqa: E402
@@ -64,7 +66,9 @@ def one_round() -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", default="benchmarks/results/cluster_large.json", help="raw samples (default: %(default)s)")
     args = parser.parse_args()
+    before = machine()
     rounds = [one_round() for _ in range(args.repeat)]
     print(f"large scenario, {args.repeat} repetitions (median, min..max):")
     for key in rounds[0]:
@@ -73,7 +77,13 @@ def main() -> int:
             print(f"  {key:32s} {values[0]:.0f}")
             continue
         print(f"  {key:32s} {median(values) * 1000:9.1f} ms   ({min(values) * 1000:.1f}..{max(values) * 1000:.1f})")
-    print(f"  {'peak RSS':32s} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:9.1f} MB")
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"  {'peak RSS':32s} {peak_rss_mb:9.1f} MB")
+    after = machine()
+    print(machine_line(before, after))
+    path = save_raw(args.json, {"scenario": "large", "repeat": args.repeat, "rounds_s": rounds,
+                                "peak_rss_mb": round(peak_rss_mb, 1), "machine": before, "machine_after": after})
+    print(f"raw samples: {path}")
     return 0
 
 

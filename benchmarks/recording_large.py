@@ -20,7 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from machine_info import machine, machine_line  # noqa: E402
 from percentiles import median  # noqa: E402
+from raw_results import save_raw  # noqa: E402
 
 from tau_tui.core.operations.recording.reader import RecordingReader  # noqa: E402
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend  # noqa: E402
@@ -57,13 +59,20 @@ def one_round(directory: Path, number: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", default="benchmarks/results/recording_large.json", help="raw samples (default: %(default)s)")
     args = parser.parse_args()
+    before = machine()
     with tempfile.TemporaryDirectory() as directory:
         rounds = [one_round(Path(directory), n) for n in range(args.repeat)]
     for key in rounds[0]:
         values = [r[key] for r in rounds]
         middle = median(values)
         print(f"{key:45s} median {middle:10.3f}  range {min(values):.3f}..{max(values):.3f}")
+    after = machine()
+    print(machine_line(before, after))
+    path = save_raw(args.json, {"scenario": "large", "repeat": args.repeat, "rounds": rounds,
+                                "machine": before, "machine_after": after})
+    print(f"raw samples: {path}")
 
 
 if __name__ == "__main__":
