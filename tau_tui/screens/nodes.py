@@ -5,59 +5,35 @@ cordon, uncordon and drain are previewed, confirmed and audited."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 
-from tau_gpuhealth.verdicts import Verdict
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import NodeView
-from tau_tui.core.operations.gpufaults import runs_hit_by_node
 from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.known_counts import count_text, counts_known
 from tau_tui.screens.node_detail import NodeDetailScreen
+from tau_tui.screens.node_rows import NodeRows
 from tau_tui.screens.pane_reader import ReadRequest
-from tau_tui.widgets.cell_text import age, one_line
 from tau_tui.widgets.keyed_table import KeyedTable, Matchable
-from tau_tui.widgets.node_cells import gpu_summary, telemetry_summary, verdict_cell_for
-from tau_tui.widgets.status_text import status_text
-from tau_tui.widgets.table_plan import TablePlan
+from tau_tui.widgets.table_plan import Row, TablePlan
 
 
 @dataclass
 class NodesData:
-    rows: list = field(default_factory=list)
+    rows: Sequence[Row] = field(default_factory=list)
     nodes: dict[str, NodeView] = field(default_factory=dict)
     #: Each row's text and labels for the table's filter.
     matchable: dict[str, Matchable] = field(default_factory=dict)
     #: The nodes table's update, worked out in the worker.
     plan: TablePlan | None = None
     status: str = ""
-
-
-def filter_text(name: str, health, stale: bool) -> str:
-    """What ``/`` matches for a node: its name, the verdict word as shown, and the reason only when
-    it explains a problem.  A healthy node's reason is negative text ("NoUnhealthyGPUs: no unhealthy
-    GPU") that ``/unhealthy`` would otherwise match on every healthy node (issue #11)."""
-    if health is None:
-        return f"{name} no GPUs"
-    word = "unknown stale" if stale and health.verdict is Verdict.HEALTHY else health.verdict.value
-    if health.verdict is Verdict.HEALTHY:
-        return f"{name} {word}"
-    return f"{name} {word} {health.reason} {health.message or ''}"
-
-
-def runs_hit_cell(runs: list[str]) -> Text:
-    """``✗ 2: team/a, team/b`` (the first two named; the drill-down and /filter find the rest)."""
-    if not runs:
-        return Text("—")
-    shown = ", ".join(runs[:2]) + (f", +{len(runs) - 2}" if len(runs) > 2 else "")
-    return Text(f"✗ {len(runs)}: {shown}", style="bold")
 
 
 class NodesScreen(PaneScreen):
@@ -90,6 +66,7 @@ class NodesScreen(PaneScreen):
     def __init__(self) -> None:
         super().__init__()
         self.data = NodesData()
+        self._node_rows = NodeRows()
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable(
@@ -101,44 +78,17 @@ class NodesScreen(PaneScreen):
     def collect(self, request: ReadRequest) -> NodesData:
         backend = self.tau.backend
         assert backend is not None
-        now = self.tau.now()
-        stale = self.read_freshness().stale
-        data = NodesData()
-        counts: dict[str, int] = {}
-        rank = {None: 9, Verdict.UNHEALTHY: 0, Verdict.UNKNOWN: 1, Verdict.DEGRADED: 2, Verdict.HEALTHY: 3}
-        items = []
-        nodes = backend.nodes()
-        memo = self.tau.node_health
-        hit = runs_hit_by_node(backend.pods(), backend.ray_jobs(), memo.faults(nodes, now))
-        for count, node in enumerate(nodes):
-            if count % 256 == 0:
-                request.keep_reading()
-            health = memo.view(node, now)
-            verdict = health.verdict if health else None
-            data.matchable[node.name] = (f"{filter_text(node.name, health, stale)} {' '.join(hit.get(node.name, ()))}",
-                                         node.labels)
-            items.append((rank[verdict], node.name, node, health))
-        for _, name, node, health in sorted(items, key=lambda i: (i[0], i[1])):
-            data.nodes[name] = node
-            if health is None:
-                verdict_cell, reason, hb = Text("– no GPUs"), "", "—"
-                temp = util = ecc = xids = "—"
-            else:
-                word = "unknown" if stale and health.verdict is Verdict.HEALTHY else health.verdict.value
-                counts[word] = counts.get(word, 0) + 1
-                verdict_cell = verdict_cell_for(health.verdict.value, stale)
-                reason = one_line(f"{health.reason}: {health.message}" if health.message else health.reason, 80)
-                hb = age((now - health.last_heartbeat).total_seconds()) if health.last_heartbeat else "never"
-                temp, util, ecc, xids = telemetry_summary(health.detail)
-            sched = status_text("cordoned") if node.unschedulable else Text("schedulable" if node.ready else "✗ NotReady")
-            data.rows.append((name, [name, verdict_cell, runs_hit_cell(hit.get(name, [])), gpu_summary(node),
-                                     temp, util, ecc, xids, hb, sched, reason]))
-        verdicts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none"
+        # the rows kept from the last read: a read costs the nodes that changed (node_rows.py)
+        notice = request.freshness.notice(ResourceKind.NODE)
+        read = self._node_rows.read(backend, self.tau.node_health, self.tau.now(), self.read_freshness().stale,
+                                    request.table_states.get("nodes-table"), notice, request.keep_reading)
+        data = NodesData(read.rows, read.nodes, read.matchable)
+        verdicts = ", ".join(f"{n} {v}" for v, n in sorted(read.counts.items())) or "none"
         listed = request.freshness.views.get(ResourceKind.NODE)  # no zeros before the node list ended
         data.status = (f"{count_text(len(data.rows), listed)} nodes · GPU health: "
                        + (verdicts if counts_known(listed) else count_text(0, listed)))
-        data.plan = request.plan_table("nodes-table", data.rows, request.freshness.notice(ResourceKind.NODE),
-                                    data.matchable)
+        data.plan = read.plan or request.plan_table("nodes-table", data.rows, notice, data.matchable)
+        self._node_rows.planned(data.plan)
         return data
 
     def apply(self, data: NodesData) -> None:

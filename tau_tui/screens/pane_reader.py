@@ -24,6 +24,7 @@ from tau_tui.widgets.row_filter import RowFilter
 from tau_tui.widgets.table_plan import NOTICE_KEY, Matchable, Row, TablePlan, TableState, plan_rows
 
 if TYPE_CHECKING:
+    from tau_tui.core.operations.live_gpu_problems import LiveGpuProblems
     from tau_tui.screens.host import PaneHost
 
 #: A read ahead works in slices of this many seconds and rests READ_AHEAD_REST times as long after
@@ -153,6 +154,8 @@ class PaneReader:
 
     def __init__(self, pane: ReadablePane) -> None:
         self.pane = pane
+        #: The banner's GPU problems, kept from the reports that changed (made in the first read).
+        self.gpu_problems: LiveGpuProblems | None = None
         # -- schedule (UI thread) --
         self.refresh_running = False
         #: The newest refresh started: an older one's data never overwrites a newer one's.
@@ -317,7 +320,8 @@ class PaneReader:
     def read(self, generation: int, row_filter: RowFilter, table_states: Mapping[str, TableState]) -> ReadOutcome:
         """One refresh's read: the pane's data, or why it could not be read."""
         # in the worker, not before the first frame: GPU health's models load with pydantic
-        from tau_tui.core.operations.gpufaults import fault_summary, gpu_problems
+        from tau_tui.core.operations.gpufaults import fault_summary
+        from tau_tui.core.operations.live_gpu_problems import LiveGpuProblems
 
         pane = self.pane
         self.napped_s = 0.0
@@ -332,7 +336,11 @@ class PaneReader:
             with collections_held() if waited_for else nullcontext():
                 data = pane.collect(request)
             backend = self.host.backend
-            faults = fault_summary(gpu_problems(backend.gpu_health())) if pane.SHOWS_GPU_FAULTS and backend else None
+            faults = None
+            if pane.SHOWS_GPU_FAULTS and backend:
+                # the reports changed since the last read, not every node's (live_gpu_problems.py)
+                self.gpu_problems = self.gpu_problems or LiveGpuProblems()
+                faults = fault_summary(self.gpu_problems.current(backend))
         except ReadNoLongerWanted:
             return ReadAbandoned()
         except Exception as err:  # a bug or a backend failure must not kill the app

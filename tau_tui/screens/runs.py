@@ -19,6 +19,7 @@ from textual.widgets import Static
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import JobView, RayJobView
+from tau_tui.core.operations.live_node_faults import LiveNodeFaults
 from tau_tui.core.operations.multikueue_steps.worker_logs import worker_log_backend
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.core.operations.recovery import RetryDecision
@@ -150,6 +151,8 @@ class RunsScreen(PaneScreen):
         #: The rows kept between reads: a run whose status (kept by ``tau.run_statuses`` while none of
         #: its objects changed) and age are the same keeps its cells object, so the table skips it.
         self._run_rows = RunRows()
+        #: Every node's fault, from the nodes that changed since the last read (over the app's memo).
+        self._node_faults: LiveNodeFaults | None = None
         self._replay_jumps = 0
         #: "namespace/name" → the runs cancelled from this pane: once their Job or RayJob and every pod
         #: (on its worker, for a run MultiKueue placed there) are gone they read "cancelled" (the
@@ -174,7 +177,9 @@ class RunsScreen(PaneScreen):
         assert backend is not None
         request.keep_reading()  # before the nodes' faults (a large cluster has many): a key waits for no read
         now = self.tau.now()
-        gpu_faults = self.tau.node_health.faults(backend.nodes(), now)
+        if self._node_faults is None or self._node_faults.memo is not self.tau.node_health:
+            self._node_faults = LiveNodeFaults(self.tau.node_health)
+        gpu_faults = self._node_faults.current(backend, now)
         cancelled = dict(self.cancelled_runs)  # changed on the UI thread; read once here
         request.keep_reading()
         if isinstance(backend, ReplayBackend) and backend.jumps != self._replay_jumps:

@@ -1,10 +1,10 @@
 """Each node's GPU health view and fault, kept while its Node view is the same object and the clock
 is before the next moment a heartbeat in it goes stale.
 
-The Runs and Nodes panes and the evidence recorder judge every node's GPU health on every read
-(2,000 nodes at ``--demo large``: about 0.14 s of the interpreter each time).  A judgement moves only
-when the node changes (the cache then holds a new view) or a heartbeat ages out
-(:func:`~tau_gpuhealth.nodeview.view_holds_until`), so a read works out only those.  A
+The Runs and Nodes panes and the evidence recorder judge nodes' GPU health on their reads.  A
+judgement moves only when the node changes (the cache then holds a new view) or a heartbeat ages out
+(:func:`~tau_gpuhealth.nodeview.view_holds_until`), so a read works out only those
+(:class:`~tau_tui.core.operations.live_node_faults.LiveNodeFaults` also looks at only those).  A
 clock that went back (a replay moved to an earlier moment) works the node out again.  Reads and
 writes are single dictionary operations, safe from the panes' and the recorder's threads."""
 
@@ -23,7 +23,10 @@ if TYPE_CHECKING:  # GPU health (its pydantic models) loads with the first judge
 
 
 @dataclass(frozen=True, slots=True)
-class _Judged:
+class NodeJudgement:
+    """One node's judgement at ``judged_at``, and until when it holds."""
+
+
     node: NodeView
     view: NodeHealthView | None
     fault: NodeGpuFault | None
@@ -34,11 +37,11 @@ class _Judged:
 
 class NodeHealthMemo:
     def __init__(self) -> None:
-        self._entries: dict[str, _Judged] = {}
+        self._entries: dict[str, NodeJudgement] = {}
         #: Nodes judged (tests bound a read's work by it).
         self.computed = 0
 
-    def _judged(self, node: NodeView, now: datetime) -> _Judged:
+    def _judged(self, node: NodeView, now: datetime) -> NodeJudgement:
         hit = self._entries.get(node.name)
         if hit is not None and hit.node is node and hit.judged_at <= now \
                 and (hit.holds_until is None or now <= hit.holds_until):
@@ -47,11 +50,15 @@ class NodeHealthMemo:
         from tau_tui.core.operations.gpufaults import fault_of, heartbeat_period_of, node_health_view
 
         view = node_health_view(node, now)
-        judged = _Judged(node, view, fault_of(node, view) if view is not None else None, now,
+        judged = NodeJudgement(node, view, fault_of(node, view) if view is not None else None, now,
                          view_holds_until(dict(node.raw), now, heartbeat_period_of(node)) if view is not None else None)
         self._entries[node.name] = judged
         self.computed += 1
         return judged
+
+    def judgement(self, node: NodeView, now: datetime) -> NodeJudgement:
+        """The node's view and fault at ``now``, worked out again only when they may have moved."""
+        return self._judged(node, now)
 
     def view(self, node: NodeView, now: datetime) -> NodeHealthView | None:
         """:func:`~tau_tui.core.operations.gpufaults.node_health_view`, worked out again only when it may have moved."""
@@ -65,6 +72,13 @@ class NodeHealthMemo:
         """A node that is gone (a reader that does not see every node drops it this way)."""
         self._entries.pop(name, None)
 
+    def forget_all_but(self, names: set[str]) -> None:
+        """Forget the nodes not in ``names`` (a reader that saw every node: the others are gone)."""
+        if len(names) < len(self._entries):
+            for name in list(self._entries):
+                if name not in names:
+                    self._entries.pop(name, None)
+
     def faults(self, nodes: Iterable[NodeView], now: datetime) -> dict[str, NodeGpuFault]:
         """:func:`~tau_tui.core.operations.gpufaults.node_gpu_faults`, from the kept judgements."""
         out: dict[str, NodeGpuFault] = {}
@@ -74,8 +88,5 @@ class NodeHealthMemo:
             fault = self._judged(node, now).fault
             if fault is not None:
                 out[node.name] = fault
-        if len(names) < len(self._entries):  # nodes gone: forget them (the caller saw every node)
-            for name in list(self._entries):
-                if name not in names:
-                    self._entries.pop(name, None)
+        self.forget_all_but(names)  # nodes gone (the caller saw every node)
         return out
