@@ -71,7 +71,8 @@ def record(results: Path, cell: str, junit: Path | None, pytest_status: int | No
         if counts["tests"] == 0:
             entry["result"] = "failed (no tests ran)"
         elif pytest_status == 0 and counts["failures"] == counts["errors"] == 0:
-            entry["result"] = f"passed ({counts['passed']})"
+            skipped = f", {counts['skipped']} skipped" if counts["skipped"] else ""
+            entry["result"] = f"passed ({counts['passed']}{skipped})"
         else:
             entry["result"] = f"failed ({counts['failures'] + counts['errors']} of {counts['tests']})"
     path = results / f"{cell}.json"

@@ -296,6 +296,14 @@ class ControlPlane:
                 "caBundle": _b64(self.ca.cert_pem())}
 
     # ----- Kueue ---------------------------------------------------------------------------
+    @property
+    def kueue_visibility(self) -> bool:
+        """Whether this plane runs Kueue's visibility server.  Before v0.17 Kueue has no setting for its
+        address and binds every interface; the harness serves on 127.0.0.1 only, so such a cell
+        (scripts/matrix.sh) runs without it, as a cluster without the visibility API."""
+        minor = tuple(int(part) for part in self.binaries.versions["KUEUE_VERSION"].lstrip("v").split(".")[:2])
+        return self.kueue_options.visibility and minor >= (0, 17)
+
     def _kueue_config(self, webhook_cert_dir: Path) -> dict:
         cfg: dict = {
             "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -306,10 +314,11 @@ class ControlPlane:
             "webhook": {"host": "127.0.0.1", "port": self.ports["kueue_webhook"], "certDir": str(webhook_cert_dir)},
             "leaderElection": {"leaderElect": False},
             "internalCertManagement": {"enable": False},
-            "visibilityServer": {"bindAddress": "127.0.0.1", "bindPort": self.ports["kueue_visibility"]},
             "integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]},
             "clientConnection": {"qps": 100, "burst": 200},
         }
+        if self.kueue_visibility:
+            cfg["visibilityServer"] = {"bindAddress": "127.0.0.1", "bindPort": self.ports["kueue_visibility"]}
         if self.kueue_options.multikueue is not None:
             cfg["multiKueue"] = self.kueue_options.multikueue
         return cfg
@@ -335,7 +344,7 @@ class ControlPlane:
         config_path = kdir / "config.yaml"
         config_path.write_text(yaml.safe_dump(self._kueue_config(cert_dirs["webhook"])))
         gates = dict(self.kueue_options.feature_gates)
-        if not self.kueue_options.visibility:
+        if not self.kueue_visibility:
             gates["VisibilityOnDemand"] = False
         argv = [
             "unshare", "--mount", "--propagation", "private", "--",
@@ -355,7 +364,7 @@ class ControlPlane:
                               "/readyz ok", STARTUP_TIMEOUT)
         self.kueue.wait_until(lambda: port_open(self.ports["kueue_webhook"]), "webhook port open", STARTUP_TIMEOUT)
         self._install_kueue_webhooks()
-        if self.kueue_options.visibility:
+        if self.kueue_visibility:
             self.kueue.wait_until(lambda: port_open(self.ports["kueue_visibility"]),
                                   "visibility port open", STARTUP_TIMEOUT)
             self._install_visibility_api()

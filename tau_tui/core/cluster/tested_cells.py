@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: (Kubernetes minor, Kueue release minor) of each cell that passed: the table's "passed" rows.
-TESTED_CELLS: tuple[tuple[str, str], ...] = (("1.35", "v0.17"), ("1.34", "v0.17"))
+TESTED_CELLS: tuple[tuple[str, str], ...] = (("1.35", "v0.17"), ("1.34", "v0.17"), ("1.35", "v0.16"), ("1.34", "v0.15"), ("1.36", "v0.19"), ("1.33", "v0.17"))
 COMPATIBILITY_DOC = "docs/compatibility.md"
 KUEUE_OLD_API = "v1beta1"
 KUEUE_NEW_API = "v1beta2"
