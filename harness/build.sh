@@ -26,19 +26,29 @@ if [[ -n "${TAU_HARNESS_CELL:-}" ]]; then
     exit 2
   fi
   read -r _ K8S_VERSION KUEUE_VERSION KUEUE_SOURCE KUBERAY_VERSION _ <<<"$cell_row"
+  if [[ -z $KUBERAY_VERSION || ! $KUEUE_SOURCE =~ ^(module|git)$ ]]; then
+    echo "harness/build.sh: cell '$TAU_HARNESS_CELL' in harness/matrix.tsv needs five columns (source: module or git)" >&2
+    exit 2
+  fi
 fi
 KUEUE_GIT="${KUEUE_GIT:-https://github.com/kubernetes-sigs/kueue.git}"
+# What names a Kueue build in the cache: a release built from its git tag never shares a directory
+# with the same release from the module proxy (tests/harness/binaries.py derives the same names).
+KUEUE_BUILD=$KUEUE_VERSION
+[[ $KUEUE_SOURCE == git ]] && KUEUE_BUILD="git-$KUEUE_VERSION"
 
 GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
 if [[ ! -x "$GO" ]]; then
-  echo "harness/build.sh: no Go toolchain found (need Go >= 1.26; set GO=/path/to/go)" >&2
+  echo "harness/build.sh: no Go toolchain found (need Go >= 1.25; set GO=/path/to/go)" >&2
   exit 1
 fi
 go_version=$("$GO" env GOVERSION)  # e.g. go1.26.8
-if ! printf '%s\n' "go1.26" "$go_version" | sort -V -C; then
-  echo "harness/build.sh: $GO is $go_version; the upgrade test's Kubernetes $UPGRADE_K8S_VERSION needs Go >= 1.26" >&2
-  exit 1
-fi
+need_go() {  # need_go <go1.N> <what needs it>
+  printf '%s\n' "$1" "$go_version" | sort -V -C && return 0
+  echo "harness/build.sh: $GO is $go_version; $2 needs Go >= ${1#go}" >&2
+  return 1
+}
+need_go go1.25 "Kubernetes 1.35 and Kueue v0.17" || exit 1
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/tau-tui/harness"
 mkdir -p "$CACHE_ROOT"
 # Never fetch another toolchain and never read a go.work from the repo.
@@ -139,6 +149,7 @@ build_k8s_upgrade() {
   local out="$CACHE_ROOT/kubernetes-$UPGRADE_K8S_VERSION" src="$CACHE_ROOT/src/kubernetes-$UPGRADE_K8S_VERSION-apiserver"
   local tmp="$CACHE_ROOT/kubernetes-$UPGRADE_K8S_VERSION-apiserver.tmp"
   [[ -x "$out/kube-apiserver" ]] && { log "kube-apiserver $UPGRADE_K8S_VERSION cached"; return; }
+  need_go go1.26 "the upgrade test's kube-apiserver $UPGRADE_K8S_VERSION" || return 1
   log "building kube-apiserver $UPGRADE_K8S_VERSION"
   wrapper "$src" tau-harness/kube-apiserver
   (K8S_VERSION=$UPGRADE_K8S_VERSION; k8s_replaces "$src") || return 1
@@ -170,7 +181,7 @@ kueue_source_tree() {  # kueue_source_tree <tag>
 # A Kueue release the module proxy does not serve: built from its tag with the module graph its
 # go.mod pins, as its release image is.
 build_kueue_from_git() {  # build_kueue_from_git <kueue|kueuectl>
-  local cmd=$1 out="$CACHE_ROOT/$1-$KUEUE_VERSION" src
+  local cmd=$1 out="$CACHE_ROOT/$1-$KUEUE_BUILD" src
   src=$(kueue_source_tree "$KUEUE_VERSION") || return 1
   log "building $cmd $KUEUE_VERSION from its git tag"
   (cd "$src" && $NICE "$GO" build -trimpath \
@@ -182,8 +193,8 @@ build_kueue_from_git() {  # build_kueue_from_git <kueue|kueuectl>
 # The Kueue manager, and on request kueuectl (benchmark peer), from the Kueue module at
 # KUEUE_VERSION with the API libraries pinned.
 build_kueue_command() {  # build_kueue_command <kueue|kueuectl>
-  local cmd=$1 out="$CACHE_ROOT/$1-$KUEUE_VERSION" src="$CACHE_ROOT/src/$1-$KUEUE_VERSION"
-  [[ -x "$out/$cmd" ]] && { log "$cmd $KUEUE_VERSION cached"; return; }
+  local cmd=$1 out="$CACHE_ROOT/$1-$KUEUE_BUILD" src="$CACHE_ROOT/src/$1-$KUEUE_VERSION"
+  [[ -x "$out/$cmd" ]] && { log "$cmd $KUEUE_BUILD cached"; return; }
   [[ $KUEUE_SOURCE == git ]] && { build_kueue_from_git "$cmd"; return; }
   log "building $cmd $KUEUE_VERSION"
   wrapper "$src" "tau-harness/$cmd"
@@ -237,21 +248,21 @@ build_toxiproxy() {
 # Module directories holding the YAML the fixtures load (Kueue CRDs and webhooks, KubeRay CRDs,
 # KWOK stages), recorded for tests/harness/binaries.py.
 fetch_modules() {
-  local src="$CACHE_ROOT/src/modules" f="$CACHE_ROOT/modules-$KUEUE_VERSION-$KUBERAY_VERSION-$KWOK_VERSION.env"
+  local src="$CACHE_ROOT/src/modules" f="$CACHE_ROOT/modules-$KUEUE_BUILD-$KUBERAY_VERSION-$KWOK_VERSION.env"
   [[ -s "$f" ]] && { log "module dirs cached"; return; }
   wrapper "$src" tau-harness/modules
   moddir() { (cd "$src" && "$GO" mod download -json "$1" | python3 -c 'import sys,json; print(json.load(sys.stdin)["Dir"])'); }
-  local kueue_dir
+  local kueue_dir kuberay_dir kwok_dir
   if [[ $KUEUE_SOURCE == git ]]; then
     kueue_dir=$(kueue_source_tree "$KUEUE_VERSION") || return 1
   else
     kueue_dir=$(moddir "sigs.k8s.io/kueue@$KUEUE_VERSION") || return 1
   fi
-  {
-    echo "KUEUE_MODULE_DIR=$kueue_dir"
-    echo "KUBERAY_MODULE_DIR=$(moddir "github.com/ray-project/kuberay/ray-operator@$KUBERAY_VERSION")"
-    echo "KWOK_MODULE_DIR=$(moddir "sigs.k8s.io/kwok@$KWOK_VERSION")"
-  } > "$f.tmp"
+  kuberay_dir=$(moddir "github.com/ray-project/kuberay/ray-operator@$KUBERAY_VERSION") || return 1
+  kwok_dir=$(moddir "sigs.k8s.io/kwok@$KWOK_VERSION") || return 1
+  # An empty path would be cached as a good answer: refuse it.
+  [[ -d $kueue_dir && -d $kuberay_dir && -d $kwok_dir ]] || return 1
+  printf 'KUEUE_MODULE_DIR=%s\nKUBERAY_MODULE_DIR=%s\nKWOK_MODULE_DIR=%s\n' "$kueue_dir" "$kuberay_dir" "$kwok_dir" > "$f.tmp"
   mv "$f.tmp" "$f"
 }
 

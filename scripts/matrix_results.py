@@ -62,14 +62,15 @@ def record(results: Path, cell: str, junit: Path | None, pytest_status: int | No
     }
     if build_log is not None:
         entry["result"] = "build failed"
+        entry["kueue_ran_as"] = "-"  # nothing ran
         entry["build_log_tail"] = build_log.read_text(errors="replace").splitlines()[-30:]
     else:
         assert junit is not None
         entry.update(_junit_counts(junit))
         entry["pytest_status"] = pytest_status
         counts = entry["counts"]
-        if counts["tests"] == 0:
-            entry["result"] = "failed (no tests ran)"
+        if counts["passed"] == 0:
+            entry["result"] = "failed (no test passed)"
         elif pytest_status == 0 and counts["failures"] == counts["errors"] == 0:
             skipped = f", {counts['skipped']} skipped" if counts["skipped"] else ""
             entry["result"] = f"passed ({counts['passed']}{skipped})"

@@ -243,11 +243,13 @@ class CommandMode:
     def _show_versions(self) -> None:
         """Worker thread: tau-tui's version and what the server reports (``:version``)."""
         from tau_tui.core.cluster.tested_cells import Verdict
-        from tau_tui.core.operations.found_versions import read_found_versions
+        from tau_tui.core.operations.found_versions import UNKNOWN, read_found_versions
 
         app = self.app
         found = read_found_versions(app.backend)
-        judged = [found.cell.reason] if found.cell.verdict is not Verdict.UNKNOWN else []
+        # Tested, outside, or (both versions read, the release only as a range) which cells it could be.
+        told = found.cell.verdict is not Verdict.UNKNOWN or UNKNOWN not in (found.kubernetes, found.kueue)
+        judged = [found.cell.reason] if told else []
         app.call_from_thread(app.notify, "\n".join([*found.lines(), *judged]), title="versions", timeout=10)
 
     def _command_theme(self, args: list[str]) -> None:

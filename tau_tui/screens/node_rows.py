@@ -96,6 +96,8 @@ class NodeRows:
         if self.faults is None or self.faults.memo is not memo:
             self.faults = LiveNodeFaults(memo)
         whole, self._whole = self._whole, False  # until this read is done: one stopped half way keeps nothing
+        # Likewise the plan the table took: only one that planned() confirms after this read may be extended.
+        planned_source, self._planned_source = self._planned_source, None
         faults = self.faults.current(backend, now)
         keep_reading()
         hit = self.hits.current(backend, faults)
@@ -133,7 +135,7 @@ class NodeRows:
         cells = dict(self._cells)
         matchable = dict(self._matchable)
         plan = None
-        if not full and notice is None and table is not None and table.source is self._planned_source:
+        if not full and notice is None and table is not None and table.source is planned_source:
             plan = plan_changed_rows(table, keys, changed, removed, matchable)
         self._whole = True
         return NodesRead(RowsView(keys, cells), dict(self._nodes), matchable, dict(self._counts), plan, full)

@@ -107,7 +107,9 @@ def locate() -> Binaries:
     versions = harness_versions()
     root = cache_root()
     k8s = versions["K8S_VERSION"]
-    modules_file = root / f"modules-{versions['KUEUE_VERSION']}-{versions['KUBERAY_VERSION']}-{versions['KWOK_VERSION']}.env"
+    # A release built from its git tag has cache names of its own (harness/build.sh KUEUE_BUILD).
+    kueue_build = ("git-" if versions["KUEUE_SOURCE"] == "git" else "") + versions["KUEUE_VERSION"]
+    modules_file = root / f"modules-{kueue_build}-{versions['KUBERAY_VERSION']}-{versions['KWOK_VERSION']}.env"
     if not modules_file.is_file():
         raise HarnessBuildMissing(
             f"{modules_file} is missing: run `bash harness/build.sh` to fetch the Kueue, KubeRay and KWOK modules"
@@ -120,7 +122,7 @@ def locate() -> Binaries:
         kube_apiserver=root / f"kubernetes-{k8s}" / "kube-apiserver",
         kube_controller_manager=root / f"kubernetes-{k8s}" / "kube-controller-manager",
         kube_scheduler=root / f"kubernetes-{k8s}" / "kube-scheduler",
-        kueue=root / f"kueue-{versions['KUEUE_VERSION']}" / "kueue",
+        kueue=root / f"kueue-{kueue_build}" / "kueue",
         kwok=root / f"kwok-{versions['KWOK_VERSION']}-k8s-{versions['DEFAULT_K8S_VERSION']}" / "kwok",
         kueue_module_dir=Path(modules["KUEUE_MODULE_DIR"]),
         kuberay_module_dir=Path(modules["KUBERAY_MODULE_DIR"]),
@@ -128,6 +130,6 @@ def locate() -> Binaries:
         kubectl=root / f"kubernetes-{k8s}" / "kubectl",
         upgrade_kube_apiserver=root / f"kubernetes-{versions['UPGRADE_K8S_VERSION']}" / "kube-apiserver",
         k9s=root / f"k9s-{versions['K9S_VERSION']}" / "k9s",
-        kueuectl=root / f"kueuectl-{versions['KUEUE_VERSION']}" / "kueuectl",
+        kueuectl=root / f"kueuectl-{kueue_build}" / "kueuectl",
         toxiproxy=root / f"toxiproxy-{versions['TOXIPROXY_VERSION']}" / "toxiproxy",
     )
