@@ -50,7 +50,7 @@ from machine_info import machine, machine_line  # noqa: E402
 from percentiles import summarize  # noqa: E402
 from raw_results import save_raw  # noqa: E402
 from remote_link import cursor_moved, styled  # noqa: E402
-from tmux_screen import Screen  # noqa: E402
+from tmux_screen import Screen, command_line, header_lines, rows_match  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"job-\d{5}")
@@ -80,19 +80,8 @@ def wait_screen(screen: Screen, seen: Callable[[str], bool], limit: float, since
     return float("inf"), text
 
 
-def header_lines(text: str) -> str:
-    return "\n".join(text.splitlines()[:2])
 
 
-def command_line(text: str) -> str:
-    """The line above the footer: the ``:``/``/`` prompt and what was typed."""
-    lines = text.splitlines()
-    return lines[-2] if len(lines) >= 2 else ""
-
-
-def rows_match(text: str, wanted: str) -> bool:
-    rows = [line for line in text.splitlines()[3:-3] if ROW.search(line)]
-    return bool(rows) and all(wanted.lower() in line.lower() for line in rows)
 
 
 def summary(values: list[float]) -> str:
@@ -225,7 +214,7 @@ def run(rounds: int, sim_in_process: bool, scenario: str = "large") -> tuple[dic
             # applied: every workload row on screen matches the whole text (the header shows the
             # filter as soon as it is typed; the rows change when the pane's collect comes back)
             # (and the header names it: rows that all match already, "pending", are not the filter applied)
-            applied, _ = wait_screen(screen, lambda t, text=text: rows_match(t, text) and f"filter: {text}" in header_lines(t),
+            applied, _ = wait_screen(screen, lambda t, text=text: rows_match(t, text, ROW) and f"filter: {text}" in header_lines(t),
                                      KEY_LIMIT_S, sent)
             samples["filter_applied"].append(applied)
             sent = screen.send("Escape")  # in the filter line: closes it and clears the filter (k9s)

@@ -57,7 +57,7 @@ from load_cluster import Api, Shape, load, print_report  # noqa: E402
 from machine_info import machine, machine_line  # noqa: E402
 from percentiles import median_spread, summarize  # noqa: E402
 from raw_results import save_raw  # noqa: E402
-from tmux_screen import Screen  # noqa: E402
+from tmux_screen import Screen, command_line, header_lines, rows_match  # noqa: E402
 
 from tests.harness.binaries import locate  # noqa: E402
 from tests.harness.controlplane import ControlPlane  # noqa: E402
@@ -171,18 +171,8 @@ def wait(read, seen, since: float, limit: float = KEY_LIMIT_S) -> float:
     return float("inf")
 
 
-def header(text: str) -> str:
-    return "\n".join(text.splitlines()[:2])
 
 
-def command_line(text: str) -> str:
-    lines = text.splitlines()
-    return lines[-2] if len(lines) >= 2 else ""
-
-
-def rows_match(text: str, wanted: str) -> bool:
-    rows = [line for line in text.splitlines()[3:-3] if ROW.search(line)]
-    return bool(rows) and all(wanted in line for line in rows)
 
 
 def sort_arrow(text: str) -> str:
@@ -271,9 +261,9 @@ class Session:
                     wait(screen.capture, lambda t, typed=FILTER[:n]: typed in command_line(t), sent))
                 time.sleep(PAUSE_S)
             samples["filter applied"].append(wait(
-                screen.capture, lambda t: rows_match(t, FILTER) and f"filter: {FILTER}" in header(t), sent))
+                screen.capture, lambda t: rows_match(t, FILTER, ROW) and f"filter: {FILTER}" in header_lines(t), sent))
             sent = screen.send("Escape")
-            samples["esc clears"].append(wait(screen.capture, lambda t: "filter:" not in header(t), sent))
+            samples["esc clears"].append(wait(screen.capture, lambda t: "filter:" not in header_lines(t), sent))
             time.sleep(PAUSE_S)
         self.keys_until = datetime.now(UTC)
 
@@ -283,10 +273,10 @@ class Session:
         assert screen is not None
         for key, crumb, rows in (("6", "› Nodes", NODE_ROW), ("4", "› Runs", None), ("3", "› Queue", ROW)):
             sent = screen.send(key, literal=True)
-            self.samples["pane crumb"].append(wait(screen.capture, lambda t, crumb=crumb: crumb in header(t), sent))
+            self.samples["pane crumb"].append(wait(screen.capture, lambda t, crumb=crumb: crumb in header_lines(t), sent))
             if rows is not None:
                 self.samples["pane rows"].append(wait(
-                    screen.capture, lambda t, crumb=crumb, rows=rows: crumb in header(t)
+                    screen.capture, lambda t, crumb=crumb, rows=rows: crumb in header_lines(t)
                     and bool(rows.search("\n".join(t.splitlines()[3:]))), sent))
             time.sleep(PAUSE_S)
 

@@ -4,6 +4,7 @@ shared by the benchmarks that time what appears on screen."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -84,3 +85,21 @@ class Screen:
 
 def _quote(arg: str) -> str:
     return "'" + arg.replace("'", "'\\''") + "'"
+
+
+def header_lines(text: str) -> str:
+    """The app's two header lines of a capture."""
+    return "\n".join(text.splitlines()[:2])
+
+
+def command_line(text: str) -> str:
+    """The line above the footer: the ``:``/``/`` prompt and what was typed."""
+    lines = text.splitlines()
+    return lines[-2] if len(lines) >= 2 else ""
+
+
+def rows_match(text: str, wanted: str, row: re.Pattern[str]) -> bool:
+    """Every table row on screen (lines ``row`` finds) holds ``wanted``, as the filter matches: any case."""
+    rows = [line for line in text.splitlines()[3:-3] if row.search(line)]
+    return bool(rows) and all(wanted.lower() in line.lower() for line in rows)
+
