@@ -62,7 +62,7 @@ from tau_tui.core.runconfig.profiles import (
 from tests.harness import multikueue as harness_multikueue
 from tests.harness.controlplane import KUEUE_NAMESPACE
 from tests.harness.kwok import FAKE_LOG_LINES, KEEP_RUNNING_ANNOTATIONS
-from tests.harness.taugrid_status import StatusWriter
+from tests.harness.taugrid_status import TAU, TAUCLUSTER, StatusWriter
 from tests.multikueue_lab import MemoryKeyring
 
 pytestmark = [pytest.mark.harness, pytest.mark.t3]
@@ -96,6 +96,14 @@ def remember_stored(access: BackendAccess, worker: str) -> WorkerCredential:
     assert stored is not None, f"no credential Secret for {worker}"
     CREDENTIAL_BYTES.update({stored.kubeconfig.decode(), stored.secret_data()})
     return stored
+
+
+def profiles_ready(t3) -> bool:
+    """TauCluster/cluster's status (the harness's stand-in for TauGrid) says every workload profile is Ready."""
+    cluster = k8s.CustomObjectsApi(t3.manager.api_client()).get_cluster_custom_object(*TAU, "clusters", TAUCLUSTER)
+    profiles = (((cluster.get("status") or {}).get("workloadProfiles") or {}).get("profiles")) or []
+    return bool(profiles) and all(any(c.get("type") == "Ready" and c.get("status") == "True"
+                                      for c in p.get("conditions") or ()) for p in profiles)
 
 
 def live_readiness(access: BackendAccess):
@@ -548,6 +556,9 @@ def test_readiness_follows_worker_outages(t3, fleet, tmp_path):
     wait(lambda: all(active_status(access, f"tau-{n}") == "True" for n in t3.worker_names), "both workers Active again",
          timeout=RECONNECT_TIMEOUT)
     assert all("Active=True" in pane_cells(f"tau-{n}")[0] for n in t3.worker_names)
+    # Left as found for the tests after this one: the ClusterQueue Active again, so TauGrid's status
+    # (republished every second) has every workload profile Ready; on a loaded machine this lags the workers.
+    wait(lambda: profiles_ready(t3), "every workload profile Ready again", timeout=RECONNECT_TIMEOUT)
 
 
 def test_no_credential_in_any_file_the_app_wrote(t3, fleet, tmp_path, tmp_path_factory, capsys):
