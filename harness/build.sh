@@ -217,32 +217,28 @@ build_kwok() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
-# Benchmark peer (benchmarks/side_by_side.py): k9s is built with the module graph it ships (it has
-# no replace directives), so it runs exactly as its release does.
-build_k9s() {
-  local out="$CACHE_ROOT/k9s-$K9S_VERSION" src="$CACHE_ROOT/src/k9s-$K9S_VERSION"
-  [[ -x "$out/k9s" ]] && { log "k9s $K9S_VERSION cached"; return; }
-  log "building k9s $K9S_VERSION"
-  wrapper "$src" tau-harness/k9s
-  (cd "$src" && "$GO" get -tool "github.com/derailed/k9s@$K9S_VERSION") || return 1
-  (cd "$src" && $NICE "$GO" build -trimpath \
-          -ldflags "-s -w -X github.com/derailed/k9s/cmd.version=$K9S_VERSION -X github.com/derailed/k9s/cmd.commit=module" \
-          -o "$out.tmp/k9s" github.com/derailed/k9s) || return 1
+# A tool built with the module graph it ships (no replace directives, no pins), so it runs exactly
+# as its release does: the benchmark peer k9s (benchmarks/side_by_side.py) and Toxiproxy's server, a
+# TCP proxy that adds latency and bandwidth limits (benchmarks/remote_link.py).
+build_released_tool() {  # build_released_tool <name> <version> <package> <ldflags>
+  local name=$1 version=$2 package=$3 ldflags=$4
+  local out="$CACHE_ROOT/$name-$version" src="$CACHE_ROOT/src/$name-$version"
+  [[ -x "$out/$name" ]] && { log "$name $version cached"; return; }
+  log "building $name $version"
+  wrapper "$src" "tau-harness/$name"
+  (cd "$src" && "$GO" get -tool "$package@$version") || return 1
+  (cd "$src" && $NICE "$GO" build -trimpath -ldflags "$ldflags" -o "$out.tmp/$name" "$package") || return 1
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
-# Benchmark tool (benchmarks/remote_link.py): Toxiproxy's server, a TCP proxy that adds latency and
-# bandwidth limits, built with the module graph it ships.
+build_k9s() {
+  build_released_tool k9s "$K9S_VERSION" github.com/derailed/k9s \
+    "-s -w -X github.com/derailed/k9s/cmd.version=$K9S_VERSION -X github.com/derailed/k9s/cmd.commit=module"
+}
+
 build_toxiproxy() {
-  local out="$CACHE_ROOT/toxiproxy-$TOXIPROXY_VERSION" src="$CACHE_ROOT/src/toxiproxy-$TOXIPROXY_VERSION"
-  [[ -x "$out/toxiproxy" ]] && { log "toxiproxy $TOXIPROXY_VERSION cached"; return; }
-  log "building toxiproxy $TOXIPROXY_VERSION"
-  wrapper "$src" tau-harness/toxiproxy
-  (cd "$src" && "$GO" get -tool "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION") || return 1
-  (cd "$src" && $NICE "$GO" build -trimpath \
-          -ldflags "-s -w -X github.com/Shopify/toxiproxy/v2.Version=$TOXIPROXY_VERSION" \
-          -o "$out.tmp/toxiproxy" github.com/Shopify/toxiproxy/v2/cmd/server) || return 1
-  rm -rf "$out"; mv "$out.tmp" "$out"
+  build_released_tool toxiproxy "$TOXIPROXY_VERSION" github.com/Shopify/toxiproxy/v2/cmd/server \
+    "-s -w -X github.com/Shopify/toxiproxy/v2.Version=$TOXIPROXY_VERSION"
 }
 
 # Module directories holding the YAML the fixtures load (Kueue CRDs and webhooks, KubeRay CRDs,
