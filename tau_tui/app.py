@@ -320,7 +320,7 @@ class TauApp(App):
             for widget in screen.query("*"):
                 widget.refresh()
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
+    @work(description="_load_demo", thread=True, exclusive=True, exit_on_error=False, group="backend")
     def _load_demo(self, scenario: str) -> None:
         try:
             backend = start_demo_backend(scenario, self.namespace_name, self.demo_realtime)
@@ -329,7 +329,7 @@ class TauApp(App):
             return
         self.post_message(BackendReady(backend, f"demo scenario {scenario!r} (simulated cluster)"))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
+    @work(description="_load_replay", thread=True, exclusive=True, exit_on_error=False, group="backend")
     def _load_replay(self, path: str) -> None:
         try:
             backend = start_replay_backend(path)
@@ -338,7 +338,7 @@ class TauApp(App):
             return
         self.post_message(BackendReady(backend, f"replay of {path}"))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="backend")
+    @work(description="_connect", thread=True, exclusive=True, exit_on_error=False, group="backend")
     def _connect(self, context: str | None, namespace: str | None) -> None:
         try:
             backend = connect_kubeconfig_backend(
@@ -378,7 +378,7 @@ class TauApp(App):
             self.command_mode.set_namespace(self.namespace_name)
         self.refresh_tick()
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="heap")
+    @work(description="_settle_heap", thread=True, exclusive=True, exit_on_error=False, group="heap")
     def _settle_heap(self, backend: ClusterBackend) -> None:
         """Once the first sync is done, take the cache out of the garbage collector's walks.
         Waits in slices: a quit cancels the worker, and the wait ends within one."""
@@ -394,7 +394,7 @@ class TauApp(App):
             # a backend that answers at once (the simulator before it starts) must not spin the loop
             time.sleep(max(0.0, SYNC_WAIT_SLICE_S - (time.monotonic() - slice_started)))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="evidence-recorder")
+    @work(description="_start_recorder", thread=True, exclusive=True, exit_on_error=False, group="evidence-recorder")
     def _start_recorder(self, backend: ClusterBackend) -> None:
         from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
 
@@ -410,7 +410,7 @@ class TauApp(App):
         except Exception as err:  # evidence is a record, not the app: say so and go on
             self.call_from_thread(self.notify, f"evidence recorder not started: {err}", severity="warning")
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="session-recorder")
+    @work(description="_start_session_recorder", thread=True, exclusive=True, exit_on_error=False, group="session-recorder")
     def _start_session_recorder(self, backend: ClusterBackend, path: str) -> None:
         """``--record FILE``: the first backend is recorded until quit (a later one is not)."""
         from tau_tui.core.operations.recording.writer import SessionRecorder
@@ -441,7 +441,7 @@ class TauApp(App):
             self.screen.set_loading()
         self._load_demo("demo")
 
-    @work(thread=True, exit_on_error=False, group="backend-close")
+    @work(description="_close_backend", thread=True, exit_on_error=False, group="backend-close")
     def _close_backend(self, backend: ClusterBackend) -> None:
         backend.close()
 

@@ -249,7 +249,7 @@ class PaneScreen(CompatScreen):
     def _read_filter(self) -> RowFilter:
         return RowFilter("") if self.TABLE_FILTER else self.row_filter.fresh()
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="pane-refresh")
+    @work(description="_collect_worker", thread=True, exclusive=True, exit_on_error=False, group="pane-refresh")
     def _collect_worker(self, generation: int, row_filter: RowFilter, table_states: Mapping[str, TableState]) -> None:
         self.post_message(read_message(self.reader.read(generation, row_filter, table_states)))
 

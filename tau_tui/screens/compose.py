@@ -135,7 +135,7 @@ class ComposeScreen(PaneScreen):
     def open_file(self, path: str) -> None:
         self._open_worker(path)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="compose-open")
+    @work(description="_open_worker", thread=True, exclusive=True, exit_on_error=False, group="compose-open")
     def _open_worker(self, path: str) -> None:
         try:
             # The loader's bounded read: a FIFO, /dev/zero or a huge file is refused, never read.
@@ -228,7 +228,7 @@ class ComposeScreen(PaneScreen):
             return None, "no TauCluster/cluster (no cluster connected, or TauGrid not installed)"
         return profile_set_from_taucluster(dict(tau_cluster.raw)), f"TauCluster/cluster generation {tau_cluster.generation}"
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="compose-validate")
+    @work(description="_validate_worker", thread=True, exclusive=True, exit_on_error=False, group="compose-validate")
     def _validate_worker(self, text: str, label: str, base_dir: Path, generation: int) -> None:
         # Every run posts a result: a worker that died silently left the preview on "…" for ever.
         try:
@@ -390,7 +390,7 @@ class ComposeScreen(PaneScreen):
         self._result_line("… server dry-run (dryRun=All)", True)
         self._server_dry_run_worker(list(self.validation.manifests))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="compose-server-dry-run")
+    @work(description="_server_dry_run_worker", thread=True, exclusive=True, exit_on_error=False, group="compose-server-dry-run")
     def _server_dry_run_worker(self, manifests: list[dict]) -> None:
         backend = self.tau.backend
         try:
@@ -474,7 +474,7 @@ class ComposeScreen(PaneScreen):
             return
         self._save_worker(None)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="compose-save")
+    @work(description="_save_worker", thread=True, exclusive=True, exit_on_error=False, group="compose-save")
     def _save_worker(self, path: str | None) -> None:
         try:
             if path is not None and Path(path).expanduser().exists() and self.document.path != Path(path).expanduser():

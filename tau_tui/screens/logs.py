@@ -153,7 +153,7 @@ class LogsScreen(PaneScreen):
         self.query_one(LogView).set_spool(None, f"opening the logs of {title}…")
         self._open_worker(request, title)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="logs-open")
+    @work(description="_open_worker", thread=True, exclusive=True, exit_on_error=False, group="logs-open")
     def _open_worker(self, request: LogRequest, title: str) -> None:
         backend = getattr(self, "log_backend", None) or self.tau.backend
         if backend is None:
@@ -203,7 +203,7 @@ class LogsScreen(PaneScreen):
         if stream is not None:
             self._close_worker(stream)
 
-    @work(thread=True, exit_on_error=False, group="logs-close")
+    @work(description="_close_worker", thread=True, exit_on_error=False, group="logs-close")
     def _close_worker(self, stream: LogStream) -> None:
         stream.close(delete_spool=True)
 
@@ -320,7 +320,7 @@ class LogsScreen(PaneScreen):
             return
         self._search_worker(view.spool, text)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="logs-search")
+    @work(description="_search_worker", thread=True, exclusive=True, exit_on_error=False, group="logs-search")
     def _search_worker(self, spool, text: str) -> None:
         """Whole-spool search, off the UI thread (the spool is passed in: no widget access here)."""
         try:
@@ -373,7 +373,7 @@ class LogsScreen(PaneScreen):
 
         self.app.push_screen(InputDialog("Save every line of this log to:", self.default_save_path()), chosen)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="logs-save")
+    @work(description="_save_worker", thread=True, exclusive=True, exit_on_error=False, group="logs-save")
     def _save_worker(self, spool, path: str) -> None:
         if spool is None or spool.closed:
             self.post_message(Saved(path, 0, "no log open"))

@@ -64,7 +64,7 @@ class HelpDialog(ModalScreen[None]):
     def _versions_text(line: str) -> Text:
         return Text(f"versions (:version): {line}")
 
-    @work(thread=True, exclusive=True, exit_on_error=False)
+    @work(description="_read_versions", thread=True, exclusive=True, exit_on_error=False)
     def _read_versions(self, versions: Callable[[], str]) -> None:
         line = versions()
         self.app.call_from_thread(self._show_versions, line)

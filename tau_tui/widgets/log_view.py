@@ -227,7 +227,7 @@ class LogView(ScrollView, can_focus=True):
         self._index_worker(self.spool, self._layout_generation, self._indexed_upto, self._indexed_rows,
                            self._layout_width, self.wrap, self.json_pretty)
 
-    @work(thread=True, exit_on_error=False, group="log-index")
+    @work(description="_index_worker", thread=True, exit_on_error=False, group="log-index")
     def _index_worker(self, spool: LogSpool, layout: int, start: int, start_row: int, width: int,
                       wrap: bool, json_pretty: bool) -> None:
         """Read committed lines from ``start`` once: widest line, the tail for the
@@ -323,7 +323,7 @@ class LogView(ScrollView, can_focus=True):
         self._window_pending = (start, stop)
         self.call_later(self._window_worker, spool, self._spool_generation, start, stop)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="log-window")
+    @work(description="_window_worker", thread=True, exclusive=True, exit_on_error=False, group="log-window")
     def _window_worker(self, spool: LogSpool, generation: int, start: int, stop: int) -> None:
         try:
             if spool.closed:
