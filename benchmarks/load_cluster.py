@@ -56,6 +56,7 @@ GPU = "nvidia.com/gpu"
 FLAVORS = ("h100", "a100")
 PRIORITIES = {"low": 100, "normal": 1000, "high": 2000}
 POOL = 16  # parallel requests
+PROGRESS_EVERY = 5_000
 # KWOK's pod-complete stage waits this long before it completes a pod: the loaded pods keep running.
 KEEP_RUNNING = ("pod-complete.stage.kwok.x-k8s.io/delay", "8760h")
 BENCH_NAMESPACE = "aaa-bench"  # sorts first; used by side_by_side.py for the change driver
@@ -77,6 +78,7 @@ class LoadReport:
     steps: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     retries: int = 0
+    plane_memory_mb: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 class Api:
@@ -140,10 +142,14 @@ class Api:
                 return
 
     def parallel(self, calls: list[tuple[str, dict]]) -> None:
-        """POST every (path, body); bounded by the pool size, the first failure stops the load."""
+        """POST every (path, body); bounded by the pool size, the first failure stops the load.
+        A long step says how far it is every PROGRESS_EVERY objects (a 50,000 load takes minutes)."""
+        started = time.monotonic()
         with ThreadPoolExecutor(max_workers=POOL) as pool:
-            for _ in pool.map(lambda call: self.create(*call), calls):
-                pass
+            for done, _ in enumerate(pool.map(lambda call: self.create(*call), calls), 1):
+                if done % PROGRESS_EVERY == 0 and done < len(calls):
+                    rate = done / (time.monotonic() - started)
+                    print(f"[load]   {done:,} of {len(calls):,} created, {rate:.0f}/s", flush=True)
 
 
 def _namespaces(shape: Shape) -> list[str]:
@@ -334,6 +340,19 @@ def start_plane(state_dir: Path, kwok: bool = True) -> ControlPlane:
     return plane
 
 
+def plane_memory(plane: ControlPlane) -> dict[str, dict[str, float]]:
+    """VmRSS and VmHWM (peak) in MB of each plane component: whether a load fits the machine."""
+    out = {}
+    for name, pid in plane.pids().items():
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                fields = {ln.split(":")[0]: int(ln.split()[1]) / 1024 for ln in f if ln.startswith(("VmRSS:", "VmHWM:"))}
+        except OSError:
+            continue
+        out[name] = {"rss": fields.get("VmRSS", 0.0), "peak": fields.get("VmHWM", 0.0)}
+    return out
+
+
 def start_loaded_plane(shape: Shape, kwok: bool = True) -> tuple[ControlPlane, Path, LoadReport]:
     state = Path(tempfile.mkdtemp(prefix="tau-bench-t2-"))
     started = time.monotonic()
@@ -342,6 +361,7 @@ def start_loaded_plane(shape: Shape, kwok: bool = True) -> tuple[ControlPlane, P
     api = Api(plane.kubeconfig)
     try:
         report = load(api, shape, kwok=kwok)
+        report.plane_memory_mb = plane_memory(plane)
     except BaseException:
         plane.stop()
         shutil.rmtree(state, ignore_errors=True)
@@ -357,6 +377,8 @@ def print_report(report: LoadReport) -> None:
     for name, seconds in report.steps.items():
         print(f"  {name:58s} {seconds:8.1f} s")
     print("  objects: " + ", ".join(f"{k} {v:,}" for k, v in report.counts.items()))
+    print("  plane memory (RSS / peak MB): " + ", ".join(f"{name} {m['rss']:.0f} / {m['peak']:.0f}"
+                                                         for name, m in report.plane_memory_mb.items()))
 
 
 def main() -> int:
@@ -373,7 +395,8 @@ def main() -> int:
         RESULTS.mkdir(exist_ok=True)
         (RESULTS / "load_cluster.json").write_text(json.dumps(
             {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "shape": vars(shape),
-             "steps_s": report.steps, "counts": report.counts, "retries": report.retries}, indent=2))
+             "steps_s": report.steps, "counts": report.counts, "retries": report.retries,
+             "plane_memory_mb": report.plane_memory_mb}, indent=2))
         if args.keep:
             print(f"kubeconfig: {plane.kubeconfig}\nPIDs: {plane.pids()}\nCtrl-C stops them.", flush=True)
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})

@@ -12,11 +12,19 @@ Workloads), then measures, every tool against the same server:
    - `kubectl get workloads.kueue.x-k8s.io -A -o json` then `kubectl get nodes -o json` (output to
      /dev/null; the two times add up, RSS is the larger);
    - `kueuectl list workload -A` (if built).
-2. Start to the first screen that shows workloads, in tmux at 160x48 (own tmux server), polled
-   with `capture-pane -p` every 50 ms until a row `job-NNNNN` is on screen:
-   - `tau-tui --readonly --pane queue` (all namespaces);
+2. First row and whole list, the clock started just before the process is: each repeat is one
+   round of tau-tui, k9s, kubectl in that order (the tools alternate; no tool runs all its repeats
+   first). The two TUIs in tmux at 160x48 (own tmux server), polled with `capture-pane -p` every
+   50 ms: first row when a row `job-NNNNN` is on screen, whole list when the screen says the list
+   holds every loaded Workload:
+   - `tau-tui --readonly --pane queue` (all namespaces): its counts line (`workloads: N pending,
+     M admitted`, written once the first list is done) sums to the count;
    - `k9s --readonly -A --command workloads.kueue.x-k8s.io` (the fully qualified name: k9s has a
-     built-in "workloads" view of Deployments/Pods that the short name can land on).
+     built-in "workloads" view of Deployments/Pods that the short name can land on): its title
+     `(all)[N]` shows the count;
+   - `kubectl get workloads.kueue.x-k8s.io -A -o json`: first byte of output, and exit (its items
+     counted).
+   A sample past --wait-limit (default 180 s) is kept, marked timed out, with the count it reached.
 3. Event-to-screen latency at RATE changes/s for SECONDS (default 200/s for 60 s), one tool at a
    time, each scoped to the namespace `aaa-bench`, which holds BENCH_ROWS pending Workloads (few
    enough that every row is on screen in both tools). The driver merge-patches `spec.queueName`
@@ -37,7 +45,8 @@ benchmarks/results/side_by_side.json. A missing peer (k9s, kueuectl) is built fi
 that cannot be built is reported as missing, with why, and the rest still runs.
 
 Run: .venv/bin/python benchmarks/side_by_side.py [--repeat 3] [--rate 200] [--seconds 60]
-     [--workloads 20000] [--nodes 2000]
+     [--workloads 20000] [--nodes 2000] [--wait-limit 180] [--skip sync|first-screen|latency]
+     [--json PATH]
 Only 127.0.0.1 is contacted; every process started here is stopped by its PID.
 """
 
@@ -60,7 +69,7 @@ import urllib3
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from load_cluster import BENCH_NAMESPACE, KUEUE, Api, Shape, print_report, start_loaded_plane  # noqa: E402
+from load_cluster import BENCH_NAMESPACE, KUEUE, Api, Shape, plane_memory, print_report, start_loaded_plane  # noqa: E402
 from machine_info import machine  # noqa: E402
 from percentiles import Summary, median, median_spread, summarize  # noqa: E402
 from raw_results import save_raw  # noqa: E402
@@ -75,6 +84,9 @@ PYTHON = sys.executable
 BENCH_ROWS = 8
 ROW_RE = re.compile(r"job-\d{5}")
 LISTING = "still listing"
+TAU_COUNTS_RE = re.compile(r"workloads: ((?:\d+ \w+(?:, )?)+)")
+K9S_COUNT_RE = re.compile(r"\((?:all|[\w-]+)\)\[(\d[\d,]*)\]")
+KUBECTL_JSON = "kubectl get workloads -A -o json"
 WAIT_LIMIT = 180.0
 
 SYNC_CHILD = r"""
@@ -82,11 +94,11 @@ import sys, time
 started = time.monotonic()
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.real import KubernetesBackend
-kubeconfig, scope, workloads, nodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+kubeconfig, scope, workloads, nodes, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 kinds = [ResourceKind.WORKLOAD, ResourceKind.NODE] if scope == "workloads+nodes" else None
 backend = KubernetesBackend(kubeconfig, all_namespaces=True, kinds=kinds)
 backend.start()
-deadline = started + 600
+deadline = started + limit
 while time.monotonic() < deadline:
     backend.wait_synced(timeout=max(1.0, deadline - time.monotonic()), kinds=[ResourceKind.WORKLOAD, ResourceKind.NODE])
     if len(backend.workloads()) >= workloads and len(backend.nodes()) >= nodes:
@@ -130,12 +142,12 @@ def run_measured(argv: list[str], env: dict | None = None, stdout=subprocess.DEV
     return wall, hwm, code, out.decode(errors="replace"), started_epoch
 
 
-def sync_round(kubeconfig: str, shape: Shape, peers: dict[str, Path]) -> dict:
+def sync_round(kubeconfig: str, shape: Shape, peers: dict[str, Path], limit: float) -> dict:
     out: dict = {}
     env = dict(os.environ, KUBECONFIG=kubeconfig)
     for scope in ("workloads+nodes", "all kinds"):
         wall, rss, rc, text, spawned = run_measured(
-            [PYTHON, "-c", SYNC_CHILD, kubeconfig, scope, str(shape.workloads), str(shape.nodes)],
+            [PYTHON, "-c", SYNC_CHILD, kubeconfig, scope, str(shape.workloads), str(shape.nodes), str(limit)],
             env=dict(env, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE)
         line = next((ln for ln in text.splitlines() if ln.startswith("SYNCED")), None)
         # From spawn (interpreter start-up and imports included, as kubectl's process start is) until
@@ -166,35 +178,110 @@ def tool_commands(kubeconfig: str, peers: dict[str, Path], home: str, namespace:
     return tools
 
 
-def first_screen_round(kubeconfig: str, peers: dict[str, Path], home: str) -> dict:
+def listed_count(tool: str, text: str) -> int | None:
+    """How many Workloads the screen says the whole list holds: tau-tui's counts line (``workloads:
+    N pending, M admitted``, summed; written only once its first list is done, "still listing"
+    before), k9s's title (``workloads(all)[2,000]``); None while it says none."""
+    if tool == "tau-tui":
+        if LISTING in text:
+            return None
+        counts = TAU_COUNTS_RE.search(text)
+        return sum(int(n) for n in re.findall(r"(\d+) ", counts.group(1))) if counts else None
+    title = K9S_COUNT_RE.search(text)
+    return int(title.group(1).replace(",", "")) if title else None
+
+
+def screen_sample(name: str, command: list[str], env: dict, expected: int, limit: float) -> dict:
+    """From just before the tool's tmux session is started until a row ``job-NNNNN`` is on screen
+    (first row), then until the screen says the list holds ``expected`` Workloads (whole list).
+    Past ``limit`` the sample is kept, marked timed out, with what the screen said last."""
+    screen = Screen(name, command, env)
+    started = screen.start()
+    seen = whole = None
+    count: int | None = None
+    text = ""
+    try:
+        while time.monotonic() - started < limit:
+            text = screen.capture()
+            now = time.monotonic()
+            if seen is None and ROW_RE.search(text):
+                seen = now - started
+            count = listed_count(name, text)
+            if seen is not None and count is not None and count >= expected:
+                whole = now - started
+                break
+            time.sleep(0.05)
+        _, hwm = screen.rss()
+    finally:
+        screen.stop()
+    return {"seconds": seen, "whole_seconds": whole, "listed": count, "expected": expected,
+            "timed_out": whole is None, "limit_s": limit, "rss_mb": hwm, "screen": text}
+
+
+def kubectl_sample(kubectl: Path, env: dict, expected: int, limit: float) -> dict:
+    """`kubectl get workloads.kueue.x-k8s.io -A -o json`: from just before the process is started
+    until its first byte of output (first row) and until it exits (whole list), the output read
+    and counted (one ``"kind": "Workload",`` per item) but not kept; peak RSS (VmHWM)."""
+    import selectors
+
+    argv = [str(kubectl), "get", "workloads.kueue.x-k8s.io", "-A", "-o", "json"]
+    pattern = b'"kind": "Workload",'
+    first = whole = None
+    size = items = 0
+    hwm = 0.0
+    tail = b""
+    with tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+        assert proc.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            while time.monotonic() - started < limit:
+                chunk = os.read(proc.stdout.fileno(), 1 << 20) if selector.select(0.01) else None
+                if chunk == b"":
+                    break  # end of output
+                if chunk:
+                    first = first if first is not None else time.monotonic() - started
+                    size += len(chunk)
+                    window = tail + chunk
+                    items += window.count(pattern)
+                    tail = window[-(len(pattern) - 1):]
+                try:
+                    with open(f"/proc/{proc.pid}/status") as f:
+                        hwm = next((int(ln.split()[1]) / 1024 for ln in f if ln.startswith("VmHWM:")), hwm)
+                except OSError:
+                    pass
+        timed_out = time.monotonic() - started >= limit
+        if timed_out:
+            proc.kill()
+        code = proc.wait()
+        if not timed_out:
+            whole = time.monotonic() - started
+        proc.stdout.close()
+        err.seek(0)
+        error = err.read().decode(errors="replace")[-300:] if code else ""
+    if code and not timed_out:
+        print(f"  ! kubectl exited {code}: {error}", flush=True)
+    return {"seconds": first, "whole_seconds": whole, "listed": items, "expected": expected, "bytes": size,
+            "exit_code": code, "timed_out": timed_out, "limit_s": limit, "rss_mb": hwm, "stderr": error}
+
+
+def first_screen_round(kubeconfig: str, peers: dict[str, Path], home: str, expected: int, limit: float) -> dict:
+    """One repeat: tau-tui, then k9s, then kubectl, each alone against the same server."""
     out = {}
     for name, (command, env) in tool_commands(kubeconfig, peers, home, None).items():
-        screen = Screen(name, command, env)
-        started = screen.start()
-        seen = whole = None
-        text = ""
-        try:
-            while time.monotonic() - started < WAIT_LIMIT:
-                text = screen.capture()
-                if ROW_RE.search(text):
-                    seen = time.monotonic() - started
-                    break
-                time.sleep(0.05)
-            # tau-tui shows a first list's pages as they come and says so ("still listing"); k9s
-            # draws once its list is whole. Both: until the whole list is on screen (peak RSS then).
-            while seen is not None and time.monotonic() - started < WAIT_LIMIT:
-                if LISTING not in text:
-                    whole = time.monotonic() - started
-                    break
-                time.sleep(0.05)
-                text = screen.capture()
-            rss, hwm = screen.rss()
-        finally:
-            screen.stop()
-        out[name] = {"seconds": seen, "whole_seconds": whole, "rss_mb": hwm, "screen": text if seen is None else ""}
-        print(f"  first screen {name}: rows {seen if seen is None else round(seen, 2)} s, "
-              f"whole list {whole if whole is None else round(whole, 2)} s", flush=True)
+        out[name] = screen_sample(name, command, env, expected, limit)
+    if peers.get("kubectl"):
+        out[KUBECTL_JSON] = kubectl_sample(peers["kubectl"], dict(os.environ, KUBECONFIG=kubeconfig), expected, limit)
+    for name, r in out.items():
+        print(f"  {name}: first row {seconds_text(r['seconds'])}, whole list {seconds_text(r['whole_seconds'])}"
+              f" ({r['listed']} of {r['expected']} listed{', TIMED OUT' if r['timed_out'] else ''}),"
+              f" peak RSS {r['rss_mb']:.0f} MB", flush=True)
     return out
+
+
+def seconds_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,8 +447,8 @@ def staleness_figures(driver: Driver, clock: WatchClock, observations: list[Obse
 # ---------------------------------------------------------------------------------------------
 
 
-def med(values: list) -> str:
-    return median_spread(values)
+def med(values: list, fmt: str = ".2f") -> str:
+    return median_spread(values, fmt)
 
 
 def build_peer(name: str) -> None:
@@ -390,6 +477,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--workloads", type=int, default=20_000)
     parser.add_argument("--nodes", type=int, default=2_000)
+    parser.add_argument("--wait-limit", type=float, default=WAIT_LIMIT,
+                        help="seconds a sync or first-screen sample may take before it is recorded as timed out")
     parser.add_argument("--skip", action="append", default=[], choices=("sync", "first-screen", "latency"))
     parser.add_argument("--no-build", action="store_true", help="do not build missing peers")
     parser.add_argument("--no-kwok", action="store_true", help="T1 set only (no KWOK/controllers): nodes never Ready")
@@ -421,17 +510,18 @@ def main() -> int:
     api = Api(plane.kubeconfig)
     try:
         print_report(report)
-        results["load"] = {"steps_s": report.steps, "counts": report.counts}
+        results["load"] = {"steps_s": report.steps, "counts": report.counts, "plane_memory_mb": report.plane_memory_mb}
         if "sync" not in args.skip:
             results["sync"] = []
             for n in range(args.repeat):
                 print(f"[sync {n + 1}/{args.repeat}]", flush=True)
-                results["sync"].append(sync_round(plane.kubeconfig, shape, peers))
+                results["sync"].append(sync_round(plane.kubeconfig, shape, peers, args.wait_limit))
         if "first-screen" not in args.skip:
             results["first_screen"] = []
             for n in range(args.repeat):
                 print(f"[first screen {n + 1}/{args.repeat}]", flush=True)
-                results["first_screen"].append(first_screen_round(plane.kubeconfig, peers, home))
+                results["first_screen"].append(first_screen_round(plane.kubeconfig, peers, home, shape.workloads,
+                                                                  args.wait_limit))
         if "latency" not in args.skip:
             names = bench_workloads(api)
             results["latency"] = {}
@@ -440,6 +530,7 @@ def main() -> int:
                 print(f"[latency {name}: {args.rate:.0f} changes/s for {args.seconds:.0f} s]", flush=True)
                 results["latency"][name] = latency_run(name, command, env, api, names, args.rate, args.seconds, seq)
                 seq += int(args.rate * args.seconds) + 1
+        results["plane_memory_mb_at_end"] = plane_memory(plane)  # peaks: the plane serving every tool's lists
     finally:
         api.close()
         plane.stop()
@@ -454,6 +545,9 @@ def print_tables(results: dict) -> None:
     info = results["machine"]
     print(f"\nside by side, {info['date']}, {info['nproc']} CPU ({info['cpu']}), load {info['loadavg']:.1f}; "
           f"median (min..max) of {results['args']['repeat']}; peers missing: {', '.join(results['missing_peers']) or 'none'}")
+    memory = results.get("plane_memory_mb_at_end") or {}
+    if memory:
+        print("plane peak memory over the run (MB): " + ", ".join(f"{name} {m['peak']:.0f}" for name, m in memory.items()))
     if results.get("sync"):
         rounds = results["sync"]
         base = "kubectl get -o json (workloads + nodes)"
@@ -465,17 +559,23 @@ def print_tables(results: dict) -> None:
             ratio = ""
             if base in rounds[0] and all(s is not None for s in secs):
                 ratio = f"{median(secs) / median([r[base]['seconds'] for r in rounds]):.2f}x"
-            print(f"  {tool:44s} {med(secs):>22s} {med(rss):>22s} {ratio:>15s}")
+            failed = sum(1 for r in rounds if not r[tool]["ok"])
+            print(f"  {tool:44s} {med(secs):>22s} {med(rss):>22s} {ratio:>15s}"
+                  + (f"   {failed} of {len(rounds)} failed or timed out (left out)" if failed else ""))
     if results.get("first_screen"):
         rounds = results["first_screen"]
-        print("\n2. process start to the first screen showing workloads (tmux 160x48)")
+        print(f"\n2. from just before the process starts: first row, whole list ({results['args']['workloads']:,} "
+              "Workloads); tmux 160x48 (kubectl: first byte of output, exit); rounds alternate the tools")
         for tool in rounds[0]:
             secs = [r[tool]["seconds"] for r in rounds]
-            misses = sum(1 for s in secs if s is None)
             whole = [r[tool].get("whole_seconds") for r in rounds]
-            print(f"  {tool:12s} first rows {med(secs):>24s} s   whole list {med(whole):>24s} s   "
-                  f"peak RSS {med([r[tool]['rss_mb'] for r in rounds])} MB"
-                  + (f"   ({misses} of {len(secs)} runs showed nothing within {WAIT_LIMIT:.0f} s)" if misses else ""))
+            timed_out = sum(1 for r in rounds if r[tool].get("timed_out", r[tool].get("whole_seconds") is None))
+            limit = rounds[0][tool].get("limit_s", WAIT_LIMIT)
+            print(f"  {tool:32s} first row {med(secs):>22s} s   whole list {med(whole):>22s} s   "
+                  f"peak RSS {med([r[tool]['rss_mb'] for r in rounds], '.0f')} MB   n={len(rounds)}"
+                  + (f", {timed_out} timed out at {limit:.0f} s (left out of the median)" if timed_out else ""))
+            print(f"  {'':32s} samples: " + "; ".join(f"{seconds_text(r[tool]['seconds'])} / {seconds_text(r[tool].get('whole_seconds'))}"
+                                                     for r in rounds))
     if results.get("latency"):
         print(f"\n3. event-to-screen at {results['args']['rate']:.0f} changes/s for {results['args']['seconds']:.0f} s (one run each)")
         print("   staleness: per change, until the screen shows its value or a newer one (every change counted)")
