@@ -5,12 +5,16 @@ take (issue #36).
 
 Served (plain HTTP; any bearer token is accepted):
 - discovery: ``/version``, ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>``,
-  ``/apis/<group>/<version>``, ``/healthz``; everything else (SelfSubjectReview, the visibility
-  API, kinds not below) is 404, which the app reads as "not installed";
+  ``/apis/<group>/<version>``, ``/healthz``; a SelfSubjectAccessReview (k9s asks one before it
+  lists) is allowed; everything else (SelfSubjectReview, the visibility API, kinds not below) is
+  404, which the app reads as "not installed";
 - Kueue v1beta2 Workloads, LocalQueues, ClusterQueues, ResourceFlavors (generated), Cohorts,
   WorkloadPriorityClasses, AdmissionChecks, MultiKueueConfigs/Clusters, and core v1 Namespaces
-  (generated), Nodes, Pods, Events, batch/v1 Jobs (empty): GET of one object, and lists, all
-  namespaces or one;
+  (generated), Nodes, Pods, Events, batch/v1 Jobs (empty), the Kueue kinds'
+  CustomResourceDefinitions (generated): GET of one object, and lists, all namespaces or one;
+- as a server-side ``meta.k8s.io/v1`` Table where the Accept header asks ``as=Table`` (k9s lists
+  custom resources so; lists, pages, one object and watch events, whose object is a Table of one
+  row): Workloads with the Kueue CRD's printer columns (benchmarks/watch_source_table.py);
 - lists paginated with ``limit`` and ``continue`` over a snapshot taken at the first page (every
   object once, at that page's ``resourceVersion``; a continue token older than CONTINUE_TTL_S, or
   past the snapshots kept, is 410 Expired, as a real server's compacted token is);
@@ -36,6 +40,7 @@ process on the machine) and ``wall`` (epoch seconds); benchmarks/staleness.py re
 
 Run:  .venv/bin/python benchmarks/watch_source.py --workloads 20000 --rate 1000 --duration 60 \\
           --kubeconfig-out /tmp/x.kubeconfig --changes-out changes.jsonl [--wait-for-signal]
+``--requests-out FILE`` logs each request (method, path, Accept): what a tool asks for.
 Prints ``READY <url>`` once it serves; with ``--wait-for-signal`` the changes start on SIGUSR1
 (after the tool under test shows its rows).  It stops ``--linger`` seconds after the changes end
 (``--max-seconds`` after start at the latest) and prints a JSON summary line.
@@ -60,6 +65,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import watch_source_table as printing  # noqa: E402
+
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 HOT_NAMESPACE = "aaa-bench"
 SERVER_VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-watch-source", "platform": "linux/amd64"}
@@ -82,6 +91,8 @@ class Kind:
     objects: dict[tuple[str, str], dict] = field(default_factory=dict)
     encoded: dict[tuple[str, str], bytes] = field(default_factory=dict)
     keys: list[tuple[str, str]] = field(default_factory=list)  # sorted
+    # (key, includeObject): the encoded object a Table row was printed from, and the row
+    table_rows: dict[tuple[tuple[str, str], str], tuple[bytes, bytes]] = field(default_factory=dict)
     event_rvs: list[int] = field(default_factory=list)
     event_namespaces: list[str] = field(default_factory=list)
     event_lines: list[bytes] = field(default_factory=list)
@@ -106,7 +117,27 @@ def served_kinds() -> list[Kind]:
     core = [("namespaces", "Namespace", False), ("nodes", "Node", False), ("pods", "Pod", True), ("events", "Event", True)]
     return ([Kind(*KUEUE, plural, kind, namespaced) for plural, kind, namespaced in kueue]
             + [Kind("", "v1", plural, kind, namespaced) for plural, kind, namespaced in core]
-            + [Kind("batch", "v1", "jobs", "Job", True)])
+            + [Kind("batch", "v1", "jobs", "Job", True),
+               Kind("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)])
+
+
+def kueue_crds() -> list[dict]:
+    """The CustomResourceDefinitions of the Kueue kinds served (k9s reads them; the schema is open),
+    Workloads' with the printer columns the Table answers use."""
+    out = []
+    for n, kind in enumerate(k for k in served_kinds() if k.group == KUEUE[0]):
+        version: dict[str, Any] = {"name": kind.version, "served": True, "storage": True, "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+        if kind.plural in printing.PRINTER_COLUMNS:
+            version["additionalPrinterColumns"] = [dict(c) for c in printing.PRINTER_COLUMNS[kind.plural]]
+        out.append({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                    "metadata": _meta(f"{kind.plural}.{kind.group}", None, n),
+                    "spec": {"group": kind.group, "scope": "Namespaced" if kind.namespaced else "Cluster",
+                             "names": {"plural": kind.plural, "singular": kind.kind.lower(), "kind": kind.kind,
+                                       "listKind": f"{kind.kind}List"},
+                             "versions": [version]},
+                    "status": {"acceptedNames": {"plural": kind.plural, "kind": kind.kind}, "storedVersions": [kind.version]}})
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,7 +173,8 @@ def _condition(type_: str, status: str, reason: str, message: str) -> dict:
 def world_objects(shape: WorldShape) -> dict[str, list[dict]]:
     """Objects per plural, with the fields the app's converters read (tau_tui/core/cluster/convert.py)."""
     namespaces = [f"team-{n:02d}" for n in range(shape.namespaces)] + [HOT_NAMESPACE]
-    out: dict[str, list[dict]] = {"namespaces": [], "resourceflavors": [], "clusterqueues": [], "localqueues": [], "workloads": []}
+    out: dict[str, list[dict]] = {"namespaces": [], "resourceflavors": [], "clusterqueues": [], "localqueues": [], "workloads": [],
+                                  "customresourcedefinitions": kueue_crds()}
     for n, name in enumerate(namespaces):
         out["namespaces"].append({"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(name, None, n),
                                   "status": {"phase": "Active"}})
@@ -347,6 +379,9 @@ def _status(code: int, reason: str, message: str) -> dict:
             "code": code}
 
 
+ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+
+
 class WatchSource:
     """The store served over HTTP on 127.0.0.1; ``start()`` returns the URL."""
 
@@ -354,11 +389,13 @@ class WatchSource:
         self.store = Store(history)
         self.store.load(world_objects(shape or WorldShape()))
         self.bookmark_interval = bookmark_interval
-        self.snapshots: OrderedDict[str, tuple[float, int, list[bytes]]] = OrderedDict()
+        self.snapshots: OrderedDict[str, tuple[float, int, list[bytes], str | None]] = OrderedDict()
         self.snapshots_lock = threading.Lock()
         self.snapshot_serial = 0
         self.connections: set[socket.socket] = set()
         self.expired_watches = 0
+        self.requests_out: Any = None  # a text file: one line per request (method, path, Accept)
+        self._requests_lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -399,6 +436,12 @@ class WatchSource:
         changer = Changer(self.store, 1.0, 0.0, hot_share, None)
         return [json.loads(line) for line in changer._changes(range(first, first + count))]
 
+    def note_request(self, method: str, path: str, accept: str | None) -> None:
+        if self.requests_out is not None:
+            with self._requests_lock:
+                self.requests_out.write(f"{time.time():.3f} {method} {path} accept={accept or '-'}\n")
+                self.requests_out.flush()
+
     def count(self, plural: str) -> int:
         with self.store.lock:
             return len(self.store.by_plural[plural].objects)
@@ -415,7 +458,9 @@ class WatchSource:
 
     # -- lists ------------------------------------------------------------------------------
 
-    def list_page(self, kind: Kind, namespace: str | None, limit: int, token: str | None) -> tuple[int, bytes]:
+    def list_page(self, kind: Kind, namespace: str | None, limit: int, token: str | None,
+                  table: str | None = None) -> tuple[int, bytes]:
+        """A page of a list; ``table``: as a Table whose rows carry the objects as ``includeObject`` says."""
         now = time.monotonic()
         if token:
             try:
@@ -428,11 +473,14 @@ class WatchSource:
                 return 410, json.dumps(_status(410, "Expired", "The provided continue parameter is too old to display a "
                                                               "consistent list result. You can start a new list without "
                                                               "the continue parameter.")).encode()
-            _, rv, items = snapshot
+            _, rv, items, snapshot_table = snapshot
+            if snapshot_table != table:
+                return 400, json.dumps(_status(400, "BadRequest", "the continue token is of a list in another format")).encode()
         else:
             with self.store.lock:
                 rv = self.store.rv
-                items = [kind.encoded[key] for key in kind.keys if namespace is None or key[0] == namespace]
+                keys = [key for key in kind.keys if namespace is None or key[0] == namespace]
+                items = [kind.encoded[key] for key in keys] if table is None else self.table_rows(kind, keys, table)
             ident, start = None, 0
         end = len(items) if limit <= 0 else min(len(items), start + limit)
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
@@ -441,13 +489,27 @@ class WatchSource:
                 with self.snapshots_lock:
                     self.snapshot_serial += 1
                     ident = str(self.snapshot_serial)
-                    self.snapshots[ident] = (now, rv, items)
+                    self.snapshots[ident] = (now, rv, items, table)
                     while len(self.snapshots) > SNAPSHOTS_KEPT:
                         self.snapshots.popitem(last=False)
             meta["continue"] = base64.urlsafe_b64encode(json.dumps([ident, end]).encode()).decode()
             meta["remainingItemCount"] = len(items) - end
+        if table is not None:
+            return 200, printing.table(kind.plural, items[start:end], meta)
         head = json.dumps({"apiVersion": kind.api_version, "kind": f"{kind.kind}List", "metadata": meta})
         return 200, head[:-1].encode() + b',"items":[' + b",".join(items[start:end]) + b"]}"
+
+    def table_rows(self, kind: Kind, keys: list[tuple[str, str]], include: str) -> list[bytes]:
+        """The objects' Table rows; a row is kept while its object is unchanged (the encoding it was
+        printed beside is still the object's).  The caller holds the store's lock."""
+        rows = []
+        for key in keys:
+            encoded = kind.encoded[key]
+            cached = kind.table_rows.get((key, include))
+            if cached is None or cached[0] is not encoded:
+                cached = kind.table_rows[(key, include)] = (encoded, printing.encoded_row(kind.plural, kind.objects[key], include))
+            rows.append(cached[1])
+        return rows
 
     # -- discovery --------------------------------------------------------------------------
 
@@ -502,6 +564,7 @@ def _handler(source: WatchSource) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         timeout = 120  # an idle keep-alive connection, or a watcher that stopped reading
+        table_headed = False  # a Table watch: its column definitions were sent
 
         def setup(self) -> None:
             super().setup()
@@ -529,9 +592,15 @@ def _handler(source: WatchSource) -> type[BaseHTTPRequestHandler]:
             self._send(404, _status(404, "NotFound", f"the server could not find the requested resource ({self.path})"))
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            accept = self.headers.get("Accept")
+            source.note_request("GET", self.path, accept)
             url = urlsplit(self.path)
             parts = [p for p in url.path.split("/") if p]
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            table = query.get("includeObject", "Metadata") if printing.wants_table(accept) else None
+            if table is not None and table not in printing.INCLUDE_OBJECT:
+                self._send(400, _status(400, "BadRequest", f"includeObject must be one of {', '.join(printing.INCLUDE_OBJECT)}"))
+                return
             if parts in (["healthz"], ["readyz"], ["livez"]):
                 self._send(200, b"ok")
                 return
@@ -545,25 +614,39 @@ def _handler(source: WatchSource) -> type[BaseHTTPRequestHandler]:
                 return
             kind, namespace, name = resolved
             if name is not None:
+                key = (namespace or "", name)
                 with store.lock:
-                    encoded = kind.encoded.get((namespace or "", name))
+                    encoded = kind.encoded.get(key)
+                    if encoded is not None and table is not None:
+                        encoded = printing.table(kind.plural, source.table_rows(kind, [key], table),
+                                                 {"resourceVersion": kind.objects[key]["metadata"]["resourceVersion"]})
                 if encoded is None:
                     self._send(404, _status(404, "NotFound", f'{kind.plural}.{kind.group or "core"} "{name}" not found'))
                 else:
                     self._send(200, encoded)
                 return
             if query.get("watch") in ("1", "true", "True"):
-                self._watch(kind, namespace, query)
+                self._watch(kind, namespace, query, table)
                 return
             try:
                 limit = int(query.get("limit", "0"))
             except ValueError:
                 limit = 0
-            self._send(*source.list_page(kind, namespace, limit, query.get("continue")))
+            self._send(*source.list_page(kind, namespace, limit, query.get("continue"), table))
 
         def do_POST(self) -> None:  # noqa: N802
+            source.note_request(self.command, self.path, self.headers.get("Accept"))
             length = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(length)
+            body = self.rfile.read(length)
+            if self.command == "POST" and urlsplit(self.path).path == ACCESS_REVIEWS:
+                # k9s asks before it lists a kind; every request here is allowed (any token is accepted).
+                try:
+                    review = json.loads(body)
+                except ValueError:
+                    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {}}
+                review["status"] = {"allowed": True, "reason": "the watch source allows everything"}
+                self._send(201, review)
+                return
             self._not_found()
 
         do_PATCH = do_PUT = do_DELETE = do_POST  # noqa: N815
@@ -571,7 +654,7 @@ def _handler(source: WatchSource) -> type[BaseHTTPRequestHandler]:
         def _chunk(self, data: bytes) -> None:
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
 
-        def _watch(self, kind: Kind, namespace: str | None, query: dict[str, str]) -> None:
+        def _watch(self, kind: Kind, namespace: str | None, query: dict[str, str], table: str | None) -> None:
             bookmarks = query.get("allowWatchBookmarks") in ("1", "true", "True")
             try:
                 asked = int(query.get("resourceVersion") or "0")
@@ -583,6 +666,7 @@ def _handler(source: WatchSource) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+            self.table_headed = False
             changed = kind.changed
             assert changed is not None
             initial: list[bytes] = []
@@ -597,9 +681,9 @@ def _handler(source: WatchSource) -> type[BaseHTTPRequestHandler]:
                     at = kind.base + bisect_right(kind.event_rvs, asked)
             try:
                 if initial:
-                    self._chunk(b"".join(initial))
+                    self._events(kind, initial, table)
                 if at >= 0:
-                    self._stream(kind, namespace, at, time.monotonic() + min(timeout, WATCH_LONGEST_S), bookmarks)
+                    self._stream(kind, namespace, at, time.monotonic() + min(timeout, WATCH_LONGEST_S), bookmarks, table)
                 else:
                     self._gone(kind, f"too old resource version: {asked} ({kind.compacted_rv + 1})")
                 self.wfile.write(b"0\r\n\r\n")
@@ -610,7 +694,17 @@ def _handler(source: WatchSource) -> type[BaseHTTPRequestHandler]:
             source.expired_watches += 1
             self._chunk(json.dumps({"type": "ERROR", "object": _status(410, "Expired", message)}).encode() + b"\n")
 
-        def _stream(self, kind: Kind, namespace: str | None, at: int, deadline: float, bookmarks: bool) -> None:
+        def _events(self, kind: Kind, lines: list[bytes], table: str | None) -> None:
+            """Event lines in one chunk; as a Table of one row each where the watch asked for Tables
+            (the column definitions in its first event only, as the server sends them)."""
+            if table is not None:
+                lines = [printing.watch_event_as_table(kind.plural, line, table, headers=n == 0 and not self.table_headed)
+                         for n, line in enumerate(lines)]
+                self.table_headed = True
+            self._chunk(b"".join(lines))
+
+        def _stream(self, kind: Kind, namespace: str | None, at: int, deadline: float, bookmarks: bool,
+                    table: str | None) -> None:
             changed = kind.changed
             assert changed is not None
             next_bookmark = time.monotonic() + source.bookmark_interval
@@ -636,7 +730,7 @@ def _handler(source: WatchSource) -> type[BaseHTTPRequestHandler]:
                     self._gone(kind, f"the watcher fell behind the {store.history} events kept; too old resource version")
                     return
                 if lines:
-                    self._chunk(b"".join(lines))
+                    self._events(kind, lines, table)
                 if bookmark_rv is not None:
                     if bookmarks:
                         self._chunk(json.dumps({"type": "BOOKMARK", "object": {
@@ -670,10 +764,13 @@ def main() -> int:
     parser.add_argument("--bookmark-interval", type=float, default=30.0)
     parser.add_argument("--kubeconfig-out")
     parser.add_argument("--changes-out")
+    parser.add_argument("--requests-out", help="a file: one line per request (method, path, Accept)")
     args = parser.parse_args()
     born = time.monotonic()
     shape = WorldShape(args.workloads, args.local_queues, args.cluster_queues, args.namespaces, args.hot_rows)
     source = WatchSource(shape, args.history, args.bookmark_interval, args.port)
+    if args.requests_out:
+        source.requests_out = open(args.requests_out, "w")  # noqa: SIM115 (open for the process's life)
     url = source.start()
     if args.kubeconfig_out:
         source.write_kubeconfig(args.kubeconfig_out)
