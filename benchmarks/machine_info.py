@@ -4,7 +4,23 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tree() -> str:
+    """The commit the benchmark ran on, ``+changes`` when the work tree differed from it."""
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head or "unknown") + (" +changes" if dirty else "")
 
 
 def machine() -> dict:
@@ -17,7 +33,7 @@ def machine() -> dict:
     return {"nproc": os.cpu_count(), "cpu": model, "python": platform.python_version(),
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             # The development machine is shared: the 1-minute load average says how contended a run was.
-            "loadavg": os.getloadavg()[0]}
+            "loadavg": os.getloadavg()[0], "tree": tree()}
 
 
 def machine_line(info: dict, after: dict | None = None) -> str:

@@ -140,6 +140,8 @@ def machine(data: dict) -> str:
     if load is not None:
         load_after = number(dig(after, "loadavg"))
         line += f", load {load:.1f}" + (f" → {load_after:.1f}" if load_after is not None else "")
+    if info.get("tree"):
+        line += f"; tree {info['tree']}"
     return line
 
 
