@@ -10,12 +10,12 @@ of pods bound to each node, and the agent's GPU health objects."""
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from tau_tui.core.cluster.change_journal import ChangeJournals
 from tau_tui.core.cluster.changes import (
     ChangeBatch,
     ChangeCallback,
@@ -28,18 +28,17 @@ from tau_tui.core.cluster.changes import (
     ViewState,
     ViewStatus,
 )
-from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view, pod_requests, strip_managed_fields
+from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view, strip_managed_fields
 from tau_tui.core.cluster.first_connection import answered, as_first_connection
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.names import is_gpu_resource
+from tau_tui.core.cluster.node_allocations import Key as Key
+from tau_tui.core.cluster.node_allocations import NodeAllocations, pod_allocation
+from tau_tui.core.cluster.node_allocations import PodAllocation as PodAllocation
 from tau_tui.core.cluster.view_types import GpuHealthView, ObjectView
 
-Key = tuple[str, str]
-#: Changes a kind's journal keeps (:meth:`ObjectCache.changed_since`): at 200 changes a second, over a
-#: minute's worth; a reader further behind reads everything again.
-JOURNAL_KEPT = 16_384
-#: A pod's GPU requests on the node it is bound to, as the node views count them.
-PodAllocation = tuple[str, dict[str, float]]
+#: A full list is diffed and its views built outside the lock, then swapped in; a write that comes
+#: in meanwhile makes it start again, this many times at most, then once under the lock.
+REPLACE_TRIES = 3
 
 
 class CacheTap(Protocol):
@@ -79,6 +78,29 @@ def _rv(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion", ""))
 
 
+@dataclass
+class _Relist:
+    """A full list diffed against the cache: its objects and views, and the changes it makes."""
+
+    raw: dict[Key, dict[str, Any]]
+    views: dict[Key, ObjectView]
+    keys: list[Key]
+    #: The changes as the cache queues them, by (kind, key).
+    pending: dict[tuple[ResourceKind, Key], ChangeEvent]
+
+    def add(self, key: Key, event: ChangeEvent) -> None:
+        self.keys.append(key)
+        self.pending[(event.kind, key)] = event
+
+
+def _release_gradually(*held: dict[Key, Any]) -> None:
+    """Empty ``held`` one entry at a time: freeing 100,000 objects in one go holds the interpreter,
+    and so every other thread, for as long as it takes."""
+    for mapping in held:
+        while mapping:
+            mapping.popitem()
+
+
 class _Subscription(Subscription):
     def __init__(self, cache: ObjectCache, callback: ChangeCallback, kinds: Iterable[ResourceKind] | None,
                  on_state: StateCallback | None):
@@ -103,9 +125,10 @@ class ObjectCache:
         self._gen: dict[ResourceKind, int] = {k: 0 for k in ResourceKind}
         self._states: dict[ResourceKind, ViewState] = {k: ViewState(k, ViewStatus.SYNCING) for k in ResourceKind}
         # node composition
-        self._pod_alloc: dict[Key, PodAllocation] = {}
-        self._node_alloc: dict[str, dict[str, float]] = {}
+        self._alloc = NodeAllocations()
         self._node_pods_known = False
+        #: Bumped whenever what node views are built from (allocations, health) may have changed.
+        self._node_inputs = 0
         self._health_by_node: dict[str, GpuHealthView] = {}
         # change queue
         self._pending: dict[tuple[ResourceKind, Key], ChangeEvent] = {}
@@ -114,10 +137,7 @@ class ObjectCache:
         self._connection = ConnectionState(ConnectionStatus.RECONNECTING, None, None, "connecting")
         self._changed = threading.Condition(self._lock)
         self._tap: CacheTap | None = None
-        #: Per kind asked about (:meth:`changed_since`): (generation, key) of each object stored or
-        #: removed since, and the newest generation the journal has dropped.
-        self._journals: dict[ResourceKind, deque[tuple[int, Key]]] = {}
-        self._journal_forgot: dict[ResourceKind, int] = {}
+        self._journals = ChangeJournals()
 
     # -- reads -------------------------------------------------------------
 
@@ -155,19 +175,7 @@ class ObjectCache:
         gave), so that a reader reads those alone; None when not known (the first time a kind is
         asked about, or a reader further behind than the journal keeps): read everything."""
         with self._lock:
-            journal = self._journals.get(kind)
-            if journal is None:
-                self._journals[kind] = deque(maxlen=JOURNAL_KEPT)
-                self._journal_forgot[kind] = self._gen[kind]
-                return None
-            if generation < self._journal_forgot[kind] or generation > self._gen[kind]:
-                return None
-            keys: set[Key] = set()
-            for changed_at, key in reversed(journal):
-                if changed_at <= generation:
-                    break
-                keys.add(key)
-            return keys
+            return self._journals.changed_since(kind, generation, self._gen[kind])
 
     def connection_state(self) -> ConnectionState:
         with self._lock:
@@ -187,7 +195,7 @@ class ObjectCache:
                 {kind: list(self._raw[kind].values()) for kind in ResourceKind},
                 dict(self._states),
                 self._connection,
-                {key: (node, dict(gpus)) for key, (node, gpus) in self._pod_alloc.items()} if self._node_pods_known else None,
+                {key: (node, dict(gpus)) for key, (node, gpus) in self._alloc.pods.items()} if self._node_pods_known else None,
             )
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
@@ -233,34 +241,86 @@ class ObjectCache:
                 on_state(state)
 
     def replace(self, kind: ResourceKind, items: Iterable[dict[str, Any]]) -> None:
-        """A fresh full list: diff against the cache, emit the difference."""
+        """A fresh full list: diff against the cache, emit the difference.  The diff and its views
+        are made outside the lock and swapped in under it: readers wait for the swap alone, and
+        see the whole old list or the whole new one."""
         incoming = {}
         for obj in items:
             strip_managed_fields(obj)
             incoming[key_of(kind, obj)] = obj
-        with self._lock:
-            current = self._raw[kind]
-            for key in [k for k in current if k not in incoming]:
-                self._remove(kind, key)
-            for key, obj in incoming.items():
-                self._store_if_moved(kind, key, obj)
-            self._relisted.add(kind)
-            self._gen[kind] += 1
-            if self._tap is not None:
-                self._tap.replaced(kind, list(incoming.values()))
-            self._changed.notify_all()
+        for _ in range(REPLACE_TRIES):
+            with self._lock:
+                seen = self._writes_seen(kind)
+                current = dict(self._raw[kind])
+            relist = self._diff(kind, incoming, current)
+            with self._lock:
+                retired = self._swap_in(kind, incoming, relist) if self._writes_seen(kind) == seen else None
+            if retired is not None:
+                _release_gradually(current, *retired)
+                return
+        with self._lock:  # written to all along: diff under the lock
+            retired = self._swap_in(kind, incoming, self._diff(kind, incoming, self._raw[kind]))
+        _release_gradually(*retired)
+
+    def _writes_seen(self, kind: ResourceKind) -> tuple[int, int]:
+        """Changes when anything a diff of ``kind`` read has changed."""
+        return self._gen[kind], self._node_inputs if kind is ResourceKind.NODE else 0
+
+    def _diff(self, kind: ResourceKind, incoming: dict[Key, dict[str, Any]],
+              current: Mapping[Key, dict[str, Any]]) -> _Relist:
+        views = self._views[kind]
+        relist = _Relist({}, {}, [], {})
+        for key in current:
+            if key not in incoming and (gone := views.get(key)) is not None:
+                relist.add(key, ChangeEvent(kind, ChangeType.DELETED, gone))
+        for key, obj in incoming.items():
+            old = current.get(key)
+            if old is not None and _rv(old) == _rv(obj) and (kept := views.get(key)) is not None:
+                relist.raw[key], relist.views[key] = old, kept
+                continue
+            view = self._build(kind, obj)
+            relist.raw[key], relist.views[key] = obj, view
+            relist.add(key, ChangeEvent(kind, ChangeType.ADDED if old is None else ChangeType.MODIFIED, view))
+        return relist
+
+    def _swap_in(self, kind: ResourceKind, incoming: dict[Key, dict[str, Any]],
+                 relist: _Relist) -> tuple[dict[Key, Any], ...]:
+        """Put ``relist`` in; what it replaced, for the caller to free after the lock (the sorted
+        list goes now: the views it holds are held by what is returned, so none is freed here)."""
+        self._sorted.pop(kind, None)
+        retired = (self._raw[kind], self._views[kind])
+        self._raw[kind], self._views[kind] = relist.raw, relist.views
+        self._journals.note_many(kind, self._gen[kind] + 1, relist.keys)
+        self._gen[kind] += len(relist.keys)
+        if self._pending.keys().isdisjoint(relist.pending):
+            self._pending.update(relist.pending)
+        else:
+            for event in relist.pending.values():
+                self._queue(event)
+        if kind is ResourceKind.GPU_HEALTH:
+            for event in relist.pending.values():
+                self._health_changed(event)
+        self._relisted.add(kind)
+        self._gen[kind] += 1
+        if self._tap is not None:
+            self._tap.replaced(kind, list(incoming.values()))
+        self._changed.notify_all()
+        return retired
 
     def add_listed_page(self, kind: ResourceKind, items: Iterable[dict[str, Any]], listed: int) -> None:
         """A page of a kind's first list, shown while the rest is listed (20,000 Workloads take the
         server 20 s on two busy cores; the first page, a second).  Only while the kind is SYNCING
         (a first list, or one after :meth:`clear`): the view stays SYNCING, its message says how many
         are listed so far, and the list's end replaces the kind as usual, which drops what was
-        deleted meanwhile.  A relist of a kind already shown is never shown by halves."""
+        deleted meanwhile.  A relist of a kind already shown is never shown by halves.  The views
+        are built before the lock is taken (a node's, which reads the node's pods, under it)."""
+        built = [(key_of(kind, obj), obj, None if kind is ResourceKind.NODE else self._build(kind, obj))
+                 for obj in items]
         with self._lock:
             if self._states[kind].status is not ViewStatus.SYNCING:
                 return
-            for obj in items:
-                change = self._store_if_moved(kind, key_of(kind, obj), obj)
+            for key, obj, view in built:
+                change = self._store_if_moved(kind, key, obj, view)
                 if change is not None and self._tap is not None:
                     self._tap.applied(kind, change.value, obj)
             self.set_state(kind, ViewStatus.SYNCING, f"{listed:,} listed so far")
@@ -301,139 +361,114 @@ class ObjectCache:
     # node-pod allocation (pods bound to nodes, cluster-wide)
 
     def replace_node_pods(self, items: Iterable[dict[str, Any]]) -> None:
-        with self._lock:
-            self._pod_alloc.clear()
-            for obj in items:
-                self._track_pod(obj, rebuild=False)
-            self._recompute_alloc()
-            self._node_pods_known = True
-            self._rebuild_all_nodes()
-            if self._tap is not None:
-                self._tap.pod_allocations_replaced(dict(self._pod_alloc))
+        allocations: dict[Key, PodAllocation] = {}
+        for obj in items:
+            key = key_of(ResourceKind.POD, obj)
+            if (allocation := pod_allocation(obj)) is None:
+                allocations.pop(key, None)
+            else:
+                allocations[key] = allocation
+        self._replace_allocations(allocations)
 
     def replace_pod_allocations(self, allocations: Mapping[Key, PodAllocation] | None) -> None:
         """Set every bound pod's GPU requests at once (a replay of :meth:`replace_node_pods`;
         None as :meth:`set_node_pods_unknown`)."""
         if allocations is None:
             self.set_node_pods_unknown()
-            return
-        with self._lock:
-            self._pod_alloc = dict(allocations)
-            self._recompute_alloc()
-            self._node_pods_known = True
+        else:
+            self._replace_allocations(dict(allocations))
+
+    def _replace_allocations(self, allocations: dict[Key, PodAllocation]) -> None:
+        """Every node's view again, built outside the lock (as :meth:`replace` builds a list's)."""
+        fresh = NodeAllocations()
+        fresh.replace(allocations)
+        for _ in range(REPLACE_TRIES):
+            with self._lock:
+                seen = self._writes_seen(ResourceKind.NODE)
+                nodes, health = dict(self._raw[ResourceKind.NODE]), dict(self._health_by_node)
+            views = {key: node_view(obj, fresh.by_node.get(key[1], {}), health.get(key[1]))
+                     for key, obj in nodes.items()}
+            with self._lock:
+                if self._writes_seen(ResourceKind.NODE) == seen:
+                    self._set_allocations(fresh, views)
+                    return
+        with self._lock:  # written to all along: build under the lock
+            self._set_allocations(fresh, None)
+
+    def _set_allocations(self, fresh: NodeAllocations, views: Mapping[Key, ObjectView] | None) -> None:
+        self._alloc, self._node_pods_known = fresh, True
+        self._node_inputs += 1
+        for key, view in (views or {}).items():
+            self._views[ResourceKind.NODE][key] = view
+            self._note(ResourceKind.NODE, key)
+            self._queue(ChangeEvent(ResourceKind.NODE, ChangeType.MODIFIED, view))
+        if views is None:
             self._rebuild_all_nodes()
-            if self._tap is not None:
-                self._tap.pod_allocations_replaced(dict(allocations))
-            self._changed.notify_all()
+        if self._tap is not None:
+            self._tap.pod_allocations_replaced(dict(fresh.pods))
+        self._changed.notify_all()
 
     def set_pod_allocation(self, key: Key, allocation: PodAllocation | None) -> None:
         """One pod's GPU requests on its node (a replay of :meth:`apply_node_pod`)."""
         with self._lock:
-            before = self._pod_alloc.get(key)
-            if before == allocation:
-                return
-            if allocation is None:
-                self._pod_alloc.pop(key, None)
-            else:
-                self._pod_alloc[key] = allocation
-            self._after_pod_change(key, before)
+            self._after_pod_change(key, allocation)
 
     def apply_node_pod(self, event_type: str, obj: dict[str, Any]) -> None:
+        allocation = None if event_type == "DELETED" else pod_allocation(obj)
         with self._lock:
-            key = key_of(ResourceKind.POD, obj)
-            before = self._pod_alloc.get(key)
-            if event_type == "DELETED":
-                self._pod_alloc.pop(key, None)
-            else:
-                self._track_pod(obj, rebuild=False)
-            if before == self._pod_alloc.get(key):
-                return
-            self._after_pod_change(key, before)
+            self._after_pod_change(key_of(ResourceKind.POD, obj), allocation)
 
-    def _after_pod_change(self, key: Key, before: PodAllocation | None) -> None:
-        after = self._pod_alloc.get(key)
-        touched = {n for n in ((before or ("",))[0], (after or ("",))[0]) if n}
-        self._recompute_alloc(touched)
-        for node in touched:
+    def _after_pod_change(self, key: Key, allocation: PodAllocation | None) -> None:
+        if self._alloc.pods.get(key) == allocation:
+            return
+        for node in self._alloc.set(key, allocation):
             self._rebuild_node(node)
         if self._tap is not None:
-            self._tap.pod_allocation_set(key, after)
+            self._tap.pod_allocation_set(key, allocation)
         self._changed.notify_all()
 
     def set_node_pods_unknown(self) -> None:
         with self._lock:
             self._node_pods_known = False
-            self._pod_alloc.clear()
-            self._node_alloc.clear()
+            self._alloc.clear()
             self._rebuild_all_nodes()
             if self._tap is not None:
                 self._tap.pod_allocations_replaced(None)
-
-    def _track_pod(self, obj: dict[str, Any], rebuild: bool) -> None:
-        key = key_of(ResourceKind.POD, obj)
-        spec = obj.get("spec") or {}
-        node = spec.get("nodeName")
-        phase = (obj.get("status") or {}).get("phase")
-        if not node or phase in ("Succeeded", "Failed"):
-            self._pod_alloc.pop(key, None)
-            return
-        gpus = {k: v for k, v in pod_requests(spec).items() if is_gpu_resource(k) and v}
-        if gpus:
-            self._pod_alloc[key] = (node, gpus)
-        else:
-            self._pod_alloc.pop(key, None)
-
-    def _recompute_alloc(self, nodes: set[str] | None = None) -> None:
-        if nodes is None:
-            self._node_alloc = {}
-            targets = None
-        else:
-            targets = nodes
-            for n in nodes:
-                self._node_alloc.pop(n, None)
-        for node, gpus in self._pod_alloc.values():
-            if targets is not None and node not in targets:
-                continue
-            slot = self._node_alloc.setdefault(node, {})
-            for res, value in gpus.items():
-                slot[res] = slot.get(res, 0.0) + value
 
     # -- internals ---------------------------------------------------------
 
     def _build(self, kind: ResourceKind, obj: dict[str, Any]) -> ObjectView:
         if kind is ResourceKind.NODE:
             name = (obj.get("metadata") or {}).get("name", "")
-            alloc = self._node_alloc.get(name, {}) if self._node_pods_known else None
+            alloc = self._alloc.by_node.get(name, {}) if self._node_pods_known else None
             return node_view(obj, alloc, self._health_by_node.get(name))
         return SIMPLE_VIEW_BUILDERS[kind](obj)
 
     def _note(self, kind: ResourceKind, key: Key) -> None:
         """Bump the kind's generation for a change of ``key``, in its journal if it keeps one."""
         self._gen[kind] += 1
-        journal = self._journals.get(kind)
-        if journal is not None:
-            if len(journal) == journal.maxlen:
-                self._journal_forgot[kind] = journal[0][0]
-            journal.append((self._gen[kind], key))
+        self._journals.note(kind, self._gen[kind], key)
 
-    def _store_if_moved(self, kind: ResourceKind, key: Key, obj: dict[str, Any]) -> ChangeType | None:
-        """Store ``obj`` unless the cache holds it at the same resourceVersion; the change it made."""
+    def _store_if_moved(self, kind: ResourceKind, key: Key, obj: dict[str, Any],
+                        view: ObjectView | None = None) -> ChangeType | None:
+        """Store ``obj`` (its ``view`` if built already) unless the cache holds it at the same
+        resourceVersion; the change it made."""
         old = self._raw[kind].get(key)
         if old is not None and _rv(old) == _rv(obj):
             return None
         change = ChangeType.ADDED if old is None else ChangeType.MODIFIED
-        self._store(kind, key, obj, change)
+        self._store(kind, key, obj, change, view)
         return change
 
-    def _store(self, kind: ResourceKind, key: Key, obj: dict[str, Any], change: ChangeType) -> None:
+    def _store(self, kind: ResourceKind, key: Key, obj: dict[str, Any], change: ChangeType,
+               view: ObjectView | None = None) -> None:
         self._raw[kind][key] = obj
-        view = self._build(kind, obj)
+        view = view if view is not None else self._build(kind, obj)
         self._views[kind][key] = view
         self._note(kind, key)
-        self._queue(ChangeEvent(kind, change, view))
-        if kind is ResourceKind.GPU_HEALTH and isinstance(view, GpuHealthView):
-            self._health_by_node[view.node_name] = view
-            self._rebuild_node(view.node_name)
+        event = ChangeEvent(kind, change, view)
+        self._queue(event)
+        self._health_changed(event)
 
     def _remove(self, kind: ResourceKind, key: Key, last: dict[str, Any] | None = None) -> None:
         self._raw[kind].pop(key, None)
@@ -444,14 +479,24 @@ class ObjectCache:
             strip_managed_fields(last)
             view = self._build(kind, last) if kind is not ResourceKind.NODE else view
         self._note(kind, key)
-        self._queue(ChangeEvent(kind, ChangeType.DELETED, view))
-        if kind is ResourceKind.GPU_HEALTH and isinstance(view, GpuHealthView):
-            node = view.node_name
-            if self._health_by_node.get(node) is not None:
-                self._health_by_node.pop(node, None)
-                self._rebuild_node(node)
+        event = ChangeEvent(kind, ChangeType.DELETED, view)
+        self._queue(event)
+        self._health_changed(event)
+
+    def _health_changed(self, event: ChangeEvent) -> None:
+        """A GPU health object stored or removed: its node's view shows it."""
+        view = event.obj
+        if not isinstance(view, GpuHealthView):
+            return
+        if event.type is ChangeType.DELETED:
+            if self._health_by_node.pop(view.node_name, None) is None:
+                return
+        else:
+            self._health_by_node[view.node_name] = view
+        self._rebuild_node(view.node_name)
 
     def _rebuild_node(self, name: str) -> None:
+        self._node_inputs += 1
         obj = self._raw[ResourceKind.NODE].get(("", name))
         if obj is None:
             return
@@ -461,6 +506,7 @@ class ObjectCache:
         self._queue(ChangeEvent(ResourceKind.NODE, ChangeType.MODIFIED, view))
 
     def _rebuild_all_nodes(self) -> None:
+        self._node_inputs += 1
         for (_, name) in list(self._raw[ResourceKind.NODE]):
             self._rebuild_node(name)
 

@@ -12,6 +12,7 @@ from sys import intern
 from typing import Any
 
 from tau_tui.core.apifields import Condition, parse_conditions, parse_time
+from tau_tui.core.cluster.built_from import BuiltFrom
 from tau_tui.core.cluster.field_owners import reduced_managed_fields
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import GPU_NODE_CONDITIONS, TAU_LABEL_PREFIX, is_gpu_resource
@@ -117,8 +118,16 @@ def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+_conditions: BuiltFrom[tuple[Condition, ...]] = BuiltFrom(parse_conditions)
+
+
 def conditions_of(obj: Mapping[str, Any]) -> tuple[Condition, ...]:
-    return parse_conditions((obj.get("status") or {}).get("conditions"))
+    return _conditions((obj.get("status") or {}).get("conditions"))
+
+
+def _shared_mapping(value: Any) -> Mapping[str, Any]:
+    """The object's own mapping, not a copy (views and raw objects are never changed in place)."""
+    return value if isinstance(value, dict) else dict(value or {})
 
 
 def _base(kind: ResourceKind, obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,8 +140,8 @@ def _base(kind: ResourceKind, obj: Mapping[str, Any]) -> dict[str, Any]:
         resource_version=str(meta.get("resourceVersion", "")),
         generation=meta.get("generation"),
         creation_timestamp=parse_time(meta.get("creationTimestamp")),
-        labels=dict(meta.get("labels") or {}),
-        annotations=dict(meta.get("annotations") or {}),
+        labels=_shared_mapping(meta.get("labels")),
+        annotations=_shared_mapping(meta.get("annotations")),
         owner_references=tuple(meta.get("ownerReferences") or ()),
         conditions=conditions_of(obj),
         raw=obj,
@@ -223,6 +232,20 @@ def workload_status_word(obj: Mapping[str, Any]) -> WorkloadStatusWord:
     return "pending"
 
 
+def _pod_set_views(pod_sets: Any) -> tuple[PodSetView, ...]:
+    return tuple(
+        PodSetView(
+            name=ps.get("name", ""),
+            count=_int_or_none(ps.get("count")) or 0,
+            requests=pod_requests(((ps.get("template") or {}).get("spec")) or {}),
+        )
+        for ps in pod_sets or ()
+    )
+
+
+_pod_sets: BuiltFrom[tuple[PodSetView, ...]] = BuiltFrom(_pod_set_views)
+
+
 def workload_view(obj: Mapping[str, Any]) -> WorkloadView:
     base = _base(ResourceKind.WORKLOAD, obj)
     spec = obj.get("spec") or {}
@@ -231,14 +254,7 @@ def workload_view(obj: Mapping[str, Any]) -> WorkloadView:
     priority = _int_or_none(spec.get("priority")) or 0
     boost = _int_or_none(base["annotations"].get(PRIORITY_BOOST_ANNOTATION)) or 0
     pcr = spec.get("priorityClassRef") or {}
-    pod_sets = tuple(
-        PodSetView(
-            name=ps.get("name", ""),
-            count=_int_or_none(ps.get("count")) or 0,
-            requests=pod_requests(((ps.get("template") or {}).get("spec")) or {}),
-        )
-        for ps in spec.get("podSets") or ()
-    )
+    pod_sets = _pod_sets(spec.get("podSets"))
     assignments = tuple(
         PodSetAssignment(
             name=a.get("name", ""),

@@ -19,6 +19,7 @@ from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ViewState, ViewStatus
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import KUEUE_GROUP
+from tau_tui.core.cluster.shared_values import SharedValues
 
 #: Objects in one message at most: a full list of 20,000 Workloads goes as 20 messages, each
 #: unpickled in a few milliseconds, so the UI thread never waits long for the interpreter.
@@ -118,11 +119,15 @@ def _parts(items: list[dict[str, Any]]) -> list[tuple[list[dict[str, Any]], bool
     return [(part, i == len(parts) - 1) for i, part in enumerate(parts)]
 
 
-def relay_messages(ops: list[RelayOp]) -> Iterator[list[RelayOp]]:
-    """``ops`` cut into messages of about OBJECTS_PER_MESSAGE objects each, in order."""
+def relay_messages(ops: list[RelayOp], shared: SharedValues | None = None) -> Iterator[list[RelayOp]]:
+    """``ops`` cut into messages of about OBJECTS_PER_MESSAGE objects each, in order; ``shared``:
+    the objects of full lists go as copies in which equal values are one object, so that a message
+    carries each once and the app's process unpickles one copy of it per message, not per object."""
     message: list[RelayOp] = []
     weight = 0
     for op in ops:
+        if shared is not None and op[0] == REPLACE:
+            op = (REPLACE, op[1], [shared.copy(obj) for obj in op[2]], op[3])
         message.append(op)
         weight += len(op[2]) if op[0] == REPLACE else len(op[1] or ()) if op[0] == NODE_PODS else 1
         if weight >= OBJECTS_PER_MESSAGE:
@@ -140,12 +145,14 @@ class RelayReplayer:
         self._parts: dict[ResourceKind, list[dict[str, Any]]] = {}
         self._shown: dict[ResourceKind, int] = {}
         self._node_pods: list[dict[str, Any]] = []
+        #: A watch event's object, unpickled alone, holds every value anew: equal values are shared.
+        self._shared = SharedValues()
 
     def apply(self, op: RelayOp) -> tuple[int, datetime, float] | None:
         """Apply one write; a flush mark returns its ``(seq, simulated now, monotonic)``."""
         verb, cache = op[0], self.cache
         if verb == APPLY:
-            cache.apply(op[1], op[2], op[3])
+            cache.apply(op[1], op[2], self._shared.copy(op[3]))
         elif verb == REPLACE:
             listed = self._parts.setdefault(op[1], [])
             listed.extend(op[2])

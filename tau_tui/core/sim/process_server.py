@@ -27,6 +27,7 @@ from multiprocessing.connection import Connection, Listener
 from typing import Any
 
 from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.shared_values import SharedValues
 from tau_tui.core.sim.backend import SimulatedBackend
 from tau_tui.core.sim.cache_relay import RelayedCache, relay_messages
 from tau_tui.core.sim.process_wire import (
@@ -121,8 +122,9 @@ class ClusterServer:
             at_the_latest = threading.Timer(TICKERS_AT_THE_LATEST_S, self.start_tickers)  # should the note never come
             at_the_latest.daemon = True
             at_the_latest.start()
+            shared = SharedValues()  # this session's sender's own: the copies it makes are never changed
             while (ops := cache.take()) is not None:
-                for message in relay_messages(ops):
+                for message in relay_messages(ops, shared):
                     send_relayed(conn, message)
         finally:
             with self._lock:
