@@ -3,6 +3,9 @@ their first open shows rows at once instead of reading and styling while the per
 
 Both wait for a moment without keys, since they share the processor with them; a read waits only
 up to :data:`LONGEST_WAIT_FOR_QUIET_S`.  A pane that was opened reads only while it is on screen.
+A pane not opened is read once: the Runs pane's read ahead reads its first part of the runs only and
+goes on with the others once it is opened (``run_rows.py``), so no pane nobody opened costs the
+cluster's size.
 """
 
 from __future__ import annotations

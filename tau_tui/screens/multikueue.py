@@ -16,12 +16,25 @@ from textual.widgets import Label, Static
 from tau_tui.core.apifields import Condition
 from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.view_types import ObjectView, WorkloadView
+from tau_tui.core.operations.live_selection import LiveSelection
 from tau_tui.core.operations.multikueue import compare_with_tau_cluster, evaluate_multikueue_ready
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
+
+
+def multikueue_workloads(mk_checks: frozenset[str]) -> LiveSelection:
+    """The Workloads placed on a worker or carrying one of ``mk_checks``' states, kept from the
+    cache's journal: a read costs the Workloads that changed, not every one."""
+
+    def picks(view: ObjectView) -> bool:
+        return isinstance(view, WorkloadView) and bool(
+            view.cluster_name or any(state.name in mk_checks for state in view.admission_checks))
+
+    return LiveSelection(ResourceKind.WORKLOAD, picks)
 
 
 def condition_cells(condition: Condition | None) -> list[Text]:
@@ -62,6 +75,10 @@ class MultiKueueScreen(PaneScreen):
         self.tau.open_multikueue_flow(flow, [])
     VIEW_KINDS = (ResourceKind.ADMISSION_CHECK, ResourceKind.MULTIKUEUE_CONFIG, ResourceKind.MULTIKUEUE_CLUSTER,
                   ResourceKind.WORKLOAD)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._mk_workloads: tuple[frozenset[str], LiveSelection] | None = None
 
     def compose_body(self) -> ComposeResult:
         yield Static(Text("evaluating…"), id="mk-verdict")
@@ -124,8 +141,11 @@ class MultiKueueScreen(PaneScreen):
                 continue
             cells = condition_cells(cluster.condition("Active"))
             data.config_rows.append((f"cluster/{cluster.name}", [Text(cluster.name), Text("MultiKueueCluster"), *cells]))
-        mk_checks = {c.name for c in checks if c.is_multikueue}
-        for wl in backend.workloads():
+        mk_checks = frozenset(c.name for c in checks if c.is_multikueue)
+        if self._mk_workloads is None or self._mk_workloads[0] != mk_checks:
+            self._mk_workloads = (mk_checks, multikueue_workloads(mk_checks))
+        for wl in self._mk_workloads[1].current(backend):
+            assert isinstance(wl, WorkloadView)
             states = [c for c in wl.admission_checks if c.name in mk_checks]
             if not states and not wl.cluster_name:
                 continue

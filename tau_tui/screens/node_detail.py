@@ -12,6 +12,8 @@ from textual.widgets import Label
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import is_gpu_resource
+from tau_tui.core.cluster.view_types import EventView, NodeView, ObjectView, PodView
+from tau_tui.core.operations.live_selection import LiveSelection
 from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
@@ -61,6 +63,15 @@ class NodeDetailScreen(PaneScreen):
         super().__init__()
         self.node_name = node
         self.data = NodeDetailData()
+        # the node's pods and events, kept from the cache's journal: a read costs what changed
+        self._node_pods = LiveSelection(ResourceKind.POD, self._on_node)
+        self._node_events = LiveSelection(ResourceKind.EVENT, self._about_node)
+
+    def _on_node(self, view: ObjectView) -> bool:
+        return isinstance(view, PodView) and view.node_name == self.node_name
+
+    def _about_node(self, view: ObjectView) -> bool:
+        return isinstance(view, EventView) and view.involved_kind == "Node" and view.involved_name == self.node_name
 
     def crumbs(self) -> str:
         return f"Nodes › {self.node_name}"
@@ -80,9 +91,9 @@ class NodeDetailScreen(PaneScreen):
         assert backend is not None
         now = self.tau.now()
         stale = self.read_freshness().stale
-        node = next((n for n in backend.nodes() if n.name == self.node_name), None)
+        node = backend.get(ResourceKind.NODE, self.node_name)
         data = NodeDetailData()
-        if node is None:
+        if not isinstance(node, NodeView):
             data.found = False
             data.title = f"node {self.node_name} not found (deleted?)"
             return data
@@ -115,9 +126,8 @@ class NodeDetailScreen(PaneScreen):
                 data.gpu_rows.append((f"source-{src.source}", [
                     Text("node"), Text(src.label), verdict_cell_for(src.verdict.value, stale or src.stale),
                     Text(one_line(src.message, 120)), "", "", "", ""]))
-        for pod in backend.pods():
-            if pod.node_name != node.name:
-                continue
+        for pod in self._node_pods.current(backend):
+            assert isinstance(pod, PodView)
             gpus = {k: v for k, v in pod.requests.items() if is_gpu_resource(k)}
             if not gpus:
                 continue
@@ -126,7 +136,7 @@ class NodeDetailScreen(PaneScreen):
             data.pod_rows.append((key, [Text(key), Text(f"{pod.namespace}/{run}"),
                                         Text(" ".join(f"{v:g} {k.replace('nvidia.com/', '')}" for k, v in sorted(gpus.items()))),
                                         Text(pod.phase), Text(since(pod.creation_timestamp, now))]))
-        events = [e for e in backend.events() if e.involved_kind == "Node" and e.involved_name == node.name]
+        events = [e for e in self._node_events.current(backend) if isinstance(e, EventView)]
         events.sort(key=lambda e: e.last_timestamp or e.creation_timestamp or now, reverse=True)
         for e in events[:50]:
             data.event_rows.append((e.uid or e.name, [status_text("warning" if e.type == "Warning" else "done", e.type),
@@ -169,6 +179,6 @@ class NodeDetailScreen(PaneScreen):
 
     def action_yaml(self) -> None:
         backend = self.tau.backend
-        node = next((n for n in backend.nodes() if n.name == self.node_name), None) if backend else None
-        if node is not None:
+        node = backend.get(ResourceKind.NODE, self.node_name) if backend else None
+        if isinstance(node, NodeView):
             describe_object(self.tau, node, yaml_view=True)

@@ -68,6 +68,8 @@ class ReadRequest:
     keep_reading: Callable[[], None] = lambda: None
     #: Whether this read is the pane's first and a person waits for it (not a read ahead).
     first_rows_waited_for: Callable[[], bool] = lambda: False
+    #: Whether this read is made ahead of the pane's first open (nobody waits for it yet).
+    read_ahead: Callable[[], bool] = lambda: False
 
     def plan_table(self, table_id: str, rows: Sequence[Row], notice: Text | None = None,
                    matchable: Mapping[str, Matchable] | None = None) -> TablePlan:
@@ -330,7 +332,7 @@ class PaneReader:
             cpu_started = self.cpu_clock()
             freshness = Freshness.read(self.host.backend, pane.VIEW_KINDS)
             request = ReadRequest(row_filter, freshness, table_states, self.keep_reading,
-                                  lambda: self.first_rows_waited_for)
+                                  lambda: self.first_rows_waited_for, lambda: self.reading_ahead)
             # the first rows, or the rest of a first read shown in parts: a person waits, every row is new
             waited_for = self.first_rows_waited_for or self.host.first_rows_awaited_by is pane
             with collections_held() if waited_for else nullcontext():

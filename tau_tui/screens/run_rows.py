@@ -11,10 +11,11 @@ order by bisection and the table's update is planned for those rows alone, as th
 workloads are (``queue_workloads.py``): at 20,000 runs a read costs the changes, not the table.
 
 A full read that a person waits for (the pane opened with no rows yet, or opened while its read
-ahead runs) comes in parts: once it has read at least :data:`RUNS_IN_A_FIRST_PART` runs it shows
+ahead runs), and a read ahead of the pane's first open, come in parts: once it has read at least :data:`RUNS_IN_A_FIRST_PART` runs it shows
 them, and the next read goes on with the others from the same lists.  At 20,000 runs working out
 every status is most of a second; the rows read by then are on screen meanwhile, the status line
-saying how many are read."""
+saying how many are read.  A read ahead stops after its first part until the pane is opened, so
+a pane nobody opened costs one part, not every run."""
 
 from __future__ import annotations
 
@@ -180,9 +181,10 @@ class RunRows:
              statuses: RunStatusMemo, cancelled: Mapping[str, Any], worker_pods: WorkerPods, quick_allowed: bool,
              table: TableState | None, keep_reading: Callable[[], None],
              waited_for: Callable[[], bool] | None = None) -> RunsRead:
-        """``waited_for``: whether a person waits for this read (asked as it goes); a full read then
-        shows the runs read so far once there are :data:`RUNS_IN_A_FIRST_PART`, and the next read goes
-        on with the others."""
+        """``waited_for``: whether this read may end after its first part (asked as it goes): a person
+        waits for it, or it is made ahead of the pane's first open.  A full read then shows the runs
+        read so far once there are :data:`RUNS_IN_A_FIRST_PART`, and the next read goes on with the
+        others (for a read ahead, once the pane is opened)."""
         self._read_token += 1
         under_way = self._full_read_under_way
         if under_way is not None and under_way.backend is backend and under_way.place == place:
@@ -265,7 +267,9 @@ class RunRows:
                    waited_for: Callable[[], bool] | None = None) -> RunsRead:
         """Reads the owners of ``full`` not read yet (the first part only, while ``waited_for``),
         then, when none is left, the runs of no owner and the rows in order."""
-        self._full_read_under_way = None  # a part stopped half way leaves nothing to go on from
+        # a read stopped among the owners (the pane left the screen) goes on from there next time:
+        # each owner is read whole before it counts as read
+        self._full_read_under_way = full
         kept, index = full.kept, full.index
         start = stop = full.next_owner
         while stop < len(full.owners):
@@ -273,8 +277,7 @@ class RunRows:
                 keep_reading()
                 if waited_for is not None and stop - start >= RUNS_IN_A_FIRST_PART and waited_for():
                     break
-            count, stop = stop, stop + 1
-            owner = full.owners[count]
+            owner = full.owners[stop]
             key = f"{owner.namespace or ''}/{owner.name}"
             parts = index.parts(owner)
             status = self._status(key, owner, index, kept.faults, statuses, parts)
@@ -284,10 +287,11 @@ class RunRows:
             kept.matchable[key] = self._matchable(key, owner, status)
             self._point_back(kept, key, owner, parts)
             full.items.append((STATE_ORDER[status.state], key, owner, status))
-        full.next_owner = stop
+            stop += 1
+            full.next_owner = stop
         if stop < len(full.owners):
-            self._full_read_under_way = full
             return self._first_part(full, now)
+        self._full_read_under_way = None  # a last part stopped half way leaves nothing to go on from
         read = self._last_part(full, now, statuses, cancelled, worker_pods, keep_reading)
         read.token = self._read_token
         return read

@@ -190,7 +190,9 @@ class RunsScreen(PaneScreen):
                                    lambda worker, ns, run: read_worker_pods(self._worker_backend(worker), ns, run),
                                    request.freshness.notice(ResourceKind.JOB, ResourceKind.RAY_JOB) is None,
                                    request.table_states.get("runs-table"), request.keep_reading,
-                                   waited_for=request.first_rows_waited_for)
+                                   # a read ahead reads the first part only, and goes on once the pane is
+                                   # opened: a pane not open does no work in proportion to the runs
+                                   waited_for=lambda: request.first_rows_waited_for() or request.read_ahead())
         data = RunsData(read.rows, read.statuses, read.decisions, read.owners, read.matchable, None, "", read.released,
                         read.token, read.reading)
         counts = ", ".join(f"{n} {s}" for s, n in sorted(read.counts.items()) if n)

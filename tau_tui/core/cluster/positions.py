@@ -13,7 +13,7 @@ import enum
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -297,9 +297,16 @@ class LocalQueuePositions:
         self.max_age_s = max_age_s
         self._clock = clock
         self._cached: dict[tuple[str, str], CachedPositions] = {}
+        #: When each queue's report was last read, its report kept when it came back the same.
+        self._checked_at: dict[tuple[str, str], float] = {}
         self._updating = threading.Lock()
         #: How many reports were read (tests bound work by it).
         self.reads = 0
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock reports are aged by."""
+        return self._clock
 
     def current(self, queues: Iterable[tuple[str, str]]) -> dict[tuple[str, str], CachedPositions]:
         """The reports held now for ``queues`` (no read; a queue never read has none)."""
@@ -336,13 +343,15 @@ class LocalQueuePositions:
             if cached is None:
                 due.append((0, 0.0, queue, members))
                 continue
-            # the same tuple (a reader that keeps each queue's members until one changes) or the same views
-            same = cached.members is members or (
-                len(cached.members) == len(members) and all(a is b for a, b in zip(cached.members, members, strict=False)))
-            if same and now - cached.read_at < self.max_age_s:
+            same = same_members(cached.members, members)
+            if same and cached.members is not members:
+                # held with the caller's tuple from now on: the next look is one comparison
+                cached = self._cached[queue] = replace(cached, members=members)
+            checked_at = self._checked_at.get(queue, cached.read_at)
+            if same and now - checked_at < self.max_age_s:
                 fresh[queue] = cached
             else:
-                due.append((2 if same else 1, cached.read_at, queue, members))
+                due.append((2 if same else 1, checked_at, queue, members))
         due.sort(key=lambda item: item[:2])
         for index, (_, _, queue, members) in enumerate(due):
             cached = self._cached.get(queue)
@@ -358,11 +367,55 @@ class LocalQueuePositions:
                     fresh[queue] = cached
                 continue
             self.reads += 1
-            # aged from when the read finished: on a loaded machine a round of reads can outlast max_age_s
-            fresh[queue] = CachedPositions(report, {e.name: e for e in report.entries if e.namespace == queue[0]},
-                                           members, self._clock())
+            fresh[queue] = self._keep(queue, cached, report, members)
         self._cached = fresh
+        self._checked_at = {queue: at for queue, at in self._checked_at.items() if queue in fresh}
         return fresh, problems
+
+    def read_queue(self, queue: tuple[str, str], members: tuple[WorkloadView, ...],
+                   read: Callable[[str, str], PositionReport]) -> tuple[bool, str | None]:
+        """Reads one queue's report for ``members`` (a background reader's step).  Returns whether
+        the report held for it changed (one that came back the same for the same members is kept,
+        so its rows need no new look) and the problem met, if any (the last report is then kept)."""
+        with self._updating:
+            cached = self._cached.get(queue)
+            try:
+                report = read(queue[0], queue[1])
+            except Exception as err:
+                return False, f"positions unavailable for {queue[0]}/{queue[1]}: {err}"
+            self.reads += 1
+            kept = self._cached[queue] = self._keep(queue, cached, report, members)
+            return kept is not cached, None
+
+    def holds(self, queue: tuple[str, str]) -> CachedPositions | None:
+        """The report held for ``queue`` (no read)."""
+        return self._cached.get(queue)
+
+    def checked_at(self, queue: tuple[str, str]) -> float | None:
+        """When ``queue``'s report was last read (on this clock), None when it never was."""
+        cached = self._cached.get(queue)
+        return None if cached is None else self._checked_at.get(queue, cached.read_at)
+
+    def _keep(self, queue: tuple[str, str], cached: CachedPositions | None, report: PositionReport,
+              members: tuple[WorkloadView, ...]) -> CachedPositions:
+        # aged from when the read finished: on a loaded machine a round of reads can outlast max_age_s
+        now = self._clock()
+        self._checked_at[queue] = now
+        if cached is not None and cached.members is members and same_report(cached.report, report):
+            return cached
+        return CachedPositions(report, {e.name: e for e in report.entries if e.namespace == queue[0]}, members, now)
 
     def invalidate(self) -> None:
         self._cached = {}
+        self._checked_at = {}
+
+
+def same_members(before: Sequence[WorkloadView], now: Sequence[WorkloadView]) -> bool:
+    """The same tuple (a reader that keeps each queue's members until one changes) or the same views
+    (compared by identity: the cache builds a new view per change)."""
+    return before is now or (len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True)))
+
+
+def same_report(before: PositionReport, now: PositionReport) -> bool:
+    """The same places in line, from the same source, for the same reason (its time aside)."""
+    return before.entries == now.entries and before.source is now.source and before.message == now.message
