@@ -85,6 +85,9 @@ BENCH_ROWS = 8
 ROW_RE = re.compile(r"job-\d{5}")
 LISTING = "still listing"
 TAU_COUNTS_RE = re.compile(r"workloads: ((?:\d+ \w+(?:, )?)+)")
+#: A bench row and its Queue value's number; k9s marks a changed cell with a "Δ" right after the
+#: value (a word character, so ``\b`` there never matches).
+BENCH_ROW_QUEUE = re.compile(r"(bench-\d\d)\b.*?\bq-(\d+)(?!\d)")
 K9S_COUNT_RE = re.compile(r"\((?:all|[\w-]+)\)\[(\d[\d,]*)\]")
 KUBECTL_JSON = "kubectl get workloads -A -o json"
 WAIT_LIMIT = 180.0
@@ -392,7 +395,7 @@ def latency_run(name: str, command: list[str], env: dict, api: Api, names: list[
                 first_seq: int) -> dict:
     screen = Screen(name, command, env)
     started = screen.start()
-    pair = re.compile(r"(bench-\d\d)\b.*?\bq-(\d+)\b")
+    pair = BENCH_ROW_QUEUE
     try:
         while time.monotonic() - started < WAIT_LIMIT and not re.search(r"bench-\d\d", screen.capture()):
             time.sleep(0.1)
