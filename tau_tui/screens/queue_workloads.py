@@ -19,14 +19,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.text import Text
+
 from tau_tui.core.cluster.background_positions import BackgroundPositions
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.positions import CachedPositions, LocalQueuePositions, PendingPosition
 from tau_tui.core.cluster.view_types import EventView, WorkloadView
-from tau_tui.widgets.cell_text import age, age_changes_at, delta, one_line
+from tau_tui.widgets.cell_text import age, age_changes_at, delta, one_line, shared
 from tau_tui.widgets.keyed_table import ColumnSpec, Matchable
-from tau_tui.widgets.status_text import status_text
+from tau_tui.widgets.status_text import status_text, style_of
 from tau_tui.widgets.table_plan import Row, RowsView, TablePlan, TableState, plan_changed_rows
 
 #: More Workloads changed than this since the last read: a full read (it costs about the same).
@@ -163,6 +165,7 @@ class WorkloadRows:
         #: their cells object, so the table neither compares nor redraws them.
         self.row_cache: dict[str, tuple[tuple, list, str]] = {}
         self._kept: _Kept | None = None
+        self._status_cells: dict[tuple[str, str], Text] = {}
         #: The last read's token, and the last one the table was seen to show: a read that never
         #: reached the table (dropped, stopped, failed) leaves the next read to be a full one.
         self._read_token = 0
@@ -211,11 +214,19 @@ class WorkloadRows:
                 cells[POS_CELL], cells[DELTA_CELL], cells[WAITING_CELL] = pos, change, waiting
         else:
             row_text = f"{wl.namespace}/{wl.name} {wl.queue_name} {wl.status_word} {wl.owner_name or ''}"
-            prio = f"{wl.effective_priority}" + (f" {wl.priority_class}" if wl.priority_class else "")
-            cells = [status_text(wl.status_word), pos, change, key, wl.queue_name or "—",
+            prio = shared(f"{wl.effective_priority}" + (f" {wl.priority_class}" if wl.priority_class else ""))
+            cells = [self._status_cell(wl.status_word), pos, change, key, wl.queue_name or "—",
                      waiting, prio, why_pending(wl, [warning] if warning else [], held)]
         self.row_cache[key] = (inputs, cells, row_text)
         return cells, row_text
+
+    def _status_cell(self, word: str) -> Text:
+        """One status cell per word and theme style, shared by the rows (never changed once made)."""
+        style = style_of(word)
+        cell = self._status_cells.get((word, style))
+        if cell is None:
+            cell = self._status_cells[(word, style)] = status_text(word)
+        return cell
 
     @staticmethod
     def _sort_key(wl: WorkloadView, report: CachedPositions | None) -> SortKey:
@@ -259,13 +270,16 @@ class WorkloadRows:
         workloads = backend.workloads()
         pending: dict[QueueKey, dict[str, WorkloadView]] = {}
         counts = {word: 0 for word in STATE_ORDER}
+        views: dict[str, WorkloadView] = {}  # one key string per Workload, shared by every map below
         for w in workloads:
+            key = f"{w.namespace}/{w.name}"
+            views[key] = w
             if w.status_word in counts:
                 counts[w.status_word] += 1
             if w.status_word == "pending":
                 queue = queue_of(w)
                 if queue in queues:
-                    pending.setdefault(queue, {})[f"{w.namespace}/{w.name}"] = w
+                    pending.setdefault(queue, {})[key] = w
         waiting_for_positions = (listing and bool(workloads)) or (rows_before_positions_over is not None and sum(
             len(queued) for queued in pending.values()) > rows_before_positions_over)
         members = {queue: tuple(queued.values()) for queue, queued in pending.items()}
@@ -284,10 +298,7 @@ class WorkloadRows:
                     warnings[warning_key] = e  # the newest warning per workload
                     warning_events[(e.namespace or "", e.name)] = warning_key
         sort_of: dict[str, SortKey] = {}
-        views: dict[str, WorkloadView] = {}
-        for w in workloads:
-            key = f"{w.namespace}/{w.name}"
-            views[key] = w
+        for key, w in views.items():
             sort_of[key] = self._sort_key(w, reports.get(queue_of(w)))
         order = sorted((sort_key, key) for key, sort_key in sort_of.items())
         previous = self.row_cache

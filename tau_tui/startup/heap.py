@@ -14,15 +14,18 @@ allocations, a young collection paused every thread for up to 113 ms and a middl
 with 10,000 and 5 they were 44 and 76 ms, but two full collections of 0.9 and 1.4 s came instead.
 So young collections are small and frequent, full collections never start on their own, and the
 app collects and freezes again on its own terms (:func:`settle_heap`) when nobody is pressing keys
-(``app_components/heap_upkeep.py``).  Reference counting still frees everything as before; only cycles
-among frozen objects stay until the process ends."""
+(``app_components/heap_upkeep.py``).  Reference counting still frees everything as before; cycles
+among frozen objects wait for the next settle that unfreezes first (:data:`FULL_SETTLE_EVERY_S`)."""
 
 from __future__ import annotations
 
 import gc
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from tau_tui.core.heap_trim import return_free_memory
 
 #: One young collection per 10,000 allocations (CPython's default: 700), a middle one per 5 young.
 YOUNG_THRESHOLD = 10_000
@@ -31,7 +34,11 @@ MIDDLE_THRESHOLD = 5
 OLD_THRESHOLD = 1_000_000_000
 
 
+#: At most this often a settle collects the frozen objects too (a walk of everything alive).
+FULL_SETTLE_EVERY_S = 60.0
+
 _tuned = False
+_last_full_at = time.monotonic()
 #: Reads holding the young and middle collections off (:func:`collections_held`), and its lock.
 _holds = 0
 _holds_lock = threading.Lock()
@@ -49,10 +56,18 @@ def settle_heap() -> int:
     """Collect once, then freeze every object alive now (the synced cache, and later what survived
     since the last settle).  Returns how many objects are frozen (0: the collector was not tuned for
     this process).  Call from a worker thread: the collection walks every object not yet frozen."""
+    global _last_full_at
     if not _tuned:
         return 0
+    now = time.monotonic()
+    if now - _last_full_at >= FULL_SETTLE_EVERY_S:
+        # frozen objects that became cyclic garbage since (replaced rows, views) are only found
+        # by a collection that sees them: without it they pile up for as long as the cluster changes
+        _last_full_at = now
+        gc.unfreeze()
     gc.collect()
     gc.freeze()
+    return_free_memory()  # what the collection and the build before it freed leaves the process
     return gc.get_freeze_count()
 
 

@@ -4,6 +4,21 @@ from __future__ import annotations
 
 from datetime import datetime
 
+#: Texts that many cells show alike (ages, deltas, reasons), one copy each: a table of 100,000 rows
+#: would otherwise hold a string per row.  Started over when full; a dropped text is shared again.
+_SHARED: dict[str, str] = {}
+_SHARED_KEPT = 65536
+
+
+def shared(text: str) -> str:
+    """``text``, or the equal string handed out before (any thread: one dict operation)."""
+    kept = _SHARED.get(text)
+    if kept is not None:
+        return kept
+    if len(_SHARED) >= _SHARED_KEPT:
+        _SHARED.clear()
+    return _SHARED.setdefault(text, text)
+
 
 def age(seconds: float | None) -> str:
     """``45s``, ``12m``, ``3h5m``, ``2d4h`` (kubectl-like); ``—`` when unknown."""
@@ -11,15 +26,15 @@ def age(seconds: float | None) -> str:
         return "—"
     seconds = max(0, int(seconds))
     if seconds < 60:
-        return f"{seconds}s"
+        return shared(f"{seconds}s")
     minutes, _ = divmod(seconds, 60)
     if minutes < 60:
-        return f"{minutes}m"
+        return shared(f"{minutes}m")
     hours, minutes = divmod(minutes, 60)
     if hours < 24:
-        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+        return shared(f"{hours}h{minutes}m" if minutes else f"{hours}h")
     days, hours = divmod(hours, 24)
-    return f"{days}d{hours}h" if hours else f"{days}d"
+    return shared(f"{days}d{hours}h" if hours else f"{days}d")
 
 
 def age_changes_at(since: datetime, now: datetime) -> float:
@@ -38,12 +53,12 @@ def delta(change: int | None) -> str:
     if change is None:
         return ""
     if change < 0:
-        return f"↑{-change}"
+        return shared(f"↑{-change}")
     if change > 0:
-        return f"↓{change}"
+        return shared(f"↓{change}")
     return "="
 
 
 def one_line(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return shared(flat if len(flat) <= limit else flat[: limit - 1] + "…")

@@ -7,7 +7,7 @@ import pytest
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.live_run_index import LiveRunIndex
-from tau_tui.core.operations.run_index import RunIndex
+from tau_tui.core.operations.run_index import RunIndex, _as_mapping
 from tau_tui.core.sim.backend import SimulatedBackend
 from tau_tui.core.sim.scenario import build_world
 
@@ -24,7 +24,7 @@ def demo():
 
 def buckets(index: RunIndex) -> list[dict]:
     """Every bucket of the index, with the views in it (what is held, and nothing else)."""
-    return [{bucket: dict(held) for bucket, held in by.items()}
+    return [{bucket: dict(_as_mapping(held)) for bucket, held in by.items()}
             for by in (index._workloads_by_uid, index._pods_by_label, index._events_by_name)]
 
 

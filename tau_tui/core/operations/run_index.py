@@ -13,20 +13,32 @@ the cache lists them, however they were put."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from tau_tui.core.cluster.view_types import EventView, JobView, ObjectView, PodView, RayJobView, WorkloadView
 from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.run_objects import RunObjects, run_objects
 
 Key = tuple[str, str]
-_View = TypeVar("_View", bound=ObjectView)
 POD_RUN_LABELS = ("job-name", "ray.io/cluster")
 
 
-def _in_key_order(bucket: Mapping[Key, _View] | None) -> list[_View]:
-    if not bucket:
+#: A bucket holds its one view alone, and a dict by key only once two views share it: most runs
+#: have one Workload and one pod, and a dict (and a key tuple) per bucket is most of the index.
+Bucket = Any
+
+
+def _as_mapping(bucket: Bucket) -> Mapping[Key, Any]:
+    if bucket is None:
+        return {}
+    return bucket if isinstance(bucket, dict) else {bucket.key: bucket}
+
+
+def _in_key_order(bucket: Bucket) -> list[Any]:
+    if bucket is None:
         return []
+    if not isinstance(bucket, dict):
+        return [bucket]
     if len(bucket) == 1:
         return list(bucket.values())
     return [bucket[key] for key in sorted(bucket)]
@@ -43,16 +55,16 @@ def _pod_labels(p: PodView) -> list[tuple[str, str, str]]:
 class RunIndex:
     def __init__(self, workloads: Iterable[WorkloadView] = (), pods: Iterable[PodView] = (),
                  events: Iterable[EventView] = ()) -> None:
-        self._workloads_by_uid: dict[str, dict[Key, WorkloadView]] = {}
-        self._pods_by_label: dict[tuple[str, str, str], dict[Key, PodView]] = {}
-        self._events_by_name: dict[Key, dict[Key, EventView]] = {}
+        self._workloads_by_uid: dict[str, Bucket] = {}
+        self._pods_by_label: dict[tuple[str, str, str], Bucket] = {}
+        self._events_by_name: dict[Key, Bucket] = {}
         for views in (workloads, pods, events):
             for view in views:
                 self.put(view)
 
     # -- one object at a time (the caller removes an object's old view before it puts the new one) --
 
-    def _buckets(self, view: ObjectView) -> tuple[dict[Any, dict[Key, Any]], Iterable[Any]]:
+    def _buckets(self, view: ObjectView) -> tuple[dict[Any, Bucket], Iterable[Any]]:
         """Where ``view`` is indexed: the index of its kind, and its bucket keys there (none for
         a kind the index does not hold)."""
         if isinstance(view, WorkloadView):
@@ -65,17 +77,32 @@ class RunIndex:
 
     def put(self, view: ObjectView) -> None:
         index, buckets = self._buckets(view)
+        key = view.key
         for bucket in buckets:
-            index.setdefault(bucket, {})[view.key] = view
+            held = index.get(bucket)
+            if held is None or (not isinstance(held, dict) and held.key == key):
+                index[bucket] = view
+            elif isinstance(held, dict):
+                held[key] = view
+            else:
+                index[bucket] = {held.key: held, key: view}
 
     def remove(self, view: ObjectView) -> None:
         index, buckets = self._buckets(view)
+        key = view.key
         for bucket in buckets:
             held = index.get(bucket)
-            if held is not None:
-                held.pop(view.key, None)
-                if not held:
+            if held is None:
+                continue
+            if not isinstance(held, dict):
+                if held.key == key:
                     del index[bucket]
+                continue
+            held.pop(key, None)
+            if len(held) == 1:
+                index[bucket] = next(iter(held.values()))
+            elif not held:
+                del index[bucket]
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -90,10 +117,10 @@ class RunIndex:
         else:
             pods = []
         names = {owner.name} | {w.name for w in workloads} | {p.name for p in pods}
-        found = [hit for name in names if (hit := self._events_by_name.get((ns, name)))]
+        found = [hit for name in names if (hit := self._events_by_name.get((ns, name))) is not None]
         if len(found) <= 1:  # most runs: no events, or only the owner's
             return workloads, pods, _in_key_order(found[0]) if found else []
-        return workloads, pods, _in_key_order({key: e for hit in found for key, e in hit.items()})
+        return workloads, pods, _in_key_order({key: e for hit in found for key, e in _as_mapping(hit).items()})
 
     def ray_cluster_pods(self, namespace: str, ray_cluster: str) -> list[PodView]:
         """Pods of a Ray cluster (a cancelled RayJob's, once the RayJob is gone)."""
