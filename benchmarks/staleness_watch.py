@@ -7,8 +7,8 @@ the kubeconfig the source wrote, started as benchmarks/side_by_side.py starts it
 --readonly --pane queue`, `k9s --readonly --command workloads.kueue.x-k8s.io` (k9s lists
 Workloads as server-side Tables, which the source prints with the Kueue CRD's columns, and
 re-lists every 2 s, its default refreshRate); all namespaces (``-A``), or with ``--namespace
-aaa-bench`` the hot rows' only (``-n``).  Once the bench rows are on screen (and 3 s more), the
-changes start; the screen is captured every 20 ms until the source ends.  Each hot change's
+aaa-bench`` the hot rows' only (``-n``).  Once the screen says the whole list is in (tau-tui's
+counts line, k9s's title count; and 3 s more), the changes start; the screen is captured every 20 ms until the source ends.  Each hot change's
 staleness (benchmarks/staleness.py) is from the moment the source's store held it (the ``at`` of
 its line in the changes file) until a capture shows its ``q-<seq>`` or a newer one on its row;
 every hot change counts, and those never reflected are counted.  p50/p90/p99/max by nearest rank
@@ -58,7 +58,7 @@ from machine_info import machine, machine_line  # noqa: E402
 from percentiles import Summary, summarize  # noqa: E402
 from raw_results import save_raw  # noqa: E402
 from remote_link import line_backgrounds, styled  # noqa: E402
-from side_by_side import tool_commands  # noqa: E402
+from side_by_side import listed_count, tool_commands  # noqa: E402
 from staleness import Change, Observation, look_at_screen, read_changes, staleness  # noqa: E402
 from tmux_screen import Screen  # noqa: E402
 
@@ -169,7 +169,7 @@ def one_run(args: argparse.Namespace, rate: float, tool: str, peers: dict[str, P
     screen = Screen(tool, command, env)
     observations: list[Observation] = []
     shown: dict[str, str] = {}
-    captures, rss_peak, cpu_used, rows_after = 0, 0.0, float("nan"), float("inf")
+    captures, rss_peak, cpu_used, rows_after, whole_list_after = 0, 0.0, float("nan"), float("inf"), float("inf")
     keys: CursorKeys | None = None
     steps: CursorSteps | None = None
     key_samples: list[float] | None = None
@@ -178,6 +178,12 @@ def one_run(args: argparse.Namespace, rate: float, tool: str, peers: dict[str, P
         while time.monotonic() - started < ROWS_LIMIT_S and not HOT_PAIR.search(screen.capture()):
             time.sleep(0.1)
         rows_after = time.monotonic() - started
+        # Steady state: the changes start once the screen says the whole list is in (tau-tui's
+        # counts line, k9s's title), so no change waits behind the first list.
+        expected = args.hot_rows if args.namespace else args.workloads + args.hot_rows
+        while time.monotonic() - started < ROWS_LIMIT_S and (listed_count(tool, screen.capture()) or 0) < expected:
+            time.sleep(0.1)
+        whole_list_after = time.monotonic() - started
         time.sleep(3)  # settle after the first paint
         steps = cursor_steps(screen) if tool in args.keys_for.split(",") else None
         cpu_before = cpu_seconds(screen.pid)
@@ -220,7 +226,7 @@ def one_run(args: argparse.Namespace, rate: float, tool: str, peers: dict[str, P
             "tool_cpu_s": cpu_used, "tool_cpu_s_per_1000_changes": cpu_used / len(records) * 1000 if records else None,
             "keys_s": None if key_samples is None else summarize(key_samples).as_dict(),
             "key_samples_s": key_samples, "cursor_lines": None if steps is None else steps.lines,
-            "rows_on_screen_after_s": rows_after, "captures": captures, "rss_peak_mb": rss_peak,
+            "rows_on_screen_after_s": rows_after, "whole_list_after_s": whole_list_after, "captures": captures, "rss_peak_mb": rss_peak,
             "source": json.loads(summary_lines[-1]) if summary_lines else None}
 
 
