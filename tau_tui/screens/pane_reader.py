@@ -40,6 +40,10 @@ READ_AHEAD_YIELDS_AT_MOST_S = 2.0
 #: While keys come, a read sleeps between its steps (the interpreter released for the UI thread),
 #: at most MAX_KEY_NAPS_S in all per read, so it still finishes.
 MAX_KEY_NAPS_S = 1.0
+#: While keys come, a refresh of a pane whose data moved waits for a pause, but never longer than
+#: this after the last one started: keys held down (j to scroll, a long filter) would otherwise keep
+#: the pane on what it first read, its counts and ages frozen, for as long as they come.
+MAX_HELD_FOR_KEYS_S = 1.0
 
 
 def read_place(backend: Any) -> tuple:
@@ -234,9 +238,9 @@ class PaneReader:
         if not force and now - self.finished_at < backoff * self.read_cpu_seconds:
             self.ticks_backed_off += 1
             return False
-        if not force and now < self.host.key_hold_until:
-            # keys come: the change poll looks again soon and reads once they pause (a forced read,
-            # a filter or the pane's first, does not wait)
+        if not force and now < self.host.key_hold_until and now - self.collected_at < MAX_HELD_FOR_KEYS_S:
+            # keys come: the change poll looks again soon and reads once they pause or the hold
+            # has lasted MAX_HELD_FOR_KEYS_S (a forced read, a filter or the pane's first, does not wait)
             self.ticks_held_for_keys += 1
             return False
         self.drawn_signature = signature
