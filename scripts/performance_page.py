@@ -230,8 +230,10 @@ def app_scales() -> list[str]:
     def with_rounds(command: str, data: dict | None) -> str:
         # one `/` a round, so the rounds are the count of its samples
         opened = dig(data, "samples", "filter_line_opens")
-        rounds = len(opened) if isinstance(opened, list) else ROUNDS_DEFAULT
-        return command if rounds == ROUNDS_DEFAULT else f"{command} --rounds {rounds}"
+        launches = int(number(dig(data, "launches")) or 1)
+        rounds = len(opened) // launches if isinstance(opened, list) else ROUNDS_DEFAULT
+        command = command if rounds == ROUNDS_DEFAULT else f"{command} --rounds {rounds}"
+        return command if launches == 1 else f"{command} --launches {launches}"
 
     loaded = [(label, raw, with_rounds(command, data), data) for label, raw, command in APP_SCALES
               for data in [load(raw)]]
@@ -264,6 +266,8 @@ def app_scales() -> list[str]:
             ["`4` → Runs crumb", *sample("runs_crumb")], ["`4` → Runs rows", *sample("runs_rows")],
             ["`6` → Nodes crumb", *sample("nodes_crumb")], ["`6` → Nodes rows", *sample("nodes_rows")],
             ["`3` → Queue crumb", *sample("queue_crumb")],
+            ["launches (RSS rows: the launch whose app peaked highest)", *[str(int(number(dig(d, "launches")) or 1))
+                                                                           if d else NOT_MEASURED for d in present]],
             ["RSS of the app at the first rows", *[rss_at(d, "rows") for d in present]],
             ["RSS of the app with the whole list", *[rss_at(d, "whole_list") for d in present]],
             ["RSS of the app at the end (peak)", *[f"{rss_at(d, 'end')} (peak {megabytes(app_peak_rss(d))})"
