@@ -16,8 +16,12 @@ Measured:
 - esc: until the filter is gone from the header;
 - pane switches `4` (Runs) and `6` (Nodes), `3` back: until the pane's crumb shows, and until its
   table shows rows;
+- then keys quiet until the app's full heap settle ran (at most SETTLE_WAIT_LIMIT_S): how long
+  each settle's collection and trim took and each middle collection, from the app's own collection
+  log (TAU_TUI_COLLECTION_LOG); every thread waits for a collection, so a key pressed during one
+  waits as long;
 - RSS (VmRSS, VmHWM) of the app's process and of the simulated cluster's, at the rows, the whole
-  list and the end; `uptime` before and after (the machine is shared).
+  list, the end and after the settle; `uptime` before and after (the machine is shared).
 
 Every key's clock starts before its `tmux send-keys` runs (``Screen.send`` returns that moment)
 and nothing is subtracted: the numbers include tmux's own send/capture round trip (a few ms), so
@@ -33,6 +37,7 @@ Run: .venv/bin/python benchmarks/app_keys_tmux.py [--rounds 5] [--json benchmark
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -65,6 +70,9 @@ LAUNCH_LIMIT_S = 1800.0
 KEY_LIMIT_S = 120.0
 #: A j/k whose move is not seen in this long is counted lost (inf), not waited for further.
 CURSOR_LIMIT_S = 10.0
+#: After the rounds, keys stay quiet this long at most for the app's full heap settle (due once a
+#: minute, started by a 15 s tick once keys have been quiet 3 s: startup/heap.py, heap_upkeep.py).
+SETTLE_WAIT_LIMIT_S = 90.0
 
 
 def wait_screen(screen: Screen, seen: Callable[[str], bool], limit: float, since: float | None = None) -> tuple[float, str]:
@@ -145,6 +153,32 @@ def time_cursor_keys(screen: Screen, samples: dict[str, list[float]]) -> None:
         samples["cursor_jk"].append(time_cursor_key(screen, key))
 
 
+def collection_lines(log: Path) -> list[dict]:
+    try:
+        return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def wait_for_full_settle(log: Path, samples: dict[str, list[float]]) -> None:
+    """Keys quiet until the app's heap settle has collected everything (the frozen objects too),
+    at most SETTLE_WAIT_LIMIT_S: every thread waits for that collection, so a key pressed then waits
+    as long.  Records every settle and middle collection of the run from the app's collection log
+    (TAU_TUI_COLLECTION_LOG); no full settle within the limit is one lost sample."""
+    print("keys quiet until a full heap settle…", flush=True)
+    started = time.monotonic()
+    while time.monotonic() - started < SETTLE_WAIT_LIMIT_S:
+        if any(line.get("settle") == "full" for line in collection_lines(log)):
+            break
+        time.sleep(0.5)
+    lines = collection_lines(log)
+    full = [line["collect_s"] for line in lines if line.get("settle") == "full"]
+    samples["full_settle_collect"] += full or [float("inf")]
+    samples["settle_collect"] += [line["collect_s"] for line in lines if line.get("settle") == "since the last"]
+    samples["settle_trim"] += [line["trim_s"] for line in lines if "settle" in line]
+    samples["middle_collections"] += [line["seconds"] for line in lines if line.get("collection") == 1]
+
+
 def watch_whole_list(screen: Screen, workloads: int, since: float, seen: list[float]) -> threading.Thread:
     """A thread that appends the seconds from ``since`` until the counts line adds up (inf past the limit)."""
     def wait() -> None:
@@ -160,14 +194,16 @@ def run(rounds: int, sim_in_process: bool, scenario: str = "large") -> tuple[dic
     # TMPDIR: the simulated cluster's socket folder is made there once its world is built.
     env = dict(os.environ, TERM="xterm-256color", HOME=home, XDG_CONFIG_HOME=f"{home}/config",
                XDG_STATE_HOME=f"{home}/state", XDG_DATA_HOME=f"{home}/data", XDG_CACHE_HOME=f"{home}/cache",
-               TMPDIR=f"{home}/tmp", TAU_TUI_SIM_IN_PROCESS="1" if sim_in_process else "")
+               TMPDIR=f"{home}/tmp", TAU_TUI_SIM_IN_PROCESS="1" if sim_in_process else "",
+               TAU_TUI_COLLECTION_LOG=f"{home}/collections.jsonl")
     env.pop("KUBECONFIG", None)
     command = [str(Path(sys.executable).parent / "tau-tui"), "--demo", scenario, "--pane", "queue"]
     screen = Screen("tau-tui", command, env)
     samples: dict[str, list[float]] = {k: [] for k in (
         "launch_to_world_built", "launch_to_rows", "world_built_to_rows", "launch_to_whole_list",
         "keys_while_listing", "cursor_jk", "filter_line_opens", "filter_key_echo", "filter_applied", "esc_clears", "runs_crumb", "runs_rows",
-        "nodes_crumb", "nodes_rows", "queue_crumb")}
+        "nodes_crumb", "nodes_rows", "queue_crumb", "full_settle_collect", "settle_collect", "settle_trim",
+        "middle_collections")}
     rss: dict[str, dict] = {}
     launched = screen.start()
     try:
@@ -231,6 +267,8 @@ def run(rounds: int, sim_in_process: bool, scenario: str = "large") -> tuple[dic
                     samples[rows_key].append(filled)
             print(f"round {round_ + 1}/{rounds} done", flush=True)
         rss["end"] = process_rss(screen.pid)
+        wait_for_full_settle(Path(f"{home}/collections.jsonl"), samples)
+        rss["after_settle"] = process_rss(screen.pid)
     finally:
         screen.stop()
         shutil.rmtree(home, ignore_errors=True)

@@ -77,6 +77,8 @@ class Summary:
             return "no sample" + (f" ({self.lost} past the limit)" if self.lost else "")
 
         def shown(value: float | None) -> str:
+            if value is not None and math.isinf(value):
+                return "lost"
             return "n/a" if value is None else f"{value * scale:.{digits}f} {unit}"
 
         p99 = shown(self.p99) if self.p99 is not None else f"n/a ({self.p99_note})"
@@ -86,21 +88,25 @@ class Summary:
 
 
 def summarize(values: Iterable[float | None]) -> Summary:
-    """The nearest-rank summary of ``values``; None, infinite and NaN samples are counted in
-    ``lost``, not in the percentiles."""
+    """The nearest-rank summary of ``values``.  None, infinite and NaN samples (past a limit,
+    never seen) are counted in ``lost`` and ranked above every measured one: a percentile that
+    lands on one is ``inf`` (it was worse than the limit), and so is the max.  ``n`` and the min
+    are the measured samples'; the p99 is given from P99_MIN_SAMPLES samples, lost ones included."""
     given = list(values)
     finite = sorted(v for v in given if v is not None and math.isfinite(v))
     lost = len(given) - len(finite)
     if not finite:
         return Summary(0, None, None, None, None, None, lost)
-    enough = len(finite) >= P99_MIN_SAMPLES
-    return Summary(n=len(finite), p50=percentile(finite, 50), p90=percentile(finite, 90),
-                   p99=percentile(finite, 99) if enough else None, max=finite[-1], min=finite[0],
+    ranked = finite + [math.inf] * lost
+    enough = len(ranked) >= P99_MIN_SAMPLES
+    return Summary(n=len(finite), p50=percentile(ranked, 50), p90=percentile(ranked, 90),
+                   p99=percentile(ranked, 99) if enough else None, max=ranked[-1], min=finite[0],
                    lost=lost, p99_note="" if enough else P99_NOTE)
 
 
 def median_spread(values: Iterable[float | None], fmt: str = ".2f") -> str:
-    """``median (min..max)`` of repetitions, by nearest rank; ``n/a`` without a finite value."""
+    """``median (min..max)`` of repetitions, by nearest rank (a lost one ranks last and shows as
+    ``inf``); ``n/a`` without a finite value."""
     summary = summarize(values)
     if summary.p50 is None or summary.min is None or summary.max is None:
         return "n/a"

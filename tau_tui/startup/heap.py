@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tau_tui.core.heap_trim import return_free_memory
+from tau_tui.startup.collection_log import log_collections, note_line
 
 #: One young collection per 10,000 allocations (CPython's default: 700), a middle one per 5 young.
 YOUNG_THRESHOLD = 10_000
@@ -50,6 +51,7 @@ def tune_collector() -> None:
     global _tuned
     gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, OLD_THRESHOLD)
     _tuned = True
+    log_collections()
 
 
 def settle_heap() -> int:
@@ -60,15 +62,21 @@ def settle_heap() -> int:
     if not _tuned:
         return 0
     now = time.monotonic()
-    if now - _last_full_at >= FULL_SETTLE_EVERY_S:
+    full = now - _last_full_at >= FULL_SETTLE_EVERY_S
+    if full:
         # frozen objects that became cyclic garbage since (replaced rows, views) are only found
         # by a collection that sees them: without it they pile up for as long as the cluster changes
         _last_full_at = now
         gc.unfreeze()
+    started = time.perf_counter()
     gc.collect()
     gc.freeze()
+    collected = time.perf_counter()
     return_free_memory()  # what the collection and the build before it freed leaves the process
-    return gc.get_freeze_count()
+    frozen = gc.get_freeze_count()
+    note_line({"settle": "full" if full else "since the last", "collect_s": collected - started,
+               "trim_s": time.perf_counter() - collected, "frozen": frozen})
+    return frozen
 
 
 @contextmanager

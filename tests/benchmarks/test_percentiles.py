@@ -67,11 +67,21 @@ def test_summary_of_enough_samples() -> None:
     random.Random(1).shuffle(values)
     summary = summarize(values)
     assert (summary.n, summary.lost) == (200, 3)
-    assert (summary.p50, summary.p90, summary.p99, summary.max, summary.min) == (0.1, 0.18, 0.198, 0.2, 0.001)
-    assert summary.p99_note == "" and summary.p99_name == "p99" and summary.p99_or_max == 0.198
-    assert summary.spread == (0.001, 0.2)
-    assert "p99 198 ms" in summary.label() and "n=200, 3 past the limit" in summary.label()
-    assert summary.as_dict()["p99"] == 0.198
+    # the 3 lost rank above the 200 measured (203 in all): p99 is rank 201, a lost one
+    assert (summary.p50, summary.p90, summary.p99, summary.max, summary.min) == (0.102, 0.183, math.inf, math.inf, 0.001)
+    assert summary.p99_note == "" and summary.p99_name == "p99" and summary.p99_or_max == math.inf
+    assert summary.spread == (0.001, math.inf)
+    assert "p99 lost" in summary.label() and "n=200, 3 past the limit" in summary.label()
+    assert summary.as_dict()["p99"] == math.inf
+
+
+def test_lost_samples_rank_above_every_measured_one() -> None:
+    measured = [0.001 * k for k in range(1, 100)]  # 99 measured, the worst 99 ms
+    assert summarize(measured).p99 is None  # too few for a p99
+    one_lost = summarize([*measured, None])  # 100 samples: the p99 is rank 99, the worst measured
+    assert one_lost.p99 == 0.099 and one_lost.max == math.inf and (one_lost.n, one_lost.lost) == (99, 1)
+    two_lost = summarize([*measured, None, float("inf")])  # 101 samples: rank 100 is a lost one
+    assert two_lost.p99 == math.inf and "p99 lost" in two_lost.label()
 
 
 def test_a_p99_of_fewer_than_100_samples_is_the_max_with_n() -> None:
@@ -89,7 +99,7 @@ def test_no_finite_sample() -> None:
     assert (summary.n, summary.lost, summary.p50, summary.spread) == (0, 1, None, None)
     assert summary.label() == "no sample (1 past the limit)"
     assert median_spread([None]) == "n/a"
-    assert median_spread([3.0, 1.0, 2.0, None]) == "2.00 (1.00..3.00)"
+    assert median_spread([3.0, 1.0, 2.0, None]) == "2.00 (1.00..inf)"  # the lost run ranks last
 
 
 def test_no_benchmark_computes_percentiles_of_its_own() -> None:
