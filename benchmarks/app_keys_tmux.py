@@ -71,8 +71,8 @@ KEY_LIMIT_S = 120.0
 #: A j/k whose move is not seen in this long is counted lost (inf), not waited for further.
 CURSOR_LIMIT_S = 10.0
 #: After the rounds, keys stay quiet this long at most for the app's full heap settle (due once a
-#: minute, started by a 15 s tick once keys have been quiet 3 s: startup/heap.py, heap_upkeep.py).
-SETTLE_WAIT_LIMIT_S = 90.0
+#: minute, started by a 15 s tick once keys have been quiet 30 s: startup/heap.py, heap_upkeep.py).
+SETTLE_WAIT_LIMIT_S = 120.0
 
 
 def wait_screen(screen: Screen, seen: Callable[[str], bool], limit: float, since: float | None = None) -> tuple[float, str]:

@@ -8,6 +8,7 @@ it stays short; a person typing for minutes only postpones it."""
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 from tau_tui.app_components.shell import run_in_thread
@@ -43,6 +44,7 @@ class HeapUpkeep:
             self.app.set_interval(HEAP_UPKEEP_S, self.settle_if_quiet, name="heap-upkeep")
 
     def settle_if_quiet(self) -> None:
-        if upkeep_due(time.monotonic(), self.keys.last_key_at):
+        now = time.monotonic()
+        if upkeep_due(now, self.keys.last_key_at):
             self.settles += 1
-            run_in_thread(self.app, settle_heap, group="heap-upkeep", exclusive=True)
+            run_in_thread(self.app, partial(settle_heap, now - self.keys.last_key_at), group="heap-upkeep", exclusive=True)

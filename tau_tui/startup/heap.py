@@ -35,8 +35,12 @@ MIDDLE_THRESHOLD = 5
 OLD_THRESHOLD = 1_000_000_000
 
 
-#: At most this often a settle collects the frozen objects too (a walk of everything alive).
+#: At most this often a settle collects the frozen objects too (a walk of everything alive)...
 FULL_SETTLE_EVERY_S = 60.0
+#: ...and only once keys have been quiet this long: every thread waits for that walk (0.9 s at
+#: `large`, seconds at `xl`; benchmarks/app_keys_tmux.py), so it waits for a person who stepped away,
+#: not one reading the screen between two keys.
+FULL_SETTLE_QUIET_S = 30.0
 
 _tuned = False
 _last_full_at = time.monotonic()
@@ -54,15 +58,16 @@ def tune_collector() -> None:
     log_collections()
 
 
-def settle_heap() -> int:
+def settle_heap(keys_quiet_s: float = float("inf")) -> int:
     """Collect once, then freeze every object alive now (the synced cache, and later what survived
     since the last settle).  Returns how many objects are frozen (0: the collector was not tuned for
-    this process).  Call from a worker thread: the collection walks every object not yet frozen."""
+    this process).  Call from a worker thread: the collection walks every object not yet frozen, and
+    every one when a full settle is due and keys have been quiet ``keys_quiet_s`` >= FULL_SETTLE_QUIET_S."""
     global _last_full_at
     if not _tuned:
         return 0
     now = time.monotonic()
-    full = now - _last_full_at >= FULL_SETTLE_EVERY_S
+    full = now - _last_full_at >= FULL_SETTLE_EVERY_S and keys_quiet_s >= FULL_SETTLE_QUIET_S
     if full:
         # frozen objects that became cyclic garbage since (replaced rows, views) are only found
         # by a collection that sees them: without it they pile up for as long as the cluster changes
