@@ -387,7 +387,7 @@ class TauApp(App):
         while not worker.is_cancelled and time.monotonic() < deadline:
             slice_started = time.monotonic()
             if backend.wait_synced(timeout=SYNC_WAIT_SLICE_S):
-                settle_heap()
+                settle_heap(collect=False)  # a walk of the whole new cache would stall the keys
                 self.call_from_thread(self.pane_preparation.prepare_panes, backend)
                 self.call_from_thread(self.heap_upkeep.start)
                 return

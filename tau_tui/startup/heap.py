@@ -58,28 +58,32 @@ def tune_collector() -> None:
     log_collections()
 
 
-def settle_heap(keys_quiet_s: float = float("inf")) -> int:
+def settle_heap(keys_quiet_s: float = float("inf"), collect: bool = True) -> int:
     """Collect once, then freeze every object alive now (the synced cache, and later what survived
     since the last settle).  Returns how many objects are frozen (0: the collector was not tuned for
     this process).  Call from a worker thread: the collection walks every object not yet frozen, and
-    every one when a full settle is due and keys have been quiet ``keys_quiet_s`` >= FULL_SETTLE_QUIET_S."""
+    every one when a full settle is due and keys have been quiet ``keys_quiet_s`` >= FULL_SETTLE_QUIET_S.
+    ``collect=False`` only freezes (no walk): for the first sync, which ends while a person may be
+    pressing keys and whose new cache a collection would walk whole (seconds at `xl`); its cyclic
+    garbage waits for the first full settle."""
     global _last_full_at
     if not _tuned:
         return 0
     now = time.monotonic()
-    full = now - _last_full_at >= FULL_SETTLE_EVERY_S and keys_quiet_s >= FULL_SETTLE_QUIET_S
+    full = collect and now - _last_full_at >= FULL_SETTLE_EVERY_S and keys_quiet_s >= FULL_SETTLE_QUIET_S
     if full:
         # frozen objects that became cyclic garbage since (replaced rows, views) are only found
         # by a collection that sees them: without it they pile up for as long as the cluster changes
         _last_full_at = now
         gc.unfreeze()
     started = time.perf_counter()
-    gc.collect()
+    if collect:
+        gc.collect()
     gc.freeze()
     collected = time.perf_counter()
     return_free_memory()  # what the collection and the build before it freed leaves the process
     frozen = gc.get_freeze_count()
-    note_line({"settle": "full" if full else "since the last", "collect_s": collected - started,
+    note_line({"settle": "full" if full else "since the last" if collect else "freeze only", "collect_s": collected - started,
                "trim_s": time.perf_counter() - collected, "frozen": frozen})
     return frozen
 
