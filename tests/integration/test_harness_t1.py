@@ -14,6 +14,8 @@ from kubernetes.client.rest import ApiException
 from tests.harness.manifests import create_from_file
 from tests.harness.waiting import wait_for
 
+WORKLOAD_CREATED_LIMIT_S = 240.0
+
 pytestmark = [pytest.mark.harness, pytest.mark.t1]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,7 +106,10 @@ def test_suspended_job_gets_workload_admitted_and_unsuspended(api):
     batch = k8s.BatchV1Api(api)
     custom = k8s.CustomObjectsApi(api)
     job = batch.create_namespaced_job(NAMESPACE, job_manifest("t1-admit", "jobqueue"))
-    workload = wait_for(lambda: workload_for(custom, NAMESPACE, job.metadata.uid), "Workload for the Job")
+    # Kueue's job reconciler makes the Workload; on a loaded two-core machine the first one took over
+    # 60 s (CI run with another CPU-heavy job alongside): a bound for a hang, not a speed
+    workload = wait_for(lambda: workload_for(custom, NAMESPACE, job.metadata.uid), "Workload for the Job",
+                        timeout=WORKLOAD_CREATED_LIMIT_S)
     assert workload["spec"]["queueName"] == "jobqueue"
     wait_for(lambda: condition(workload_for(custom, NAMESPACE, job.metadata.uid), "Admitted") == "True",
              "Workload Admitted")
