@@ -29,6 +29,7 @@ from tau_tui.app_components.command_mode import CommandMode
 from tau_tui.app_components.found_versions_cache import FoundVersionsCache
 from tau_tui.app_components.heap_upkeep import HeapUpkeep
 from tau_tui.app_components.key_activity import KEY_HOLDS_BACKGROUND_S, KeyActivity
+from tau_tui.app_components.key_gate import KeyGate, KeyTrail
 from tau_tui.app_components.keys import APP_BINDINGS
 from tau_tui.app_components.mutation_flow import MutationFlow
 from tau_tui.app_components.pane_modes import PANE_MODES
@@ -61,7 +62,7 @@ from tau_tui.widgets import status_text
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import HeaderState
 from tau_tui.widgets.help_dialog import HelpDialog
-from tau_tui.widgets.messages import CommandLineChanged, CommandLineSubmitted
+from tau_tui.widgets.messages import CommandLineSubmitted
 
 if TYPE_CHECKING:  # loaded in the workers that start them, after the first frame
     from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
@@ -155,6 +156,7 @@ class TauApp(App):
         #: ``--request-timeout`` (else the settings' request_timeout/connect_timeout).
         self.request_timeouts = request_timeouts
         self.key_activity = KeyActivity(self)
+        self.key_gate = KeyGate(self)
         self.heap_upkeep = HeapUpkeep(self, self.key_activity)
         self.pane_preparation = PanePreparation(self, self.key_activity)
         self.pane_switch_mask = PaneSwitchMask(self, self.pane_preparation)
@@ -168,9 +170,15 @@ class TauApp(App):
     # -- what Textual calls on the app, handed to its components ----------------------------------
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key):
+        if self.key_gate.takes(event):
             self.key_activity.key_pressed()
+            await self.key_gate.arrived(event)  # one key at a time, in order (app_components/key_gate.py)
+            return
         await super().on_event(event)
+
+    @on(KeyTrail)
+    def _on_key_trail(self, message: KeyTrail) -> None:
+        self.key_gate.trail_arrived(message)
 
     def delay_update(self, delay: float = 0.05) -> None:
         """Textual's ``switch_mode`` holds repaints here; a pane made before ends the hold early."""
@@ -203,10 +211,6 @@ class TauApp(App):
     @on(CommandLineSubmitted)
     async def _on_command(self, message: CommandLineSubmitted) -> None:
         await self.command_mode.submitted(message)
-
-    @on(CommandLineChanged)
-    def _on_filter_typed(self, message: CommandLineChanged) -> None:
-        self.command_mode.filter_typed(message)
 
     @on(MutationPreviewed)
     def _on_previewed(self, message: MutationPreviewed) -> None:

@@ -28,10 +28,12 @@ from tau_tui.screens.host import PaneHost
 from tau_tui.screens.messages import CollectAbandoned, Collected, CollectFailed, read_message
 from tau_tui.screens.pane_palette import PaneCommands
 from tau_tui.screens.pane_reader import PaneRead, PaneReader, ReadRequest, cache_signature
+from tau_tui.screens.typed_filter import TypedFilter
 from tau_tui.textual_compat.screen import CompatScreen, css_update_count
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import HeaderBar
 from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.messages import CommandLineChanged, CommandLineSubmitted
 from tau_tui.widgets.pane_footer import PaneFooter
 from tau_tui.widgets.replay_bar import ReplayBar
 from tau_tui.widgets.row_filter import RowFilter, parse_filter
@@ -70,6 +72,9 @@ class PaneScreen(CompatScreen):
     #: The pane's tables filter themselves (apply gives each row's text and labels): typing in the
     #: filter line re-reads nothing; collect keeps every row.
     TABLE_FILTER = False
+    #: Whether ``/`` filters something here (a pane without rows says so instead of a filter that
+    #: filters nothing).
+    FILTERS_ROWS = True
     COMMANDS = {PaneCommands}
 
     DEFAULT_CSS = """
@@ -83,8 +88,8 @@ class PaneScreen(CompatScreen):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.row_filter: RowFilter = RowFilter("")
-        #: Filter-line text typed but not applied yet (applied once the keys pause: CommandMode).
-        self.typed_filter: str | None = None
+        #: Filter-line text typed but not applied yet, applied once the keys pause.
+        self.filter_typing = TypedFilter(self.set_timer, self._apply_typed_filter)
         self.filter_matches: tuple[int, int] = (0, 0)
         #: When this pane reads, and how its reads share the interpreter with the keys.
         self.reader = PaneReader(self)
@@ -374,16 +379,37 @@ class PaneScreen(CompatScreen):
 
     # -- filter --------------------------------------------------------------
 
-    def apply_typed_filter(self) -> None:
-        """The latest text typed in the filter line, unless enter or esc settled the filter since."""
-        text, self.typed_filter = self.typed_filter, None
-        if text is not None:
-            self.set_filter(text, live=True)
+    def _apply_typed_filter(self, text: str) -> None:
+        self.set_filter(text, live=True)
+
+    @property
+    def typed_filter(self) -> str | None:
+        """Filter-line text typed but not applied yet."""
+        return self.filter_typing.text
+
+    @on(CommandLineChanged)
+    def _on_filter_typed(self, message: CommandLineChanged) -> None:
+        message.stop()
+        if message.mode == "filter":
+            self.filter_typing.typed(message.text)
+
+    @on(CommandLineSubmitted)
+    def _on_line_submitted(self, message: CommandLineSubmitted) -> None:
+        """Enter in the ``/`` line (or the Logs pane's search) is the pane's; a ``:`` command goes on
+        to the app."""
+        if message.mode == "command":
+            return
+        message.stop()
+        self.line_submitted(message.mode, message.text)
+
+    def line_submitted(self, mode: str, text: str) -> None:
+        if mode == "filter":
+            self.set_filter(text)
 
     def set_filter(self, text: str, live: bool = False) -> None:
         """Apply a row filter.  ``live``: typed in the filter line (no warning per keystroke)."""
         if not live:
-            self.typed_filter = None  # enter or esc: what was typed before is settled by this
+            self.filter_typing.settle()  # enter or esc: what was typed before is settled by this
         if text.strip() == self.row_filter.text and live:
             return
         self.row_filter = parse_filter(text)
@@ -426,16 +452,33 @@ class PaneScreen(CompatScreen):
         return True
 
     def on_key(self, event) -> None:
-        """A key bound to a change, pressed in --readonly: say why nothing happens."""
-        if not self.tau.readonly or not self.MUTATING_ACTIONS:
+        """A key bound to a change, pressed in --readonly: say why nothing happens.  A sort letter
+        that the focused widget left alone sorts the pane's main table (k9s: the pane's keys act
+        on its table wherever the focus is)."""
+        if self.tau.readonly and self.MUTATING_ACTIONS and self._refuse_readonly_key(event):
             return
+        table = self.main_table()
+        letter = event.character
+        if table is not None and letter and len(letter) == 1 and letter.isupper() and event.key == letter:
+            column = table.sort_column_for_letter(letter)
+            if column is not None:
+                event.stop()
+                event.prevent_default()
+                table.sort_by(column)
+
+    def main_table(self) -> KeyedTable | None:
+        """The table the pane's sort letters act on: its first sortable one."""
+        return next((table for table in self.query(KeyedTable) if table.sortable), None)
+
+    def _refuse_readonly_key(self, event) -> bool:
         for binding in self.bindings_of_key(event.key):
             action = binding.action.split("(")[0]
             if action in self.MUTATING_ACTIONS:
                 event.stop()
                 self.notify(f"read-only mode: {binding.description or action} is disabled ({self.tau.readonly_reason})",
                             severity="warning", timeout=4)
-                return
+                return True
+        return False
 
     def active_bindings_list(self) -> list[Binding]:
         """This pane's own verbs as they are bound now (keymap applied, read-only ones gone)."""

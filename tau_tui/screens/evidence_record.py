@@ -65,6 +65,7 @@ def summary_lines(record: RecordSummary, files: dict[str, bytes]) -> list[str]:
 class EvidenceRecordScreen(PaneScreen):
     PANE = "evidence"
     PANE_TITLE = "Evidence record"
+    FILTERS_ROWS = False
     HELP = (
         "One evidence record: the summary (outcome, times, config hash, images and digests, nodes, checkpoint, "
         "and what could not be captured), its files with their size and SHA-256 as the bundle's manifest lists "

@@ -38,6 +38,7 @@ SINCE_PRESETS: tuple[tuple[str, int | None], ...] = (("all", None), ("1m", 60), 
 class LogsScreen(PaneScreen):
     PANE = "logs"
     PANE_TITLE = "Logs"
+    FILTERS_ROWS = False
     HELP = (
         "The logs of one run: every pod (and with 'a' every container) merged by time, each line prefixed "
         "[pod/container].  Lines are kept in a spool file, so nothing is dropped or capped and search "
@@ -310,6 +311,12 @@ class LogsScreen(PaneScreen):
         lines = self.query(CommandLine)
         if lines:
             lines.first().open("search", "")
+
+    def line_submitted(self, mode: str, text: str) -> None:
+        if mode == "search":
+            self.run_search(text)
+            return
+        super().line_submitted(mode, text)
 
     def run_search(self, text: str) -> None:
         self.search_text = text

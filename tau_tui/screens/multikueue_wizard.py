@@ -56,6 +56,7 @@ class WizardData:
 class MultiKueueWizardScreen(PaneScreen):
     PANE = "multikueue"
     PANE_TITLE = "MultiKueue"
+    FILTERS_ROWS = False
     HELP = (
         "The MultiKueue setup wizard (also re-enables after a drain), drain checklist or credential rotation.  "
         "Steps run in order: a step "

@@ -43,6 +43,7 @@ def _pct(value: float | int | None, unit: str = "%") -> str:
 class NodeDetailScreen(PaneScreen):
     PANE = "nodes"
     PANE_TITLE = "Node"
+    FILTERS_ROWS = False
     HELP = (
         "One node.  GPUs: each GPU's verdict and reasons (from the node agent), utilisation, memory, "
         "temperature and ECC; '—' means the agent did not report it.  Pods: every pod on the node that "

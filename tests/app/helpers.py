@@ -137,6 +137,29 @@ def record_notifications(app) -> list[str]:
     return messages
 
 
+def key_event(key: str):
+    """The event a terminal's driver posts for ``key`` (a pilot key name, or one character)."""
+    import unicodedata
+
+    from textual import events
+    from textual.keys import key_to_character
+
+    if len(key) == 1:
+        name = key if key.isalnum() else unicodedata.name(key).lower().replace("-", "_").replace(" ", "_")
+        return events.Key(name, key)
+    return events.Key(key, key_to_character(key))
+
+
+def type_burst(app, keys) -> None:
+    """Every key of ``keys`` sent at once, as a paste, a fast typist or a busy machine delivers them:
+    posted as the terminal driver posts them, with no wait for the app between two keys (Pilot.press
+    waits for the app to go idle after each key, which hides keys that overtake each other)."""
+    for key in keys:
+        event = key_event(key)
+        event.set_sender(app)
+        app.post_message(event)
+
+
 def async_test(fn):
     """Run an ``async def`` test without a pytest asyncio plugin."""
 
