@@ -31,9 +31,6 @@ from tau_tui.core.sim.world import SimulatedCluster
 
 R = ResourceKind
 LAB_WORKERS = ("lab-worker-1", "lab-worker-2")
-#: The demo scenario's own MultiKueue lane (scenarios/demo.yaml), which the drain takes down.
-DEMO_LANE = {"admission_check": "multikueue", "config": "research-workers", "cluster_queue": "multikueue-cq",
-             "local_queue": "multikueue-queue", "profile": "azure.research.multicluster.h100"}
 DEMO_PLAN_SOURCE = "the demo's built-in plan"
 
 
@@ -102,7 +99,10 @@ def demo_plan(flow: str, manager: SimulatedCluster, fleet: SimFleet) -> MultiKue
         return replace(setup, workers=every, source=DEMO_PLAN_SOURCE)
     routed = set(_routed_workers(manager, fleet))
     workers = tuple(w for w in every if w.name in routed) or every
-    return replace(setup, workers=workers, source=DEMO_PLAN_SOURCE, **DEMO_LANE)
+    # the demo scenario's own MultiKueue lane (scenarios/demo.yaml), which the drain takes down
+    return replace(setup, workers=workers, source=DEMO_PLAN_SOURCE, admission_check="multikueue",
+                   config="research-workers", cluster_queue="multikueue-cq", local_queue="multikueue-queue",
+                   profile="azure.research.multicluster.h100")
 
 
 def demo_keyring(fleet: Any) -> DemoKeyring | None:
