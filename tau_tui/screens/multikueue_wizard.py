@@ -134,7 +134,7 @@ class MultiKueueWizardScreen(PaneScreen):
         vault = env.vault_for(self.flow_name, backend.current_context or "cluster")
         self.keyring_note = env.keyring_note(self.flow_name)
         self.exercise = open_exercise(self.flow_name, backend, env.connector, plan, wait=env.wait,
-                                      inputs=self.inputs, vault=vault)
+                                      inputs=self.inputs, vault=vault, clock=env.clock)
         return self.exercise
 
     def collect(self, request: ReadRequest) -> WizardData:

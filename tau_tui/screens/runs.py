@@ -364,6 +364,6 @@ class RunsScreen(PaneScreen):
                 resume(path)
 
         self.app.push_screen(InputDialog(
-            f"Resume {key} from which checkpoint? It carries no TAU_RESUME_FROM"
-            + (" (prefilled: what the run names)" if found else " and names none: type the path its checkpoints are at")
-            + ". enter: preview the resume · esc: back", found[0] if found else ""), chosen)
+            f"Resume {key} from which checkpoint?\nThe run carries no TAU_RESUME_FROM; "
+            + ("prefilled with where it says it checkpoints." if found else "it names no checkpoint: type the path.")
+            + "\nenter: preview the resume · esc: back", found[0] if found else ""), chosen)

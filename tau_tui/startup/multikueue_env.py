@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ class MultiKueueEnvironment:
     demo_plans: Callable[[str], MultiKueuePlan] | None = None
     #: The demo's in-memory keyring; None: the OS keyring.
     demo_keyring: Any = None
+    #: The clock of the exercise records: the demo's simulated one (its times match its cluster's); None: now.
+    clock: Callable[[], datetime] | None = None
 
     def plan_for(self, flow: str) -> MultiKueuePlan | None:
         if self.demo_plans is not None and self.plan is not None:
@@ -70,7 +73,8 @@ def environment_for(backend: Any, plan_path: str | None, config_dir: Path) -> Mu
             if keyring is None:  # a lab fleet without the demo's plans (tests build one)
                 return MultiKueueEnvironment(connector, lab_plan(fleet.workers), wait)
             return MultiKueueEnvironment(connector, demo_plan("setup", world, fleet), wait,
-                                         demo_plans=lambda flow: demo_plan(flow, world, fleet), demo_keyring=keyring)
+                                         demo_plans=lambda flow: demo_plan(flow, world, fleet), demo_keyring=keyring,
+                                         clock=world.now)
     else:
         from tau_tui.core.operations.multikueue_steps.credentials import KubeconfigConnector
 

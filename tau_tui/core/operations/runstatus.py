@@ -183,7 +183,7 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
                                  ("tau-tui", "status", name, "-n", ns, "--watch")))
         pod_lost = bool(hits) or any(d.code == "POD_FAILED" for d in diagnostics)
         actions.append(RunAction("cancel", "cancel the run (confirmed, audited)" + (
-            "; then R resumes it from its last checkpoint" if pod_lost and not linked else ""), "ctrl+d",
+            "; resume it afterwards from its last checkpoint" if pod_lost and not linked else ""), "ctrl+d",
                                  ("kubectl", "delete", resource, name, "-n", ns)))
     if state == "failed":
         actions.append(RunAction("diagnostics", "describe the failing objects and events", "d", describe))
