@@ -5,6 +5,8 @@ without an OS keyring.  On a cluster nothing falls back to that keyring."""
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 import keyring
 import pytest
 from keyring.backends.fail import Keyring as NoKeyring
@@ -62,41 +64,42 @@ async def walk_every_step(pilot, messages, steps: int) -> None:
     assert marks(app) == ["✓"] * steps, marks(app)
 
 
-@async_test
-async def test_the_demo_drain_walks_all_five_steps(tmp_path, no_os_keyring):
+@asynccontextmanager
+async def demo_wizard(tmp_path, keys: tuple[str, ...], what: str):
+    """`tau-tui --demo --pane multikueue`, ``keys`` pressed, the wizard they open showing its steps:
+    (backend, pilot, the app's messages)."""
     backend = start_demo_backend("demo", None, realtime=False)
     app = make_app(tmp_path, backend, start_pane="multikueue")
     messages: list = []
     async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
         await settle(pilot)
-        await pilot.press("C")
+        await pilot.press(*keys)
         await settle_until_done(pilot, lambda: isinstance(app.screen, MultiKueueWizardScreen)
-                                and app.screen.last_statuses, "the drain checklist")
-        assert marks(app) == ["▶", "○", "○", "○", "○"], marks(app)  # step 1 no longer refused
-        assert DEMO_KEYRING in title(app)
+                                and app.screen.last_statuses, what)
+        yield backend, pilot, messages
+    backend.close()
+
+
+@async_test
+async def test_the_demo_drain_walks_all_five_steps(tmp_path, no_os_keyring):
+    async with demo_wizard(tmp_path, ("C",), "the drain checklist") as (backend, pilot, messages):
+        assert marks(pilot.app) == ["▶", "○", "○", "○", "○"], marks(pilot.app)  # step 1 no longer refused
+        assert DEMO_KEYRING in title(pilot.app)
         await pilot.press("c")  # cancel the pending owners of the dedicated queues (mixtral-distill)
         await settle(pilot)
         await walk_every_step(pilot, messages, 5)
-    world = backend.world
-    assert world.store.read(ResourceKind.MULTIKUEUE_CLUSTER.type, "westus3-worker") is None
-    assert world.store.read(SECRET, "westus3-worker-kubeconfig", "kueue-system") is None
-    backend.close()
+        world = backend.world
+        assert world.store.read(ResourceKind.MULTIKUEUE_CLUSTER.type, "westus3-worker") is None
+        assert world.store.read(SECRET, "westus3-worker-kubeconfig", "kueue-system") is None
 
 
 @async_test
 async def test_the_demo_rotates_a_credential_with_its_in_memory_keyring(tmp_path, no_os_keyring):
-    backend = start_demo_backend("demo", None, realtime=False)
-    app = make_app(tmp_path, backend, start_pane="multikueue")
-    messages: list = []
-    async with app.run_test(size=(160, 48), message_hook=messages.append) as pilot:
-        await settle(pilot)
-        await pilot.press("colon", *"mk rotate westus3-worker westus3-worker-new", "enter")
-        await settle_until_done(pilot, lambda: isinstance(app.screen, MultiKueueWizardScreen)
-                                and app.screen.last_statuses, "the rotation wizard")
-        assert marks(app) == ["▶", "○", "○"], marks(app)  # not refused for want of an OS keyring
-        assert DEMO_KEYRING in title(app)
+    keys = ("colon", *"mk rotate westus3-worker westus3-worker-new", "enter")
+    async with demo_wizard(tmp_path, keys, "the rotation wizard") as (_, pilot, messages):
+        assert marks(pilot.app) == ["▶", "○", "○"], marks(pilot.app)  # not refused for want of an OS keyring
+        assert DEMO_KEYRING in title(pilot.app)
         await walk_every_step(pilot, messages, 3)
-    backend.close()
 
 
 def test_on_a_cluster_the_keyring_is_the_os_one_or_none(tmp_path, no_os_keyring):
