@@ -144,8 +144,9 @@ class MultiKueueWizardScreen(PaneScreen):
             data.problem = self.problem
             data.title = f"MultiKueue {self.flow_name}: no plan"
             return data
-        data.title = f"{exercise.flow.title} · plan {exercise.ctx.plan.source}" + (
-            f" · {self.keyring_note}" if self.keyring_note else "")
+        # the keyring note first: the breadcrumb names the flow, and a narrow title still says where secrets are
+        data.title = (f"{self.keyring_note} · " if self.keyring_note else "") + (
+            f"{exercise.flow.title} · plan {exercise.ctx.plan.source}")
         statuses = self.completed if self.completed is not None else exercise.survey()
         for status in statuses:
             word = STATE_WORD[status.state]

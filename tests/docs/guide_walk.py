@@ -46,6 +46,9 @@ BLOCK = re.compile(r"<!--\s*guide:\s*(session|step)\b(.*?)-->", re.S)
 #: The guide's names for keys, as Textual names them.
 KEY_NAMES = {"esc": "escape", "?": "question_mark", ":": "colon", "/": "slash", " ": "space"}
 STEP_KEYS = {"keys", "select", "wait", "repeat", "see", "shot"}
+#: How long a step's phrases are waited for, in settle rounds (quick, then 50 ms apart): for what the
+#: app brings on its own timers after the screen stood still.
+PHRASE_ROUNDS = (40, 300)
 SESSION_KEYS = {"demo", "pane", "size", "init", "file"}
 
 
@@ -254,7 +257,8 @@ async def _run_step(pilot, world, step: Step, where: str, save: Callable[[str], 
         text = screen_text(app)
         return [phrase for phrase in step.see if not shows(text, phrase)]
 
-    if missing() and not await settle_until(pilot, lambda: not missing()):
+    quick, paused = PHRASE_ROUNDS
+    if missing() and not await settle_until(pilot, lambda: not missing(), rounds=quick, paused_rounds=paused):
         raise GuideDrift(f"{where}: the screen does not show {missing()[0]!r}\n--- the screen ---\n{screen_text(app)}")
     if step.shot and save is not None:
         await wait_workers(app)

@@ -64,6 +64,7 @@ def test_a_drifted_guide_fails_naming_the_step_and_the_phrase(tmp_path, monkeypa
     (guide / "drift.md").write_text("<!-- guide: session {demo: faults, pane: nodes, size: 120x36} -->\n"
                                     "Press `4`.\n<!-- guide: step {keys: '4', see: [no such phrase on any screen]} -->\n")
     monkeypatch.setattr("tests.docs.guide_walk.GUIDES", guide)
+    monkeypatch.setattr("tests.docs.guide_walk.PHRASE_ROUNDS", (3, 3))  # a phrase that never comes: fail soon
     with pytest.raises(GuideDrift) as drift:
         asyncio.run(walk_guide("drift.md", private_dirs))
     message = str(drift.value)
