@@ -24,7 +24,6 @@ from textual.widgets import Label, Static
 from tau_tui.core.operations.multikueue_steps import open_exercise
 from tau_tui.core.operations.multikueue_steps.engine import Check, Exercise, Outcome, Refused, StepState
 from tau_tui.core.operations.multikueue_steps.matrix import COLUMNS, dependency_matrix
-from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
 from tau_tui.mutations.mutation import Mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.pane_reader import ReadRequest
@@ -81,6 +80,8 @@ class MultiKueueWizardScreen(PaneScreen):
         self.plan_path = plan_path
         self.exercise: Exercise | None = None
         self.problem = ""
+        #: Where this flow keeps credentials in flight, when that needs saying (the demo's keyring).
+        self.keyring_note = ""
         self.selected: str | None = None
         self._wanted = True
         self._ticks = 0
@@ -123,16 +124,18 @@ class MultiKueueWizardScreen(PaneScreen):
         if self.exercise is not None or self.problem:
             return self.exercise
         env = self.tau.multikueue_environment(self.plan_path)
-        if env.plan is None:
+        plan = env.plan_for(self.flow_name)
+        if plan is None:
             self.problem = env.problem
             return None
         backend = self.tau.backend
         if backend is None:  # the pane collects only when connected (needs_backend); keep verifying until then
             return None
-        # rotation keeps its credentials in the OS keyring; the drain keeps a revoked one there until its 401 is seen
-        vault = CredentialVault(backend.current_context or "cluster") if self.flow_name in ("rotate", "drain") else None
-        self.exercise = open_exercise(self.flow_name, backend, env.connector, env.plan, wait=env.wait,
-                                      inputs=self.inputs, vault=vault)
+        # rotation keeps its credentials in a keyring; the drain keeps a revoked one there until its 401 is seen
+        vault = env.vault_for(self.flow_name, backend.current_context or "cluster")
+        self.keyring_note = env.keyring_note(self.flow_name)
+        self.exercise = open_exercise(self.flow_name, backend, env.connector, plan, wait=env.wait,
+                                      inputs=self.inputs, vault=vault, clock=env.clock)
         return self.exercise
 
     def collect(self, request: ReadRequest) -> WizardData:
@@ -142,7 +145,9 @@ class MultiKueueWizardScreen(PaneScreen):
             data.problem = self.problem
             data.title = f"MultiKueue {self.flow_name}: no plan"
             return data
-        data.title = f"{exercise.flow.title} · plan {exercise.ctx.plan.source}"
+        # the keyring note first: the breadcrumb names the flow, and a narrow title still says where secrets are
+        data.title = (f"{self.keyring_note} · " if self.keyring_note else "") + (
+            f"{exercise.flow.title} · plan {exercise.ctx.plan.source}")
         statuses = self.completed if self.completed is not None else exercise.survey()
         for status in statuses:
             word = STATE_WORD[status.state]
