@@ -22,6 +22,7 @@ from tau_tui.core.runconfig.manifest_parts import (
     storage_volumes,
     topology_annotations,
 )
+from tau_tui.core.runconfig.metrics_offload import offload_for
 from tau_tui.core.runconfig.payload import SCRIPT_DIR, payload_init, payload_of, script_command
 from tau_tui.core.runconfig.resolve import Resolution
 from tau_tui.core.runconfig.schema import TauConfig
@@ -73,6 +74,12 @@ def render_job(loaded: LoadedConfig, r: Resolution, submission_id: str) -> list[
                 command = ["torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={processes}", script]
         else:
             command = script_command(c.run.entrypoint) if c.run.source is None else ["python", script]
+    offload = offload_for(loaded, r, submission_id)
+    if offload is not None and command:
+        command = offload.wrap(command)
+        annotations.update(offload.annotations)
+        volumes.append(offload.volume)
+        mounts.append(offload.mount)
     if launcher == "torchrun" and processes > 1:
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
@@ -106,7 +113,7 @@ def render_job(loaded: LoadedConfig, r: Resolution, submission_id: str) -> list[
     working_dir = c.runtime.working_dir or (SOURCE_DIR if c.run.source is not None else ("/data" if c.storage.data_pvc else None))
     if working_dir:
         container["workingDir"] = working_dir
-    env = container_env(loaded, extra_env)
+    env = container_env(loaded, r, extra_env)
     if env:
         container["env"] = env
     resources = resource_block(
@@ -137,7 +144,7 @@ def render_job(loaded: LoadedConfig, r: Resolution, submission_id: str) -> list[
         pod_spec["securityContext"] = pod_security
     if init_containers:
         pod_spec["initContainers"] = init_containers
-    pod_spec["containers"] = [container]
+    pod_spec["containers"] = [container] + ([offload.sidecar] if offload is not None else [])
     pod_spec["volumes"] = volumes
     template_meta: dict[str, Any] = {"labels": dict(labels)}
     topology = topology_annotations(r)
@@ -147,7 +154,7 @@ def render_job(loaded: LoadedConfig, r: Resolution, submission_id: str) -> list[
     if r.multikueue:
         spec["managedBy"] = MANAGED_BY_MULTIKUEUE
     spec["backoffLimit"] = c.resilience.max_retries
-    spec["ttlSecondsAfterFinished"] = c.run.ttl_seconds_after_finished
+    spec["ttlSecondsAfterFinished"] = r.ttl_seconds_after_finished
     if r.nodes > 1:
         spec.update(completionMode="Indexed", completions=r.nodes, parallelism=r.nodes)
     spec["podFailurePolicy"] = pod_failure_policy(c)

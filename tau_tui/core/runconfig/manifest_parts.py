@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 from tau_tui.core.runconfig.config import LoadedConfig
+from tau_tui.core.runconfig.metrics_offload import history_annotations
 from tau_tui.core.runconfig.payload import SCRIPT_DIR, Payload
+from tau_tui.core.runconfig.profiler import profiler_contract
 from tau_tui.core.runconfig.resolve import Resolution
 from tau_tui.core.runconfig.rules import PVC_MOUNT_SPEC
 from tau_tui.core.runconfig.schema import TauConfig
@@ -58,9 +60,14 @@ def run_labels(loaded: LoadedConfig, r: Resolution, submission_id: str, with_que
         "lane": r.lane,
         "gpu-class": c.policy.gpu_class if c.policy.gpu_class and c.policy.gpu_class != "any" else None,
         "topology": r.placement,
-        "workspace": c.policy.workspace,
+        "workspace": r.workspace,
         "profile": r.profile.name if r.profile else None,
         "experiment": c.experiment.name,
+        "stellar-project": c.experiment.project,
+        "stellar-experiment": c.experiment.name,
+        "stellar-group": c.experiment.group,
+        "shape": c.policy.shape,
+        "preset": c.policy.preset,
     }
     for key, value in optional.items():
         if value:
@@ -93,16 +100,21 @@ def run_annotations(loaded: LoadedConfig, r: Resolution, payload: Payload | None
         "backoffMax": c.resilience.backoff_max,
     }
     if c.execution.launcher == "ray-tune":
-        execution.update(metric=c.execution.metric, mode=c.execution.mode, numSamples=c.execution.num_samples, maxConcurrentTrials=c.execution.max_concurrent_trials)
+        execution.update(metric=c.execution.metric, mode=c.execution.mode, numSamples=c.execution.num_samples,
+                         maxConcurrentTrials=c.execution.max_concurrent_trials, configs=c.execution.configs)
+    if c.compute.cpu_workers is not None:
+        execution["cpuWorkers"] = c.compute.cpu_workers
     notes[f"{TAU}/workloadspec-execution"] = json.dumps(execution, sort_keys=True, separators=(",", ":"))
     if c.storage.checkpoint:
         notes[f"{TAU}/checkpoint-artifact"] = c.storage.checkpoint
-    if c.storage.output:
-        notes[f"{TAU}/result-path"] = c.storage.output
+    if r.output:
+        notes[f"{TAU}/result-path"] = r.output
     if c.storage.data_pvc:
         notes[f"{TAU}/result-pvc"] = c.storage.data_pvc
     if r.nodes > 1:
         notes[f"{TAU}/multikueue-incompatible"] = "indexed-job-headless-service"
+    notes.update(profiler_contract(loaded, r)[1])
+    notes.update(history_annotations(loaded, r))
     return notes
 
 
@@ -116,11 +128,11 @@ def topology_annotations(r: Resolution) -> dict[str, str]:
     return {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}
 
 
-def container_env(loaded: LoadedConfig, extra: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def container_env(loaded: LoadedConfig, r: Resolution, extra: list[dict[str, Any]]) -> list[dict[str, Any]]:
     c = loaded.config
     env: list[dict[str, Any]] = []
-    if c.storage.output:
-        env.append({"name": "TAU_OUTPUT_DIR", "value": c.storage.output})
+    if r.output:
+        env.append({"name": "TAU_OUTPUT_DIR", "value": r.output})
     if c.storage.publish == "staged":
         env.append({"name": "TAU_OUTPUT_STAGING_DIR", "value": "/mnt/output-staging"})
     resume = c.resilience.checkpoint_path or (f"/data/checkpoints/finetunes/{c.run.name}" if c.storage.data_pvc else None)
@@ -128,6 +140,7 @@ def container_env(loaded: LoadedConfig, extra: list[dict[str, Any]]) -> list[dic
         env.append({"name": "TAU_RESUME_FROM", "value": resume})
     if c.resilience.max_retries and "TAU_RETRY_MAX" not in c.runtime.env:
         env.append({"name": "TAU_RETRY_MAX", "value": str(c.resilience.max_retries)})
+    env.extend(profiler_contract(loaded, r)[0])
     env.extend(extra)
     env.extend({"name": k, "value": v} for k, v in c.runtime.env.items())
     for name, ref in c.runtime.env_secret.items():

@@ -24,6 +24,7 @@ from tau_tui.core.runconfig.manifest_parts import (
     storage_volumes,
     topology_annotations,
 )
+from tau_tui.core.runconfig.metrics_offload import offload_for
 from tau_tui.core.runconfig.payload import SCRIPT_DIR, payload_init, payload_of, script_command
 from tau_tui.core.runconfig.resolve import Resolution
 
@@ -38,11 +39,17 @@ def render_rayjob(loaded: LoadedConfig, r: Resolution, submission_id: str) -> li
     annotations = run_annotations(loaded, r, payload)
     pod_security, container_security = restricted_security(c)
     volumes, mounts = storage_volumes(loaded, payload)
-    env = container_env(loaded, [])
+    env = container_env(loaded, r, [])
     pod_annotations = {"adx-mon/scrape": "true", "adx-mon/port": "8080"}
 
-    def pod(container: dict[str, Any], extra_spec: dict[str, Any], annotations_: dict[str, str]) -> dict[str, Any]:
-        container["volumeMounts"] = [dict(m) for m in mounts]
+    offload = offload_for(loaded, r, submission_id)
+    if offload is not None:
+        annotations.update(offload.annotations)
+
+    def pod(container: dict[str, Any], extra_spec: dict[str, Any], annotations_: dict[str, str],
+            with_offload: bool = False) -> dict[str, Any]:
+        sidecar = offload if with_offload else None
+        container["volumeMounts"] = [dict(m) for m in mounts] + ([dict(sidecar.mount)] if sidecar else [])
         if env:
             container["env"] = [dict(e) for e in env]
         if container_security:
@@ -57,8 +64,8 @@ def render_rayjob(loaded: LoadedConfig, r: Resolution, submission_id: str) -> li
         if pod_security:
             spec["securityContext"] = pod_security
         spec["initContainers"] = [init]
-        spec["containers"] = [container]
-        spec["volumes"] = copy.deepcopy(volumes)
+        spec["containers"] = [container] + ([sidecar.sidecar] if sidecar else [])
+        spec["volumes"] = copy.deepcopy(volumes) + ([dict(sidecar.volume)] if sidecar else [])
         return {"metadata": {"labels": dict(labels), "annotations": dict(annotations_)}, "spec": spec}
 
     head_container: dict[str, Any] = {
@@ -106,6 +113,8 @@ def render_rayjob(loaded: LoadedConfig, r: Resolution, submission_id: str) -> li
         entrypoint = f"cd {SCRIPT_DIR} && python {payload.entry}"
     else:
         entrypoint = " ".join(script_command(payload.entry))
+    if offload is not None:
+        entrypoint = offload.wrap_shell(entrypoint)
     spec: dict[str, Any] = {"suspend": True}
     if r.multikueue:
         spec["managedBy"] = MANAGED_BY_MULTIKUEUE
@@ -119,7 +128,7 @@ def render_rayjob(loaded: LoadedConfig, r: Resolution, submission_id: str) -> li
     spec["rayClusterSpec"] = {
         "headGroupSpec": {
             "rayStartParams": {"num-cpus": "0", "num-gpus": "0", "dashboard-host": "0.0.0.0"},
-            "template": pod(head_container, {"affinity": head_affinity}, pod_annotations),
+            "template": pod(head_container, {"affinity": head_affinity}, pod_annotations, with_offload=True),
         },
         "workerGroupSpecs": [{
             "groupName": f"{name}-w",
@@ -130,6 +139,23 @@ def render_rayjob(loaded: LoadedConfig, r: Resolution, submission_id: str) -> li
             "template": pod(worker_container, worker_spec, {**pod_annotations, **topology_annotations(r)}),
         }],
     }
+    if c.compute.cpu_workers:
+        cpu_container: dict[str, Any] = {"name": "ray-worker", "image": image}
+        cpu_resources = resource_block(
+            {"cpu": c.compute.worker_cpu_request or c.compute.cpu_request, "memory": c.compute.worker_memory_request or c.compute.memory_request},
+            {"cpu": c.compute.worker_cpu_limit or c.compute.cpu_limit, "memory": c.compute.worker_memory_limit or c.compute.memory_limit},
+        )
+        if cpu_resources:
+            cpu_container["resources"] = cpu_resources
+        cpu_spec = {"nodeSelector": worker_spec["nodeSelector"]} if "nodeSelector" in worker_spec else {}
+        spec["rayClusterSpec"]["workerGroupSpecs"].append({
+            "groupName": f"{name}-cpu",
+            "replicas": c.compute.cpu_workers,
+            "minReplicas": c.compute.cpu_workers,
+            "maxReplicas": c.compute.cpu_workers,
+            "rayStartParams": {"num-gpus": "0"},
+            "template": pod(cpu_container, cpu_spec, dict(pod_annotations)),
+        })
     return [{
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",

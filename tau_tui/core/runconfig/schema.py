@@ -172,6 +172,7 @@ class ExperimentSection(Section):
     project: str | None = None
     name: str | None = None
     group: str | None = None
+    #: Deprecated alias of ``name``: folded into it when the file is read, so always None here.
     title: str | None = None
 
 
