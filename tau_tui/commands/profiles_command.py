@@ -76,13 +76,18 @@ def cmd_profiles_export(args: argparse.Namespace) -> int:
     from .run_commands import _read_backend
 
     try:
-        document = export_snapshot(tau_cluster_object(_read_backend(args)))
+        export = export_snapshot(tau_cluster_object(_read_backend(args)))
     except ExportRefused as refused:
         print("tau-tui: profiles export refused: the TauCluster's workload profile status cannot be trusted", file=sys.stderr)
         for problem in refused.problems:
             print(escape_control(f"  - {problem}"), file=sys.stderr)
         print("  fix: wait for the tau-core controller to reconcile, then export again; nothing was written", file=sys.stderr)
         return EXIT_FAILED
+    document = export.document
+    if export.not_ready:
+        print(escape_control(f"tau-tui: warning: {export.set_condition or 'some profiles are not Ready'}: "
+                             f"{', '.join(export.not_ready)} exported with Ready=False; they are not selectable offline"),
+              file=sys.stderr)
     text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
     if target is None:
         sys.stdout.write(text)

@@ -277,7 +277,9 @@ def _set_condition(tau_cluster: dict) -> dict:
     (lambda tc: tc["status"]["workloadProfiles"].__setitem__("observedGeneration", 0), "has not caught up"),
     (lambda tc: _set_condition(tc).__setitem__("observedGeneration", 0), "is stale"),
     (lambda tc: tc["status"]["workloadProfiles"].__setitem__("profileSetHash", "0" * 64), "does not match"),
-    (lambda tc: _set_condition(tc).update(status="False", reason="WorkloadProfilesNotReady"), "WorkloadProfilesReady=False"),
+    (lambda tc: tc["status"].pop("workloadProfiles"), "status.workloadProfiles is missing"),
+    (lambda tc: tc["status"]["workloadProfiles"].__setitem__("observed", False), "observed is false"),
+    (lambda tc: tc["status"]["conditions"].remove(_set_condition(tc)), "WorkloadProfilesReady is missing"),
 ])
 def test_profiles_export_fails_closed(spoil, reason):
     tau_cluster = _tau_cluster()
@@ -285,6 +287,24 @@ def test_profiles_export_fails_closed(spoil, reason):
     with pytest.raises(ExportRefused) as refused:
         export_snapshot(tau_cluster)
     assert any(reason in p for p in refused.value.problems), refused.value.problems
+
+
+def test_profiles_not_ready_are_exported_as_not_ready_and_named(tmp_path, capsys):
+    """As TauGrid's provider: the set condition's value does not refuse the export; the profiles that are
+    not Ready keep Ready=False in the snapshot (unselectable offline) and the export names them."""
+    tau_cluster = _tau_cluster()
+    status = tau_cluster["status"]
+    profile = status["workloadProfiles"]["profiles"][0]
+    next(c for c in profile["conditions"] if c["type"] == "Ready").update(status="False", reason="WorkloadProfileNotReady")
+    _set_condition(tau_cluster).update(status="False", reason="WorkloadProfilesNotReady")
+    export = export_snapshot(tau_cluster)
+    assert export.not_ready == (profile["name"],) and export.set_condition.startswith("WorkloadProfilesReady=False")
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump(export.document))
+    from tau_tui.core.runconfig.profiles import Caller, explain, load_snapshot
+
+    offline = {e.name: e for e in explain(load_snapshot(snap), Caller("taugrid-default", "research", "training"))}
+    assert not offline[profile["name"]].selectable and "Ready=False" in offline[profile["name"]].reasons[0]
 
 
 def test_profiles_export_refused_writes_nothing_and_says_why(tmp_path, capsys, monkeypatch):
