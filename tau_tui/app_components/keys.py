@@ -17,6 +17,7 @@ PANE_ALIASES = {
     "nodes": "nodes", "node": "nodes", "no": "nodes", "gpu": "nodes", "gpus": "nodes",
     "multikueue": "multikueue", "mk": "multikueue", "mkc": "multikueue", "admissionchecks": "multikueue", "ac": "multikueue",
     "evidence": "evidence", "ev": "evidence", "records": "evidence",
+    "workspaces": "workspaces", "workspace": "workspaces", "ws": "workspaces", "tw": "workspaces",
 }
 
 
