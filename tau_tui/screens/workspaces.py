@@ -133,7 +133,7 @@ class WorkspacesScreen(PaneScreen):
                                     Text(f"{ws.queue or '-'}"), *[condition_cell(ws, t) for t in CONDITION_TYPES],
                                     Text(since(view.creation_timestamp, now))]))
         primary = next((ws.name for _, ws in data.workspaces.values() if ws.primary), None)
-        data.status = (f"{len(views)} workspaces · {ready} Ready · "
+        data.status = (f"{len(views)} workspace{'s' if len(views) != 1 else ''} · {ready} Ready · "
                        + (f"primary: {primary}" if primary else "no primary workspace (tau.azure.com/v0-primary-workspace)"))
         return data
 

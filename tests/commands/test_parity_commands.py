@@ -26,6 +26,7 @@ from tau_tui.core.runconfig.resolve import RenderOptions
 from tau_tui.core.runconfig.workspace import WorkspaceDefaults
 from tau_tui.core.sim.backend import SimulatedBackend
 from tau_tui.core.sim.scenario import build_world
+from tests.degraded_workspace import with_degraded_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "tau_tui" / "examples" / "tau.yaml"
@@ -319,7 +320,8 @@ def test_profiles_export_refused_writes_nothing_and_says_why(tmp_path, capsys, m
 
 # -- workspaces ------------------------------------------------------------------------------------------
 
-def test_workspace_check_exit_codes(capsys):
+def test_workspace_check_exit_codes(capsys, monkeypatch):
+    with_degraded_workspace(monkeypatch)
     assert run(capsys, "workspace", "check", "--demo")[0] == 0  # the primary one, Ready
     code, _, err = run(capsys, "workspace", "check", "team-nlp", "--demo")
     assert code == 3 and "phase is Degraded" in err and "DriftDetected=True" in err
@@ -335,7 +337,8 @@ def test_a_stale_workspace_status_is_not_ready():
     assert problems and "status is stale" in problems[0]
 
 
-def test_workspace_list_status_and_quota(capsys):
+def test_workspace_list_status_and_quota(capsys, monkeypatch):
+    with_degraded_workspace(monkeypatch)
     code, out, _ = run(capsys, "workspace", "list", "--demo", "-o", "json")
     doc = json.loads(out)
     assert code == 0 and [w["name"] for w in doc["workspaces"]] == ["taugrid-default", "team-nlp"]
@@ -349,7 +352,8 @@ def test_workspace_list_status_and_quota(capsys):
     assert gpus and all(q["used"] is not None for q in gpus)
 
 
-def test_workspace_namespace_for_run_commands(capsys):
+def test_workspace_namespace_for_run_commands(capsys, monkeypatch):
+    with_degraded_workspace(monkeypatch)
     code, out, _ = run(capsys, "runs", "--demo", "--workspace", "team-nlp", "-o", "json")
     assert code == 0 and {r["namespace"] for r in json.loads(out)["runs"]} == {"team-nlp"}
     code, _, err = run(capsys, "runs", "--demo", "--workspace", "nope")

@@ -14,6 +14,7 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.screens.workspaces import WorkspacesScreen
 from tau_tui.widgets.object_dialog import ObjectDialog
 from tests.app.helpers import async_test, demo_backend, make_app, settle, settle_until
+from tests.degraded_workspace import add_degraded_workspace
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 
@@ -36,6 +37,7 @@ def detail(pane: WorkspacesScreen) -> str:
 @async_test
 async def test_colon_workspaces_lists_phase_and_conditions_and_follows_changes(tmp_path):
     world, backend = demo_backend()
+    add_degraded_workspace(world)
     app = make_app(tmp_path, backend)
     async with app.run_test(size=(160, 48)) as pilot:
         pane = await open_workspaces(pilot)
@@ -65,7 +67,8 @@ async def test_colon_workspaces_lists_phase_and_conditions_and_follows_changes(t
 
 @async_test
 async def test_a_namespace_scoped_app_still_sees_the_system_namespaces_workspaces(tmp_path):
-    _, backend = demo_backend()
+    world, backend = demo_backend()
+    add_degraded_workspace(world)
     app = make_app(tmp_path, backend)
     async with app.run_test(size=(160, 48)) as pilot:
         pane = await open_workspaces(pilot)
@@ -84,4 +87,6 @@ async def _opened(pilot) -> None:
 
 @pytest.mark.parametrize("size", SIZES)
 def test_workspaces_pane_snapshot(snap_compare, tmp_path, size):
-    assert snap_compare(make_app(tmp_path), terminal_size=size, run_before=_opened)
+    world, backend = demo_backend()
+    add_degraded_workspace(world)
+    assert snap_compare(make_app(tmp_path, backend), terminal_size=size, run_before=_opened)
