@@ -71,6 +71,8 @@ class LogsScreen(PaneScreen):
         self.search_text = ""
         self.last_saved: str | None = None
         self.opening = False
+        #: (top line, lines seen) of a paused log being opened again: it opens paused there.
+        self._keep_place: tuple[int, int] | None = None
 
     def compose_body(self) -> ComposeResult:
         yield Static(Text("no run selected: press l on a run (Runs or Queue pane), or type :logs RUN"), id="logs-info")
@@ -98,6 +100,7 @@ class LogsScreen(PaneScreen):
     def open_run(self, ref: str, all_containers: bool = False, pod: str | None = None) -> None:
         """``pod``: one pod of the run (``l`` on a pod row), not the merged log of every pod."""
         self.run_ref = ref
+        self._keep_place = None  # another log: it opens following
         self.update_header()
         backend = self.tau.backend
         if backend is None:
@@ -181,14 +184,16 @@ class LogsScreen(PaneScreen):
         self.stream = message.stream
         self.request = message.request
         view = self.query_one(LogView)
-        view.set_spool(message.stream.spool)
+        keep_place, self._keep_place = self._keep_place, None
+        view.set_spool(message.stream.spool, keep_place=keep_place)
         if self.search_text:
             # The hits belonged to the previous log: drop the term and its highlight together,
             # so the header never says "no match" over highlighted lines that n cannot reach.
             self.notify(f"search /{self.search_text} cleared: a new log is open; / searches it")
             self.search_text = ""
             view.set_search(None, [])
-        view.set_following(True)
+        if keep_place is None:
+            view.set_following(True)
         view.focus()
         self._update_info()
 
@@ -269,20 +274,22 @@ class LogsScreen(PaneScreen):
 
     def action_toggle_wrap(self) -> None:
         view = self.query_one(LogView)
-        view.wrap = not view.wrap
-        view.relayout()
+        view.set_layout(wrap=not view.wrap)
         self._update_info()
 
     def action_toggle_json(self) -> None:
         view = self.query_one(LogView)
-        view.json_pretty = not view.json_pretty
-        view.relayout()
+        view.set_layout(json_pretty=not view.json_pretty)
         self._update_info()
 
     def _reopen(self, **changes) -> None:
+        """The log opened again with ``changes`` (timestamps, since, previous, all containers): a
+        paused view stays paused, on the line it showed."""
         if self.request is None:
             self.notify("no log open", severity="warning")
             return
+        view = self.query_one(LogView)
+        self._keep_place = None if view.following else (view.top_line, view.lines_seen)
         self._open(replace(self.request, **changes), self.run_title)
 
     def action_toggle_timestamps(self) -> None:
