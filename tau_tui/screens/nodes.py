@@ -17,7 +17,7 @@ from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
-from tau_tui.screens.known_counts import count_text, counts_known
+from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text, counts_known
 from tau_tui.screens.node_detail import NodeDetailScreen
 from tau_tui.screens.node_rows import NodeRows
 from tau_tui.screens.pane_reader import ReadRequest
@@ -33,7 +33,7 @@ class NodesData:
     matchable: dict[str, Matchable] = field(default_factory=dict)
     #: The nodes table's update, worked out in the worker.
     plan: TablePlan | None = None
-    status: str = ""
+    status: str | CountedStatus = ""
 
 
 class NodesScreen(PaneScreen):
@@ -85,8 +85,8 @@ class NodesScreen(PaneScreen):
         data = NodesData(read.rows, read.nodes, read.matchable)
         verdicts = ", ".join(f"{n} {v}" for v, n in sorted(read.counts.items())) or "none"
         listed = request.freshness.views.get(ResourceKind.NODE)  # no zeros before the node list ended
-        data.status = (f"{count_text(len(data.rows), listed)} nodes · GPU health: "
-                       + (verdicts if counts_known(listed) else count_text(0, listed)))
+        data.status = CountedStatus((RowCount(count_text(len(data.rows), listed), "nodes", "nodes-table"), " · GPU health: "
+                                     + (verdicts if counts_known(listed) else count_text(0, listed))))
         data.plan = read.plan or request.plan_table("nodes-table", data.rows, notice, data.matchable)
         self._node_rows.planned(data.plan)
         return data

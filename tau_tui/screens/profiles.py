@@ -19,6 +19,7 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.runconfig.profiles import Caller, ProfileExplanation, explain, profile_set_from_taucluster
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.host import PaneHost
+from tau_tui.screens.known_counts import CountedStatus, RowCount
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line
 from tau_tui.widgets.keyed_table import KeyedTable
@@ -46,7 +47,7 @@ class ProfilesData:
     rows: list = field(default_factory=list)
     explanations: dict[str, ProfileExplanation] = field(default_factory=dict)
     header: Text = field(default_factory=Text)
-    status: str = ""
+    status: str | CountedStatus = ""
 
 
 def render_profile(item: ProfileExplanation) -> Group:
@@ -135,7 +136,7 @@ class ProfilesScreen(PaneScreen):
                                        Text(one_line(", ".join(p.resource_flavors) or "—", 40)), Text(prio),
                                        Text(p.execution_target)]))
         usable = sum(1 for e in data.explanations.values() if e.selectable)
-        data.status = f"{len(data.rows)} profiles · {usable} selectable for you"
+        data.status = CountedStatus((RowCount(str(len(explanations)), "profiles"), f" · {usable} selectable for you"))
         return data
 
     def apply(self, data: ProfilesData) -> None:

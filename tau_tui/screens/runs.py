@@ -30,7 +30,7 @@ from tau_tui.mutations.recovery import resume_mutation, retry_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.freshness import Freshness
-from tau_tui.screens.known_counts import count_text
+from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text
 from tau_tui.screens.pane_reader import ReadRequest, read_place
 from tau_tui.screens.run_rows import RunRows
 from tau_tui.widgets.keyed_table import KeyedTable, Matchable
@@ -49,7 +49,7 @@ class RunsData:
     matchable: dict[str, Matchable] = field(default_factory=dict)
     #: The runs table's update, worked out in the worker.
     plan: TablePlan | None = None
-    status: str = ""
+    status: str | CountedStatus = ""
     #: Runs cancelled on a MultiKueue manager whose worker pods are now gone.
     released: set[str] = field(default_factory=set)
     #: Handed back to the kept rows once the table shows this read.
@@ -201,7 +201,8 @@ class RunsScreen(PaneScreen):
             data.status = f"reading runs: {done} of {total} so far · {counts}"
         else:
             views = request.freshness.views  # no zeros before the Job and RayJob lists ended
-            data.status = f"{count_text(len(data.rows), views.get(ResourceKind.JOB), views.get(ResourceKind.RAY_JOB))} runs · {counts}"
+            runs = count_text(len(data.rows), views.get(ResourceKind.JOB), views.get(ResourceKind.RAY_JOB))
+            data.status = CountedStatus((RowCount(runs, "runs", "runs-table"), f" · {counts}"))
         data.plan = read.plan or request.plan_table("runs-table", data.rows, self._notice(request.freshness, data),
                                                  data.matchable)
         return data
