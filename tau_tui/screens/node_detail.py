@@ -14,10 +14,10 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.cluster.view_types import EventView, NodeView, ObjectView, PodView
 from tau_tui.core.operations.live_selection import LiveSelection
-from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
+from tau_tui.screens.node_actions import request_node_change
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line, since
 from tau_tui.widgets.keyed_table import KeyedTable
@@ -157,7 +157,9 @@ class NodeDetailScreen(PaneScreen):
         self.set_status(f"{sum(not key.startswith('source-') for key, _ in data.gpu_rows)} GPUs · {len(data.pod_rows)} pods · {len(data.event_rows)} events")
 
     def _mutate(self, verb: str) -> None:
-        self.tau.request_mutation(node_mutation(self.tau, verb, self.node_name))
+        backend = self.tau.backend
+        node = backend.get(ResourceKind.NODE, self.node_name) if backend else None
+        request_node_change(self, verb, self.node_name, node if isinstance(node, NodeView) else None)
 
     def action_cordon(self) -> None:
         self._mutate("cordon")

@@ -13,11 +13,11 @@ from textual.binding import Binding
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import NodeView
-from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text, counts_known
+from tau_tui.screens.node_actions import request_node_change
 from tau_tui.screens.node_detail import NodeDetailScreen
 from tau_tui.screens.node_rows import NodeRows
 from tau_tui.screens.pane_reader import ReadRequest
@@ -48,7 +48,9 @@ class NodesScreen(PaneScreen):
         "agent's last heartbeat.  enter opens the node: per-GPU rows, the pods and runs on it, events.  "
         "D drains: the preview lists the pods that would be evicted and those that stay, PodDisruptionBudgets "
         "and the cluster-wide drain budget that block it, and the server dry-run; a blocked drain cannot be "
-        "confirmed.  While the connection is down, verdicts read 'stale', never healthy."
+        "confirmed.  c cordons: a cordon counts against the same drain budget, previewed the same way.  u uncordons: "
+        "a node whose GPUs report a fault (or whose health is unknown) asks first, naming it.  While the connection "
+        "is down, verdicts read 'stale', never healthy."
     )
     MUTATING_ACTIONS = frozenset({"cordon", "uncordon", "drain"})
     VIEW_KINDS = (ResourceKind.NODE, ResourceKind.GPU_HEALTH)
@@ -116,7 +118,7 @@ class NodesScreen(PaneScreen):
         if name is None:
             self.notify("select a node", severity="warning")
             return
-        self.tau.request_mutation(node_mutation(self.tau, verb, name))
+        request_node_change(self, verb, name, self.data.nodes.get(name))
 
     def action_cordon(self) -> None:
         self._mutate("cordon")
