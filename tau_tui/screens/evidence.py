@@ -71,7 +71,7 @@ class EvidenceScreen(PaneScreen):
         self.data = EvidenceData()
 
     def compose_body(self) -> ComposeResult:
-        yield KeyedTable([ColumnSpec("outcome", "Outcome", "O"), ColumnSpec("run", "Run", "R", flexible=True, min_width=20),
+        yield KeyedTable([ColumnSpec("outcome", "Outcome", "O"), ColumnSpec("run", "Run", "R", flexible=True, min_width=20, cut="middle"),
                           ColumnSpec("kind", "Kind", "K", optional=True), ColumnSpec("finished", "Finished", "F"),
                           ColumnSpec("nodes", "Nodes", "N", flexible=True, min_width=12),
                           ColumnSpec("files", "Files", optional=True), ColumnSpec("size", "Size", "Z", optional=True),

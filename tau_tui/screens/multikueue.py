@@ -23,7 +23,7 @@ from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.known_counts import CountedStatus, RowCount
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line
-from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
 
 
@@ -84,14 +84,23 @@ class MultiKueueScreen(PaneScreen):
     def compose_body(self) -> ComposeResult:
         yield Static(Text("evaluating…"), id="mk-verdict")
         yield Label(Text("AdmissionChecks"), classes="section-title")
-        yield KeyedTable([("name", "Name"), ("controller", "Controller"), ("active", "Active"), ("reason", "Reason"),
-                          ("message", "Message"), ("params", "Parameters")], id="mk-checks")
+        # at 80 columns the name, Active and its reason stay; the message shrinks
+        yield KeyedTable([ColumnSpec("name", "Name", flexible=True, min_width=12, cut="middle"),
+                          ColumnSpec("controller", "Controller", optional=True), ColumnSpec("active", "Active"),
+                          ColumnSpec("reason", "Reason", flexible=True, min_width=8),
+                          ColumnSpec("message", "Message", flexible=True, min_width=8),
+                          ColumnSpec("params", "Parameters", optional=True, flexible=True, min_width=8)], id="mk-checks")
         yield Label(Text("MultiKueueConfigs and MultiKueueClusters"), classes="section-title")
-        yield KeyedTable([("name", "Name"), ("kind", "Kind"), ("active", "Active"), ("reason", "Reason"),
-                          ("message", "Message / clusters")], id="mk-clusters")
+        yield KeyedTable([ColumnSpec("name", "Name", flexible=True, min_width=12, cut="middle"),
+                          ColumnSpec("kind", "Kind", optional=True), ColumnSpec("active", "Active"),
+                          ColumnSpec("reason", "Reason", flexible=True, min_width=8),
+                          ColumnSpec("message", "Message / clusters", flexible=True, min_width=8)], id="mk-clusters")
         yield Label(Text("MultiKueue workloads"), classes="section-title")
-        yield KeyedTable([("name", "Workload"), ("queue", "Queue"), ("check", "Check state"), ("worker", "Placed on"),
-                          ("nominated", "Nominated")], id="mk-workloads")
+        yield KeyedTable([ColumnSpec("name", "Workload", flexible=True, min_width=16, cut="middle"),
+                          ColumnSpec("queue", "Queue", optional=True, priority=1),
+                          ColumnSpec("check", "Check state", flexible=True, min_width=10),
+                          ColumnSpec("worker", "Placed on", flexible=True, min_width=8, cut="middle"),
+                          ColumnSpec("nominated", "Nominated", optional=True)], id="mk-workloads")
 
     def collect(self, request: ReadRequest) -> MultiKueueData:
         backend = self.tau.backend

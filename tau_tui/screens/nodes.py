@@ -21,8 +21,21 @@ from tau_tui.screens.node_actions import request_node_change
 from tau_tui.screens.node_detail import NodeDetailScreen
 from tau_tui.screens.node_rows import NodeRows
 from tau_tui.screens.pane_reader import ReadRequest
-from tau_tui.widgets.keyed_table import KeyedTable, Matchable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
+from tau_tui.widgets.row_detail import RowDetail
 from tau_tui.widgets.table_plan import Row, TablePlan
+
+#: At 80 columns the state columns stay (the node, its verdict, the runs it hit, Sched, Reason): the
+#: telemetry goes first, utilisation first, then the GPUs; names are cut in the middle.
+NODE_COLUMNS = [
+    ColumnSpec("node", "Node", flexible=True, min_width=12, cut="middle"), ColumnSpec("verdict", "Health"),
+    ColumnSpec("hit", "Runs hit", flexible=True, min_width=8),
+    ColumnSpec("gpus", "GPUs alloc/cap", optional=True, flexible=True, min_width=8, priority=3),
+    ColumnSpec("temp", "Temp", optional=True, priority=1), ColumnSpec("util", "Util", optional=True),
+    ColumnSpec("ecc", "ECC d/s", optional=True, priority=1), ColumnSpec("xid", "XIDs", optional=True, priority=2),
+    ColumnSpec("hb", "HB", optional=True, priority=2), ColumnSpec("sched", "Sched"),
+    ColumnSpec("reason", "Reason", flexible=True, min_width=14),
+]
 
 
 @dataclass
@@ -71,11 +84,8 @@ class NodesScreen(PaneScreen):
         self._node_rows = NodeRows()
 
     def compose_body(self) -> ComposeResult:
-        yield KeyedTable(
-            [("node", "Node"), ("verdict", "Health"), ("hit", "Runs hit"), ("gpus", "GPUs alloc/cap"), ("temp", "Temp"), ("util", "Util"),
-             ("ecc", "ECC d/s"), ("xid", "XIDs"), ("hb", "HB"), ("sched", "Sched"), ("reason", "Reason")],
-            id="nodes-table",
-        )
+        yield KeyedTable(NODE_COLUMNS, id="nodes-table")
+        yield RowDetail(id="node-detail-line")
 
     def collect(self, request: ReadRequest) -> NodesData:
         backend = self.tau.backend
@@ -101,6 +111,18 @@ class NodesScreen(PaneScreen):
         else:
             table.apply_rows(data.rows, notice=self.freshness.notice(ResourceKind.NODE), matchable=data.matchable)
         self.set_status(data.status)
+        self.call_after_refresh(self._show_node_detail)
+
+    def _show_node_detail(self) -> None:
+        """The selected node whole under the table: its name, and what its row cuts or hides."""
+        self.query_one("#node-detail-line", RowDetail).show(self.query_one("#nodes-table", KeyedTable))
+
+    def on_keyed_table_row_highlighted(self, event) -> None:
+        self._show_node_detail()
+
+    def on_resize(self, event) -> None:
+        super().on_resize(event)
+        self.call_after_refresh(self._show_node_detail)  # the columns fit the new width first
 
     def selected_node(self) -> str | None:
         return self.query_one("#nodes-table", KeyedTable).selected_key

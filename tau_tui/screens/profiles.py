@@ -22,7 +22,7 @@ from tau_tui.screens.host import PaneHost
 from tau_tui.screens.known_counts import CountedStatus, RowCount
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line
-from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
 
 
@@ -99,8 +99,13 @@ class ProfilesScreen(PaneScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static(Text(""), id="profiles-caller")
-        yield KeyedTable([("state", "State"), ("name", "Profile"), ("ready", "Ready"), ("queue", "Queue"),
-                          ("cq", "ClusterQueue"), ("flavors", "Flavors"), ("prio", "Priorities"), ("target", "Target")],
+        # at 80 columns the state, the name (cut in the middle) and Ready stay; flavors and priorities go first
+        yield KeyedTable([ColumnSpec("state", "State"), ColumnSpec("name", "Profile", flexible=True, min_width=16, cut="middle"),
+                          ColumnSpec("ready", "Ready", flexible=True, min_width=8),
+                          ColumnSpec("queue", "Queue", optional=True, flexible=True, min_width=8, priority=2),
+                          ColumnSpec("cq", "ClusterQueue", optional=True, priority=1),
+                          ColumnSpec("flavors", "Flavors", optional=True, flexible=True, min_width=8),
+                          ColumnSpec("prio", "Priorities", optional=True), ColumnSpec("target", "Target", optional=True, priority=1)],
                          id="profiles-table")
         with VerticalScroll(id="profile-detail"):
             yield Static(Text(""), id="profile-why")

@@ -24,9 +24,10 @@ from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.known_counts import STILL_LISTING, CountedStatus, RowCount, count_text
 from tau_tui.screens.pane_reader import ReadRequest, read_place
-from tau_tui.screens.queue_workloads import POSITION_READING, WORKLOAD_COLUMNS, WorkloadRows
+from tau_tui.screens.queue_workloads import NAME_CELL, POSITION_READING, WORKLOAD_COLUMNS, WorkloadRows
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
 from tau_tui.widgets.quota_bar import quota_bar
+from tau_tui.widgets.row_detail import RowDetail
 from tau_tui.widgets.status_text import status_text
 from tau_tui.widgets.table_plan import Row, TablePlan
 
@@ -119,6 +120,7 @@ class QueueScreen(PaneScreen):
         yield KeyedTable(QUEUE_COLUMNS, id="queues-table", classes="queues-table", sortable=False)
         yield Label(Text("Workloads"), classes="section-title", id="workloads-title")
         yield KeyedTable(WORKLOAD_COLUMNS, id="workloads-table")
+        yield RowDetail(name_column=NAME_CELL, id="workload-detail")
 
     def collect(self, request: ReadRequest) -> QueueData:
         backend = self.tau.backend
@@ -247,10 +249,23 @@ class QueueScreen(PaneScreen):
         if keep_top and workloads.row_count:
             workloads.move_cursor(row=0, scroll=True)
         self.set_status(data.status)
+        self.call_after_refresh(self._show_workload_detail)
         if data.positions_to_read:
             self.reader.rerun = True  # the positions, right after these rows are on screen
 
     # -- selection helpers ----------------------------------------------------------
+
+    def _show_workload_detail(self) -> None:
+        """The selected workload whole under the table: its name, and what its row cuts or hides."""
+        self.query_one("#workload-detail", RowDetail).show(self.query_one("#workloads-table", KeyedTable))
+
+    def on_keyed_table_row_highlighted(self, event) -> None:
+        if event.table.id == "workloads-table":
+            self._show_workload_detail()
+
+    def on_resize(self, event) -> None:
+        super().on_resize(event)
+        self.call_after_refresh(self._show_workload_detail)  # the columns fit the new width first
 
     def selected_workload(self) -> WorkloadView | None:
         key = self.query_one("#workloads-table", KeyedTable).selected_key

@@ -33,7 +33,7 @@ from tau_tui.screens.freshness import Freshness
 from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text
 from tau_tui.screens.pane_reader import ReadRequest, read_place
 from tau_tui.screens.run_rows import RunRows
-from tau_tui.widgets.keyed_table import KeyedTable, Matchable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
 from tau_tui.widgets.status_text import status_text, style_of
 from tau_tui.widgets.table_plan import Row, TablePlan
 
@@ -68,6 +68,12 @@ class CancelledRun:
     #: A RayJob's Ray cluster (its pods carry ``ray.io/cluster``, not ``job-name``).
     ray_cluster: str | None = None
 
+
+#: At 80 columns the state and the run stay (its name cut in the middle); kind goes first, then queue and age.
+RUN_COLUMNS = [ColumnSpec("state", "State", flexible=True, min_width=12), ColumnSpec("run", "Run", flexible=True, min_width=16, cut="middle"),
+               ColumnSpec("kind", "Kind", optional=True), ColumnSpec("queue", "Queue", optional=True, priority=1),
+               ColumnSpec("where", "Where", optional=True, flexible=True, min_width=10, priority=2),
+               ColumnSpec("age", "Age", optional=True, priority=1)]
 
 #: Next actions that change the cluster: not offered in --readonly.
 MUTATING_RUN_ACTIONS = frozenset({"cancel", "retry", "resume"})
@@ -167,8 +173,7 @@ class RunsScreen(PaneScreen):
         return self._run_rows.statuses_computed
 
     def compose_body(self) -> ComposeResult:
-        yield KeyedTable([("state", "State"), ("run", "Run"), ("kind", "Kind"), ("queue", "Queue"),
-                          ("where", "Where"), ("age", "Age")], id="runs-table")
+        yield KeyedTable(RUN_COLUMNS, id="runs-table")
         with VerticalScroll(id="run-detail"):
             yield Static(Text("select a run"), id="run-phases")
 
