@@ -7,28 +7,16 @@ from __future__ import annotations
 
 import threading
 
-from textual.widgets import Static
-
 from tau_tui.core.cluster.logspool.spool import LogSpool
 from tau_tui.screens.logs import LogsScreen
 from tau_tui.widgets.log_view import LogView
-from tests.app.helpers import async_test, demo_app, settle, settle_until_done
+from tests.app.helpers import async_test, demo_app, pause_until, settle, settle_until_done, visible_text
 
 #: A bound for a hang only (a gate the test forgot to open), never a speed.
 GATE_HANG_S = 120
 
 
-def visible_text(app) -> str:
-    return "\n".join(str(widget.render()) for widget in app.screen.query(Static) if widget.display)
 
-
-async def pause_until(pilot, predicate, what: str, rounds: int = 600) -> None:
-    """At most ``rounds`` pauses of 50 ms (a worker the gate holds is never waited for)."""
-    for _ in range(rounds):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"never reached: {what}\n{visible_text(pilot.app)}")
 
 
 @async_test

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import threading
 
-from textual.widgets import Static
-
 from tau_tui.app import TauApp
 from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.engine import Check
 from tau_tui.screens.multikueue_wizard import MultiKueueWizardScreen
 from tau_tui.widgets.confirm_dialog import ConfirmDialog
-from tests.app.helpers import async_test, of_type, settle, settle_until, settle_until_done
+from tests.app.helpers import async_test, of_type, pause_until, settle, settle_until, settle_until_done, visible_text
 from tests.app.panes.multikueue.test_multikueue_wizard import open_flow, step_marks, wizard_app
 
 #: A bound for a hang only (a gate the test forgot to open), never a speed.
@@ -56,18 +54,7 @@ def secret(lab):
     return lab.world.store.read(SECRET, "lab-worker-1-kubeconfig", "kueue-system")
 
 
-async def pause_until(pilot, predicate, what: str, rounds: int = 600) -> None:
-    """Pause until ``predicate()`` holds, at most ``rounds`` pauses of 50 ms: a worker the gate holds
-    is never waited for (``settle`` would wait for it)."""
-    for _ in range(rounds):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"never reached: {what}\n{visible_text(pilot.app)}")
 
-
-def visible_text(app) -> str:
-    return "\n".join(str(widget.render()) for widget in app.screen.query(Static) if widget.display)
 
 
 @async_test
