@@ -54,9 +54,6 @@ def secret(lab):
     return lab.world.store.read(SECRET, "lab-worker-1-kubeconfig", "kueue-system")
 
 
-
-
-
 @async_test
 async def test_r_shows_the_step_it_verifies_and_esc_stops_it_claiming_nothing(tmp_path, lab):
     app = wizard_app(tmp_path, lab)
