@@ -71,3 +71,6 @@ class CountedStatus:
     def plain(self) -> str:
         """The line as it reads with no filter on."""
         return self.render(lambda _count: None).plain
+
+    def __str__(self) -> str:
+        return self.plain

@@ -98,6 +98,8 @@ class MultiKueueWizardScreen(PaneScreen):
         self._work: WizardWork | None = None
         #: The apply running now (its wait verifies the step; no survey runs beside it).
         self._applying: WizardWork | None = None
+        #: ``r`` asked for a survey: its end is said on the work line, however quick it was.
+        self._asked = False
         self._doing: tuple[str, str, tuple[str, ...]] = ("", "", ())
 
     def crumbs(self) -> str:
@@ -227,8 +229,12 @@ class MultiKueueWizardScreen(PaneScreen):
 
     def apply(self, data: WizardData) -> None:
         if data.cancelled:  # a part of a survey: the steps stay as the last whole one found them
+            self._asked = False
             self.set_status(data.cancelled)
             return
+        if self._asked and not data.problem:
+            self._asked = False
+            self.query_one(WorkLine).ended(Text(f"✓ verified again: {data.status}", style=style_of("done")))
         self.query_one("#wizard-title", Label).update(Text(data.title, style="bold"))
         steps = self.query_one("#wizard-steps", KeyedTable)
         detail = self.query_one("#wizard-detail", Static)
@@ -265,6 +271,7 @@ class MultiKueueWizardScreen(PaneScreen):
         if self._applying is not None:
             self.notify("a step is being applied and waited for; r verifies again once it is done (esc stops the wait)")
             return
+        self._asked = True
         self.reverify(force=True)
 
     # -- long actions: what they do, and esc ---------------------------------------
@@ -272,9 +279,11 @@ class MultiKueueWizardScreen(PaneScreen):
     def on_work_progress(self, message: WorkProgress) -> None:
         if message.work.cancel.is_set():
             return  # told to stop: the line says so already
-        self._work = message.work
         if message.doing in ("applying", "waiting for"):
             self._applying = message.work
+        elif self._applying is not None:
+            return  # a survey that began before the apply: the line follows the apply
+        self._work = message.work
         self._doing = (message.doing, message.step, message.sent)
         self.query_one(WorkLine).working(f"{message.doing}: {message.step}")
 

@@ -63,6 +63,10 @@ async def test_r_shows_the_step_it_verifies_and_esc_stops_it_claiming_nothing(tm
         wizard = app.screen
         assert isinstance(wizard, MultiKueueWizardScreen) and wizard.exercise is not None
         marks = step_marks(app)
+        # r surveys at once and says so, however quick it was
+        await pilot.press("r")
+        await settle_until_done(pilot, lambda: "✓ verified again: 0/5 steps verified" in visible_text(app),
+                                "the line saying the steps were verified again")
         first = wizard.exercise.flow.steps[0]
         gate = Gate(first)
         try:
