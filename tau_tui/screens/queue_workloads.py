@@ -46,13 +46,13 @@ STATE_ORDER = {"pending": 0, "quotaReserved": 1, "admitted": 2, "finished": 3}
 #: name and why pending stay on screen at 80 columns.
 WORKLOAD_COLUMNS = [
     ColumnSpec("state", "State", "S"), ColumnSpec("pos", "In line", "P"), ColumnSpec("delta", "Δ", optional=True),
-    ColumnSpec("name", "Workload", "N", flexible=True, min_width=16), ColumnSpec("queue", "Queue", "Q", optional=True),
+    ColumnSpec("name", "Workload", "N", flexible=True, min_width=16, cut="middle"), ColumnSpec("queue", "Queue", "Q", optional=True),
     ColumnSpec("waiting", "Waiting", "A", optional=True), ColumnSpec("prio", "Prio", "O", optional=True),
     ColumnSpec("why", "Why pending", "W", flexible=True, min_width=12),
 ]
 #: Where the cells that move without their Workload changing are in a row.
 _CELL_OF = {column.key: index for index, column in enumerate(WORKLOAD_COLUMNS)}
-POS_CELL, DELTA_CELL, WAITING_CELL = _CELL_OF["pos"], _CELL_OF["delta"], _CELL_OF["waiting"]
+POS_CELL, DELTA_CELL, WAITING_CELL, NAME_CELL = _CELL_OF["pos"], _CELL_OF["delta"], _CELL_OF["waiting"], _CELL_OF["name"]
 
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
 _NOT_IN_LINE = 1 << 30
@@ -86,7 +86,7 @@ def why_pending(wl: WorkloadView, events: list[EventView], held: set[str]) -> st
         # An event with no timestamp at all sorts first rather than failing the comparison.
         newest = max(warnings, key=lambda e: e.last_timestamp or e.creation_timestamp or wl.creation_timestamp or _NO_TIME)
         parts.append(f"event {newest.reason}: {newest.message}")
-    return one_line("; ".join(parts) or "waiting for quota")
+    return one_line("; ".join(parts) or "waiting for quota", 600)  # whole: the line under the table shows it all
 
 
 def display_position(position: int, estimated: bool) -> str:

@@ -46,6 +46,7 @@ from tau_tui.widgets.table_plan import (
     TablePlan,
     TableState,
     as_text,
+    cell_width,
     plan_rows,
     sort_key,
     sorted_keys,
@@ -142,7 +143,7 @@ class KeyedTable(LineTable):
 
     def _add_columns(self) -> None:
         for spec in self._column_spec:
-            self.columns[spec.key] = TableColumn(spec.key, self._label_of(spec), len(spec.label))
+            self.columns[spec.key] = TableColumn(spec.key, self._label_of(spec), len(spec.label), spec.cut == "middle")
         self.columns_changed()
         self._sizes_pending = True
         self.check_idle()
@@ -216,6 +217,26 @@ class KeyedTable(LineTable):
     @property
     def visible_column_keys(self) -> list[str]:
         return [c.key for c in self._column_spec if c.key not in self._hidden]
+
+    def cells_not_whole(self, key: str) -> list[tuple[int, str, Any]]:
+        """(column index, label, cell) of each cell of row ``key`` the table does not show whole (cut to its column,
+        or its column hidden at this width), in the columns' order; blank and "—" cells count as shown."""
+        cells = self._state.cells.get(key)
+        if cells is None:
+            return []
+        out = []
+        for index, (spec, cell) in enumerate(zip(self._column_spec, cells, strict=False)):
+            column = self.columns.get(spec.key)
+            plain = cell.plain if isinstance(cell, Text) else str(cell)
+            if column is None or not plain.strip() or plain == "—":
+                continue
+            if column.width == 0 or cell_width(cell) > column.width:
+                out.append((index, spec.label, cell))
+        return out
+
+    def hidden_column_indexes(self) -> list[int]:
+        """The columns hidden at this width, by index."""
+        return [index for index, spec in enumerate(self._column_spec) if spec.key in self._hidden]
 
     def column_width(self, key: str) -> int:
         """The width the column is drawn with (0 when hidden)."""
