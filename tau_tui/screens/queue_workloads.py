@@ -2,9 +2,10 @@
 
 A full read looks at every Workload: the first read, one while the first list still comes in, one
 after a queue was held or released or LocalQueues came or went, after a replay's seek, after a read
-that never reached the table, and when the cache's journal no longer reaches back to the last read
-(or names more than QUICK_READ_MOST changes).  Any other read looks only at what moved since the
-last one: the Workloads and the warning events the cache's journal names, the pending rows of each
+that never reached the table, and when its cursors on the cache's change feed say "read everything"
+(the journal no longer reaches back to the last read, or so many Workloads changed that reading each
+costs more than reading all: ``journal_cursor.INCREMENTAL_COST``).  Any other read looks only at what
+moved since the last one: the Workloads and the warning events the cursors name, the pending rows of each
 LocalQueue whose position report came since (read on a thread of their own:
 ``BackgroundPositions``), and the rows whose "Waiting" age ticks over now.  The rows keep their
 order by bisection, and the table's update is planned for those rows alone (``plan_changed_rows``).
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,7 @@ from rich.text import Text
 
 from tau_tui.core.cluster.background_positions import BackgroundPositions
 from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.positions import CachedPositions, LocalQueuePositions, PendingPosition
 from tau_tui.core.cluster.view_types import EventView, WorkloadView
@@ -31,8 +33,6 @@ from tau_tui.widgets.keyed_table import ColumnSpec, Matchable
 from tau_tui.widgets.status_text import status_text, style_of
 from tau_tui.widgets.table_plan import Row, RowsView, TablePlan, TableState, plan_changed_rows
 
-#: More Workloads changed than this since the last read: a full read (it costs about the same).
-QUICK_READ_MOST = 2_000
 #: A read writes at most this many "Waiting" ages that ticked over, the longest due first: a world
 #: whose 18,000 Workloads were created in one second ticks them all each second for a minute, and a
 #: change to a row must not wait behind them (they are late by a few seconds then, never wrong
@@ -98,6 +98,16 @@ def queue_of(wl: WorkloadView) -> QueueKey:
     return (wl.namespace or "", wl.queue_name or "")
 
 
+def moved_in_line(pending: dict[str, WorkloadView], before: CachedPositions | None,
+                  now: CachedPositions) -> Iterable[str]:
+    """The pending rows a queue's new report moves: those whose place in line it changed (every one
+    when its source did: "#" and "~" read otherwise)."""
+    if before is None or before.report.source is not now.report.source:
+        return pending.keys()
+    was, ahead = before.by_name, now.by_name
+    return [key for key, wl in pending.items() if was.get(wl.name) != ahead.get(wl.name)]
+
+
 def newer_warning(have: EventView | None, event: EventView) -> bool:
     """Whether ``event`` is a newer warning for its Workload than ``have``."""
     if have is None:
@@ -133,7 +143,6 @@ class _Kept:
 
     backend: Any
     place: tuple
-    generations: tuple[int, int]
     held: frozenset[str]
     queues: frozenset[QueueKey]
     views: dict[str, WorkloadView]
@@ -165,6 +174,9 @@ class WorkloadRows:
         #: their cells object, so the table neither compares nor redraws them.
         self.row_cache: dict[str, tuple[tuple, list, str]] = {}
         self._kept: _Kept | None = None
+        #: This reader's places in the change feed of Workloads and of events.
+        self._workload_changes = JournalCursor(ResourceKind.WORKLOAD)
+        self._event_changes = JournalCursor(ResourceKind.EVENT)
         self._status_cells: dict[tuple[str, str], Text] = {}
         #: The last read's token, and the last one the table was seen to show: a read that never
         #: reached the table (dropped, stopped, failed) leaves the next read to be a full one.
@@ -241,16 +253,16 @@ class WorkloadRows:
              keep_reading: Callable[[], None]) -> WorkloadsRead:
         """The workloads' rows.  ``rows_before_positions_over``: a first read with more pending
         Workloads shows its rows before reading their positions (None: not a first read)."""
-        for kind in (ResourceKind.WORKLOAD, ResourceKind.EVENT):
-            backend.changed_since(kind, -1)  # the cache journals them from now on (the first ask starts it)
-        # generations before the data: a change in between is read again next time, never missed
-        generations = (backend.generation(ResourceKind.WORKLOAD), backend.generation(ResourceKind.EVENT))
+        # what changed, taken before the data is read: a change in between is read again next time
+        changed = self._workload_changes.read(backend).keys
+        events = self._event_changes.read(backend).keys
         kept = self._kept
         self._read_token += 1
         if kept is not None and not listing and kept.backend is backend and kept.place == place \
-                and kept.held == frozenset(held) and kept.queues == queues and self._applied_token == self._read_token - 1:
+                and kept.held == frozenset(held) and kept.queues == queues and self._applied_token == self._read_token - 1 \
+                and changed is not None and events is not None:
             try:
-                quick = self._quick_read(kept, backend, generations, now, held, table)
+                quick = self._quick_read(kept, backend, changed, events, now, held, table)
             except BaseException:
                 self._kept = None  # a quick read stopped half way changed what was kept
                 raise
@@ -259,13 +271,11 @@ class WorkloadRows:
                 quick.token = self._read_token
                 return quick
         self.full_reads += 1
-        read = self._full_read(backend, place, generations, now, held, queues, listing, rows_before_positions_over,
-                               keep_reading)
+        read = self._full_read(backend, place, now, held, queues, listing, rows_before_positions_over, keep_reading)
         read.token = self._read_token
         return read
 
-    def _full_read(self, backend: ClusterBackend, place: tuple, generations: tuple[int, int], now: datetime,
-                   held: set[str], queues: frozenset[QueueKey], listing: bool, rows_before_positions_over: int | None,
+    def _full_read(self, backend: ClusterBackend, place: tuple, now: datetime, held: set[str], queues: frozenset[QueueKey], listing: bool, rows_before_positions_over: int | None,
                    keep_reading: Callable[[], None]) -> WorkloadsRead:
         workloads = backend.workloads()
         pending: dict[QueueKey, dict[str, WorkloadView]] = {}
@@ -323,17 +333,14 @@ class WorkloadRows:
         estimated = any(r.report.estimated for r in reports.values())
         # a read made before its positions (or while the list comes in) is not one to go on from
         self._kept = None if waiting_for_positions else _Kept(
-            backend, place, generations, frozenset(held), queues, views, warnings, warning_events, pending, members,
+            backend, place, frozenset(held), queues, views, warnings, warning_events, pending, members,
             reports, order, [key for _, key in order], dict(rows), sort_of, counts, matchable, ages)
         return WorkloadsRead(rows, dict(views), dict(matchable), counts, estimated, problems,
                              waiting_for_positions=waiting_for_positions)
 
-    def _quick_read(self, kept: _Kept, backend: ClusterBackend, generations: tuple[int, int], now: datetime,
-                    held: set[str], table: TableState | None) -> WorkloadsRead | None:
-        changed = backend.changed_since(ResourceKind.WORKLOAD, kept.generations[0])
-        events = backend.changed_since(ResourceKind.EVENT, kept.generations[1])
-        if changed is None or events is None or len(changed) > QUICK_READ_MOST:
-            return None
+    def _quick_read(self, kept: _Kept, backend: ClusterBackend, changed: set[tuple[str, str]],
+                    events: set[tuple[str, str]], now: datetime, held: set[str],
+                    table: TableState | None) -> WorkloadsRead | None:
         dirty: set[str] = {f"{namespace}/{name}" for namespace, name in changed}
         for event_key in events:
             event = backend.get(ResourceKind.EVENT, event_key[1], event_key[0])
@@ -387,8 +394,9 @@ class WorkloadRows:
         reports = self.background.reports(kept.members)
         problems = list(self.background.problems)
         for queue, report in reports.items():
-            if kept.reports.get(queue) is not report:  # read again: every place in that line may have moved
-                dirty.update(kept.pending.get(queue, {}))
+            report_held = kept.reports.get(queue)
+            if report_held is None or report_held.report is not report.report:
+                dirty.update(moved_in_line(kept.pending.get(queue, {}), report_held, report))
         kept.reports = reports
         stamp = now.timestamp()
         for _ in range(AGES_PER_READ):
@@ -424,7 +432,6 @@ class WorkloadRows:
             kept.matchable[key] = (row_text, wl.labels)
             if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
                 heapq.heappush(kept.ages, (age_changes_at(wl.queue_order_timestamp, now), key))
-        kept.generations = generations
         keys = list(kept.keys)
         matchable = dict(kept.matchable)
         plan = plan_changed_rows(table, keys, changed_rows, removed, matchable) if table is not None else None

@@ -2,10 +2,10 @@
 
 A full read looks at every Job and RayJob: the first read, and one after anything the kept rows
 cannot follow one run at a time (a run or another Job gone, a pod of no run, a GPU fault that came
-or went, a run cancelled from the pane, a notice in the table, a journal that does not reach back,
-a read that never reached the table, a replay's seek).  Any other read looks only at the runs
-whose owner, Workloads, pods or events the cache's journal names since the last read (through the
-pane's :class:`~tau_tui.core.operations.live_run_index.LiveRunIndex`), the failed runs (their
+or went, a run cancelled from the pane, a notice in the table, a cursor on the cache's change feed
+that says "read everything", a read that never reached the table, a replay's seek).  Any other read
+looks only at the runs whose owner, Workloads, pods or events the change feed names since the last
+read (through the pane's :class:`~tau_tui.core.operations.live_run_index.LiveRunIndex`), the failed runs (their
 retry decision moves with the clock) and the runs whose age ticks over now.  The rows keep their
 order by bisection and the table's update is planned for those rows alone, as the queue pane's
 workloads are (``queue_workloads.py``): at 20,000 runs a read costs the changes, not the table.
@@ -30,6 +30,7 @@ from typing import Any
 from rich.text import Text
 
 from tau_tui.core.cluster.interfaces import ClusterBackend, is_tau_run
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import EventView, JobView, ObjectView, PodView, RayJobView, WorkloadView
@@ -49,8 +50,6 @@ from tau_tui.widgets.table_plan import Row, RowsView, TableState, plan_changed_r
 #: Row order: by state, then by namespace/name.
 STATE_ORDER = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "cancelled": 6,
                "not_found": 7}
-#: More objects changed than this since the last read: a full read (it costs about the same).
-QUICK_READ_MOST = 2_000
 #: A read writes at most this many ages that ticked over, the longest due first (a world whose
 #: 20,000 runs were made in one second ticks them all at once); the rest follow in the next reads.
 AGES_PER_READ = 500
@@ -108,7 +107,6 @@ class _Kept:
 
     backend: Any
     place: tuple
-    generations: dict[ResourceKind, int]
     faults: dict[str, NodeGpuFault]
     owners: dict[str, JobView | RayJobView]
     statuses: dict[str, RunStatus]
@@ -154,6 +152,8 @@ class RunRows:
     def __init__(self) -> None:
         #: Every run's objects, kept from the cache's changes.
         self.index: LiveRunIndex | None = None
+        #: This reader's places in the change feed of Jobs and RayJobs.
+        self._owner_changes = {kind: JournalCursor(kind) for kind in OWNER_KINDS}
         self._kept: _Kept | None = None
         #: A full read whose first part was shown: the next read goes on with it.
         self._full_read_under_way: _FullRead | None = None
@@ -191,20 +191,18 @@ class RunRows:
             # the lists and the index as the first part read them: the read after this one follows
             # every change since then (the journal from its generations, the index's moves)
             return self._full_read(under_way, now, statuses, cancelled, worker_pods, keep_reading)
-        for kind in OWNER_KINDS:
-            backend.changed_since(kind, -1)  # the cache journals them from now on (the first ask starts it)
-        # generations before the data: a change in between is read again next time, never missed
-        generations = {kind: backend.generation(kind) for kind in OWNER_KINDS}
+        # what changed, taken before the data is read: a change in between is read again next time
+        owners_changed = {kind: cursor.read(backend).keys for kind, cursor in self._owner_changes.items()}
         if self.index is None or self.index.backend is not backend:
             self.index = LiveRunIndex(backend)
         index = self.index.current()  # the lists once, then what changed since the last read
         kept = self._kept
         if kept is not None and quick_allowed and not cancelled and kept.backend is backend and kept.place == place \
                 and self._applied_token == self._read_token - 1 and not self.index.relisted and kept.faults == gpu_faults:
-            dirty = self._dirty_runs(kept, backend, self.index.moved)
+            dirty = self._dirty_runs(kept, backend, owners_changed, self.index.moved)
             if dirty is not None:
                 try:
-                    quick = self._quick_read(kept, index, dirty, generations, now, statuses, table)
+                    quick = self._quick_read(kept, index, dirty, now, statuses, table)
                 except BaseException:
                     self._kept = None  # a quick read stopped half way changed what was kept
                     raise
@@ -216,7 +214,7 @@ class RunRows:
         owners: list[JobView | RayJobView] = [*backend.jobs(), *backend.ray_jobs()]
         full = _FullRead(backend, place, index, owners, backend.pods(),
                          {(j.namespace or "", j.name) for j in backend.jobs(tau_managed_only=False)},
-                         _Kept(backend, place, generations, dict(gpu_faults), {}, {}, {}, {}, {}, [], [], {}, {}, {}, {}, {}))
+                         _Kept(backend, place, dict(gpu_faults), {}, {}, {}, {}, {}, [], [], {}, {}, {}, {}, {}))
         return self._full_read(full, now, statuses, cancelled, worker_pods, keep_reading, waited_for)
 
     # -- one run ---------------------------------------------------------------------------------
@@ -378,17 +376,15 @@ class RunRows:
         return RunsRead(rows, dict(kept.statuses), dict(kept.decisions), dict(kept.owners), dict(kept.matchable),
                         dict(kept.counts), released)
 
-    def _dirty_runs(self, kept: _Kept, backend: ClusterBackend, moved: list[tuple[ObjectView | None, ObjectView | None]]
-                    ) -> dict[str, JobView | RayJobView] | None:
+    def _dirty_runs(self, kept: _Kept, backend: ClusterBackend, owners_changed: Mapping[ResourceKind, set[tuple[str, str]] | None],
+                    moved: list[tuple[ObjectView | None, ObjectView | None]]) -> dict[str, JobView | RayJobView] | None:
         """The runs whose objects changed since the last read, each with its owner as the cache
         holds it; None when a full read must find them."""
         dirty: dict[str, JobView | RayJobView] = {}
-        changed_owners = 0
         for kind in OWNER_KINDS:
-            changed = backend.changed_since(kind, kept.generations[kind])
+            changed = owners_changed[kind]
             if changed is None:
                 return None
-            changed_owners += len(changed)
             for namespace, name in changed:
                 key = f"{namespace}/{name}"
                 view = backend.get(kind, name, namespace or None)
@@ -401,8 +397,6 @@ class RunRows:
                 if key in kept.owners and type(kept.owners[key]) is not type(view):
                     return None  # a Job and a RayJob of one name: a full read's
                 dirty[key] = view
-        if changed_owners + len(moved) > QUICK_READ_MOST:
-            return None
         for pair in moved:
             for view in pair:
                 if view is None:
@@ -441,8 +435,7 @@ class RunRows:
         return set()
 
     def _quick_read(self, kept: _Kept, index: RunIndex, dirty: dict[str, JobView | RayJobView],
-                    generations: dict[ResourceKind, int], now: datetime, statuses: RunStatusMemo,
-                    table: TableState | None) -> RunsRead:
+                    now: datetime, statuses: RunStatusMemo, table: TableState | None) -> RunsRead:
         stamp = now.timestamp()
         aged: set[str] = set()
         for _ in range(AGES_PER_READ):
@@ -491,7 +484,6 @@ class RunRows:
         for key in kept.failed:  # the backoff moves with the clock: decided on every read
             owner = kept.owners[key]
             kept.decisions[key] = retry_decision(index.objects(owner, kept.faults, index.parts(owner)), now)
-        kept.generations = generations
         self._kept_rows = kept.rows
         keys = list(kept.keys)
         matchable = dict(kept.matchable)

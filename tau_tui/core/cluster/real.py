@@ -21,7 +21,7 @@ from urllib.parse import quote
 from kubernetes import client as k8s
 
 from tau_tui.core.cluster.api_failure import ApiFailure
-from tau_tui.core.cluster.cache import Dispatcher, ObjectCache
+from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.convert import format_time, share_strings, strip_managed_fields
@@ -347,7 +347,7 @@ class KubernetesBackend(BaseBackend):
     _identity: tuple[str | None, dict[str, Any] | None]
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None,
-                 *, all_namespaces: bool = False, kinds: Iterable[ResourceKind] | None = None, coalesce_window: float = 0.1,
+                 *, all_namespaces: bool = False, kinds: Iterable[ResourceKind] | None = None,
                  timeouts: RequestTimeouts | None = None):
         super().__init__(ObjectCache())
         self.timeouts = timeouts or DEFAULT_TIMEOUTS
@@ -357,7 +357,6 @@ class KubernetesBackend(BaseBackend):
         self.kinds = list(kinds) if kinds is not None else list(ResourceKind)
         self.http = _Http(self.source.api_client(self._context, self.timeouts), self.timeouts)
         self._informers: list[_Informer] = []
-        self._dispatcher = Dispatcher(self.cache, coalesce_window)
         self._lock = threading.RLock()
         self._started = False
 
@@ -368,7 +367,6 @@ class KubernetesBackend(BaseBackend):
             if self._started:
                 return
             self._started = True
-            self._dispatcher.start()
             self._start_informers()
 
     def _start_informers(self) -> None:
@@ -408,7 +406,6 @@ class KubernetesBackend(BaseBackend):
     def close(self) -> None:
         with self._lock:
             self._stop_informers()
-            self._dispatcher.stop()
             self._started = False
 
     def wait_synced(self, timeout: float = 30.0, kinds: Iterable[ResourceKind] | None = None) -> bool:
@@ -421,7 +418,6 @@ class KubernetesBackend(BaseBackend):
                 return False
         ok = self.cache.wait_for(lambda: self.connection_state().status is ConnectionStatus.CONNECTED,
                                  max(0.0, deadline - time.monotonic()))
-        self.cache.flush()
         return ok
 
     def _update_connection(self, message: str = "") -> None:

@@ -57,7 +57,7 @@ class SimulatedCluster:
         self.foreground_busy_until = 0.0
         #: How a tick sleeps while giving way to the foreground (tests count the calls).
         self.pause: Callable[[float], None] = time.sleep
-        #: Called after every tick, outside the lock (backends flush their caches).
+        #: Called after every tick, outside the lock (a backend marks where its cache's batch ends).
         self.tick_listeners: list[Callable[[], None]] = []
         #: API outage injection: while ``api_down`` holds a message, attached
         #: backends stop receiving changes and report reconnecting/stale.
