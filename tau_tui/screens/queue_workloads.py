@@ -98,16 +98,6 @@ def queue_of(wl: WorkloadView) -> QueueKey:
     return (wl.namespace or "", wl.queue_name or "")
 
 
-def moved_in_line(pending: dict[str, WorkloadView], before: CachedPositions | None,
-                  now: CachedPositions) -> Iterable[str]:
-    """The pending rows a queue's new report moves: those whose place in line it changed (every one
-    when its source did: "#" and "~" read otherwise)."""
-    if before is None or before.report.source is not now.report.source:
-        return pending.keys()
-    was, ahead = before.by_name, now.by_name
-    return [key for key, wl in pending.items() if was.get(wl.name) != ahead.get(wl.name)]
-
-
 def newer_warning(have: EventView | None, event: EventView) -> bool:
     """Whether ``event`` is a newer warning for its Workload than ``have``."""
     if have is None:
@@ -231,6 +221,25 @@ class WorkloadRows:
                      waiting, prio, why_pending(wl, [warning] if warning else [], held)]
         self.row_cache[key] = (inputs, cells, row_text)
         return cells, row_text
+
+    def _moved_in_line(self, pending: dict[str, WorkloadView], before: CachedPositions | None,
+                       now: CachedPositions, backend: ClusterBackend) -> Iterable[str]:
+        """The pending rows of a queue whose report was read again that it moves: those whose place
+        in line changed, or whose "Δ" (the place seen twice reads "="); every one when the report's
+        source did ("#" and "~" read otherwise)."""
+        if before is None or before.report.source is not now.report.source:
+            return pending.keys()
+        was, ahead, shown = before.by_name, now.by_name, self.row_cache
+        moved = []
+        for key, wl in pending.items():
+            if was.get(wl.name) != ahead.get(wl.name):
+                moved.append(key)
+                continue
+            row = shown.get(key)
+            history = backend.position_history(wl.namespace or "", wl.name)
+            if row is None or row[0][2] != delta(history.change if history else None):
+                moved.append(key)
+        return moved
 
     def _status_cell(self, word: str) -> Text:
         """One status cell per word and theme style, shared by the rows (never changed once made)."""
@@ -395,8 +404,8 @@ class WorkloadRows:
         problems = list(self.background.problems)
         for queue, report in reports.items():
             report_held = kept.reports.get(queue)
-            if report_held is None or report_held.report is not report.report:
-                dirty.update(moved_in_line(kept.pending.get(queue, {}), report_held, report))
+            if report_held is not report:
+                dirty.update(self._moved_in_line(kept.pending.get(queue, {}), report_held, report, backend))
         kept.reports = reports
         stamp = now.timestamp()
         for _ in range(AGES_PER_READ):
