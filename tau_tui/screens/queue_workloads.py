@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +28,8 @@ from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.positions import CachedPositions, LocalQueuePositions, PendingPosition
 from tau_tui.core.cluster.view_types import EventView, WorkloadView
+from tau_tui.core.frozen_map import FrozenMap
+from tau_tui.core.ordered_keys import Move, OrderedKeys
 from tau_tui.widgets.cell_text import age, age_changes_at, delta, one_line, shared
 from tau_tui.widgets.keyed_table import ColumnSpec, Matchable
 from tau_tui.widgets.status_text import status_text, style_of
@@ -112,8 +114,8 @@ class WorkloadsRead:
     """One read's workloads: the rows in order, and what the pane keeps of them."""
 
     rows: Sequence[Row]
-    views: dict[str, WorkloadView]
-    matchable: dict[str, Matchable]
+    views: Mapping[str, WorkloadView]
+    matchable: Mapping[str, Matchable]
     counts: dict[str, int]
     estimated: bool
     problems: list[str]
@@ -135,22 +137,28 @@ class _Kept:
     place: tuple
     held: frozenset[str]
     queues: frozenset[QueueKey]
-    views: dict[str, WorkloadView]
+    #: handed to the pane with each read: versions that are never changed (FrozenMap, OrderedKeys)
+    views: FrozenMap[str, WorkloadView]
     warnings: dict[tuple[str, str], EventView]
     #: event key -> the Workload it is the newest warning of
     warning_events: dict[tuple[str, str], tuple[str, str]]
     pending: dict[QueueKey, dict[str, WorkloadView]]
     members: dict[QueueKey, tuple[WorkloadView, ...]]
     reports: dict[QueueKey, CachedPositions]
+    #: the rows' order, for bisection (this reader's own: changed in place)
     order: list[tuple[SortKey, str]]
-    #: the keys of ``order``, in its order (a list of its own: copied per read, never rebuilt)
-    keys: list[str]
+    #: the keys of ``order``, in its order; a read's moves make the next version
+    keys: OrderedKeys
     #: key -> the row's cells
-    cells: dict[str, Sequence]
+    cells: FrozenMap[str, Sequence]
     sort_of: dict[str, SortKey]
     counts: dict[str, int]
-    matchable: dict[str, Matchable]
+    matchable: FrozenMap[str, Matchable]
+    #: (when a row's "Waiting" age next reads otherwise, key): a heap; and the time each row's entry
+    #: holds, so a row that changed without its age moving adds no entry (entries a row no longer
+    #: holds are dropped when they come up)
     ages: list[tuple[float, str]] = field(default_factory=list)
+    age_due: dict[str, float] = field(default_factory=dict)
 
 
 class WorkloadRows:
@@ -339,12 +347,15 @@ class WorkloadRows:
             if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
                 ages.append((age_changes_at(wl.queue_order_timestamp, now), key))
         heapq.heapify(ages)
+        age_due = {key: due for due, key in ages}
         estimated = any(r.report.estimated for r in reports.values())
         # a read made before its positions (or while the list comes in) is not one to go on from
+        frozen_views, frozen_matchable = FrozenMap(views), FrozenMap(matchable)
         self._kept = None if waiting_for_positions else _Kept(
-            backend, place, frozenset(held), queues, views, warnings, warning_events, pending, members,
-            reports, order, [key for _, key in order], dict(rows), sort_of, counts, matchable, ages)
-        return WorkloadsRead(rows, dict(views), dict(matchable), counts, estimated, problems,
+            backend, place, frozenset(held), queues, frozen_views, warnings, warning_events, pending, members,
+            reports, order, OrderedKeys(key for _, key in order), FrozenMap(dict(rows)), sort_of, dict(counts),
+            frozen_matchable, ages, age_due)
+        return WorkloadsRead(rows, frozen_views, frozen_matchable, counts, estimated, problems,
                              waiting_for_positions=waiting_for_positions)
 
     def _quick_read(self, kept: _Kept, backend: ClusterBackend, changed: set[tuple[str, str]],
@@ -365,13 +376,14 @@ class WorkloadRows:
                     kept.warnings[warning_key] = event
                     kept.warning_events[event_key] = warning_key
                     dirty.add(f"{warning_key[0]}/{warning_key[1]}")
+        views = kept.views.draft()
         # the Workloads that changed: their queue's pending set, the counts, the views
         moved_queues: set[QueueKey] = set()
         for key in dirty:
             namespace, _, name = key.partition("/")
             view = backend.get(ResourceKind.WORKLOAD, name, namespace)
             now_view = view if isinstance(view, WorkloadView) else None
-            before = kept.views.get(key)
+            before = views.get(key)
             if now_view is before:
                 continue
             for wl, sign in ((before, -1), (now_view, 1)):
@@ -387,9 +399,9 @@ class WorkloadRows:
                     else:
                         kept.pending.setdefault(queue, {})[key] = wl
             if now_view is None:
-                kept.views.pop(key, None)
+                views.pop(key)
             else:
-                kept.views[key] = now_view
+                views[key] = now_view
         for queue in moved_queues:
             queued = kept.pending.get(queue)
             if queued:
@@ -408,24 +420,29 @@ class WorkloadRows:
                 dirty.update(self._moved_in_line(kept.pending.get(queue, {}), report_held, report, backend))
         kept.reports = reports
         stamp = now.timestamp()
-        for _ in range(AGES_PER_READ):
-            if not kept.ages or kept.ages[0][0] > stamp:
-                break
-            dirty.add(heapq.heappop(kept.ages)[1])
+        taken = 0
+        while taken < AGES_PER_READ and kept.ages and kept.ages[0][0] <= stamp:
+            due, key = heapq.heappop(kept.ages)
+            if kept.age_due.get(key) == due:  # the entry the row holds (not one left by a change)
+                del kept.age_due[key]
+                dirty.add(key)
+                taken += 1
         changed_rows: dict[str, list] = {}
         removed: list[str] = []
+        moves: list[Move] = []
+        cells, matchable = kept.cells.draft(), kept.matchable.draft()
         for key in dirty:
-            wl = kept.views.get(key)
+            wl = views.get(key)
             old_sort = kept.sort_of.get(key)
             new_sort = self._sort_key(wl, reports.get(queue_of(wl))) if wl is not None else None
             if old_sort is not None and new_sort != old_sort:
-                at = bisect_left(kept.order, (old_sort, key))
-                del kept.order[at]
-                del kept.keys[at]
+                del kept.order[bisect_left(kept.order, (old_sort, key))]
+                moves.append(("remove", key))
             if wl is None or new_sort is None:
                 kept.sort_of.pop(key, None)
-                kept.cells.pop(key, None)
-                if kept.matchable.pop(key, None) is not None:
+                kept.age_due.pop(key, None)
+                cells.pop(key)
+                if matchable.pop(key) is not None:
                     removed.append(key)
                 self.row_cache.pop(key, None)
                 continue
@@ -433,18 +450,20 @@ class WorkloadRows:
                 kept.sort_of[key] = new_sort
                 at = bisect_left(kept.order, (new_sort, key))
                 kept.order.insert(at, (new_sort, key))
-                kept.keys.insert(at, key)
-            cells, row_text = self._row(key, wl, reports.get(queue_of(wl)), held,
-                                        kept.warnings.get((wl.namespace or "", wl.name)), now, False, backend)
-            kept.cells[key] = cells
-            changed_rows[key] = cells
-            kept.matchable[key] = (row_text, wl.labels)
+                moves.append(("insert", at, key))
+            row_cells, row_text = self._row(key, wl, reports.get(queue_of(wl)), held,
+                                            kept.warnings.get((wl.namespace or "", wl.name)), now, False, backend)
+            cells[key] = changed_rows[key] = row_cells
+            matchable[key] = (row_text, wl.labels)
             if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
-                heapq.heappush(kept.ages, (age_changes_at(wl.queue_order_timestamp, now), key))
-        keys = list(kept.keys)
-        matchable = dict(kept.matchable)
-        plan = plan_changed_rows(table, keys, changed_rows, removed, matchable) if table is not None else None
-        rows = RowsView(keys, dict(kept.cells))
+                due = age_changes_at(wl.queue_order_timestamp, now)
+                if kept.age_due.get(key) != due:
+                    kept.age_due[key] = due
+                    heapq.heappush(kept.ages, (due, key))
+        # the next versions of what the pane holds: each costs what this read changed
+        kept.views, kept.cells, kept.matchable = views.freeze(), cells.freeze(), matchable.freeze()
+        kept.keys = kept.keys.moved(moves) if moves else kept.keys
+        plan = plan_changed_rows(table, kept.keys, changed_rows, removed, kept.matchable) if table is not None else None
         estimated = any(r.report.estimated for r in reports.values())
-        return WorkloadsRead(rows, dict(kept.views), matchable, dict(kept.counts), estimated, problems, plan, full=False)
-
+        return WorkloadsRead(RowsView(kept.keys, kept.cells), kept.views, kept.matchable, dict(kept.counts), estimated,
+                             problems, plan, full=False)
