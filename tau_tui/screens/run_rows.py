@@ -34,6 +34,7 @@ from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import EventView, JobView, ObjectView, PodView, RayJobView, WorkloadView
+from tau_tui.core.frozen_map import FrozenMap
 from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.live_run_index import LiveRunIndex
 from tau_tui.core.operations.recovery import RetryDecision, retry_decision
@@ -42,6 +43,7 @@ from tau_tui.core.operations.run_objects import RunObjects
 from tau_tui.core.operations.run_status_memo import RunInputs, RunStatusMemo
 from tau_tui.core.operations.run_status_types import RunStatus
 from tau_tui.core.operations.runstatus import compute_run_status
+from tau_tui.core.ordered_keys import Move, OrderedKeys
 from tau_tui.widgets.cell_text import age_changes_at, since
 from tau_tui.widgets.keyed_table import Matchable
 from tau_tui.widgets.status_text import status_text
@@ -85,10 +87,10 @@ class RunsRead:
     """One read's runs: the rows in order and what the pane shows of them."""
 
     rows: Sequence[Row]
-    statuses: dict[str, RunStatus]
+    statuses: Mapping[str, RunStatus]
     decisions: dict[str, RetryDecision]
-    owners: dict[str, JobView | RayJobView]
-    matchable: dict[str, Matchable]
+    owners: Mapping[str, JobView | RayJobView]
+    matchable: Mapping[str, Matchable]
     counts: dict[str, int]
     #: Runs cancelled on a MultiKueue manager whose worker pods are now gone.
     released: set[str] = field(default_factory=set)
@@ -108,15 +110,17 @@ class _Kept:
     backend: Any
     place: tuple
     faults: dict[str, NodeGpuFault]
-    owners: dict[str, JobView | RayJobView]
-    statuses: dict[str, RunStatus]
+    #: handed to the pane with each read: versions that are never changed (FrozenMap, OrderedKeys)
+    owners: FrozenMap[str, JobView | RayJobView]
+    statuses: FrozenMap[str, RunStatus]
     decisions: dict[str, RetryDecision]
-    matchable: dict[str, Matchable]
+    matchable: FrozenMap[str, Matchable]
     rows: dict[str, RunRow]
+    #: the rows' order, for bisection (this reader's own: changed in place)
     order: list[OrderKey]
-    #: the keys of ``order``, in its order
-    keys: list[str]
-    cells: dict[str, Sequence]
+    #: the keys of ``order``, in its order; a read's moves make the next version
+    keys: OrderedKeys
+    cells: FrozenMap[str, Sequence]
     counts: dict[str, int]
     #: where each run's objects point back to it: owner uid, Ray cluster, and the names of its owner,
     #: Workloads and pods (events are about one of those)
@@ -140,6 +144,8 @@ class _FullRead:
     #: every Job's (namespace, name), Tau's or not: a pod of none was left by a cancelled run
     job_names: set[tuple[str, str]]
     kept: _Kept
+    #: each run's filter text and labels, as its parts read them
+    matchable: dict[str, Matchable] = field(default_factory=dict)
     #: (state rank, key, owner or None for pods left by a cancelled Job, status)
     items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = field(default_factory=list)
     #: the owners before this one are read
@@ -214,7 +220,8 @@ class RunRows:
         owners: list[JobView | RayJobView] = [*backend.jobs(), *backend.ray_jobs()]
         full = _FullRead(backend, place, index, owners, backend.pods(),
                          {(j.namespace or "", j.name) for j in backend.jobs(tau_managed_only=False)},
-                         _Kept(backend, place, dict(gpu_faults), {}, {}, {}, {}, {}, [], [], {}, {}, {}, {}, {}))
+                         _Kept(backend, place, dict(gpu_faults), FrozenMap(), FrozenMap(), {}, FrozenMap(), {}, [],
+                               OrderedKeys(), FrozenMap(), {}, {}, {}, {}))
         return self._full_read(full, now, statuses, cancelled, worker_pods, keep_reading, waited_for)
 
     # -- one run ---------------------------------------------------------------------------------
@@ -282,7 +289,7 @@ class RunRows:
             if status.state == "failed":  # the backoff moves with the clock: decided on every read
                 kept.decisions[key] = retry_decision(index.objects(owner, kept.faults, parts), now)
                 kept.failed.add(key)
-            kept.matchable[key] = self._matchable(key, owner, status)
+            full.matchable[key] = self._matchable(key, owner, status)
             self._point_back(kept, key, owner, parts)
             full.items.append((STATE_ORDER[status.state], key, owner, status))
             stop += 1
@@ -312,7 +319,7 @@ class RunRows:
             owners[key] = owner
             counts[status.state] = counts.get(status.state, 0) + 1
         self._kept_rows = {**self._kept_rows, **read_rows}  # the next part keeps these rows
-        return RunsRead(rows, statuses, dict(kept.decisions), owners, {key: kept.matchable[key] for key in owners},
+        return RunsRead(rows, statuses, dict(kept.decisions), owners, {key: full.matchable[key] for key in owners},
                         counts, token=self._read_token, reading=(full.next_owner, len(full.owners)))
 
     def _last_part(self, full: _FullRead, now: datetime, statuses: RunStatusMemo, cancelled: Mapping[str, Any],
@@ -330,7 +337,7 @@ class RunRows:
                 leftovers.setdefault((pod.namespace or "", run), []).append(pod)
         for (ns, run), run_pods in leftovers.items():
             status = compute_run_status(RunObjects(ns, run, pods=tuple(run_pods), cancelled=f"{ns}/{run}" in cancelled))
-            kept.matchable[f"{ns}/{run}"] = (f"{ns}/{run} {status.state}", run_pods[0].labels)
+            full.matchable[f"{ns}/{run}"] = (f"{ns}/{run} {status.state}", run_pods[0].labels)
             items.append((STATE_ORDER[status.state], f"{ns}/{run}", None, status))
         shown = {f"{o.namespace or ''}/{o.name}" for o in owners} | {f"{ns}/{run}" for ns, run in leftovers}
         released: set[str] = set()
@@ -345,36 +352,40 @@ class RunRows:
                                                    worker_pods=found))
             if worker and status.state == "cancelled":
                 released.add(key)
-            kept.matchable[key] = (f"{key} {status.state}", {})
+            full.matchable[key] = (f"{key} {status.state}", {})
             items.append((STATE_ORDER[status.state], key, None, status))
         rows: list[Row] = []
         state_cells: dict[tuple[str, str], Text] = {}
+        read_statuses: dict[str, RunStatus] = {}
+        read_owners: dict[str, JobView | RayJobView] = {}
+        read_cells: dict[str, Sequence] = {}
         for count, (rank, key, run_owner, status) in enumerate(sorted(items, key=lambda item: (item[0], item[1]))):
             if count % RUNS_BETWEEN_LOOKS == 0:
                 keep_reading()
-            kept.statuses[key] = status
+            read_statuses[key] = status
             kept.order.append((rank, key))
-            kept.keys.append(key)
             if run_owner is None:
                 cells: Sequence = [status_text(status.state, status.display_state), key, "Job", "—", "local", "—"]
             else:
-                kept.owners[key] = run_owner
+                read_owners[key] = run_owner
                 row = kept.rows[key] = self._row(key, run_owner, status, now, previous.get(key), state_cells)
                 cells = row.cells
                 if run_owner.creation_timestamp is not None:
                     kept.ages.append((age_changes_at(run_owner.creation_timestamp, now), key))
-            kept.cells[key] = cells
+            read_cells[key] = cells
             rows.append((key, cells))
         heapq.heapify(kept.ages)
-        statuses.retain(kept.owners.keys())
-        for status in kept.statuses.values():
+        statuses.retain(read_owners.keys())
+        for status in read_statuses.values():
             kept.counts[status.state] = kept.counts.get(status.state, 0) + 1
+        # handed over as they are: never changed again (a quick read makes their next versions)
+        kept.statuses, kept.owners, kept.cells = FrozenMap(read_statuses), FrozenMap(read_owners), FrozenMap(read_cells)
+        kept.matchable, kept.keys = FrozenMap(full.matchable), OrderedKeys(key for _, key in kept.order)
         self._kept_rows = kept.rows
         # a read with rows of no run (leftovers, cancelled runs) or two runs under one key is not one to go on from
         if len(kept.owners) == len(owners) == len(items) and not cancelled:
             self._kept = kept
-        return RunsRead(rows, dict(kept.statuses), dict(kept.decisions), dict(kept.owners), dict(kept.matchable),
-                        dict(kept.counts), released)
+        return RunsRead(rows, kept.statuses, dict(kept.decisions), kept.owners, kept.matchable, dict(kept.counts), released)
 
     def _dirty_runs(self, kept: _Kept, backend: ClusterBackend, owners_changed: Mapping[ResourceKind, set[tuple[str, str]] | None],
                     moved: list[tuple[ObjectView | None, ObjectView | None]]) -> dict[str, JobView | RayJobView] | None:
@@ -447,13 +458,16 @@ class RunRows:
                 dirty[key] = kept.owners[key]
         changed_rows: dict[str, Sequence] = {}
         state_cells: dict[tuple[str, str], Text] = {}
+        owners, run_statuses = kept.owners.draft(), kept.statuses.draft()
+        matchable, cells = kept.matchable.draft(), kept.cells.draft()
+        moves: list[Move] = []
         for key, owner in dirty.items():
             parts = index.parts(owner)
             status = self._status(key, owner, index, kept.faults, statuses, parts)
             self._point_back(kept, key, owner, parts)
-            new_run = key not in kept.owners
-            kept.owners[key] = owner
-            before = kept.statuses.get(key)
+            new_run = key not in owners
+            owners[key] = owner
+            before = run_statuses.get(key)
             if status is not before:
                 new_order = (STATE_ORDER[status.state], key)
                 old_order = None if before is None else (STATE_ORDER[before.state], key)
@@ -461,15 +475,14 @@ class RunRows:
                     kept.counts[before.state] -= 1
                 if old_order != new_order:
                     if old_order is not None:
-                        at = bisect_left(kept.order, old_order)
-                        del kept.order[at]
-                        del kept.keys[at]
+                        del kept.order[bisect_left(kept.order, old_order)]
+                        moves.append(("remove", key))
                     at = bisect_left(kept.order, new_order)
                     kept.order.insert(at, new_order)
-                    kept.keys.insert(at, key)
+                    moves.append(("insert", at, key))
                 kept.counts[status.state] = kept.counts.get(status.state, 0) + 1
-                kept.statuses[key] = status
-                kept.matchable[key] = self._matchable(key, owner, status)
+                run_statuses[key] = status
+                matchable[key] = self._matchable(key, owner, status)
                 if status.state == "failed":
                     kept.failed.add(key)
                 else:
@@ -478,18 +491,20 @@ class RunRows:
             row = self._row(key, owner, status, now, kept.rows.get(key), state_cells)
             if row is not kept.rows.get(key):
                 kept.rows[key] = row
-                kept.cells[key] = changed_rows[key] = row.cells
+                cells[key] = changed_rows[key] = row.cells
             if (new_run or key in aged) and owner.creation_timestamp is not None:
                 heapq.heappush(kept.ages, (age_changes_at(owner.creation_timestamp, now), key))
         for key in kept.failed:  # the backoff moves with the clock: decided on every read
-            owner = kept.owners[key]
+            owner = owners.get(key)
             kept.decisions[key] = retry_decision(index.objects(owner, kept.faults, index.parts(owner)), now)
+        # the next versions of what the pane holds: each costs what this read changed
+        kept.owners, kept.statuses = owners.freeze(), run_statuses.freeze()
+        kept.matchable, kept.cells = matchable.freeze(), cells.freeze()
+        kept.keys = kept.keys.moved(moves) if moves else kept.keys
         self._kept_rows = kept.rows
-        keys = list(kept.keys)
-        matchable = dict(kept.matchable)
-        plan = plan_changed_rows(table, keys, changed_rows, (), matchable) if table is not None else None
-        return RunsRead(RowsView(keys, dict(kept.cells)), dict(kept.statuses), dict(kept.decisions), dict(kept.owners),
-                        matchable, dict(kept.counts), plan=plan, full=False)
+        plan = plan_changed_rows(table, kept.keys, changed_rows, (), kept.matchable) if table is not None else None
+        return RunsRead(RowsView(kept.keys, kept.cells), kept.statuses, dict(kept.decisions), kept.owners,
+                        kept.matchable, dict(kept.counts), plan=plan, full=False)
 
 
 def type_kind(owner: JobView | RayJobView) -> ResourceKind:
