@@ -24,8 +24,9 @@ from tau_tui.core.cluster.view_types import LocalQueueView, ObjectView, Workload
 
 Key = tuple[str, str]
 #: Kueue's order (priority descending, queue-order time, UID), then the key: a full list's order
-#: for equal ones, as a stable sort of the list by (namespace, name) gives.
-OrderKey = tuple[int, datetime, str, str, str]
+#: for equal ones, as a stable sort of the list by (namespace, name) gives; then the LocalQueue (a
+#: report of one walks its ClusterQueue's keys and builds entries for its own alone).
+OrderKey = tuple[int, datetime, str, str, str, str]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -37,7 +38,8 @@ class Source(ChangeFeed, Protocol):
 
 
 def order_key(wl: WorkloadView) -> OrderKey:
-    return (-wl.effective_priority, wl.queue_order_timestamp or _EPOCH, wl.uid, wl.namespace or "", wl.name)
+    return (-wl.effective_priority, wl.queue_order_timestamp or _EPOCH, wl.uid, wl.namespace or "", wl.name,
+            wl.queue_name or "")
 
 
 class PendingOrder:
@@ -64,8 +66,7 @@ class PendingOrder:
         with self._lock:
             self._follow()
             cluster_queue = self._cluster_queue_of.get((namespace, name))
-            entries = [] if cluster_queue is None else [
-                entry for entry in self._entries(cluster_queue) if entry.namespace == namespace and entry.local_queue == name]
+            entries = [] if cluster_queue is None else self._entries(cluster_queue, (namespace, name))
         return PositionReport("LocalQueue", name, namespace, tuple(entries), PositionSource.ESTIMATED, message, at)
 
     def cluster_queue_report(self, name: str, message: str, at: datetime) -> PositionReport:
@@ -74,15 +75,18 @@ class PendingOrder:
             entries = self._entries(name)
         return PositionReport("ClusterQueue", name, None, tuple(entries), PositionSource.ESTIMATED, message, at)
 
-    def _entries(self, cluster_queue: str) -> list[PendingPosition]:
-        """The ClusterQueue's pending Workloads with their places in it and in their LocalQueues."""
-        keys = self._pending.get(cluster_queue, ())
-        self.entries_walked += len(keys)
+    def _entries(self, cluster_queue: str, local_queue: Key | None = None) -> list[PendingPosition]:
+        """The ClusterQueue's pending Workloads (those of ``local_queue`` alone, when given) with their
+        places in it and in their LocalQueues."""
+        places = self._pending.get(cluster_queue, ())
+        self.entries_walked += len(places)
         per_local_queue: dict[Key, int] = {}
         entries = []
-        for index, key in enumerate(keys):
-            wl = self._held[(key[3], key[4])][2]
-            queue = (wl.namespace or "", wl.queue_name or "")
+        for index, place in enumerate(places):
+            queue = (place[3], place[5])
+            if local_queue is not None and queue != local_queue:
+                continue
+            wl = self._held[(place[3], place[4])][2]
             in_queue = per_local_queue.get(queue, 0)
             per_local_queue[queue] = in_queue + 1
             entries.append(PendingPosition(namespace=wl.namespace or "", name=wl.name, uid=wl.uid,

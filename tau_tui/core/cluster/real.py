@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from kubernetes import client as k8s
 
+from tau_tui.core.cluster import wire_json
 from tau_tui.core.cluster.api_failure import ApiFailure
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
@@ -109,7 +110,7 @@ class _Http:
         if stream:
             return resp.response  # urllib3 response, not yet read
         data = resp.read()
-        return json.loads(data) if data else {}
+        return wire_json.loads(data) if data else {}
 
 
 def _failure(code: int, reason: str, body: Any) -> ApiFailure:
@@ -284,7 +285,7 @@ class _Informer(threading.Thread):
             for line in _lines(resp):
                 if self.stop_event.is_set():
                     return
-                event = json.loads(line)
+                event = wire_json.loads(line)
                 etype = event.get("type")
                 obj = event.get("object") or {}
                 if etype == "ERROR":
