@@ -34,6 +34,7 @@ from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
 from tau_tui.core.cluster.names import KUEUE_GROUP
 from tau_tui.core.cluster.namespace_access import forbidden_list_message
 from tau_tui.core.cluster.unauthorised import mark_unauthorised
+from tau_tui.core.cluster.unchanged_parts import share_with_previous
 
 if TYPE_CHECKING:
     from urllib3 import BaseHTTPResponse
@@ -297,7 +298,10 @@ class _Informer(threading.Thread):
                     continue
                 obj.setdefault("apiVersion", self.kind.type.api_version)
                 obj.setdefault("kind", self.kind.type.kind)
-                share_strings(strip_managed_fields(obj))
+                meta = strip_managed_fields(obj).get("metadata") or {}
+                if etype != "DELETED":  # an update shares what did not change with the version cached
+                    share_with_previous(obj, None if self.node_pods or etype != "MODIFIED" else
+                                        self.backend.cache.raw(self.kind, meta.get("name", ""), meta.get("namespace")))
                 self._apply(etype, obj)
                 self.resource_version = rv or self.resource_version
             self.watch_resumes += 1
