@@ -29,42 +29,24 @@ def share_with_previous(new: dict[str, Any], previous: dict[str, Any] | None) ->
 def _share(new: dict[str, Any], previous: dict[str, Any]) -> None:
     get = previous.get
     for key, value in new.items():  # a value replaced under its own key: the dict does not change size
-        before = get(key)
-        if value == before:
-            if value is not before and before.__class__ is value.__class__:
-                new[key] = before
-            continue
-        cls = value.__class__
-        if cls is str:
-            if len(value) <= SHARED_STRING_MAX:
-                new[key] = intern(value)
-        elif cls is dict:
-            if before.__class__ is dict:
-                _share(value, before)
-            else:
-                share_strings(value)
-        elif cls is list:
-            if before.__class__ is list:
-                _share_list(value, before)
-            else:
-                share_strings(value)
+        new[key] = _shared(value, get(key))
 
 
 def _share_list(new: list[Any], previous: list[Any]) -> None:
     for index, value in enumerate(new):
-        before = previous[index] if index < len(previous) else None
-        if value == before:
-            if value is not before and before.__class__ is value.__class__:
-                new[index] = before
-            continue
-        cls = value.__class__
-        if cls is str:
-            if len(value) <= SHARED_STRING_MAX:
-                new[index] = intern(value)
-        elif cls is dict:
-            if before.__class__ is dict:
-                _share(value, before)
-            else:
-                share_strings(value)
-        elif cls is list:
-            share_strings(value)
+        new[index] = _shared(value, previous[index] if index < len(previous) else None)
+
+
+def _shared(value: Any, before: Any) -> Any:
+    """What to hold in ``value``'s place: ``before`` when equal (and of its type), else ``value`` with
+    its short strings interned, its parts shared with ``before``'s where they are equal."""
+    if value == before:
+        return before if before.__class__ is value.__class__ else value
+    cls = value.__class__
+    if cls is str:
+        return intern(value) if len(value) <= SHARED_STRING_MAX else value
+    if cls is dict:
+        _share(value, before) if before.__class__ is dict else share_strings(value)
+    elif cls is list:
+        _share_list(value, before) if before.__class__ is list else share_strings(value)
+    return value
