@@ -435,9 +435,18 @@ def loaded_staleness() -> list[str]:
 # event to screen on the watch source
 
 
-STALENESS_OPTIONS: dict[str, object] = {"rates": "200,1000,5000", "workloads": 20_000, "seconds": 60.0, "hot_rows": 8,
+STALENESS_OPTIONS: dict[str, object] = {"rates": "200,1000,5000", "workloads": 20_000, "seconds": 60.0, "repeat": 1, "hot_rows": 8,
                                         "hot_share": 0.5, "tools": "tau-tui,k9s", "keys_for": "tau-tui", "namespace": None,
                                         "json": "staleness_watch.json"}
+
+
+def staleness_groups(runs: list) -> dict[tuple[str, float], list[dict]]:
+    """The runs of each tool at each rate (``--repeat`` rounds of them), in the file's order."""
+    groups: dict[tuple[str, float], list[dict]] = {}
+    for run in runs:
+        if isinstance(run, dict):
+            groups.setdefault((str(dig(run, "tool") or "tau-tui"), number(dig(run, "rate")) or 0.0), []).append(run)
+    return groups
 
 
 def staleness_watch() -> list[str]:
@@ -448,14 +457,23 @@ def staleness_watch() -> list[str]:
     if not data or not isinstance(runs, list) or not runs:
         return absent(raw, command) if not data else header(raw, command, data) + [f"**{NOT_MEASURED}**: no runs."]
     rows = []
-    for run in runs:
-        stats = saved_summary(dig(run, "staleness_s"))
-        max_ = milliseconds(stats.max) if stats and stats.n else NOT_MEASURED
-        per_1000 = number(dig(run, "tool_cpu_s_per_1000_changes"))
-        rows.append([str(dig(run, "tool") or "tau-tui"), count(dig(run, "rate")), count(dig(run, "source", "achieved_rate")),
-                     tail(stats), max_, f"{count(dig(run, 'never_reflected'))} of {count(dig(run, 'hot_changes'))}",
-                     NOT_MEASURED if per_1000 is None else f"{per_1000:.3f} s", megabytes(dig(run, "rss_peak_mb")),
-                     tail(saved_summary(dig(run, "keys_s")))])
+    for (tool, rate), group in staleness_groups(runs).items():
+        stats = [saved_summary(dig(run, "staleness_s")) for run in group]
+        never = sum(number(dig(run, "never_reflected")) or 0 for run in group)
+        hot = sum(number(dig(run, "hot_changes")) or 0 for run in group)
+        keys = summarize(v for run in group for v in figures(dig(run, "key_samples_s")))
+        if len(group) == 1:
+            stale, max_ = tail(stats[0]), milliseconds(stats[0].max) if stats[0] and stats[0].n else NOT_MEASURED
+            keys_text = tail(saved_summary(dig(group[0], "keys_s")))
+        else:  # the median run's figure, with the spread of the runs
+            stale = (f"{spread([s.p50 if s else None for s in stats])} / "
+                     f"{spread([s.p99_or_max if s else None for s in stats])}")
+            max_ = spread([s.max if s else None for s in stats])
+            keys_text = tail(keys) + (" (pooled)" if keys.n else "")
+        per_1000 = [dig(run, "tool_cpu_s_per_1000_changes") for run in group]
+        rows.append([tool, count(rate), spread([dig(run, "source", "achieved_rate") for run in group], count), stale, max_,
+                     f"{count(never)} of {count(hot)}", spread(per_1000, lambda v: f"{number(v) or 0:.3f} s"),
+                     spread([dig(run, "rss_peak_mb") for run in group], megabytes), keys_text])
     head = ["Tool", "changes/s asked", "reached", "staleness p50 / p99", "max", "never reflected (of the hot changes)",
             "tool CPU per 1,000 changes", "peak RSS", "j/k while it runs, p50 / p99"]
     early = [] if all(isinstance(run, dict) and "whole_list_after_s" in run for run in runs) else [
@@ -587,8 +605,10 @@ def both(pair: tuple[float | None, float | None], fmt: Callable[[object], str]) 
 
 
 def staleness_run(data: dict | None, rate: float, tool: str = "tau-tui") -> dict | None:
-    return next((r for r in dig(data, "runs") or [] if number(dig(r, "rate")) == rate
-                 and (dig(r, "tool") or "tau-tui") == tool), None)
+    """The run of ``tool`` at ``rate`` whose p99 is the median of its rounds' (the only one, without ``--repeat``)."""
+    group = staleness_groups(dig(data, "runs") or []).get((tool, float(rate)), [])
+    ranked = sorted(group, key=lambda run: stale_p99(run) if stale_p99(run) is not None else math.inf)
+    return ranked[(len(ranked) - 1) // 2] if ranked else None
 
 
 def against_peer(ours: float | None, theirs: float | None, peer: str) -> str:
