@@ -6,9 +6,9 @@ through a kubeconfig, with private XDG folders and the collector tuned as ``tau-
 The source makes ``--rate`` changes/s over ``--workloads`` Workloads (half to the 8 hot rows
 ``aaa-bench/bench-NN``, their queue set to ``q-<seq>``; half rewriting another Workload's
 QuotaReserved message) and is stopped and started again every ``--restart-every`` seconds on the
-same port with the world as it left it (``--state``) and resourceVersions above the last run's, so
-the app's resumed watch is answered 410 and relists: a relist per restart, as after an API server's
-compaction.  The changes start once the app's cache and the Queue pane hold every Workload.
+same port with the world as it left it (``--state``: each object at its resourceVersion, the watch
+history starting above them all), so the app's resumed watch is answered 410 and relists: a relist
+per restart, as after an API server's restart and compaction.  The changes start once the app's cache and the Queue pane hold every Workload.
 
 Recorded:
 - the process's RSS (VmRSS) every ``--rss-every`` seconds; its growth from the end of the first

@@ -43,9 +43,10 @@ Run:  .venv/bin/python benchmarks/watch_source.py --workloads 20000 --rate 1000 
 ``--requests-out FILE`` logs each request (method, path, Accept): what a tool asks for.
 Prints ``READY <url>`` once it serves; with ``--wait-for-signal`` the changes start on SIGUSR1
 (after the tool under test shows its rows).  ``--state FILE`` carries the world across runs (the
-soak restarts the source): read at the start when the file exists (resourceVersions go on above the
-last run's, so a watch resumed from that run's is answered 410 and relists), written at the end;
-``--seq-start N`` numbers this run's changes on from N.  It stops ``--linger`` seconds after the changes end
+soak restarts the source): read at the start when the file exists (the watch history starts above
+the last run's versions, so a watch resumed from one is answered 410 and relists), written at the end;
+``--seq-start N`` numbers this run's changes on from N.  The objects keep their resourceVersions
+across runs (an unchanged one is listed at the version the tool holds).  It stops ``--linger`` seconds after the changes end
 (``--max-seconds`` after start at the latest) and prints a JSON summary line.
 """
 
@@ -254,13 +255,16 @@ class Store:
         self.history = history
         self.stopping = False
 
-    def load(self, objects: dict[str, list[dict]]) -> None:
+    def load(self, objects: dict[str, list[dict]], keep_versions: bool = False) -> None:
+        """Serve ``objects``; each gets a new resourceVersion unless ``keep_versions`` (a saved world:
+        an object unchanged since keeps its version, as on a real server after a restart)."""
         with self.lock:
             for plural, items in objects.items():
                 kind = self.by_plural[plural]
                 for obj in items:
                     self.rv += 1
-                    obj["metadata"]["resourceVersion"] = str(self.rv)
+                    if not keep_versions:
+                        obj["metadata"]["resourceVersion"] = str(self.rv)
                     key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
                     kind.objects[key] = obj
                     kind.encoded[key] = json.dumps(obj, separators=(",", ":")).encode()
@@ -398,8 +402,11 @@ class WatchSource:
         self.store = Store(history)
         if state is not None and state.exists():
             saved = json.loads(state.read_text())
-            self.store.rv = int(saved["rv"]) + 1_000  # above every resourceVersion the last run gave
-            self.store.load(saved["objects"])
+            # the objects keep their versions; the history starts above every version the last run gave,
+            # so a watch resumed from one of them is answered 410 and relists (an unchanged object
+            # comes back at its version, as after a real server's compaction)
+            self.store.rv = int(saved["rv"]) + 1_000
+            self.store.load(saved["objects"], keep_versions=True)
         else:
             self.store.load(world_objects(shape or WorldShape()))
         self.bookmark_interval = bookmark_interval
