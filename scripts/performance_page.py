@@ -696,6 +696,7 @@ def goals() -> list[str]:
         return ours / theirs if ours is not None and theirs else None
 
     xl_whole = summarize(figures(dig(xl, "samples", "launch_to_whole_list"))).p50
+    xl_quiet = summarize(figures(dig(load("app_keys_tmux_xl_quiet.json"), "samples", "launch_to_whole_list"))).p50
     ratio_50k = whole_list_ratio(load("side_by_side_50k.json"))
     xl_keys, xl_keys_text = keys_p99(xl)
     xl_pause = longest_pause(xl)
@@ -722,7 +723,9 @@ def goals() -> list[str]:
                           NOT_MEASURED if lead is None else f"{lead:+.1f} s", verdict(lead, 0.0)]]
     rows = [
         ["xl: first workloads after the world is built", "≤ 3 s", seconds(built), verdict(built, 3.0)],
-        ["xl: whole list after launch (median, keys pressed meanwhile)", "≤ 30 s", seconds(xl_whole), verdict(xl_whole, 30.0)],
+        ["xl: whole list after launch (median), with keys pressed meanwhile / without", "≤ 30 s",
+         NOT_MEASURED if xl_whole is None and xl_quiet is None else f"{seconds(xl_whole)} / {seconds(xl_quiet)}", verdict(None if xl_whole is None or xl_quiet is None
+                                                              else max(xl_whole, xl_quiet), 30.0)],
         ["xl: every key answered, p99 (while listing included)", "≤ 100 ms", xl_keys_text, verdict(xl_keys, 0.1)],
         ["xl: RSS of the app (peak)", "≤ 1,000 MB", mib_and_mb(rss), verdict(None if rss is None else rss * MB_PER_MIB, 1000.0)],
         ["xl: longest collection (a key pressed during it waits as long)", "≤ 100 ms", milliseconds(xl_pause),
