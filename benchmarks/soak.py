@@ -274,6 +274,7 @@ async def soak(args: argparse.Namespace, work: Path) -> dict:
                 now = look()
                 left = mismatches(app, table, truth)
                 if not left or now - changes_ended > args.settle:
+                    look()  # what agreed is on the hot rows too: their last values are observed
                     break
                 await pilot.pause(1.0)
             result["final"] = {"workloads": len(truth), "mismatches": len(left), "examples": left[:20],

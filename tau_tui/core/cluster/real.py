@@ -25,7 +25,7 @@ from tau_tui.core.cluster.api_failure import ApiFailure
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
 from tau_tui.core.cluster.common import BaseBackend
-from tau_tui.core.cluster.convert import format_time, share_strings, strip_managed_fields
+from tau_tui.core.cluster.convert import format_time, strip_managed_fields
 from tau_tui.core.cluster.credentials import take_exec_failure
 from tau_tui.core.cluster.errors import describe_transport_error
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
@@ -34,7 +34,7 @@ from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
 from tau_tui.core.cluster.names import KUEUE_GROUP
 from tau_tui.core.cluster.namespace_access import forbidden_list_message
 from tau_tui.core.cluster.unauthorised import mark_unauthorised
-from tau_tui.core.cluster.unchanged_parts import share_with_previous
+from tau_tui.core.cluster.unchanged_parts import listed, share_with_previous
 
 if TYPE_CHECKING:
     from urllib3 import BaseHTTPResponse
@@ -257,8 +257,9 @@ class _Informer(threading.Thread):
             for item in page:
                 item.setdefault("apiVersion", self.kind.type.api_version)
                 item.setdefault("kind", self.kind.type.kind)
-                share_strings(strip_managed_fields(item))
-                items.append(item)
+                meta = strip_managed_fields(item).get("metadata") or {}
+                items.append(listed(item, None if self.node_pods else
+                                    self.backend.cache.raw(self.kind, meta.get("name", ""), meta.get("namespace"))))
             meta = body.get("metadata") or {}
             rv = meta.get("resourceVersion", rv)
             token = meta.get("continue")

@@ -26,6 +26,21 @@ def share_with_previous(new: dict[str, Any], previous: dict[str, Any] | None) ->
     _share(new, previous)
 
 
+def listed(item: dict[str, Any], cached: dict[str, Any] | None) -> dict[str, Any]:
+    """A list's item as the cache should get it: the cached object itself when it is at the same
+    resourceVersion (a relist after a restart mostly lists what the cache holds: the decoded copy is
+    freed page by page, not held until the list's end beside the whole cache), else the item sharing
+    what did not change with the cached version."""
+    if cached is not None and _version(cached) == _version(item) != "":
+        return cached
+    share_with_previous(item, cached)
+    return item
+
+
+def _version(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
 def _share(new: dict[str, Any], previous: dict[str, Any]) -> None:
     get = previous.get
     for key, value in new.items():  # a value replaced under its own key: the dict does not change size

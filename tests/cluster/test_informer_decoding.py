@@ -1,4 +1,5 @@
-"""The API server's JSON is decoded in C (orjson), and what orjson refuses but json takes by json."""
+"""What the informers do with the API server's JSON: decoded in C (orjson; json for what orjson refuses),
+an update shares what did not change with the version cached, a relisted object at that version is it."""
 
 from __future__ import annotations
 
@@ -42,3 +43,17 @@ def test_a_watch_update_shares_what_did_not_change_with_the_version_cached_and_i
     fresh = wire_json.loads(json.dumps(cached))
     share_with_previous(fresh, None)  # a new object: every short string interned
     assert fresh["metadata"]["name"] is sys.intern("wl")
+
+
+def test_a_relisted_object_at_the_version_cached_is_the_cached_object_and_a_changed_one_shares_with_it():
+    from tau_tui.core.cluster.convert import share_strings
+    from tau_tui.core.cluster.unchanged_parts import listed
+
+    cached = wire_json.loads(b'{"metadata": {"name": "wl", "resourceVersion": "7"}, "spec": {"queueName": "lq"}}')
+    share_strings(cached)
+    again = wire_json.loads(b'{"metadata": {"name": "wl", "resourceVersion": "7"}, "spec": {"queueName": "lq"}}')
+    assert listed(again, cached) is cached  # the decoded copy is dropped at once, page by page
+    moved = wire_json.loads(b'{"metadata": {"name": "wl", "resourceVersion": "8"}, "spec": {"queueName": "lq"}}')
+    assert listed(moved, cached) is moved and moved["spec"] is cached["spec"]
+    fresh = wire_json.loads(b'{"metadata": {"name": "new", "resourceVersion": "9"}}')
+    assert listed(fresh, None) is fresh and fresh["metadata"]["name"] is sys.intern("new")
