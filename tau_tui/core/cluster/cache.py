@@ -241,8 +241,17 @@ class ObjectCache:
     def wait_for_change(self, seen: Mapping[ResourceKind, int], timeout: float) -> bool:
         """Block until a kind of ``seen`` is at another generation than the one given (real time);
         False when ``timeout`` passed first."""
+        import time
+
+        deadline = time.monotonic() + timeout
         gen = self._gen
-        return self.wait_for(lambda: any(gen[kind] != generation for kind, generation in seen.items()), timeout)
+        with self._changed:  # every write that moves a generation notifies under this lock
+            while all(gen[kind] == generation for kind, generation in seen.items()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+            return True
 
     def replace(self, kind: ResourceKind, items: Iterable[dict[str, Any]]) -> None:
         """A fresh full list: diff against the cache, emit the difference.  The diff and its views
