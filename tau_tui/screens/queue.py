@@ -3,7 +3,7 @@ table with live position, its change, time in queue, priority and why pending.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,10 +56,10 @@ class QueueData:
     workload_rows: Sequence[Row] = field(default_factory=list)
     resources: list[str] = field(default_factory=list)
     queues: dict[str, tuple[ResourceKind, str, str | None]] = field(default_factory=dict)
-    workloads: dict[str, WorkloadView] = field(default_factory=dict)
+    workloads: Mapping[str, WorkloadView] = field(default_factory=dict)
     #: Each row's text and labels for the tables' filter.
     queue_matchable: dict[str, Matchable] = field(default_factory=dict)
-    workload_matchable: dict[str, Matchable] = field(default_factory=dict)
+    workload_matchable: Mapping[str, Matchable] = field(default_factory=dict)
     #: The workloads table's update, worked out in the worker.
     workload_plan: TablePlan | None = None
     status: str | CountedStatus = ""

@@ -4,7 +4,7 @@ the next actions."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -42,12 +42,12 @@ from tau_tui.widgets.table_plan import Row, TablePlan
 @dataclass
 class RunsData:
     rows: Sequence[Row] = field(default_factory=list)
-    statuses: dict[str, RunStatus] = field(default_factory=dict)
+    statuses: Mapping[str, RunStatus] = field(default_factory=dict)
     #: The retry decision of every failed run, as core makes it for this tick's clock.
     decisions: dict[str, RetryDecision] = field(default_factory=dict)
-    owners: dict[str, JobView | RayJobView] = field(default_factory=dict)
+    owners: Mapping[str, JobView | RayJobView] = field(default_factory=dict)
     #: Each row's text and labels for the table's filter.
-    matchable: dict[str, Matchable] = field(default_factory=dict)
+    matchable: Mapping[str, Matchable] = field(default_factory=dict)
     #: The runs table's update, worked out in the worker.
     plan: TablePlan | None = None
     status: str | CountedStatus = ""

@@ -33,6 +33,8 @@ from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.widget import Widget
 
+from tau_tui.core.frozen_map import flat
+from tau_tui.core.ordered_keys import OrderedKeys
 from tau_tui.textual_compat.table import update_scrollbars
 from tau_tui.widgets.line_table import LineTable
 from tau_tui.widgets.row_filter import RowFilter, folded_texts, kept_rows, plain_needle
@@ -90,8 +92,8 @@ class KeyedTable(LineTable):
         self.sortable = sortable
         self._state = TableState(columns=len(self._column_spec))
         self._rows = RowIndex()  # the rows shown, in order, with their positions
-        self._order: list[str] = []  # the rows shown, in order
-        self._all: list[str] = []  # every row, shown or filtered out, in order
+        self._order: Sequence[str] = []  # the rows shown, in order
+        self._all: Sequence[str] = []  # every row, shown or filtered out, in order
         self._matchable: Mapping[str, Matchable] | None = None
         #: (the matchable rows, their texts in lower case) for plain filters.
         self._folded: tuple[Mapping[str, Matchable], Mapping[str, str | None]] | None = None
@@ -105,7 +107,7 @@ class KeyedTable(LineTable):
         self.sort_reverse = False
         #: What the updates did, counted (tests bound work by these).
         self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0,
-                      "replanned": 0, "sorted": 0, "folded": 0, "layouts_spared": 0}
+                      "replanned": 0, "sorted": 0, "folded": 0, "layouts_spared": 0, "swapped": 0}
         self.rows_inserted = 0
         self.cells_written = 0
 
@@ -292,7 +294,7 @@ class KeyedTable(LineTable):
         self._kept = self._verdicts(plan.keys, old.source, plan.source)
         self._show(self._visible(plan.keys), selected, rebuilt=bool(plan.stale))
 
-    def _verdicts(self, keys: list[str], old_source: Mapping[str, Any], new_source: Mapping[str, Any]) -> set[str]:
+    def _verdicts(self, keys: Sequence[str], old_source: Mapping[str, Any], new_source: Mapping[str, Any]) -> set[str]:
         """The rows the filter keeps: an unchanged row keeps its verdict, a changed one is matched."""
         matchable = self._matchable
         if matchable is None or not self.row_filter.active:
@@ -301,6 +303,7 @@ class KeyedTable(LineTable):
         matches = self.row_filter.matches_row
         out: set[str] = set()
         looked = 0
+        old_source, new_source = flat(old_source), flat(new_source)  # every row is looked up below
         for key in keys:
             if old_source.get(key) is new_source[key]:
                 if key in kept:
@@ -312,17 +315,24 @@ class KeyedTable(LineTable):
         self.stats["matched"] += looked
         return out
 
-    def _visible(self, keys: list[str]) -> list[str]:
+    def _visible(self, keys: Sequence[str]) -> Sequence[str]:
         if self._matchable is None or not self.row_filter.active:
             return keys
         kept = self._kept
         return [k for k in keys if k in kept]
 
-    def _show(self, visible: list[str], selected: str | None, rebuilt: bool = False) -> None:
-        """Make ``visible`` the table's rows in order: rows only appended are indexed on their own;
+    def _show(self, visible: Sequence[str], selected: str | None, rebuilt: bool = False) -> None:
+        """Make ``visible`` the table's rows in order: the pane's OrderedKeys are swapped in (its
+        rows' moves made them: nothing is indexed); rows only appended are indexed on their own;
         any other change re-indexes once.  The cursor stays on the same key when it is shown."""
         located = self._order
-        if rebuilt or visible[:len(located)] != located:
+        if isinstance(visible, OrderedKeys):
+            if visible is not located:
+                self._rows = RowIndex(visible)
+                self.stats["swapped"] += 1
+                self.keep_cursor()
+                self.refresh()
+        elif rebuilt or isinstance(located, OrderedKeys) or visible[:len(located)] != located:
             self._reorder(visible)
         elif len(visible) > len(located):
             self._rows.append(visible[len(located):])
@@ -350,7 +360,7 @@ class KeyedTable(LineTable):
         """Rows gone in an update (already out of the state): the caller re-indexes the rows shown."""
         self.stats["removed"] += len(stale)
 
-    def _reorder(self, keys: list[str]) -> None:
+    def _reorder(self, keys: Sequence[str]) -> None:
         """Put rows in ``keys`` order by re-indexing: no row is re-added or re-measured."""
         self._rows = RowIndex(keys)
         self.stats["moved"] += 1

@@ -367,8 +367,7 @@ def test_recorder_reads_the_lists_once_then_only_what_changed(demo, store):
                        {"metadata": {"annotations": {"bench/mark": "1"}}}, False)
     assert backend.cache.wait_for(lambda: backend.get(ResourceKind.WORKLOAD, workload.name, workload.namespace)
                                   .annotations.get("bench/mark") == "1", 5)
-    for owner in backend.jobs():
-        recorder._queue.put(((owner.namespace or "", owner.name), False))
+    recorder.due.update((owner.namespace or "", owner.name) for owner in backend.jobs())  # every run looked at
     recorder.drain()
     assert index.full_reads == 3 and index.objects_read == 1
     recorder.close()
@@ -377,45 +376,48 @@ def test_recorder_reads_the_lists_once_then_only_what_changed(demo, store):
 def test_recorder_sleeps_while_a_person_waits_and_no_longer_than_its_bound(demo, store, monkeypatch):
     """The recorder shares the interpreter with the keys and the pane on screen: while somebody
     waits it sleeps, in naps it can cut short, at most MAX_NAPS_PER_BATCH_S a batch, and it reads
-    the cluster after a nap, so what it records is what the cluster holds then."""
+    each run's objects after a nap, so what it records is what the cluster holds then.  On a clock
+    of the test's (a nap moves it by its length), so the machine's speed counts for nothing."""
     from tau_tui.core.operations.evidence import recorder as recorder_module
 
     world, backend = demo
     backend.start()
     assert backend.wait_synced(10)
     happened: list[str] = []
+    clock = {"now": 1_000.0}
     waits_until = {"at": 0.0}
 
-    def nap(seconds: float) -> None:  # a nap brings the end of the wait nearer by its length, at once
+    def nap(seconds: float) -> None:  # a nap moves the clock by its length, at once
         happened.append("nap")
         assert seconds <= 0.05
-        waits_until["at"] -= seconds
+        clock["now"] += seconds
 
     monkeypatch.setattr(recorder_module, "RUNS_BETWEEN_NAPS", 1)
     recorder = EvidenceRecorder(backend, store, world.now, foreground_busy_until=lambda: waits_until["at"]).start(thread=False)
     read_index = recorder._index.current
     recorder._index.current = lambda: (happened.append("read"), read_index())[1]  # type: ignore[method-assign]
     recorder.nap = nap
+    recorder.monotonic = lambda: clock["now"]
     runs = len(backend.jobs()) + len(backend.ray_jobs())
-    recorder.drain()  # nobody waits: no nap, a look at what changed before each run
-    assert happened == ["read"] * runs and recorder.napped_s == 0
+    recorder.drain()  # nobody waits: no nap; what changed (every run, the first time), then each run's objects
+    assert happened == ["read"] * (1 + runs) and recorder.napped_s == 0
 
-    def queue_every_run() -> None:
-        for owner in backend.jobs():
-            recorder._queue.put(((owner.namespace or "", owner.name), False))
+    def every_run_again() -> None:
+        recorder.due.update((owner.namespace or "", owner.name) for owner in backend.jobs())
 
     happened.clear()
-    queue_every_run()
-    waits_until["at"] = time.monotonic() + 0.2  # a key's hold: the batch waits for it, then reads
+    every_run_again()
+    waits_until["at"] = clock["now"] + 0.2  # a key's hold: the batch waits for it, then reads each run
     recorder.drain()
-    assert 0.19 < recorder.napped_s < 0.21
-    assert set(happened[:happened.index("read")]) == {"nap"} and happened.count("read") == len(backend.jobs())
+    assert recorder.napped_s == pytest.approx(0.2, abs=1e-9)
+    assert happened[0] == "read" and set(happened[1:happened.index("read", 1)]) == {"nap"}
+    assert happened.count("read") == 1 + len(backend.jobs())
     happened.clear()
-    queue_every_run()
+    every_run_again()
     waits_until["at"] = float("inf")  # somebody waits for ever: the batch still ends after its bound
     recorder.drain()
-    assert recorder.napped_s == pytest.approx(0.2 + recorder_module.MAX_NAPS_PER_BATCH_S, abs=0.01)
-    assert happened.count("read") == len(backend.jobs()) and happened[-1] == "read"
+    assert recorder.napped_s == pytest.approx(0.2 + recorder_module.MAX_NAPS_PER_BATCH_S, abs=1e-6)
+    assert happened.count("read") == 1 + len(backend.jobs()) and happened[-1] == "read"
     assert recorder.statuses.computed > 0
     recorder.close()
 
@@ -456,10 +458,11 @@ def test_a_read_that_fails_ends_no_recorder_and_says_why(demo, store):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and "OverflowError" not in recorder.last_error:
         time.sleep(0.05)
-    assert recorder.last_error.endswith(": OverflowError: date value out of range")  # the run, and why
+    assert recorder.last_error.endswith("OverflowError: date value out of range")  # why
     before = recorder.statuses.computed
-    for owner in backend.jobs():
-        recorder._queue.put(((owner.namespace or "", owner.name), False))
+    workload = backend.workloads()[0]  # a change wakes the thread: the runs the failed read left are looked at
+    backend._api_patch(ResourceKind.WORKLOAD.type, workload.name, workload.namespace,
+                       {"metadata": {"annotations": {"bench/mark": "1"}}}, False)
     while time.monotonic() < deadline and recorder.statuses.computed == before:
         time.sleep(0.05)
     assert recorder.statuses.computed > before  # the thread lives on
