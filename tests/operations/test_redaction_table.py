@@ -1,6 +1,6 @@
 """The one redactor (core/operations/redaction.py): every pattern in its table has a case, each
-secret form the app has met is removed, ordinary text is kept, and recordings, evidence and the
-audit log all use it."""
+secret form the app has met is removed, ordinary text is kept, env values keep only their names,
+and recordings, evidence and the audit log all use it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ from tau_tui.core.operations.redaction import REDACTED, TEXT_PATTERNS, redact, r
 TEXT_CASES = {
     "private key": ("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkey\n-----END EC PRIVATE KEY-----", "MHcCAQEEIBkey"),
     "bearer or basic authorization": ("curl -H 'Authorization: Bearer abcdefgh.ijkl.mnop'", "abcdefgh.ijkl.mnop"),
+    "credentials in a URL, password with / # ?": ("aws s3 cp s3://AKIAIOSFODNN7EXAMPLE:wJalrXUtnFEMI/K7MDENG#x?y@bucket/a .",
+                                                  "wJalrXUtnFEMI/K7MDENG#x?y"),
     "credentials in a URL": ("cannot reach https://admin:kubepw-Zq81@10.0.0.1:6443: connection refused", "kubepw-Zq81"),
+    "authorization header, any scheme": ("curl -H 'Authorization: token ghp_innocentLooking0123456789'",
+                                         "ghp_innocentLooking0123456789"),
+    "user:password after -u or --user": ("curl -u trainer:pl41nPw https://registry.internal/v2/", "pl41nPw"),
+    "well-known token shapes": ("echo glpat-abcdefghijklmnopqrst12 > ~/.netrc", "glpat-abcdefghijklmnopqrst12"),
     "env item in JSON, name first": ('{"name":"HF_TOKEN","value":"hf_lastApplied"}', "hf_lastApplied"),
     "env item in JSON, value first": ('{"value": "nvapi-x1", "name": "NGC_KEY"}', "nvapi-x1"),
     "credential field in JSON": ('{"client-key-data": "LS0tS0VZ", "server": "https://h"}', "LS0tS0VZ"),
@@ -79,7 +85,7 @@ def test_objects_lose_every_secret_form():
         assert secret not in out
     kept = redact_object(obj)
     assert kept["containers"][0]["env"][-2]["valueFrom"] == {"secretKeyRef": {"name": "hf", "key": "token"}}
-    assert kept["containers"][0]["env"][-1] == {"name": "EPOCHS", "value": "3"}
+    assert kept["containers"][0]["env"][-1] == {"name": "EPOCHS", "value": REDACTED}  # env values: names only
     assert kept["containers"][0]["args"][2:] == ["--epochs", "3"]
     assert kept["tolerations"] == obj["tolerations"]
     assert json.loads(kept["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])["spec"]
