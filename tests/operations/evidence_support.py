@@ -13,7 +13,7 @@ from pathlib import Path
 from tau_tui.core.operations.evidence.bundle import write_bundle
 from tau_tui.core.operations.evidence.capture import capture, live_nodes
 from tau_tui.core.operations.evidence.cluster_identity import ClusterIdentity
-from tau_tui.core.operations.evidence.store import EvidenceStore
+from tau_tui.core.operations.evidence.store import EvidenceStore, RecordSummary
 from tau_tui.core.operations.rundocument import read_run
 from tau_tui.core.sim.backend import SimulatedBackend
 from tau_tui.core.sim.scenario import build_world
@@ -22,16 +22,24 @@ REAL_CLUSTER = ClusterIdentity("https://gpu-cluster.example:6443", "5d0c3a52-8f0
 FAILED_RUN = ("team-nlp", "eval-mmlu-0301")
 
 
-def real_cluster_bundle(path: Path, *, captured_at: datetime | None = None) -> Path:
-    """Export the demo's failed run as a record of :data:`REAL_CLUSTER`, signed with the user's key."""
+def record_of(cluster: ClusterIdentity, *, captured_at: datetime | None = None,
+              store: EvidenceStore | None = None) -> RecordSummary:
+    """The demo's failed run kept as a record of ``cluster`` (in the user's store by default)."""
     backend = SimulatedBackend(build_world("demo"))
     try:
-        store = EvidenceStore()
         objs = read_run(backend, *FAILED_RUN)
         nodes, reports = live_nodes(backend)
-        result = capture(backend, store, objs, "failed", captured_at or backend.world.now(), source="cli",
-                         nodes=nodes, gpu_reports=reports, cluster=REAL_CLUSTER)
+        result = capture(backend, store or EvidenceStore(), objs, "failed", captured_at or backend.world.now(),
+                         source="cli", nodes=nodes, gpu_reports=reports, cluster=cluster)
         assert result.record is not None, result.message
-        return write_bundle(result.record, store.files(result.record.id), path, overwrite=True)
+        return result.record
     finally:
         backend.close()
+
+
+def real_cluster_bundle(path: Path, *, captured_at: datetime | None = None) -> Path:
+    """Export the demo's failed run as a record of :data:`REAL_CLUSTER` (kept in a store of its own
+    beside ``path``, so each call captures afresh), signed with the user's key."""
+    store = EvidenceStore(path.with_name(path.name + ".sqlite3"))
+    record = record_of(REAL_CLUSTER, captured_at=captured_at, store=store)
+    return write_bundle(record, store.files(record.id), path, overwrite=True)

@@ -7,11 +7,19 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from tau_tui.core.operations import audit, redaction
 from tau_tui.core.operations.evidence import capture, submission
 from tau_tui.core.operations.recording import writer
-from tau_tui.core.operations.redaction import REDACTED, TEXT_PATTERNS, redact, redact_object, redact_text
+from tau_tui.core.operations.redaction import (
+    REDACTED,
+    TEXT_PATTERNS,
+    redact,
+    redact_object,
+    redact_text,
+    redact_yaml_values,
+)
 
 #: Free text, one case per pattern of the table (the table's own example is checked too).
 TEXT_CASES = {
@@ -102,3 +110,32 @@ def test_recordings_evidence_and_the_audit_log_share_the_one_redactor():
     assert writer.redact is redaction.redact and writer.redact_object is redaction.redact_object
     assert capture.redact_object is redaction.redact_object and capture.redact_text is redaction.redact_text
     assert submission.redact_object is redaction.redact_object
+
+
+def test_a_secret_keeps_the_names_of_its_data_only():
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf"},
+              "data": {"token": "aGZfc2VjcmV0"}, "stringData": {"password": "plain-pw", "note": "plain-note"}}
+    out = redact_object(secret)
+    assert out["data"] == {"token": REDACTED} and out["stringData"] == {"password": REDACTED, "note": REDACTED}
+    assert out["metadata"] == {"name": "hf"}
+    listed = redact_object({"kind": "List", "items": [secret]})  # as kubectl apply -f of a List leaves it
+    assert "plain-note" not in json.dumps(listed) and "aGZfc2VjcmV0" not in json.dumps(listed)
+
+
+def test_a_rayjobs_runtime_env_keeps_its_env_var_names_only():
+    spec = {"runtimeEnvYAML": "env_vars:\n  RUN_SALT: innocent-value-1\n  PYTHONPATH: /app\npip: [torch]\n"}
+    out = yaml.safe_load(redact_object(spec)["runtimeEnvYAML"])
+    assert out == {"env_vars": {"RUN_SALT": REDACTED, "PYTHONPATH": REDACTED}, "pip": ["torch"]}
+
+
+def test_a_tau_yaml_loses_its_env_values_and_keeps_every_other_byte():
+    text = ("# my run\nrun:\n  name: train  # keep this comment\nruntime:\n  env:\n    RUN_SALT: innocent-value-2\n"
+            "    NOTES: |\n      multi\n      line\n    EPOCHS: \"3\"\n  env_secret:\n    HF_TOKEN: hf/token\n  pip: [x]\n")
+    out = redact_yaml_values(text, (("runtime", "env"),))
+    assert out is not None
+    assert "innocent-value-2" not in out and "multi" not in out and '"3"' not in out
+    assert out.startswith("# my run\nrun:\n  name: train  # keep this comment\n")
+    runtime = yaml.safe_load(out)["runtime"]
+    assert runtime["env"] == {"RUN_SALT": REDACTED, "NOTES": REDACTED, "EPOCHS": REDACTED} and runtime["pip"] == ["x"]
+    assert list(runtime["env_secret"]) == ["HF_TOKEN"]  # a Secret reference (its value: the patterns decide)
+    assert redact_yaml_values("a: [unclosed", (("runtime", "env"),)) is None

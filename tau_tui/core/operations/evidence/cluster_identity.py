@@ -63,7 +63,8 @@ def cluster_identity(backend: Any) -> ClusterIdentity:
     simulator) and, read live, the ``kube-system`` UID (unknown, with the reason, when it cannot be
     read).  Network I/O: a worker or core thread only."""
     simulated = is_simulated(backend)
-    server = f"{DEMO_SERVER_PREFIX}{backend.current_context or 'demo'}" if simulated else getattr(backend, "server", None)
+    http = getattr(backend, "http", None)  # the real backend's connection: its server from the kubeconfig
+    server = f"{DEMO_SERVER_PREFIX}{backend.current_context or 'demo'}" if simulated else getattr(http, "server", None)
     try:
         namespace = backend._api_get(ResourceKind.NAMESPACE.type, KUBE_SYSTEM, None)
     except ApiFailure as err:
