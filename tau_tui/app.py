@@ -140,8 +140,8 @@ class TauApp(App):
         self.audit = audit or AuditLog()
         self.evidence = evidence or EvidenceStore()
         #: The demo's own audit log and evidence store replace the user's while the backend is the
-        #: simulated cluster (unless a caller gave its own).
-        self._own_trust_stores = audit is None and evidence is None
+        #: simulated cluster (each unless a caller gave its own).
+        self._own_audit, self._own_evidence = audit is None, evidence is None
         #: Captures a run's evidence when it finishes (a core thread; see core/operations/evidence/recorder.py).
         self.evidence_recorder: EvidenceRecorder | None = None
         self.run_statuses = RunStatusMemo()
@@ -368,9 +368,10 @@ class TauApp(App):
     def _backend_started(self, backend: ClusterBackend) -> None:
         self.run_statuses = RunStatusMemo()  # another cluster's runs
         self.node_health = NodeHealthMemo()
-        if self._own_trust_stores and is_simulated(backend) != self.evidence.is_demo:
-            simulated = is_simulated(backend)
+        simulated = is_simulated(backend)
+        if self._own_audit:
             self.audit = demo_audit_log() if simulated else AuditLog()
+        if self._own_evidence and simulated != self.evidence.is_demo:
             self.evidence = EvidenceStore.demo() if simulated else EvidenceStore()
         if isinstance(backend, ReplayBackend):
             self.readonly = True
