@@ -163,7 +163,7 @@ class EventLimiter:
         state = self._keys.get(key)
         if state is None:
             state = self._keys[key] = _EventKeyState(name=event_name(self.node_name, reason), key=key, first_time=now)
-        state.gpus = (state.gpus if state.pending else set()) | {gpu_key}
+        state.gpus = (state.gpus if state.pending and state.gpus else set()) | {gpu_key}
         state.pending += 1
         state.last_seen = now
         state.reason, state.type, state.message = reason, event_type, message

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import json
 import tarfile
-import zlib
 
 import yaml
 
-from tau_tui.app import TauApp
 from tau_tui.cli import main
-from tau_tui.core.operations.audit import AuditLog
-from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.sim.backend import SimulatedBackend
 from tau_tui.core.sim.scenario import build_world
-from tau_tui.settings.settings_file import AppSettings, LoadedSettings
-from tests.app.helpers import async_test, settle, settle_until
+from tests.app.helpers import async_test
+from tests.operations.test_recording_secrets import recorded_through_an_outage
 from tests.scenarios import one_queue_scenario
 
 #: Each form, and the secret it must not leave behind.
@@ -78,19 +74,8 @@ async def test_a_session_recording_keeps_env_names_only_and_no_secret(tmp_path):
     backend = SimulatedBackend(world, realtime=False)
     backend.start()
     assert backend.wait_synced(10)
-    world.api_outage("Get https://admin:" + SECRETS["server URL password holding /"] + "@10.0.0.1:6443/api: refused")
-    path = tmp_path / "session.rec"
-    app = TauApp(backend, record=str(path), settings=LoadedSettings(AppSettings(refresh_tick=0.5), tmp_path / "config.yaml"),
-                 audit=AuditLog(tmp_path / "audit.jsonl"), evidence=EvidenceStore(tmp_path / "evidence.sqlite3"))
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle_until(pilot, lambda: app.session_recorder is not None)
-        world.advance(10)
-        await settle(pilot)
-        world.api_restore()
-        world.advance(70)  # past the next keyframe
-        await settle(pilot)
-        await app.action_quit()
-    text = zlib.decompress(path.read_bytes(), wbits=31).decode()
+    text = await recorded_through_an_outage(
+        tmp_path, world, backend, "Get https://admin:" + SECRETS["server URL password holding /"] + "@10.0.0.1:6443/api: refused")
     assert "leaky" in text and "RUN_SALT" in text and "10.0.0.1:6443" in text
     leaked = [form for form, secret in SECRETS.items() if secret in text]
     assert leaked == []
