@@ -149,7 +149,8 @@ def export_record(screen: Screen, record: RecordSummary) -> None:
         except ExportError as err:
             screen.app.call_from_thread(screen.notify, str(err), title="not exported", severity="error", timeout=10)
             return
-        screen.app.call_from_thread(screen.notify, f"exported {written}\ncheck it with: tau-tui evidence verify {written}",
+        check = f"tau-tui evidence verify{' --demo' if record.simulated else ''} {written}"  # the demo's key is its own
+        screen.app.call_from_thread(screen.notify, f"exported {written}\ncheck it with: {check}",
                                     title="evidence exported", timeout=10)
 
     target: list[str] = []

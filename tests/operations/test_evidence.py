@@ -17,6 +17,7 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.evidence import verify as verify_module
 from tau_tui.core.operations.evidence.bundle import MANIFEST_NAME, ExportError, bundle_bytes, write_bundle
 from tau_tui.core.operations.evidence.capture import capture, capture_live, live_nodes, outcome_of
+from tau_tui.core.operations.evidence.cluster_identity import cluster_identity
 from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.evidence.submission import keep_submission
@@ -46,7 +47,7 @@ def store(tmp_path) -> EvidenceStore:
 
 
 def capture_cli(world, backend, store, namespace, name):
-    return capture_live(backend, store, namespace, name, world.now(), source="cli")
+    return capture_live(backend, store, namespace, name, world.now(), source="cli", cluster=cluster_identity(backend))
 
 
 def exported(store, record, tmp_path) -> Path:
@@ -146,7 +147,8 @@ def test_redaction_blanks_credentials_and_keeps_secret_references():
     out = json.dumps(redact_object(manifest))
     for secret in ("t0ps3cret", "hunter2", "abcdefghijklmnop"):
         assert secret not in out
-    assert '"value": "3"' in out and '"secretKeyRef": {"name": "db", "key": "password"}' in out
+    assert '{"name": "EPOCHS", "value": "<redacted>"}' in out  # env values: names only, whatever the name
+    assert '"secretKeyRef": {"name": "db", "key": "password"}' in out
     assert '"clientSecret": "<redacted>"' in out
 
 
@@ -158,13 +160,13 @@ def test_bundle_verifies_and_an_edited_file_is_named(demo, store, tmp_path):
     record = capture_cli(world, backend, store, *FAILED).record
     bundle = exported(store, record, tmp_path)
     assert stat.S_IMODE(bundle.stat().st_mode) == 0o600
-    result = verify_bundle(bundle)
+    result = verify_bundle(bundle, demo=True)
     assert result.ok and result.files_checked == 6 and result.record["name"] == FAILED[1]
     assert "OK: 6 files match" in result.lines()[0]
 
     edited = rewrite(bundle, lambda name, data: [(name, data.replace(b'"failed"', b'"succeeded"'))
                                                   if name == "record.json" else (name, data)])
-    result = verify_bundle(edited)
+    result = verify_bundle(edited, demo=True)
     assert not result.ok and [(p.path, p.problem) for p in result.problems] == [("record.json", "edited")]
     assert "edited: record.json" in "\n".join(result.lines())
 
@@ -180,7 +182,7 @@ def test_missing_and_extra_files_are_named(demo, store, tmp_path):
             return [(name, data), ("notes.txt", b"added later\n")]
         return [(name, data)]
 
-    result = verify_bundle(rewrite(bundle, edit))
+    result = verify_bundle(rewrite(bundle, edit), demo=True)
     assert {(p.path, p.problem) for p in result.problems} == {("logs/run.log", "missing"), ("notes.txt", "extra")}
 
 

@@ -24,6 +24,7 @@ from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import JobView, NodeView, ObjectView, PodView, RayJobView
 from tau_tui.core.operations.evidence.capture import CaptureResult, capture, outcome_of
+from tau_tui.core.operations.evidence.cluster_identity import ClusterIdentity, cluster_identity
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.live_run_index import LiveRunIndex
@@ -85,6 +86,8 @@ class EvidenceRecorder:
         self._closing = threading.Event()
         self.captured = 0
         self.last_error = ""
+        #: The cluster the records are of (read at the first capture, on this thread).
+        self._cluster: ClusterIdentity | None = None
 
     def start(self, thread: bool = True) -> EvidenceRecorder:
         """Follow the cluster from now on: the first batch looks at every run there is now.
@@ -237,8 +240,10 @@ class EvidenceRecorder:
         try:
             nodes = self.backend.nodes()
             reports = {h.node_name: h for h in self.backend.gpu_health()}
+            if self._cluster is None or self._cluster.problem:  # asked again until it is known
+                self._cluster = cluster_identity(self.backend)
             result = capture(self.backend, self.store, objs, outcome, self.clock(), source="app",
-                             nodes=nodes, gpu_reports=reports)
+                             nodes=nodes, gpu_reports=reports, cluster=self._cluster)
         except Exception as err:
             self.last_error = f"{objs.namespace}/{objs.name}: {type(err).__name__}: {err}"
             return
