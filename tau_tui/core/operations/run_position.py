@@ -15,7 +15,12 @@ from typing import Any
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.positions import PositionReport, estimated_local_queue_report, is_pending
+from tau_tui.core.cluster.positions import (
+    PositionReport,
+    PositionSource,
+    estimate_cluster_queue_order,
+    is_pending,
+)
 from tau_tui.core.cluster.view_types import LocalQueueView, WorkloadView
 from tau_tui.core.operations.run_objects import RunObjects
 
@@ -64,6 +69,22 @@ def why_pending(workload: WorkloadView) -> str:
     return "waiting for Kueue to consider it (no QuotaReserved condition yet)"
 
 
+def _local_queue_estimate(namespace: str, queue: str, workloads: list[WorkloadView], queues: list[LocalQueueView],
+                          message: str, now: datetime) -> PositionReport:
+    """The LocalQueue's pending Workloads in Kueue's order over its ClusterQueue's (a one-shot list: the
+    backend's kept order follows a watched cache, which a CLI call does not have)."""
+    cluster_queue = next((q.cluster_queue for q in queues if q.namespace == namespace and q.name == queue), None)
+    entries = []
+    if cluster_queue is not None:
+        # only this ClusterQueue's workloads share its order: sort those, not the whole cluster's
+        same_cq = [q for q in queues if q.cluster_queue == cluster_queue]
+        members = {(q.namespace or "", q.name) for q in same_cq}
+        candidates = [w for w in workloads if ((w.namespace or ""), (w.queue_name or "")) in members]
+        entries = [e for e in estimate_cluster_queue_order(candidates, same_cq).get(cluster_queue, [])
+                   if e.namespace == namespace and e.local_queue == queue]
+    return PositionReport("LocalQueue", queue, namespace, tuple(entries), PositionSource.ESTIMATED, message, now)
+
+
 def _live_estimate(backend: BaseBackend, namespace: str, queue: str, why: str, now: datetime) -> PositionReport:
     """Kueue's order over a live list: every namespace when allowed, else the run's own (said so)."""
     scope = ""
@@ -74,7 +95,7 @@ def _live_estimate(backend: BaseBackend, namespace: str, queue: str, why: str, n
         workloads = [w for w in backend.fetch(ResourceKind.WORKLOAD, namespace) if isinstance(w, WorkloadView)]
         queues = [q for q in backend.fetch(ResourceKind.LOCAL_QUEUE, namespace) if isinstance(q, LocalQueueView)]
         scope = f"; other namespaces are not readable, so only {namespace}'s workloads are counted"
-    return estimated_local_queue_report(namespace, queue, workloads, queues, ESTIMATE_PREFIX + why + scope, now)
+    return _local_queue_estimate(namespace, queue, workloads, queues, ESTIMATE_PREFIX + why + scope, now)
 
 
 def read_queue_place(backend: BaseBackend, objs: RunObjects, now: datetime) -> QueuePlace | None:
