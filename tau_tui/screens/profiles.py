@@ -145,7 +145,8 @@ class ProfilesScreen(PaneScreen):
             lq = p.local_queue_for(caller.namespace) if caller.namespace else None
             queue = f"{lq.namespace}/{lq.name}" if lq else (p.default_local_queue or "—")
             prio = "/".join(x for x in (p.workload_priority_class, p.pod_priority_class) if x) or "—"
-            alpha = " [MultiKueue · Alpha]" if p.execution_target == MULTIKUEUE_TARGET else ""
+            # ASCII, so a name cut in the middle at 80 columns keeps both its end and the mark
+            alpha = " (Alpha)" if p.execution_target == MULTIKUEUE_TARGET else ""
             data.rows.append((p.name, [status_text("selectable" if item.selectable else "excluded"), Text(p.name + alpha), ready_cell,
                                        Text(queue), Text(", ".join(p.cluster_queues) or "—"),
                                        Text(one_line(", ".join(p.resource_flavors) or "—", 40)), Text(prio),
