@@ -448,17 +448,14 @@ class TauApp(App):
     def _close_backend(self, backend: ClusterBackend) -> None:
         backend.close()
 
-    async def action_quit(self) -> None:
-        """ctrl+q, ctrl+c, ``:q``, the palette's Quit: unsaved work asks first (unsaved_guard.py)."""
+    async def action_quit(self) -> None:  # ctrl+q, ctrl+c, :q, the palette: unsaved work asks first
         self.unsaved_guard.then("quit tau-tui", self.quitting.quit)
 
     def register_unsaved_work(self, holder: UnsavedWork) -> None:
         self.unsaved_guard.register(holder)
 
-    def on_unmount(self) -> None:
-        """The app ends, however (a crash too): unsaved work nobody was asked about is kept as a draft."""
-        self.unsaved_guard.keep_drafts("the app ended with an error" if self.return_code not in (None, 0)
-                                       else "the app ended without asking")
+    def on_unmount(self) -> None:  # however the app ends, a crash too: unsaved work is kept as a draft
+        self.unsaved_guard.app_ended(self.return_code)
 
     def quit_on_signal(self, signum: int) -> None:
         """SIGINT, SIGTERM, SIGHUP (on the event loop; see startup/app_loop.py): quit as ctrl+q does."""

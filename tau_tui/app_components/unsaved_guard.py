@@ -19,8 +19,9 @@ class UnsavedGuard:
     def __init__(self, app: AppShell) -> None:
         self.app = app
         self.holders: list[UnsavedWork] = []
-        #: Why the drafts were kept, once they were (the app is ending).
+        #: Why the drafts were kept, once they were (the app is ending), and where.
         self.kept_because: str | None = None
+        self.kept: list[Path] = []
 
     def register(self, holder: UnsavedWork) -> None:
         if holder not in self.holders:
@@ -48,7 +49,17 @@ class UnsavedGuard:
                 continue
             if path is not None:
                 kept.append(path)
+        self.kept = kept
         return kept
+
+    def app_ended(self, return_code: int | None) -> None:
+        """The app's last moment (its unmount, which a crash reaches too): what nobody was asked about is kept."""
+        self.keep_drafts("the app ended with an error" if return_code not in (None, 0) else "the app ended without asking")
+
+    def farewell(self) -> list[str]:
+        """What the command says on the terminal once the app has ended: where its drafts are."""
+        return [f"tau-tui: unsaved Compose changes were kept as a draft ({self.kept_because}) in {path}; "
+                "open the same file again (or start a new form, for a new one) to restore them" for path in self.kept]
 
     def _say(self, text: str) -> None:
         try:

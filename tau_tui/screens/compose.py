@@ -205,10 +205,10 @@ class ComposeScreen(PaneScreen):
     def document_changed(self) -> None:
         """The file line and the header follow the document (its name, whether it differs)."""
         text = Text()
+        if self.keeper.has_unsaved_work():  # first: a long path must not push it out of sight
+            text.append("● modified  ", style=style_of("pending"))
         text.append("file ", style="dim")
         text.append(self.document.label, style="bold")
-        if self.keeper.has_unsaved_work():
-            text.append("  ● modified", style=style_of("pending"))
         self.query_one("#compose-file", Static).update(text)
         self.update_header()
 

@@ -150,7 +150,7 @@ class ComposeKeeper:
             self.refused(message.error)
             return
         if message.saved is not None and message.source is self.document:
-            self.document.adopt_save(message.saved)
+            self.screen.entry_errors.update(self.document.adopt_save(message.saved))
         if message.warning:
             text = f"saved {message.path}, as typed; it will not validate: {message.warning}"
             self.screen.notify(text, title="saved with problems", severity="warning", timeout=12)

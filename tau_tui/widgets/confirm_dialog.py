@@ -67,4 +67,6 @@ class ConfirmDialog(ModalScreen[bool]):
             self.dismiss(True)
 
     def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes and self.can_confirm and (not yes or self.confirm_key == "y"))
+        if yes and self.confirm_key != "y":
+            return  # not this dialog's yes: a y typed twice must not answer a second confirmation
+        self.dismiss(yes and self.can_confirm)

@@ -12,15 +12,49 @@ reads the saved text, and the text's lines are compared outside the edited keys'
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 
 from tau_tui.core.runconfig.config import ALIASES
-from tau_tui.core.runconfig.form_text import field_text
 
 Path = tuple[str, ...]
 MISSING = object()
+
+
+def field_text(value: Any) -> str:
+    """What a Compose field shows for ``value`` (docs/guide/researcher.md: lists "a, b", maps "K=v, K2=v")."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ", ".join(field_text(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={field_text(v)}" for k, v in value.items())
+    return str(value)
+
+
+def typed_value(kind: str, text: str) -> Any:
+    """The value a field's text stands for, by the form's rules: a number field's plain whole number
+    is a number, other text stays text; lists are split on commas, maps are KEY=value entries; an
+    empty field removes the key.  None also for text a map field cannot take (the save is refused)."""
+    text = text.strip()
+    if not text:
+        return None
+    if kind == "int":
+        return int(text) if re.fullmatch(r"-?(0|[1-9][0-9]*)", text) else text
+    if kind == "list":
+        return [part.strip() for part in text.split(",") if part.strip()] or None
+    if kind == "map":
+        entries = {}
+        for part in (p.strip() for p in text.split(",")):
+            key, sep, value = part.partition("=")
+            if part and (not sep or not key.strip() or key.strip() in entries):
+                raise ValueError(part)
+            if part:
+                entries[key.strip()] = value.strip()
+        return entries or None
+    return text
 
 
 def written_path(original: Any, canonical: str) -> Path:

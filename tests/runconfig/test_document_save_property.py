@@ -1,5 +1,5 @@
 """Property test of the Compose document's save, fast and without the app (the app-driven one is
-tests/app/panes/compose/test_save_property.py): random field texts set on varied tau.yaml files,
+tests/app/panes/compose/test_save_writes_the_form.py): random field texts set on varied tau.yaml files,
 then the oracle of save_oracle.py (PyYAML reads back what was typed; every line outside the edited
 keys' entries is kept, in order)."""
 
@@ -12,82 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tau_tui.core.runconfig.document import NEW_TEMPLATE, ComposeDocument, EditRefused
+from tau_tui.core.runconfig.document import ComposeDocument, EditRefused
 from tau_tui.core.runconfig.form_text import EntryError, field_text, parse_field_text
-from tau_tui.screens.compose_form import FORM
-from tests.runconfig.save_oracle import check_save
-
-KINDS = {path: kind for _, fields in FORM for path, _, kind, _ in fields}
-KINDS["policy.profile"] = "text"
-
-FILES = [
-    # top-level aliases, comments on their own lines and after values
-    """\
-# Snapshot run: one 8-GPU worker through the xl profile.
-name: snap-train   # the run's name
-image: python:3.12-slim
-entrypoint: train.py
-
-compute:
-  gpus_per_worker: 8
-
-policy:
-  namespace: taugrid-default
-  profile: azure.research.training.xl
-""",
-    # comments inside a map, quoted values, a flow list, an empty flow map, lists at offset 0
-    """\
-run:
-  name: "quoted-name"
-  script: train.py   # the alias of entrypoint
-runtime:
-  image: 'python:3.12'
-  env:
-    # tokenizer threads
-    TOKENIZERS_PARALLELISM: "false"   # keep quiet
-    OMP_NUM_THREADS: 4
-  pip: [torch, numpy]
-policy: {}  # set by the profile
-resilience:
-  retry_on:
-  - Preempted
-  # - OOMKilled
-  - Evicted
-  max_retries: 2
-""",
-    # four-space indentation, a document start, a flow map section, no newline at the end
-    """\
----
-run:
-    name: four
-    engine: rayjob
-compute:
-    workers: 2
-    gpus_per_worker: 1
-policy: {namespace: team-a, lane: training}
-storage:
-    volumes:
-        - data-pvc
-    output: /out""",
-    NEW_TEMPLATE,
-    # a block scalar, an anchor and its alias, an empty value, a section that is null, a nested section
-    """\
-# header
-name: &n blocky
-entrypoint: |
-  python train.py
-  --epochs 3
-image: *n
-policy:
-runtime:
-  security:
-    mode: restricted   # keep
-  working_dir:
-compute:
-  cpu_request: "4"
-  memory_request: 16Gi
-""",
-]
+from tests.runconfig.save_files import FILES, KINDS
+from tests.runconfig.save_oracle import check_save, typed_value
 
 SAFE = string.ascii_letters + string.digits + "-_./@"
 AWKWARD = SAFE + " :#'\"!&*%?|>{}[]`~^=é"
@@ -141,10 +69,15 @@ def test_a_save_writes_what_was_typed_and_nothing_else(tmp_path_factory, session
     for path, text in typed.items():
         try:
             value = parse_field_text(KINDS[path], text)
-            doc.set(path, value)
-        except (EntryError, EditRefused):  # the field says why; the file keeps its value
+        except EntryError:  # the field says why; the file keeps its value
+            with pytest.raises(ValueError):
+                typed_value(KINDS[path], text)
             continue
-        values[path] = value
+        try:
+            doc.set(path, value)
+        except EditRefused:  # a value an alias elsewhere refers to: the field says so
+            continue
+        values[path] = typed_value(KINDS[path], text)
     doc.save()
     saved = target.read_text()
     check_save(original, saved, values)

@@ -231,14 +231,20 @@ class ComposeDocument:
         """A copy for a save to write from: edits made meanwhile (UI thread) leave it alone."""
         return copy.copy(self)
 
-    def adopt_save(self, saved: ComposeDocument) -> None:
+    def adopt_save(self, saved: ComposeDocument) -> dict[str, str]:
         """``saved``, a :meth:`snapshot` of this document, was written: the file now reads as
-        written, and what was typed since stays an edit."""
+        written, and what was typed since stays an edit.  Returns the edits that no longer apply
+        (path → why), for the form to show under their fields."""
         typed = dict(self.edits)
         self.path = saved.path
         self._opened(saved.original_text)
+        refused: dict[str, str] = {}
         for canonical, value in typed.items():
-            self.set(canonical, value)
+            try:
+                self.set(canonical, value)
+            except EditRefused as err:
+                refused[canonical] = str(err)
+        return refused
 
     def changes(self) -> list[Change]:
         return [Change(path, self.written_path(path), field_text(self.saved_value(path)), field_text(value))

@@ -7,11 +7,10 @@ from __future__ import annotations
 import pytest
 
 from tau_tui.screens.compose import ComposeScreen
-from tau_tui.widgets.choice_dialog import ChoiceDialog
 from tau_tui.widgets.input_dialog import InputDialog
 from tests.app.conftest import VALID_TAU_YAML
 from tests.app.helpers import async_test, demo_app, settle, settle_until, settle_until_done
-from tests.app.panes.compose.compose_keys import dialog_open, field_input, file_line, form_ready, type_into
+from tests.app.panes.compose.compose_keys import dialog_open, field_input, file_line, form_ready, is_question, type_into
 
 
 async def _modified(pilot) -> ComposeScreen:
@@ -130,6 +129,11 @@ async def test_quit_from_another_pane_asks_and_cancel_returns_there(tmp_path, wo
         await pilot.press("escape")
         await settle(pilot)
         assert app.is_running and app.screen is queue and app.focused is focused
+        await pilot.press("ctrl+q")  # and save from there: the Compose pane writes, then the app quits
+        await dialog_open(pilot, "Unsaved changes")
+        await pilot.press("s")
+        await settle_until(pilot, lambda: not app.is_running)
+    assert (workspace / "tau.yaml").read_text() == VALID_TAU_YAML.replace("name: snap-train ", "name: snap-train-2 ")
 
 
 @async_test
@@ -143,7 +147,7 @@ async def test_read_only_offers_discard_and_cancel_only(tmp_path, workspace):
         assert "read-only mode: saving is disabled" in text
         await pilot.press("s")  # not an answer here
         await settle(pilot)
-        assert isinstance(app.screen, ChoiceDialog)
+        assert is_question(app.screen)
         await pilot.press("escape")
         await settle(pilot)
         assert app.is_running
