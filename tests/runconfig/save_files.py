@@ -4,25 +4,13 @@ from __future__ import annotations
 
 from tau_tui.core.runconfig.document import NEW_TEMPLATE
 from tau_tui.screens.compose_form import FORM
+from tests.app.conftest import VALID_TAU_YAML
 
 KINDS = {path: kind for _, fields in FORM for path, _, kind, _ in fields}
 KINDS["policy.profile"] = "text"
 
 FILES = [
-    # top-level aliases, comments on their own lines and after values
-    """\
-# Snapshot run: one 8-GPU worker through the xl profile.
-name: snap-train   # the run's name
-image: python:3.12-slim
-entrypoint: train.py
-
-compute:
-  gpus_per_worker: 8
-
-policy:
-  namespace: taugrid-default
-  profile: azure.research.training.xl
-""",
+    VALID_TAU_YAML,  # top-level aliases, comments on their own lines and after values
     # comments inside a map, quoted values, a flow list, an empty flow map, lists at offset 0
     """\
 run:

@@ -46,7 +46,7 @@ class Splice:
         root, data = _parse(self.text)
         layout = _layout(self.text, root)
         if value is None:
-            edits = _remove(self, root, data, path)
+            edits = _remove(self, root, path)
         else:
             edits = _set(self, root, data, path, value, layout)
         _keep_anchors(self.text, edits)
@@ -422,7 +422,7 @@ def _sequence_edits(splice: Splice, node: SequenceNode, old: list[Any], new: lis
 # -- removing a key -------------------------------------------------------------------------------
 
 
-def _remove(splice: Splice, root: Node | None, data: Any, path: KeyPath) -> list[Edit]:
+def _remove(splice: Splice, root: Node | None, path: KeyPath) -> list[Edit]:
     text = splice.text
     node: Node | None = root
     nodes: list[tuple[Node, tuple[Node, Node]]] = []

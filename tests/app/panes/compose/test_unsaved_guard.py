@@ -92,28 +92,21 @@ async def test_every_quit_asks_and_cancel_keeps_the_app(tmp_path, workspace, how
             assert app.focused is focused is name
 
 
+@pytest.mark.parametrize(("answer", "file_after"), [
+    ("d", VALID_TAU_YAML),  # discard: the file as it was, and no draft either
+    ("s", VALID_TAU_YAML.replace("name: snap-train ", "name: snap-train-2 ")),  # save, then quit
+])
 @async_test
-async def test_quit_discard_quits_and_leaves_the_file_and_no_draft(tmp_path, workspace):
+async def test_quit_discard_or_save_then_quits(tmp_path, workspace, answer, file_after):
     async with demo_app(tmp_path, start_pane="compose", compose_file="tau.yaml", settled=False) as (_, _, app, pilot):
         await _modified(pilot)
         await pilot.press("ctrl+q")
         await dialog_open(pilot, "Unsaved changes")
-        await pilot.press("d")
+        await pilot.press(answer)
         await settle_until(pilot, lambda: not app.is_running)
         assert app.return_code == 0
-    assert (workspace / "tau.yaml").read_text() == VALID_TAU_YAML
+    assert (workspace / "tau.yaml").read_text() == file_after
     assert not list((tmp_path / "state").glob("tau-tui/drafts/*.json"))
-
-
-@async_test
-async def test_quit_save_writes_then_quits(tmp_path, workspace):
-    async with demo_app(tmp_path, start_pane="compose", compose_file="tau.yaml", settled=False) as (_, _, app, pilot):
-        await _modified(pilot)
-        await pilot.press("ctrl+q")
-        await dialog_open(pilot, "Unsaved changes")
-        await pilot.press("s")
-        await settle_until(pilot, lambda: not app.is_running)
-    assert (workspace / "tau.yaml").read_text() == VALID_TAU_YAML.replace("name: snap-train ", "name: snap-train-2 ")
 
 
 @async_test
