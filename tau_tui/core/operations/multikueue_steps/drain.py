@@ -1,8 +1,8 @@
 """Drain and rollback, the seed's five steps in order, enforced:
 
 1. remove tenant authorization and stop new submissions to every dedicated
-   profile/queue: every multiKueue profile is limited to a team no tenant is
-   in, every LocalQueue of a MultiKueue ClusterQueue is held; the default
+   profile/queue: every multiKueue profile is limited to a reserved team
+   select() matches to no caller, every LocalQueue of a MultiKueue ClusterQueue is held; the default
    queue is never touched;
 2. HoldAndDrain every dedicated ClusterQueue and cancel the pending owners the
    operator picks; verified by each ClusterQueue's counts at zero *and* by the
@@ -32,7 +32,6 @@ from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.operations.multikueue_steps.access import AccessError, BackendAccess
 from tau_tui.core.operations.multikueue_steps.checks import condition
 from tau_tui.core.operations.multikueue_steps.drain_discovery import (
-    HELD,
     REMOVED_ANNOTATION,
     Discovery,
     discover,
@@ -53,7 +52,8 @@ from tau_tui.core.operations.multikueue_steps.engine import (
     apply_change,
 )
 from tau_tui.core.operations.multikueue_steps.revocation import RevokeStep
-from tau_tui.core.operations.multikueue_steps.setup import DRAINED_TEAM, declared_profiles
+from tau_tui.core.operations.multikueue_steps.tenancy import HELD, declared_profiles, refused_to_every_tenant
+from tau_tui.core.runconfig.profiles import DRAINED_TEAM
 
 R = ResourceKind
 RAY_CLUSTER = ResourceType(R.RAY_JOB.type.group, R.RAY_JOB.type.version, "rayclusters", "RayCluster", True)
@@ -246,8 +246,9 @@ class DeauthorizeStep(DiscoveryGuardedStep):
     kind = "deauthorize"
     title = "1. Remove tenant authorization, stop new submissions"
     explanation = (
-        "Every multiKueue profile found on the manager (the plan's and any other) is limited to a team no tenant "
-        "belongs to, so the client refuses new TauGrid submissions through it, and every LocalQueue of a MultiKueue "
+        f"Every multiKueue profile found on the manager (the plan's and any other) is limited to team {DRAINED_TEAM}, "
+        "a reserved name select() matches to no caller (whoever claims it), so the client refuses new TauGrid "
+        "submissions through it, and every LocalQueue of a MultiKueue "
         "ClusterQueue is held. Existing runs keep their status, logs and cancel. The default queue is never "
         "repointed or touched.")
 
@@ -285,6 +286,13 @@ class DeauthorizeStep(DiscoveryGuardedStep):
                                     f"(teams {teams_of(profile) or 'all'})")
         elif found.published:
             evidence.append("TauCluster status is not current: the client refuses every profile until TauGrid catches up")
+        # What the client answers now, to the plan's tenants and to anyone claiming a reserved team.
+        for name in sorted(set(found.profiles) | set(found.published)):
+            accepted, line = refused_to_every_tenant(found.tau_cluster or {}, ctx.plan, name)
+            if accepted:
+                problems.append(f"select() still gives profile {name} to " + ", ".join(accepted))
+            else:
+                evidence.append(f"profile {name}: {line}")
         for (ns, name), lq in sorted(found.local_queues.items()):
             policy = spec_of(lq).get("stopPolicy")
             if policy not in HELD:
