@@ -34,7 +34,7 @@ from tau_tui.core.operations.multikueue_steps.checks import (
     refuted,
 )
 from tau_tui.core.operations.multikueue_steps.credentials import CredentialError, credential_from_secret
-from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Step, StepContext
+from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Refused, Step, StepContext
 from tau_tui.core.operations.multikueue_steps.setup_queue import MANAGED_BY, MANAGED_LABEL, MatrixStep, QueueStep
 from tau_tui.core.operations.multikueue_steps.worker_access import review_worker_access
 
@@ -143,7 +143,9 @@ class WiringStep(Step):
     title = "2. MultiKueueCluster and MultiKueueConfig, explicit"
     explanation = (
         "One MultiKueueCluster per worker, reading its kubeconfig from the Secret of step 1 "
-        "(clusterSource.kubeConfig, locationType Secret), and one MultiKueueConfig listing exactly these workers.")
+        "(clusterSource.kubeConfig, locationType Secret), and one MultiKueueConfig listing exactly these workers. "
+        "Verification reads the config back: a cluster in it that the plan does not list is refused, by name (Kueue "
+        "would dispatch to it, and no later step could check or revoke it).")
 
     def changes(self, ctx: StepContext) -> list[Change]:
         out = []
@@ -182,11 +184,21 @@ class WiringStep(Step):
         if config is None:
             problems.append(f"MultiKueueConfig {ctx.plan.config} does not exist")
         else:
-            clusters = (config.get("spec") or {}).get("clusters") or []
+            clusters = [str(c) for c in (config.get("spec") or {}).get("clusters") or []]
             evidence.append(f"MultiKueueConfig {ctx.plan.config} lists {', '.join(clusters)}")
+            # Every cluster the live config names is eligible (Kueue dispatches to it): one the plan does not
+            # list is a worker no step could check, read or revoke.
+            outside = [c for c in clusters if ctx.plan.worker(c) is None]
+            if outside:
+                raise Refused(f"MultiKueueConfig {ctx.plan.config} lists {', '.join(outside)}, which the plan does not "
+                              "list: Kueue dispatches to every cluster of the config, and tau-tui could neither check "
+                              "nor revoke one the plan does not name; remove it from the config, or add it to the "
+                              "plan's workers (with its credential and adminContext)")
             missing = [w.name for w in ctx.plan.workers if w.name not in clusters]
             if missing:
                 problems.append(f"MultiKueueConfig {ctx.plan.config} does not list {', '.join(missing)}")
+            else:
+                evidence.append(f"the config's clusters are exactly the plan's workers: {', '.join(sorted(clusters))}")
         return check_from(problems, evidence)
 
 
@@ -196,15 +208,25 @@ class AdmissionCheckStep(Step):
     title = "3. Dedicated AdmissionCheck, Active with an Active worker"
     explanation = (
         f"An AdmissionCheck whose spec.controllerName is exactly {MULTIKUEUE_CONTROLLER_NAME}, with parameters "
-        "naming the MultiKueueConfig. Verification waits until it reports Active=True and at least one referenced "
-        "MultiKueueCluster reports Active=True, or shows Kueue's reason (a bad or insecure kubeconfig, a connection "
-        "failure, a forbidden watch).")
+        "naming the plan's MultiKueueConfig. Verification reads both back (another controller or config is refused), "
+        "and waits until the check reports Active=True and at least one MultiKueueCluster the config lists reports "
+        "Active=True, or shows Kueue's reason (a bad or insecure kubeconfig, a connection failure, a forbidden watch).")
 
     def refusal(self, ctx: StepContext) -> str | None:
-        ac = ctx.manager.get(R.ADMISSION_CHECK.type, ctx.plan.admission_check)
-        if ac is not None and (ac.get("spec") or {}).get("controllerName") != MULTIKUEUE_CONTROLLER_NAME:
-            return (f"AdmissionCheck {ctx.plan.admission_check} exists with controllerName "
+        plan = ctx.plan
+        ac = ctx.manager.get(R.ADMISSION_CHECK.type, plan.admission_check)
+        if ac is None:
+            return None
+        if (ac.get("spec") or {}).get("controllerName") != MULTIKUEUE_CONTROLLER_NAME:
+            return (f"AdmissionCheck {plan.admission_check} exists with controllerName "
                     f"{(ac.get('spec') or {}).get('controllerName')!r}; it is not a MultiKueue check. Pick another name")
+        params = (ac.get("spec") or {}).get("parameters") or {}
+        if (params.get("apiGroup"), params.get("kind"), params.get("name")) != ("kueue.x-k8s.io", "MultiKueueConfig", plan.config):
+            named = (f"MultiKueueConfig {params.get('name')}, not the plan's {plan.config}" if params.get("kind") == "MultiKueueConfig"
+                     else f"{params.get('apiGroup') or '-'} {params.get('kind') or '-'} {params.get('name') or '-'}, "
+                          f"not MultiKueueConfig {plan.config}")
+            return (f"AdmissionCheck {plan.admission_check} names {named}: its workers are not the ones steps 2 and 5 "
+                    "check; point its parameters at the plan's config, or name another check")
         return None
 
     def changes(self, ctx: StepContext) -> list[Change]:
@@ -215,23 +237,29 @@ class AdmissionCheckStep(Step):
                      "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": ctx.plan.config}}})]
 
     def verify(self, ctx: StepContext) -> Check:
-        ac = ctx.manager.get(R.ADMISSION_CHECK.type, ctx.plan.admission_check)
+        plan = ctx.plan
+        ac = ctx.manager.get(R.ADMISSION_CHECK.type, plan.admission_check)
         if ac is None:
-            return refuted(f"AdmissionCheck {ctx.plan.admission_check} does not exist")
-        evidence = [f"AdmissionCheck {ctx.plan.admission_check}: controllerName {(ac.get('spec') or {}).get('controllerName')}, "
-                    + describe_condition(condition(ac, "Active"))]
+            return refuted(f"AdmissionCheck {plan.admission_check} does not exist")
+        why = self.refusal(ctx)
+        if why:
+            raise Refused(why)
+        evidence = [f"AdmissionCheck {plan.admission_check}: controllerName {MULTIKUEUE_CONTROLLER_NAME}, parameters "
+                    f"MultiKueueConfig {plan.config}, " + describe_condition(condition(ac, "Active"))]
+        config = ctx.manager.get(R.MULTIKUEUE_CONFIG.type, plan.config)
+        clusters = [str(c) for c in ((config or {}).get("spec") or {}).get("clusters") or ()]
         active = []
-        for wp in ctx.plan.workers:
-            c = condition(ctx.manager.get(R.MULTIKUEUE_CLUSTER.type, wp.name), "Active")
-            evidence.append(f"MultiKueueCluster {wp.name}: {describe_condition(c)}")
+        for name in clusters:
+            c = condition(ctx.manager.get(R.MULTIKUEUE_CLUSTER.type, name), "Active")
+            evidence.append(f"MultiKueueCluster {name}: {describe_condition(c)}")
             if c is not None and c.get("status") == "True":
-                active.append(wp.name)
-        ac_ok = (condition(ac, "Active") or {}).get("status") == "True"
+                active.append(name)
         problems = []
-        if not ac_ok:
-            problems.append(f"AdmissionCheck {ctx.plan.admission_check} is not Active: {describe_condition(condition(ac, 'Active'))}")
+        if (condition(ac, "Active") or {}).get("status") != "True":
+            problems.append(f"AdmissionCheck {plan.admission_check} is not Active: {describe_condition(condition(ac, 'Active'))}")
         if not active:
-            problems.append("no MultiKueueCluster is Active: " + "; ".join(evidence[1:]))
+            problems.append(f"no MultiKueueCluster of MultiKueueConfig {plan.config} is Active: "
+                            + ("; ".join(evidence[1:]) or "it lists none"))
         return check_from(problems, evidence)
 
 
