@@ -148,6 +148,11 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
         from ..core.operations.multikueue_steps.simulated_fleet import lab_plan
 
         plan = lab_plan()
+    if args.worker and plan.worker(args.worker) is None:
+        from ..core.operations.multikueue_steps.rotate import unknown_worker
+
+        print(f"tau-tui: multikueue {args.action} --worker: {unknown_worker(plan, args.worker)}", file=sys.stderr)
+        return EXIT_INVALID
     if args.demo:
         print(DEMO_NOTE)
     backend, connector, wait = multikueue_environment(args)
@@ -159,10 +164,11 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
         else:
             flow, why = flow_in_force(backend.current_context or "cluster")
         # the keyring: where a revoked credential waits for its 401 (drain step 5, rotation)
-        exercise = open_exercise(flow, backend, connector, plan, wait=wait, record=False,
+        exercise = open_exercise(flow, backend, connector, plan, wait=wait, record=False, inputs={"worker": args.worker},
                                  vault=CredentialVault(backend.current_context or "cluster"))
         statuses = exercise.survey()
-        print(f"{exercise.flow.title} (the flow in force: {why}; --flow setup|drain for the other):")
+        which = f" of worker {args.worker or plan.workers[0].name}" if flow == "rotate" else ""
+        print(f"{exercise.flow.title}{which} (the flow in force: {why}; --flow setup|drain|rotate for another):")
         for status in statuses:
             print(f"  {status.mark} {status.step.title}" + (f"\n      {status.check.reason}" if status.check.reason else "")
                   + (f"\n      ⚠ to do: {status.check.action}" if status.check.action else ""))
@@ -191,6 +197,7 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
     for status in exercise.survey():
         print(f"{status.mark} {status.step.title}" + (f"\n    {status.check.reason}" if status.check.reason else "")
               + (f"\n    ⚠ to do: {status.check.action}" if status.check.action else ""))
-    print(f"{exercise.flow.title}: {outcome.value}; record {exercise.recorder.path if exercise.recorder else 'none (demo)'}")
+    summary = exercise.flow.summary(exercise.ctx) if outcome is Outcome.VERIFIED and exercise.flow.summary else ""
+    print(f"{exercise.flow.title}: {outcome.value}" + (f" ({summary})" if summary else "") + "; record {exercise.recorder.path if exercise.recorder else 'none (demo)'}")
     return {Outcome.VERIFIED: EXIT_OK, Outcome.REFUSED: EXIT_REFUSED, Outcome.NOT_VERIFIED: EXIT_NOT_VERIFIED,
             Outcome.DECLINED: EXIT_DECLINED, Outcome.FAILED: EXIT_FAILED}[outcome]

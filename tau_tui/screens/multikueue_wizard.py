@@ -85,9 +85,6 @@ class MultiKueueWizardScreen(PaneScreen):
         self._ticks = 0
         self.last_statuses: list = []
         self._placed = False
-        #: The steps as they stood when the flow completed, for a flow whose completion forgets its state
-        #: (rotation drops its keyring entries, so a survey afterwards would start it over).
-        self.completed: list | None = None
 
     def crumbs(self) -> str:
         return f"MultiKueue › {self.flow_name}"
@@ -142,7 +139,8 @@ class MultiKueueWizardScreen(PaneScreen):
             data.title = f"MultiKueue {self.flow_name}: no plan"
             return data
         data.title = f"{exercise.flow.title} · plan {exercise.ctx.plan.source}"
-        statuses = self.completed if self.completed is not None else exercise.survey()
+        # Always the cluster now: a finished rotation verifies from the manager's ledger and the record, live.
+        statuses = exercise.survey()
         for status in statuses:
             word = STATE_WORD[status.state]
             data.rows.append((status.step.key, [Text(f"{status.mark} {status.state.value}", style=style_of(word)),
@@ -284,8 +282,5 @@ class MultiKueueWizardScreen(PaneScreen):
         if not check.ok:
             exercise.finish(Outcome.NOT_VERIFIED)
             return
-        statuses = exercise.survey()
-        if all(s.state is StepState.VERIFIED for s in statuses):
-            if exercise.flow.on_complete is not None:
-                self.completed = statuses
+        if all(s.state is StepState.VERIFIED for s in exercise.survey()):
             exercise.finish(Outcome.VERIFIED)

@@ -289,6 +289,8 @@ class Flow:
     steps: list[Step]
     #: Runs once every step verified (rotation forgets its keyring entries here).
     on_complete: Callable[[StepContext], None] | None = None
+    #: What a verified run verified, in a few words (rotation: the fingerprints), for the verdict line.
+    summary: Callable[[StepContext], str] | None = None
 
 
 class Exercise:

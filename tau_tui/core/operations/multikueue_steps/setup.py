@@ -33,6 +33,12 @@ from tau_tui.core.operations.multikueue_steps.checks import (
     describe_condition,
     refuted,
 )
+from tau_tui.core.operations.multikueue_steps.credential_ledger import (
+    FINGERPRINT_ANNOTATION,
+    ledger_change,
+    read_ledger,
+    where,
+)
 from tau_tui.core.operations.multikueue_steps.credentials import CredentialError, credential_from_secret
 from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Refused, Step, StepContext
 from tau_tui.core.operations.multikueue_steps.setup_queue import MANAGED_BY, MANAGED_LABEL, MatrixStep, QueueStep
@@ -73,6 +79,9 @@ class CredentialStep(Step):
         "The credential is never shown: previews and records carry its fingerprint only.")
 
     def refusal(self, ctx: StepContext) -> str | None:
+        if ctx.manager.get(R.TAU_CLUSTER.type, "cluster") is None:
+            return ("TauCluster/cluster not found: TauGrid is not installed or not configured on the manager (the manager "
+                    f"notes the fingerprints of the credentials it stores there, {where()})")
         problems = []
         for wp in ctx.plan.workers:
             try:
@@ -102,20 +111,29 @@ class CredentialStep(Step):
             body = {"apiVersion": "v1", "kind": "Secret",
                     "metadata": {"name": wp.secret_name, "namespace": ctx.plan.kueue_namespace,
                                  "labels": {WORKER_LABEL: wp.name, MANAGED_LABEL: MANAGED_BY},
-                                 "annotations": {"tau.azure.com/credential-fingerprint": cred.fingerprint}},
+                                 "annotations": {FINGERPRINT_ANNOTATION: cred.fingerprint}},
                     "type": "Opaque", "data": {"kubeconfig": cred.secret_data()}}
             out.append(Change("create", SECRET, wp.secret_name, ctx.plan.kueue_namespace, body, redact=("data.kubeconfig",)))
+        # The manager notes which credential it stores (revocation proofs bind to it): a fingerprint, never the credential.
+        out.append(ledger_change(ctx, {wp.name: {"stored": ctx.credential(wp.name).fingerprint} for wp in ctx.plan.workers}))
         return out
 
     def verify(self, ctx: StepContext) -> Check:
         evidence, problems = [], []
         ns = ctx.plan.kueue_namespace
+        ledger = read_ledger(ctx.manager.get(R.TAU_CLUSTER.type, "cluster"))
         for wp in ctx.plan.workers:
             stored = credential_from_secret(wp.name, ctx.manager.get(SECRET, wp.secret_name, ns))
             if stored is None:
                 problems.append(f"Secret {ns}/{wp.secret_name} with key kubeconfig does not exist")
                 continue
             evidence.append(f"Secret {ns}/{wp.secret_name} holds credential {stored.fingerprint} for {stored.server}")
+            noted = ledger.get(wp.name, {}).get("stored")
+            if noted != stored.fingerprint:
+                problems.append(f"the manager notes {noted or 'no credential'} for {wp.name} ({where()}), not the stored "
+                                f"{stored.fingerprint}: apply this step to note it (revocation proofs bind to it)")
+            else:
+                evidence.append(f"{where()}: {wp.name} stores {noted}")
             # A Secret written by hand is held to the same rules as one this step wrote (Kueue would refuse it).
             insecure = insecure_reasons(stored.document())
             if insecure:
