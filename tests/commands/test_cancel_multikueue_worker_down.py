@@ -105,7 +105,12 @@ class _WorkerPods:
         from tau_tui.core.sim.store import _selector_matches
 
         self.selectors.append(label_selector)
+        if kind is not ResourceKind.POD:
+            return []  # no Job, RayJob or RayCluster of the run left on this worker
         return [pod_view(p) for p in self.pods if _selector_matches(p["metadata"].get("labels") or {}, label_selector)]
+
+    def _api_list(self, rt, namespace=None, label_selector=None):
+        return []
 
 
 def _pod(name: str, labels: dict) -> dict:
