@@ -268,15 +268,22 @@ class RecordSummary:
     outcome: str
     steps: int
     identity: str
+    #: Why the file cannot be read as a record ("" when it can): listed, never skipped.
+    unreadable: str = ""
 
 
 def list_records(directory: Path | None = None) -> list[RecordSummary]:
+    """Every record file, oldest name first; one that cannot be read is listed with the reason."""
     out = []
     for path in sorted((directory or data_dir()).glob("*.json")):
         try:
             data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        out.append(RecordSummary(path, data.get("flow", "?"), data.get("cluster", "?"), data.get("started", "?"),
-                                 data.get("outcome", "?"), len(data.get("steps") or ()), data.get("identity", "?")))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            out.append(RecordSummary(path, str(data.get("flow", "?")), str(data.get("cluster", "?")),
+                                     str(data.get("started", "?")), str(data.get("outcome", "?")),
+                                     len(data.get("steps") or ()), str(data.get("identity", "?"))))
+        except (OSError, ValueError, TypeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            out.append(RecordSummary(path, "?", "?", "?", "unreadable", 0, "?", unreadable=why or type(exc).__name__))
     return out
