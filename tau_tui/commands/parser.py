@@ -41,8 +41,9 @@ back read-only). The headless commands use the same core and rules as the app:
                                         drain (the seed's "Drain and rollback" 1-5), rotate (a worker
                                         credential); exit 0 verified, 3 refused, 4 not verified in time,
                                         5 not confirmed (use --yes), 6 no OS keyring (rotate), 1 failure,
-                                        2 bad input. status [--flow setup|drain]: the flow in force (default:
-                                        the flow of this cluster's latest setup or drain record, else setup);
+                                        2 bad input, 7 Kueue too old. status [--flow setup|drain|rotate]: the
+                                        flow in force (default: the flow of this cluster's latest setup or
+                                        drain record, else setup; rotate: the last rotation of --worker);
                                         exit 0 only if every step of it verifies, 3 if one is refused, 4 if
                                         not verified, 1 if the cluster could not be asked. --demo: the
                                         simulated demo cluster with two simulated workers and the built-in
