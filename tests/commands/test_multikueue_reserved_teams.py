@@ -11,16 +11,18 @@ from __future__ import annotations
 import pytest
 
 from tau_tui import cli
-from tau_tui.commands.parser import EXIT_INVALID, EXIT_NOT_VERIFIED, EXIT_OK
+from tau_tui.commands.parser import EXIT_DECLINED, EXIT_INVALID, EXIT_NOT_VERIFIED, EXIT_OK
 from tau_tui.core.cluster.kinds import ResourceKind
-from tests.multikueue_lab import LAB_PLAN, lab_job, make_lab, retire_demo_multikueue, route_cli_to, tau_project
+from tests.multikueue_lab import LAB_PLAN, make_lab, retire_demo_multikueue, route_cli_to, tau_project
 
 R = ResourceKind
 PROFILE = "azure.research.multicluster.lab"
 NOT_YET = "tau-multikueue-not-yet-authorized"
 DRAINED = "tau-multikueue-drained"
+#: The lab plan's lane: a caller that names it passes every other applicability check, so only the team decides.
+LANE = ("--lane", "multicluster")
 #: Every team name the MultiKueue steps use for "no tenant".
-RESERVED_TEAMS = (DRAINED, NOT_YET)
+RESERVED_TEAMS = (NOT_YET, DRAINED)
 
 
 @pytest.fixture
@@ -46,15 +48,15 @@ def claim_every_way(lab, tmp_path, monkeypatch, capsys, team: str) -> None:
     """A tenant claims ``team`` in its tau.yaml, with --team, and with TAU_TEAM: each submit is refused."""
     name = f"claims-{team}"[:40]
     in_file = tau_project(tmp_path, PROFILE, team=team, name=name)
-    assert cli.main(["submit", str(in_file)]) == EXIT_INVALID
+    assert cli.main(["submit", str(in_file), *LANE]) == EXIT_INVALID
     assert f"workload profile '{PROFILE}' cannot be used" in capsys.readouterr().err
     plain = tau_project(tmp_path, PROFILE, name=f"{name}-2")
-    assert cli.main(["submit", str(plain), "--team", team]) == EXIT_INVALID
+    assert cli.main(["submit", str(plain), "--team", team, *LANE]) == EXIT_INVALID
     err = capsys.readouterr().err
     assert "reserved" in err and f"'{PROFILE}' cannot be used" in err, err
     monkeypatch.setenv("TAU_TEAM", team)
     try:
-        assert cli.main(["submit", str(plain)]) == EXIT_INVALID
+        assert cli.main(["submit", str(plain), *LANE]) == EXIT_INVALID
     finally:
         monkeypatch.delenv("TAU_TEAM")
     capsys.readouterr()
@@ -74,7 +76,7 @@ def test_setup_stopped_at_the_matrix_refuses_a_tenant_claiming_the_not_yet_autho
     assert cli.main(["multikueue", "status", "--plan", str(too_big)]) == EXIT_NOT_VERIFIED
     capsys.readouterr()
     record = sorted(lab.records.glob("*setup*.json"))[-1].read_text()
-    assert f"claiming {', '.join(sorted(RESERVED_TEAMS))}" in record
+    assert "claiming tau-multikueue-drained, tau-multikueue-not-yet-authorized" in record
 
     # The matrix verifies: tenants authorised, the queue open.
     assert cli.main(["multikueue", "setup", "--plan", lab.plan_path, "--yes", "--timeout", "30"]) == EXIT_OK
@@ -86,13 +88,18 @@ def test_setup_stopped_at_the_matrix_refuses_a_tenant_claiming_the_not_yet_autho
 
 def test_after_drain_step_1_a_tenant_claiming_the_drained_team_is_refused(lab, tmp_path, monkeypatch, capsys):
     assert cli.main(["multikueue", "setup", "--plan", lab.plan_path, "--yes", "--timeout", "30"]) == EXIT_OK
-    lab.backend.submit([lab_job()])
-    lab.world.advance(15)
-    # the drain stops at step 2 (a pending owner to cancel): step 1 removed the authorization
-    assert cli.main(["multikueue", "drain", "--plan", lab.plan_path, "--yes", "--timeout", "5"]) == EXIT_NOT_VERIFIED
+    # the owner, at a terminal, applies drain step 1 and stops before step 2 (the ClusterQueue still runs)
+    with monkeypatch.context() as terminal:
+        replies = iter(["y", "n"])
+        terminal.setattr("sys.stdin.isatty", lambda: True)
+        terminal.setattr("builtins.input", lambda prompt="": next(replies))
+        assert cli.main(["multikueue", "drain", "--plan", lab.plan_path, "--timeout", "30"]) == EXIT_DECLINED
     out = capsys.readouterr().out
     assert "✓ 1. Remove tenant authorization, stop new submissions" in out
     assert stop_policy(lab) in ("Hold", "HoldAndDrain")
+    cq = lab.world.store.read(R.CLUSTER_QUEUE.type, "mk-lab-cq")
+    assert (cq.get("spec") or {}).get("stopPolicy", "None") == "None"  # the profile is still Ready: only the team stops it
+    lab.world.advance(2)  # TauGrid publishes the drained profile (a stale status would refuse every profile anyway)
     for team in (DRAINED, NOT_YET):
         claim_every_way(lab, tmp_path, monkeypatch, capsys, team)
     record = sorted(lab.records.glob("*drain*.json"))[-1].read_text()

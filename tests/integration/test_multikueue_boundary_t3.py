@@ -20,6 +20,9 @@ thread while the CLI runs."""
 from __future__ import annotations
 
 import os
+import pty
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -31,6 +34,7 @@ from tests.harness.multikueue import mint_worker_credential
 from tests.harness.taugrid_status import StatusWriter
 from tests.harness.waiting import wait_for
 from tests.integration.mk_owner import (
+    CLI_TIMEOUT,
     EXIT_NOT_VERIFIED,
     EXIT_OK,
     EXIT_REFUSED,
@@ -40,6 +44,7 @@ from tests.integration.mk_owner import (
     Background,
     Names,
     Owner,
+    Run,
     condition,
     gone_ok,
     hold,
@@ -52,6 +57,7 @@ from tests.integration.mk_owner import (
     multikueue_ready_on_tau_cluster,
     remove_owner_objects,
     survey_line,
+    tau_cluster,
     tau_tui,
     worker_jobs,
     worker_pods,
@@ -63,6 +69,7 @@ pytestmark = [pytest.mark.harness, pytest.mark.t3]
 
 NAMES = Names("bnd", "azure.research.multicluster.boundary")
 NOT_YET, DRAINED = "tau-multikueue-not-yet-authorized", "tau-multikueue-drained"
+EXIT_DECLINED = 5
 ROGUE = "bnd-rogue"
 
 
@@ -135,20 +142,39 @@ def test_a_tenant_claiming_the_reserved_team_is_refused_and_the_queue_admits_not
     assert stopped_cond["status"] == "False"
     refused_every_way(owner, NOT_YET, "bnd-claim")
 
-    # A pending owner (created by hand in the held queue) keeps the drain at step 2: step 1 is done.
-    batch = k8s.BatchV1Api(owner.manager_api())
-    batch.create_namespaced_job(NAMESPACE, {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "bnd-by-hand", "labels": {"kueue.x-k8s.io/queue-name": NAMES.queue}},
-        "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
-            {"name": "c", "image": "registry.invalid/t:1", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "1"},
-                                                                         "limits": {"nvidia.com/gpu": "1"}}}]}}}})
-    drain = tau_tui(owner, *mk_args(owner, "drain", "--yes", "--timeout", "20", plan=too_big))
-    assert drain.rc == EXIT_NOT_VERIFIED, drain
-    assert survey_line(drain, 1)[0] == "✓" and "bnd-by-hand" in drain.out, drain
+    # The owner, at a terminal, applies drain step 1 and stops before step 2 (the ClusterQueue still runs,
+    # the profile stays Ready): only the reserved team stands between a tenant and the profile.
+    drain = at_a_terminal(owner, ["y", "n"], *mk_args(owner, "drain", "--timeout", "120", plan=too_big))
+    assert drain.rc == EXIT_DECLINED, drain
+    assert survey_line(drain, 1)[0] == "✓", drain
+    wait_for(lambda: drained_profile_published(owner), "TauCluster status publishing the drained profile, Ready", WAIT)
     refused_every_way(owner, DRAINED, "bnd-drained-claim")
     done = tau_tui(owner, *mk_args(owner, "drain", "--yes", "--cancel-pending", "--timeout", "180", plan=too_big))
     assert done.rc == EXIT_OK, done
+
+
+def at_a_terminal(owner: Owner, answers: list[str], *args: str) -> Run:
+    """`tau-tui` with a terminal on its stdin (a pty) that answers each step's question in turn."""
+    controller, terminal = pty.openpty()
+    try:
+        os.write(controller, "".join(f"{a}\n" for a in answers).encode())
+        proc = subprocess.run([sys.executable, "-m", "tau_tui", *args], stdin=terminal, capture_output=True, text=True,
+                              env=owner.env, timeout=CLI_TIMEOUT, cwd=owner.root)
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    run = Run(tuple(args), proc.returncode, proc.stdout, proc.stderr)
+    owner.transcript.append(str(run))
+    return run
+
+
+def drained_profile_published(owner: Owner) -> bool:
+    """TauCluster's status is current and publishes the profile limited to the drained team, Ready."""
+    tc = tau_cluster(owner)
+    status = (tc.get("status") or {}).get("workloadProfiles") or {}
+    profile = next((p for p in status.get("profiles") or () if p.get("name") == NAMES.profile), {})
+    return (status.get("observedGeneration") == tc["metadata"]["generation"]
+            and (profile.get("applicability") or {}).get("teams") == [DRAINED] and condition({"status": profile}, "Ready").get("status") == "True")
 
 
 def test_a_worker_the_plan_does_not_list_in_the_config_is_refused(transcript):
