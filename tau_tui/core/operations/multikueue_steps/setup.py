@@ -74,7 +74,8 @@ class CredentialStep(Step):
         "Each worker's kubeconfig (from the file or kubeconfig context in the plan) is checked the way Kueue "
         "checks it (no insecure-skip-tls-verify, https only, embedded CA, no token files, exec plugins or basic "
         "auth); its identity must hold the verbs Kueue needs on the worker and no more (SelfSubjectAccessReview "
-        "and SelfSubjectRulesReview there). It is stored as a Secret with key 'kubeconfig' in Kueue's namespace; "
+        "and SelfSubjectRulesReview there). It is stored as a Secret with key 'kubeconfig' in Kueue's namespace, "
+        "and the manager notes its SHA-256 fingerprint on TauCluster/cluster (the ledger revocation proofs bind to); "
         "verification asks the manager (SubjectAccessReview) that no tenant identity can read it. "
         "The credential is never shown: previews and records carry its fingerprint only.")
 
