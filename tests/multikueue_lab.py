@@ -218,3 +218,28 @@ def tau_project(tmp_path: Path, profile: str, *, team: str | None = None, name: 
     (project / "tau.yaml").write_text("\n".join(lines) + "\n")
     (project / "train.py").write_text("print('train')\n")
     return project / "tau.yaml"
+
+
+def cli_lab(tmp_path: Path, monkeypatch, *, retire: bool = False) -> Lab:
+    """A lab that `tau-tui multikueue` drives (:func:`drive_cli_with`), the lab plan written to
+    ``lab.plan_path``; ``retire``: without the demo's own MultiKueue wiring (a drain discovers it)."""
+    lab = drive_cli_with(make_lab(tmp_path), tmp_path, monkeypatch)
+    if retire:
+        retire_demo_multikueue(lab)
+    (tmp_path / "plan.yaml").write_text(LAB_PLAN)
+    lab.plan_path = str(tmp_path / "plan.yaml")
+    lab.records = tmp_path / "data" / "tau-tui" / "multikueue" / "records"
+    return lab
+
+
+def lab_with_a_run_placed(tmp_path: Path, monkeypatch) -> Lab:
+    """The lab set up, with its state under ``tmp_path`` and `mk-train` submitted and placed on a worker."""
+    from tau_tui.core.operations.multikueue_steps.engine import Outcome
+
+    for var, sub in (("XDG_STATE_HOME", "state"), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data")):
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    lab = make_lab(tmp_path)
+    assert lab.exercise("setup").run(YES, timeout=30) is Outcome.VERIFIED
+    assert all(r.ok for r in lab.backend.submit([lab_job()]))
+    lab.world.advance(15)
+    return lab

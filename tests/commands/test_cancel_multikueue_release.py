@@ -16,8 +16,7 @@ import yaml
 from tau_tui import cli
 from tau_tui.commands import run_commands
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.operations.multikueue_steps.engine import Outcome
-from tests.multikueue_lab import YES, lab_job, lab_pod, make_lab, revoke_by_hand, token_of
+from tests.multikueue_lab import lab_pod, lab_with_a_run_placed, revoke_by_hand, token_of
 
 R = ResourceKind
 NS, RUN, WORKER = "team-nlp", "mk-train", "lab-worker-1"
@@ -26,12 +25,7 @@ NS, RUN, WORKER = "team-nlp", "mk-train", "lab-worker-1"
 @pytest.fixture
 def placed(tmp_path, monkeypatch):
     """Set up, and a run placed on lab-worker-1 (its Job copied there by MultiKueue)."""
-    for var, sub in (("XDG_STATE_HOME", "state"), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data")):
-        monkeypatch.setenv(var, str(tmp_path / sub))
-    lab = make_lab(tmp_path)
-    assert lab.exercise("setup").run(YES, timeout=30) is Outcome.VERIFIED
-    assert all(r.ok for r in lab.backend.submit([lab_job()]))
-    lab.world.advance(15)
+    lab = lab_with_a_run_placed(tmp_path, monkeypatch)
     remote = lab.fleet.workers[WORKER].store
     assert remote.read(R.JOB.type, RUN, NS) is not None, "MultiKueue copied the Job to the worker"
     config = tmp_path / "config" / "tau-tui" / "config.yaml"

@@ -16,7 +16,7 @@ from tau_tui import cli
 from tau_tui.commands.parser import EXIT_NOT_VERIFIED, EXIT_OK
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.multikueue_steps.simulated_fleet import SimFleetConnector
-from tests.multikueue_lab import LAB_PLAN, drive_cli_with, make_lab, retire_demo_multikueue, revoke_by_hand
+from tests.multikueue_lab import LAB_PLAN, cli_lab, revoke_by_hand
 
 R = ResourceKind
 OWNER = "system:serviceaccount:kube-system:platform-owner"
@@ -24,11 +24,7 @@ OWNER = "system:serviceaccount:kube-system:platform-owner"
 
 @pytest.fixture
 def lab(tmp_path, monkeypatch):
-    lab = drive_cli_with(make_lab(tmp_path), tmp_path, monkeypatch)
-    retire_demo_multikueue(lab)
-    (tmp_path / "plan.yaml").write_text(LAB_PLAN)
-    lab.plan_path = str(tmp_path / "plan.yaml")
-    return lab
+    return cli_lab(tmp_path, monkeypatch, retire=True)
 
 
 def test_a_401_on_the_admin_context_after_a_drain_is_no_proof_that_the_worker_is_clean(lab, tmp_path, capsys):

@@ -17,7 +17,7 @@ from tau_tui.commands.parser import EXIT_NOT_VERIFIED, EXIT_OK
 from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.credentials import credential_from_document
 from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
-from tests.multikueue_lab import LAB_PLAN, drive_cli_with, make_lab, retire_demo_multikueue, token_of
+from tests.multikueue_lab import cli_lab, token_of
 
 NS = "kueue-system"
 WORKERS = ("lab-worker-1", "lab-worker-2")
@@ -25,11 +25,7 @@ WORKERS = ("lab-worker-1", "lab-worker-2")
 
 @pytest.fixture
 def lab(tmp_path, monkeypatch):
-    lab = drive_cli_with(make_lab(tmp_path), tmp_path, monkeypatch)
-    retire_demo_multikueue(lab)
-    (tmp_path / "plan.yaml").write_text(LAB_PLAN)
-    lab.plan_path = str(tmp_path / "plan.yaml")
-    return lab
+    return cli_lab(tmp_path, monkeypatch, retire=True)
 
 
 def mk(*argv: str) -> int:

@@ -20,7 +20,7 @@ from tau_tui import cli
 from tau_tui.commands.parser import EXIT_DECLINED, EXIT_INVALID, EXIT_NOT_VERIFIED, EXIT_OK, EXIT_REFUSED
 from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.credentials import credential_from_document
-from tests.multikueue_lab import LAB_PLAN, drive_cli_with, make_lab, revoke_by_hand, token_of
+from tests.multikueue_lab import LAB_PLAN, cli_lab, revoke_by_hand, token_of
 
 NS = "kueue-system"
 STEPS = ("1. Take the new worker credential", "2. Replace the Secret; Kueue reconnects with the new credential",
@@ -29,9 +29,7 @@ STEPS = ("1. Take the new worker credential", "2. Replace the Secret; Kueue reco
 
 @pytest.fixture
 def lab(tmp_path, monkeypatch, memory_keyring):
-    lab = drive_cli_with(make_lab(tmp_path), tmp_path, monkeypatch)
-    (tmp_path / "plan.yaml").write_text(LAB_PLAN)
-    lab.plan_path = str(tmp_path / "plan.yaml")
+    lab = cli_lab(tmp_path, monkeypatch)
     lab.keyring = memory_keyring
     assert cli.main(["multikueue", "setup", "--plan", lab.plan_path, "--yes", "--timeout", "30"]) == EXIT_OK
     return lab

@@ -20,18 +20,14 @@ from tau_tui import cli
 from tau_tui.commands.parser import EXIT_FAILED, EXIT_INVALID, EXIT_OK
 from tau_tui.core.cluster.api_failure import ApiFailure
 from tau_tui.core.operations.multikueue_steps.access import SECRET, SELF_SUBJECT_REVIEW
-from tests.multikueue_lab import LAB_PLAN, drive_cli_with, make_lab
+from tests.multikueue_lab import cli_lab
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "multikueue.md"
 
 
 @pytest.fixture
 def lab(tmp_path, monkeypatch):
-    lab = drive_cli_with(make_lab(tmp_path), tmp_path, monkeypatch)
-    (tmp_path / "plan.yaml").write_text(LAB_PLAN)
-    lab.plan_path = str(tmp_path / "plan.yaml")
-    lab.records = tmp_path / "data" / "tau-tui" / "multikueue" / "records"
-    return lab
+    return cli_lab(tmp_path, monkeypatch)
 
 
 def mk(*argv: str) -> int:

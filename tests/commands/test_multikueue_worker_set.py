@@ -15,7 +15,7 @@ from tau_tui import cli
 from tau_tui.commands.parser import EXIT_OK, EXIT_REFUSED
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.multikueue_steps.matrix import dependency_matrix
-from tests.multikueue_lab import LAB_PLAN, drive_cli_with, make_lab
+from tests.multikueue_lab import cli_lab
 
 R = ResourceKind
 ROGUE = "rogue-worker"
@@ -23,10 +23,7 @@ ROGUE = "rogue-worker"
 
 @pytest.fixture
 def lab(tmp_path, monkeypatch):
-    lab = drive_cli_with(make_lab(tmp_path), tmp_path, monkeypatch)
-    (tmp_path / "plan.yaml").write_text(LAB_PLAN)
-    lab.plan_path = str(tmp_path / "plan.yaml")
-    return lab
+    return cli_lab(tmp_path, monkeypatch)
 
 
 def status(lab, capsys) -> tuple[int, str]:

@@ -16,16 +16,19 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from tests.harness.controlplane import KUEUE_NAMESPACE
 from tests.harness.multikueue import WorkerCredential, install_priority_classes, mint_worker_credential
+from tests.harness.taugrid_status import StatusWriter
 
 NAMESPACE = "taugrid-default"
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -155,6 +158,26 @@ def make_owner(t3, root: Path, names: Names, **plan_extra: object) -> Owner:
     for cluster in workers:
         mint(owner, cluster)
     return owner
+
+
+@contextmanager
+def owner_of_module(t3, root: Path, names: Names, job_prefix: str) -> Iterator[Owner]:
+    """The module's owner (:func:`make_owner`) while TauGrid's stand-in publishes status every second; after
+    it, every worker's apiserver up again, the test's holds let go, the module's objects removed and the
+    harness's own wiring restored."""
+    who = make_owner(t3, root, names)
+    writer = StatusWriter(k8s_config.new_client_from_config(config_file=t3.manager.kubeconfig))
+    try:
+        with writer.running():
+            yield who
+    finally:
+        for name in t3.worker_names:  # a failure may have left a worker's apiserver down
+            if not t3.worker(name).apiserver.running():
+                t3.start_worker_apiserver(name)
+        for plane in (t3.manager, *who.workers.values()):
+            let_go(plane.api_client())
+        remove_owner_objects(who, job_prefix)
+        t3.restore_smoke_wiring()
 
 
 def write_plan(path: Path, names: Names, workers: dict[str, object], **extra: object) -> Path:

@@ -27,11 +27,9 @@ import sys
 import pytest
 import yaml
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from tests.harness.controlplane import KUEUE_NAMESPACE
 from tests.harness.multikueue import mint_worker_credential
-from tests.harness.taugrid_status import StatusWriter
 from tests.harness.waiting import wait_for
 from tests.integration.mk_owner import (
     CLI_TIMEOUT,
@@ -49,13 +47,12 @@ from tests.integration.mk_owner import (
     gone_ok,
     hold,
     let_go,
-    make_owner,
     manager_jobs,
     manager_workloads,
     mint,
     mk_args,
     multikueue_ready_on_tau_cluster,
-    remove_owner_objects,
+    owner_of_module,
     survey_line,
     tau_cluster,
     tau_tui,
@@ -75,17 +72,8 @@ ROGUE = "bnd-rogue"
 
 @pytest.fixture(scope="module")
 def owner(t3, tmp_path_factory):
-    who = make_owner(t3, tmp_path_factory.mktemp("mk-boundary"), NAMES)
-    writer = StatusWriter(k8s_config.new_client_from_config(config_file=t3.manager.kubeconfig))
-    try:
-        with writer.running():
-            yield who
-    finally:
-        for cluster in who.workers:
-            let_go(who.worker_api(cluster))
-        let_go(who.manager_api())
-        remove_owner_objects(who, "bnd-")
-        t3.restore_smoke_wiring()
+    with owner_of_module(t3, tmp_path_factory.mktemp("mk-boundary"), NAMES, "bnd-") as who:
+        yield who
 
 
 @pytest.fixture

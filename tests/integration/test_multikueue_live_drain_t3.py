@@ -37,11 +37,9 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from tests.harness.controlplane import KUEUE_NAMESPACE
-from tests.harness.taugrid_status import StatusWriter
 from tests.harness.waiting import wait_for
 from tests.integration.mk_owner import (
     EXIT_NOT_VERIFIED,
@@ -56,12 +54,11 @@ from tests.integration.mk_owner import (
     condition,
     hold,
     let_go,
-    make_owner,
     manager_workloads,
     mint,
     mk_args,
     multikueue_ready_on_tau_cluster,
-    remove_owner_objects,
+    owner_of_module,
     survey_line,
     tau_tui,
     worker_jobs,
@@ -77,17 +74,8 @@ PROFILE, QUEUE, CLUSTER_QUEUE, CHECK = NAMES.profile, NAMES.queue, NAMES.cluster
 
 @pytest.fixture(scope="module")
 def owner(t3, tmp_path_factory):
-    who = make_owner(t3, tmp_path_factory.mktemp("mk-live"), NAMES)
-    writer = StatusWriter(k8s_config.new_client_from_config(config_file=t3.manager.kubeconfig))
-    try:
-        with writer.running():
-            yield who
-    finally:
-        for name in t3.worker_names:  # a failure may have left a worker's apiserver down
-            if not t3.worker(name).apiserver.running():
-                t3.start_worker_apiserver(name)
-        remove_owner_objects(who, "live-")
-        t3.restore_smoke_wiring()
+    with owner_of_module(t3, tmp_path_factory.mktemp("mk-live"), NAMES, "live-") as who:
+        yield who
 
 
 def dispatched_left(owner: Owner, cluster: str) -> list[str]:
