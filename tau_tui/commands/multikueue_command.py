@@ -20,13 +20,14 @@ from .parser import (
 )
 
 #: What --demo says first: nothing of it outlives the process.
-DEMO_NOTE = ("demo: the simulated demo cluster and its two simulated workers (lab-worker-1, lab-worker-2) live only "
-             "in this process; nothing is kept after it exits and no exercise record is written")
+DEMO_NOTE = ("demo: the simulated demo cluster and its simulated workers (lab-worker-1, lab-worker-2 to set up; "
+             "westus3-worker, eastus2-worker already serving) live only in this process; credentials in flight are "
+             "kept in the demo keyring, in memory: nothing is stored; no exercise record is written")
 
 
 def multikueue_environment(args: argparse.Namespace):
     """(manager backend, worker connector, wait) for a real cluster, or with --demo for the simulated
-    demo cluster and its two simulated workers; tests replace this."""
+    demo cluster and its simulated workers; tests replace this."""
     if args.demo:
         return demo_environment()
     import time
@@ -42,12 +43,13 @@ def multikueue_environment(args: argparse.Namespace):
 
 def demo_environment():
     """The app's --demo MultiKueue fleet, built in this process: its clock moves only when a step waits."""
-    from ..core.operations.multikueue_steps.simulated_fleet import SimFleetConnector, build_lab_fleet
+    from ..core.operations.multikueue_steps.demo_fleet import build_demo_fleet
+    from ..core.operations.multikueue_steps.simulated_fleet import SimFleetConnector
     from ..core.sim.backend import SimulatedBackend
     from ..core.sim.scenario import build_world
 
     world = build_world("demo")
-    fleet = build_lab_fleet(world)
+    fleet = build_demo_fleet(world)
     backend = SimulatedBackend(world)
     backend.start()
     return backend, SimFleetConnector(fleet), world.advance
@@ -117,6 +119,16 @@ def _ask(preview) -> bool:
     return answer in ("y", "yes")
 
 
+def _unknown_worker(args: argparse.Namespace, plan) -> bool:
+    """--worker names a worker the plan does not list: said on stderr (exit 2, not a KeyError later)."""
+    if not args.worker or plan.worker(args.worker) is not None:
+        return False
+    from ..core.operations.multikueue_steps.rotate import unknown_worker
+
+    print(f"tau-tui: multikueue {args.action} --worker: {unknown_worker(plan, args.worker)}", file=sys.stderr)
+    return True
+
+
 def cmd_multikueue(args: argparse.Namespace) -> int:
     from ..core.operations.multikueue_steps import REMOVED_FLOW, open_exercise, removed_flow_message
     from ..core.operations.multikueue_steps.engine import Outcome
@@ -146,28 +158,26 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
     if args.flow and args.action != "status":
         print(f"tau-tui: multikueue {args.action}: --flow is for status only", file=sys.stderr)
         return EXIT_INVALID
-    if args.demo and args.action == "rotate":
-        print("tau-tui: multikueue rotate --demo: a fresh demo has no credential set up to rotate (its state lives "
-              "only in one process); rotate in the app: tau-tui --demo, :mk setup, then :mk rotate", file=sys.stderr)
-        return EXIT_INVALID
     if not args.plan and not args.demo:
         print(f"tau-tui: multikueue {args.action} needs --plan FILE (see docs/multikueue.md), or --demo for the "
               "simulated demo cluster and its built-in lab plan", file=sys.stderr)
         return EXIT_INVALID
-    if args.plan:
-        plan = load_plan(args.plan)
-    else:
-        from ..core.operations.multikueue_steps.simulated_fleet import lab_plan
-
-        plan = lab_plan()
-    if args.worker and plan.worker(args.worker) is None:
-        from ..core.operations.multikueue_steps.rotate import unknown_worker
-
-        print(f"tau-tui: multikueue {args.action} --worker: {unknown_worker(plan, args.worker)}", file=sys.stderr)
+    plan = load_plan(args.plan) if args.plan else None
+    if plan is not None and _unknown_worker(args, plan):
         return EXIT_INVALID
     if args.demo:
         print(DEMO_NOTE)
     backend, connector, wait = multikueue_environment(args)
+    demo_keyring = None
+    if plan is None:  # --demo: the demo's built-in plan for this flow, read from its cluster now
+        from ..core.operations.multikueue_steps.demo_fleet import demo_keyring as keyring_of
+        from ..core.operations.multikueue_steps.demo_fleet import demo_plan
+
+        fleet = backend.world.multikueue.fleet
+        plan = demo_plan(args.flow or ("setup" if args.action == "status" else args.action), backend.world, fleet)
+        demo_keyring = keyring_of(fleet)
+        if _unknown_worker(args, plan):
+            return EXIT_INVALID
     if args.action == "status":
         if args.flow:
             flow, why = args.flow, "--flow"
@@ -181,7 +191,7 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
                 return EXIT_FAILED
         # the keyring: where a revoked credential waits for its 401 (drain step 5, rotation)
         exercise = open_exercise(flow, backend, connector, plan, wait=wait, record=False, inputs={"worker": args.worker},
-                                 vault=CredentialVault(backend.current_context or "cluster"))
+                                 vault=CredentialVault(backend.current_context or "cluster", store=demo_keyring))
         statuses = exercise.survey()
         which = f" of worker {args.worker or plan.workers[0].name}" if flow == "rotate" else ""
         print(f"{exercise.flow.title}{which} (the flow in force: {why}; --flow setup|drain|rotate for another):")
@@ -197,9 +207,9 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
     if args.action == "drain":
         inputs["cancel"] = "all-pending" if args.cancel_pending else list(args.cancel)
         # step 5 keeps a revoked credential there until the worker rejects it (nothing is kept without a keyring)
-        vault = CredentialVault(backend.current_context or "cluster")
+        vault = CredentialVault(backend.current_context or "cluster", store=demo_keyring)
     if args.action == "rotate":
-        vault = CredentialVault(backend.current_context or "cluster")
+        vault = CredentialVault(backend.current_context or "cluster", store=demo_keyring)
         if not vault.usable():
             try:
                 vault.require()

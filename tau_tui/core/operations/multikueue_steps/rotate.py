@@ -73,13 +73,23 @@ class KeyringUnavailable(Exception):
 
 
 class CredentialVault:
-    """Rotation state in the OS keyring: ``<cluster>/<worker>/pending`` and ``/old``."""
+    """Rotation state in the OS keyring: ``<cluster>/<worker>/pending`` and ``/old``.
 
-    def __init__(self, cluster: str):
+    ``store``: a keyring of the simulated demo's own (``DemoKeyring``, in memory), given only by the
+    demo's environment; without it the OS keyring is used or the flow refuses, never a fallback."""
+
+    def __init__(self, cluster: str, store: Any = None):
         self.cluster = cluster
+        self.store = store
 
-    @staticmethod
-    def require() -> types.ModuleType:
+    @property
+    def where(self) -> str:
+        """Where the credentials are kept, in words for the screen."""
+        return str(getattr(self.store, "DESCRIPTION", "the OS keyring")) if self.store is not None else "the OS keyring"
+
+    def require(self) -> Any:
+        if self.store is not None:
+            return self.store
         keyring, _backend, refusal = chosen_keyring()
         if refusal is not None:
             raise KeyringUnavailable(
@@ -120,7 +130,7 @@ class CredentialVault:
 
         try:
             self.require().delete_password(SERVICE, self._key(worker, slot))
-        except keyring.errors.PasswordDeleteError:
+        except (keyring.errors.PasswordDeleteError, KeyError):
             pass
 
 
@@ -144,12 +154,12 @@ def _given(ctx: StepContext, wp: WorkerPlan) -> WorkerCredential | None:
     return given
 
 
-def _conflict(pending: WorkerCredential | None, given: WorkerCredential | None, worker: str) -> str | None:
+def _conflict(pending: WorkerCredential | None, given: WorkerCredential | None, worker: str, where: str) -> str | None:
     """Why a pending credential left by an earlier, stopped rotation must not stand in for the one named now."""
     if pending is None or given is None or pending.kubeconfig == given.kubeconfig:
         return None
-    return (f"an earlier rotation of {worker}, stopped before it ended, left {pending.fingerprint} pending in the OS "
-            f"keyring; you named {given.fingerprint}. Finish that rotation first (`tau-tui multikueue rotate --worker "
+    return (f"an earlier rotation of {worker}, stopped before it ended, left {pending.fingerprint} pending in "
+            f"{where}; you named {given.fingerprint}. Finish that rotation first (`tau-tui multikueue rotate --worker "
             f"{worker}` with no new credential resumes it), then rotate to {given.fingerprint}; or, if it was never "
             f"written to the Secret, delete the keyring entry {SERVICE} <cluster>/{worker}/pending and start again")
 
@@ -157,7 +167,7 @@ def _conflict(pending: WorkerCredential | None, given: WorkerCredential | None, 
 def _pending(ctx: StepContext, wp: WorkerPlan) -> WorkerCredential | None:
     """The rotation's new credential in flight: the keyring's pending one. Refused when the owner names another."""
     pending: WorkerCredential | None = ctx.keyring.get(wp.name, "pending") if ctx.keyring else None
-    why = _conflict(pending, _given(ctx, wp), wp.name)
+    why = _conflict(pending, _given(ctx, wp), wp.name, ctx.keyring.where if ctx.keyring else "the OS keyring")
     if why:
         raise Refused(why)
     return pending
@@ -227,19 +237,19 @@ class TakeNewCredentialStep(Step):
         if new is None:
             raise Refused("name the new credential: a kubeconfig file or a kubeconfig context")
         if dry_run:
-            return [f"would keep {new.fingerprint} (new) and the current credential (old) in the OS keyring"]
+            return [f"would keep {new.fingerprint} (new) and the current credential (old) in {ctx.keyring.where}"]
         old = _stored(ctx, wp)
         ctx.keyring.put(wp.name, "pending", new)
         if old is not None:
             ctx.keyring.put(wp.name, "old", old)
-        return [f"keyring: pending {new.fingerprint}, old {old.fingerprint if old else 'none'}"]
+        return [f"{ctx.keyring.where}: pending {new.fingerprint}, old {old.fingerprint if old else 'none'}"]
 
     def verify(self, ctx: StepContext) -> Check:
         wp = _worker(ctx)
         pending = _pending(ctx, wp)
         if pending is not None:
             old = ctx.keyring.get(wp.name, "old")
-            return verified((f"keyring holds pending {pending.fingerprint} and old {old.fingerprint if old else 'none'}",))
+            return verified((f"{ctx.keyring.where} holds pending {pending.fingerprint} and old {old.fingerprint if old else 'none'}",))
         given, done = _given(ctx, wp), completed_rotation(ctx, wp)
         if done is not None and (given is None or given.kubeconfig == done[0].kubeconfig):
             return verified((f"the last rotation of {wp.name} took {done[0].fingerprint} (replacing {done[1]}); "
