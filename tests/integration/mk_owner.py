@@ -144,7 +144,10 @@ def make_owner(t3, root: Path, names: Names, **plan_extra: object) -> Owner:
     create_ok(lambda: k8s.CustomObjectsApi(t3.manager.api_client()).create_cluster_custom_object(*TAU, "clusters", {
         "apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster", "metadata": {"name": "cluster"},
         "spec": {"workloadProfiles": []}}))
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # A module fixture: tests/conftest.py's per-test environment is not in place yet, so the CLIs get
+    # the file key store (no keyring here) and the fail keyring explicitly.
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TAU_TUI_ALLOW_FILE_KEY_STORE": "1",
+           "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
     for var in APP_DIRS:
         env[var] = str(root / "app" / var.lower())
     env.pop("TAU_TEAM", None)
