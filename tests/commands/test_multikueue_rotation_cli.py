@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tau_tui import cli
-from tau_tui.commands.parser import EXIT_DECLINED, EXIT_INVALID, EXIT_NOT_VERIFIED, EXIT_OK, EXIT_REFUSED
+from tau_tui.commands.parser import EXIT_DECLINED, EXIT_NOT_VERIFIED, EXIT_OK, EXIT_REFUSED
 from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.credentials import credential_from_document
 from tests.multikueue_lab import LAB_PLAN, cli_lab, revoke_by_hand, token_of
@@ -113,8 +113,3 @@ def test_status_exits_4_while_the_old_credential_is_not_proven_revoked(lab, tmp_
     capsys.readouterr()
     assert mk("status", "--plan", str(no_admin), "--flow", "rotate") == EXIT_OK
 
-
-def test_rotate_an_unknown_worker_is_invalid_input(lab, capsys):
-    assert mk("rotate", "--plan", lab.plan_path, "--worker", "nope", "--new-context", "x", "--yes") == EXIT_INVALID
-    err = capsys.readouterr().err
-    assert "worker 'nope' is not in the plan; its workers: lab-worker-1, lab-worker-2" in err

@@ -4,7 +4,7 @@
   record cannot end verified (before: identity "unknown", the setup applied, record verified, exit 0);
 * a corrupt record: `records` names it and exits 1, `status` cannot tell the flow in force and exits 1
   (before: both skipped it, exit 0);
-* `rotate --worker UNKNOWN`: exit 2 naming the plan's workers (before: KeyError, exit 1);
+* `rotate --worker UNKNOWN`: exit 2 naming the plan's workers, the demo's too (before: KeyError, exit 1);
 * docs/multikueue.md's exit-code table lists every code the CLI gives, 7 and 130 included, and no
   longer says a worker that cannot be asked is exit 1 everywhere."""
 
@@ -66,6 +66,13 @@ def test_a_corrupt_record_is_named_not_skipped(lab, capsys):
 def test_rotate_an_unknown_worker_is_invalid_input(lab, capsys):
     assert mk("rotate", "--plan", lab.plan_path, "--worker", "UNKNOWN", "--new-context", "x", "--yes") == EXIT_INVALID
     assert "worker 'UNKNOWN' is not in the plan; its workers: lab-worker-1, lab-worker-2" in capsys.readouterr().err
+
+
+def test_rotate_an_unknown_worker_of_the_demo_is_invalid_input(capsys):
+    """--demo: the demo's rotation plan (read from its cluster) names its workers; none is a KeyError."""
+    assert mk("rotate", "--demo", "--worker", "UNKNOWN", "--new-context", "x", "--yes") == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "worker 'UNKNOWN' is not in the plan; its workers: " in err and "westus3-worker" in err
 
 
 def test_the_docs_exit_code_table_lists_every_code_the_cli_gives():
