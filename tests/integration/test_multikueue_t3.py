@@ -392,10 +392,9 @@ def test_enablement_dispatch_status_logs_cancel_then_drain_setup_again_drain(t3,
     drain = exercise(fleet, "drain", tmp_path, inputs={"cancel": "all-pending"})
     assert drain.run_step(drain.flow.steps[0], YES, timeout=TIMEOUT) is Outcome.VERIFIED, reasons(drain)
     publish_tau_status(fleet)
-    with pytest.raises(SelectionError, match="not applicable to team nlp"):
-        select(live_profiles(backend), plan.profile, Caller(NAMESPACE, "nlp", None))
-    with pytest.raises(SelectionError, match="team is not set"):
-        select(live_profiles(backend), plan.profile, Caller(NAMESPACE, None, None))
+    for team in ("nlp", None, "tau-multikueue-drained"):  # a tenant's team, none, and one claiming the reserved name
+        with pytest.raises(SelectionError, match="its team tau-multikueue-drained is a reserved name no caller can claim"):
+            select(live_profiles(backend), plan.profile, Caller(NAMESPACE, team, None))
     assert placement(t3, fleet, name)[0] == worker  # the run keeps its placement
     assert FAKE_LOG_LINES[-1] in " ".join(read_log_lines(backend, worker, name))
     revoke = drain.flow.steps[4]
