@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the local control plane binaries for the test harness from Go modules:
-#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kueue, kwok;
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kueue, kwok, promtool;
 #   and on request the benchmark peers k9s and kueuectl and the delaying proxy toxiproxy
 #   (never in the default run CI uses).
 # Output: $XDG_CACHE_HOME/tau-tui/harness/<component>-<version>/ (outside the repo),
 # skipped when that directory is complete. Versions come from harness/versions.env only.
-# Usage: bash harness/build.sh [component...]   (components: modules etcd k8s k8s-upgrade kueue kwok k9s kueuectl
-#        toxiproxy; none given: modules etcd kueue k8s k8s-upgrade kwok)
+# Usage: bash harness/build.sh [component...]   (components: modules etcd k8s k8s-upgrade kueue kwok promtool k9s
+#        kueuectl toxiproxy; none given: modules etcd kueue k8s k8s-upgrade kwok promtool)
 # TAU_HARNESS_CELL=<cell> builds a version-matrix cell of harness/matrix.tsv instead of the default
 # (scripts/matrix.sh sets it); a Kueue release the module proxy lacks is built from its git tag,
 # read from $KUEUE_GIT (a clone or bare repository; default the public repository).
@@ -241,6 +241,34 @@ build_toxiproxy() {
     "-s -w -X github.com/Shopify/toxiproxy/v2.Version=$TOXIPROXY_VERSION"
 }
 
+# Prometheus v3.M.P is the Go module github.com/prometheus/prometheus at v0.3MM.P.
+prometheus_module_version() {  # prometheus_module_version <v3.M.P>
+  local major minor patch
+  IFS=. read -r major minor patch <<<"${1#v}"
+  printf 'v0.%d%02d.%d' "$major" "$minor" "$patch"
+}
+
+# promtool, which the monitoring tests run (check rules, test rules, check config). Built inside the
+# Prometheus module at its release's own go.mod and go.sum, as its release is: its replace and
+# exclude lines hold only there. remove_all_sd leaves out every service discovery plugin its build
+# tags can drop (the cloud SDKs of AWS, Azure, GCE and the rest); promtool itself still imports the
+# file and kubernetes SD, and the remote-write auth clients come with its config package.
+build_promtool() {
+  local out="$CACHE_ROOT/promtool-$PROMETHEUS_VERSION" src="$CACHE_ROOT/src/promtool-$PROMETHEUS_VERSION"
+  local module dir
+  [[ -x "$out/promtool" ]] && { log "promtool $PROMETHEUS_VERSION cached"; return; }
+  module=$(prometheus_module_version "$PROMETHEUS_VERSION")
+  log "building promtool $PROMETHEUS_VERSION (module $module)"
+  wrapper "$src" tau-harness/promtool
+  dir=$(cd "$src" && "$GO" mod download -json "github.com/prometheus/prometheus@$module" \
+        | python3 -c 'import sys,json; print(json.load(sys.stdin)["Dir"])') || return 1
+  [[ -d $dir ]] || return 1
+  (cd "$dir" && GOFLAGS="-mod=readonly -buildvcs=false" $NICE "$GO" build -trimpath -tags remove_all_sd \
+          -ldflags "-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#v}" \
+          -o "$out.tmp/promtool" ./cmd/promtool) || return 1
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 # Module directories holding the YAML the fixtures load (Kueue CRDs and webhooks, KubeRay CRDs,
 # KWOK stages), recorded for tests/harness/binaries.py.
 fetch_modules() {
@@ -263,7 +291,7 @@ fetch_modules() {
 }
 
 components=("$@")
-[[ ${#components[@]} == 0 ]] && components=(modules etcd kueue k8s k8s-upgrade kwok)
+[[ ${#components[@]} == 0 ]] && components=(modules etcd kueue k8s k8s-upgrade kwok promtool)
 for c in "${components[@]}"; do
   start=$SECONDS
   case "$c" in
@@ -273,10 +301,11 @@ for c in "${components[@]}"; do
     k8s-upgrade) build_k8s_upgrade ;;
     kueue) build_kueue_command kueue ;;
     kwok) build_kwok ;;
+    promtool) build_promtool ;;
     k9s) build_k9s ;;
     kueuectl) build_kueue_command kueuectl ;;
     toxiproxy) build_toxiproxy ;;
-    *) echo "harness/build.sh: unknown component '$c' (modules etcd k8s k8s-upgrade kueue kwok k9s kueuectl toxiproxy)" >&2; exit 2 ;;
+    *) echo "harness/build.sh: unknown component '$c' (modules etcd k8s k8s-upgrade kueue kwok promtool k9s kueuectl toxiproxy)" >&2; exit 2 ;;
   esac || { echo "harness/build.sh: building '$c' failed (see the Go errors above)" >&2; exit 1; }
   log "$c done in $((SECONDS - start))s"
 done

@@ -19,7 +19,8 @@ LOCK=.venv.setup.lock.d
 wanted_stamp() {
   [[ -x .venv/bin/python ]] || return 0
   .venv/bin/python - pyproject.toml gpuhealth/pyproject.toml agent/pyproject.toml setup.py scripts/setup.sh <<'EOF' 2>/dev/null || true
-import hashlib, importlib.metadata, sys, tomllib
+import glob, hashlib, os, re, sys, sysconfig, tomllib
+site = sysconfig.get_paths()["purelib"]
 digest = hashlib.sha256(sys.version.encode())
 for path in sys.argv[1:]:
     try:
@@ -28,8 +29,10 @@ for path in sys.argv[1:]:
     except FileNotFoundError:
         data = b"missing"
     digest.update(path.encode() + b"\0" + data)
-    if path.endswith("pyproject.toml"):  # each distribution is still installed
-        importlib.metadata.distribution(tomllib.loads(data.decode())["project"]["name"])
+    if path.endswith("pyproject.toml"):  # each distribution is still installed (its .dist-info is there)
+        name = re.sub(r"[-_.]+", "_", tomllib.loads(data.decode())["project"]["name"]).lower()
+        if not glob.glob(os.path.join(site, f"{name}-*.dist-info")):
+            sys.exit(1)
 print(digest.hexdigest())
 EOF
 }
