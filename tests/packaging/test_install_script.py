@@ -28,6 +28,14 @@ BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 BOUND = 1200  # seconds: a hang guard for the install, not a speed
 
 
+def readme_install_command() -> list[str]:
+    """The install command of the README's first lines, as words (its comment left out)."""
+    for line in (REPO / "README.md").read_text().splitlines()[:40]:
+        if line.startswith("./scripts/install.sh"):
+            return line.split("#", 1)[0].split()
+    raise AssertionError("README.md shows no ./scripts/install.sh command near its top")
+
+
 def _git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=120).stdout
 
@@ -63,7 +71,8 @@ def installed(tmp_path_factory):
     wheelhouse_for_tau_tui(wheelhouse)
     env = {"HOME": str(home), "PATH": BASE_PATH, "SHELL": "/bin/bash", "PYTHON": sys.executable,
            "PIP_NO_CACHE_DIR": "1", "PIP_CONFIG_FILE": os.devnull}
-    result = subprocess.run(["bash", "scripts/install.sh", "--wheelhouse", str(wheelhouse)], cwd=clone, env=env,
+    command = readme_install_command()
+    result = subprocess.run(["bash", *command, "--wheelhouse", str(wheelhouse)], cwd=clone, env=env,
                             capture_output=True, text=True, timeout=BOUND)
     assert result.returncode == 0, result.stdout + result.stderr
     head = _git("rev-parse", "--short=12", "HEAD", cwd=clone).strip()
