@@ -4,8 +4,8 @@ bash is exercised in full: the generated script is sourced in a real bash (a sub
 function `complete -p` registers for tau-tui is called as bash calls it on tab (COMP_WORDS,
 COMP_CWORD), and COMPREPLY is read back. zsh is loaded into a real zsh with compinit (the
 registration and every per-command function are checked; scripts/test.sh installs zsh); fish,
-whose Debian package pulls man-db and groff, gets `fish -n` where it is installed and otherwise
-only the checks below that need no fish.
+whose Debian package pulls man-db and groff, is parsed and asked (`complete -C`) where it is
+installed, and otherwise gets only the checks below that need no fish (the test says it skipped).
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def test_zsh_loads_it_and_registers_both_names(tmp_path, capsys):
     assert "_tau_tui__runs__retry" in functions
 
 
-def test_fish_script_parses_where_fish_is_installed(tmp_path, capsys):
+def test_fish_script_parses_and_completes_where_fish_is_installed(tmp_path, capsys):
     text = generated("fish", capsys)
     assert "complete -c kubectl-tau_tui -w tau-tui" in text
     fish = shutil.which("fish")
@@ -164,6 +164,17 @@ def test_fish_script_parses_where_fish_is_installed(tmp_path, capsys):
     script.write_text(text)
     result = subprocess.run([fish, "-n", str(script)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+    def offered(line: str) -> list[str]:
+        done = subprocess.run([fish, "-N", "-c", f"source {script}; complete -C '{line}'"], capture_output=True,
+                              text=True, timeout=60, env=dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}"))
+        assert done.returncode == 0, done.stderr
+        return sorted(row.split("\t")[0] for row in done.stdout.splitlines())
+
+    assert offered("tau-tui ") == sorted(COMMANDS)
+    assert offered("tau-tui runs ") == ["resume", "retry"]
+    assert offered("tau-tui status -o ") == ["json", "table", "yaml"]
+    assert offered("kubectl-tau_tui ru") == ["runs"]
 
 
 # -- tau-tui __complete ------------------------------------------------------------------------
