@@ -36,7 +36,7 @@ class Scope:
     demo: str | None = None
 
 
-def _scope(words: Sequence[str]) -> Scope:
+def scope_of(words: Sequence[str]) -> Scope:
     """Where the typed words point: the last of each option wins, as argparse has it."""
     from ..core.sim.scenario import scenario_names
 
@@ -69,7 +69,7 @@ def _import_readers(kind: str, demo: bool) -> None:
             from ..core.cluster import real  # noqa: F401
 
 
-def _names(kind: str, scope: Scope) -> list[str]:
+def names_of(kind: str, scope: Scope) -> list[str]:
     from ..core.cluster.kinds import ResourceKind
     from ..core.cluster.kubeconfig import KubeconfigSource, RequestTimeouts
     from ..core.cluster.namespace_scope import context_namespace, list_scope
@@ -108,14 +108,14 @@ def complete_names(argv: Sequence[str]) -> int:
         words = words[1:]
     found: list[str] = []
     try:
-        scope = _scope(words)
+        scope = scope_of(words)
         _import_readers(argv[0], scope.demo is not None)
     except Exception:  # noqa: BLE001  (a broken install: still nothing in the user's prompt)
         return 0
 
     def work() -> None:
         try:
-            found.extend(_names(argv[0], scope))
+            found.extend(names_of(argv[0], scope))
         except Exception:  # noqa: BLE001  (a completion says nothing rather than an error in the user's prompt)
             found.clear()
 

@@ -22,7 +22,7 @@ import pytest
 
 from tau_tui.cli import main
 from tau_tui.commands.completion_model import command_tree
-from tau_tui.commands.completion_names import Scope, _names, _scope
+from tau_tui.commands.completion_names import Scope, names_of, scope_of
 from tau_tui.commands.parser import COMMANDS, MULTIKUEUE_ACTIONS
 
 KUBECONFIG = """\
@@ -181,12 +181,12 @@ def test_fish_script_parses_and_completes_where_fish_is_installed(tmp_path, caps
 
 
 def test_names_of_the_simulated_cluster():
-    scope = _scope(["status", "--demo", "-n", "team-nlp"])
+    scope = scope_of(["status", "--demo", "-n", "team-nlp"])
     assert scope == Scope(namespace="team-nlp", demo="demo")
-    assert {"team-nlp", "team-vision", "kube-system"} <= set(_names("namespaces", scope))
-    runs = _names("runs", Scope(demo="demo"))
+    assert {"team-nlp", "team-vision", "kube-system"} <= set(names_of("namespaces", scope))
+    runs = names_of("runs", Scope(demo="demo"))
     assert "llama-70b-sft" in runs and len(runs) == len(set(runs))
-    assert _scope(["--demo", "faults", "--context=x", "-nteam"]) == Scope(context="x", namespace="team", demo="faults")
+    assert scope_of(["--demo", "faults", "--context=x", "-nteam"]) == Scope(context="x", namespace="team", demo="faults")
 
 
 def test_contexts_through_the_command(tmp_path, monkeypatch, capsys):
