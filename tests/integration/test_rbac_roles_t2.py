@@ -217,6 +217,8 @@ def _review(admin: k8s.ApiClient, player: str, call: recorded.Call, namespace: s
 
 
 def test_the_api_server_allows_each_users_recorded_requests(world, admin, tmp_path, monkeypatch):
+    for folder in ("r", "p"):
+        (tmp_path / folder).mkdir()
     researcher = recorded.researcher_calls(tmp_path / "r", monkeypatch)
     oncall = recorded.oncall_calls(monkeypatch)
     owner = recorded.platform_owner_calls(tmp_path / "p", monkeypatch)

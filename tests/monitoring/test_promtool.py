@@ -85,7 +85,7 @@ def unit_tests() -> dict:
     node2 = {"pod": "tau-agent-b", "node": "gpu-node-2"}
     node3 = {"pod": "tau-agent-c", "node": "gpu-node-3"}
     health = "tau_agent_gpu_health"
-    xids = "tau_agent_xid_total"
+    xids, created = "tau_agent_xid_total", "tau_agent_xid_created"
     gpu = {"gpu": "0", "uuid": "GPU-aaaa"}
     return {"rule_files": ["tau-agent.rules.yaml"], "evaluation_interval": "1m", "tests": [
         {"name": "GPU unhealthy: fires after a minute unhealthy; not for one that flaps or stays healthy",
@@ -102,14 +102,20 @@ def unit_tests() -> dict:
              case("TauGPUUnhealthy", "4m", fired("TauGPUUnhealthy", **node1, **gpu)),
              case("TauGPUUnhealthy", "11m", fired("TauGPUUnhealthy", **node1, **gpu)),
          ]},
-        {"name": "XIDs: a first fatal XID fires at once, an increment fires, both clear after 15 minutes; "
-                 "degraded XIDs warn; application XIDs never alert",
+        {"name": "XIDs: a first fatal XID fires at once, an increment fires, both clear after 15 minutes; an XID "
+                 "from before the first scrape does not; degraded XIDs warn; application XIDs never alert",
          "interval": "1m",
+         # Each counter with its _created series (the time of its first XID, as prometheus_client exports it).
          "input_series": [
              series(xids, "_x10 1x30", gpu="gpu0", xid="79", severity="unhealthy", **node1),
+             series(created, "_x10 600x30", gpu="gpu0", xid="79", severity="unhealthy", **node1),
+             # first seen an hour before the test: only its increment at 5m alerts
              series(xids, "1x5 2x30", gpu="gpu1", xid="48", severity="unhealthy", **node2),
+             series(created, "-3600x35", gpu="gpu1", xid="48", severity="unhealthy", **node2),
              series(xids, "_x3 1x30", gpu="gpu2", xid="94", severity="degraded", **node3),
+             series(created, "_x3 180x30", gpu="gpu2", xid="94", severity="degraded", **node3),
              series(xids, "_x2 1 2 3 4 5x30", gpu="gpu3", xid="13", severity="event", **node3),
+             series(created, "_x2 120x33", gpu="gpu3", xid="13", severity="event", **node3),
          ],
          "alert_rule_test": [
              case("TauGPUXidFatal", "2m"),

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import keyring
+import pytest
 import yaml
 
 from tau_tui.cli import main
@@ -88,8 +89,13 @@ class Recording(set):
 
 
 @contextmanager
-def recorded(monkeypatch) -> Iterator[Recording]:
-    """Every request any SimulatedBackend makes while the block runs."""
+def recorded() -> Iterator[Recording]:
+    """Every request any SimulatedBackend makes while the block runs (the class is restored after it)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield from _recording(monkeypatch)
+
+
+def _recording(monkeypatch) -> Iterator[Recording]:
     calls = Recording()
     cls = SimulatedBackend
 
@@ -213,7 +219,7 @@ def researcher_calls(tmp_path: Path, monkeypatch) -> Recording:
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text(RECOVERY_SCENARIO.replace("team-a", TEAM))
     demo = ["-n", TEAM, "--demo", str(scenario)]
-    with recorded(monkeypatch) as calls:
+    with recorded() as calls:
         assert main(["runs", *demo, "-o", "json"]) == 0
         assert main(["status", "pretrain", *demo, "-o", "json"]) == 0
         assert main(["runs", "retry", "pretrain", *demo, "--yes"]) == 0
@@ -265,7 +271,7 @@ def oncall_calls(monkeypatch) -> set[Call]:
     backend = SimulatedBackend(build_world("demo"))
     node = next(n.name for n in backend.fetch(ResourceKind.NODE)
                 if any(p.node_name == n.name for p in backend.fetch(ResourceKind.POD)))
-    with recorded(monkeypatch) as calls:
+    with recorded() as calls:
         backend.drain_inputs(node)
         assert backend.cordon(node).ok and backend.annotate_node(node, {"tau-tui.io/drain-started": "now"}).ok
         assert backend.drain(node, dry_run=True).ok
@@ -312,7 +318,7 @@ def platform_owner_calls(tmp_path: Path, monkeypatch) -> set[Call]:
     previous = keyring.get_keyring()
     keyring.set_keyring(MemoryKeyring())
     try:
-        with recorded(monkeypatch) as calls:
+        with recorded() as calls:
             lab = make_lab(tmp_path / "one")
             retire_demo_multikueue(lab)
             assert lab.exercise("setup").run(YES, timeout=30) is Outcome.VERIFIED
