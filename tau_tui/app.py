@@ -29,6 +29,7 @@ from tau_tui.app_components.command_mode import CommandMode
 from tau_tui.app_components.found_versions_cache import FoundVersionsCache
 from tau_tui.app_components.heap_upkeep import HeapUpkeep
 from tau_tui.app_components.key_activity import KEY_HOLDS_BACKGROUND_S, KeyActivity
+from tau_tui.app_components.key_gate import KeyGate, KeyTrail
 from tau_tui.app_components.keys import APP_BINDINGS
 from tau_tui.app_components.mutation_flow import MutationFlow
 from tau_tui.app_components.pane_modes import PANE_MODES
@@ -41,6 +42,8 @@ from tau_tui.app_messages import BackendFailed, BackendReady, MutationApplied, M
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.audit import AuditLog
+from tau_tui.core.operations.demo_trust import demo_audit_log
+from tau_tui.core.operations.evidence.cluster_identity import is_simulated
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.node_health_memo import NodeHealthMemo
 from tau_tui.core.operations.recording.format import RecordingError
@@ -61,7 +64,7 @@ from tau_tui.widgets import status_text
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import HeaderState
 from tau_tui.widgets.help_dialog import HelpDialog
-from tau_tui.widgets.messages import CommandLineChanged, CommandLineSubmitted
+from tau_tui.widgets.messages import CommandLineSubmitted
 
 if TYPE_CHECKING:  # loaded in the workers that start them, after the first frame
     from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
@@ -137,6 +140,9 @@ class TauApp(App):
         self.settings: AppSettings = self.loaded_settings.settings
         self.audit = audit or AuditLog()
         self.evidence = evidence or EvidenceStore()
+        #: The demo's own audit log and evidence store replace the user's while the backend is the
+        #: simulated cluster (each unless a caller gave its own).
+        self._own_audit, self._own_evidence = audit is None, evidence is None
         #: Captures a run's evidence when it finishes (a core thread; see core/operations/evidence/recorder.py).
         self.evidence_recorder: EvidenceRecorder | None = None
         self.run_statuses = RunStatusMemo()
@@ -155,6 +161,7 @@ class TauApp(App):
         #: ``--request-timeout`` (else the settings' request_timeout/connect_timeout).
         self.request_timeouts = request_timeouts
         self.key_activity = KeyActivity(self)
+        self.key_gate = KeyGate(self)
         self.heap_upkeep = HeapUpkeep(self, self.key_activity)
         self.pane_preparation = PanePreparation(self, self.key_activity)
         self.pane_switch_mask = PaneSwitchMask(self, self.pane_preparation)
@@ -168,9 +175,15 @@ class TauApp(App):
     # -- what Textual calls on the app, handed to its components ----------------------------------
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key):
+        if self.key_gate.takes(event):
             self.key_activity.key_pressed()
+            await self.key_gate.arrived(event)  # one key at a time, in order (app_components/key_gate.py)
+            return
         await super().on_event(event)
+
+    @on(KeyTrail)
+    def _on_key_trail(self, message: KeyTrail) -> None:
+        self.key_gate.trail_arrived(message)
 
     def delay_update(self, delay: float = 0.05) -> None:
         """Textual's ``switch_mode`` holds repaints here; a pane made before ends the hold early."""
@@ -203,10 +216,6 @@ class TauApp(App):
     @on(CommandLineSubmitted)
     async def _on_command(self, message: CommandLineSubmitted) -> None:
         await self.command_mode.submitted(message)
-
-    @on(CommandLineChanged)
-    def _on_filter_typed(self, message: CommandLineChanged) -> None:
-        self.command_mode.filter_typed(message)
 
     @on(MutationPreviewed)
     def _on_previewed(self, message: MutationPreviewed) -> None:
@@ -363,6 +372,11 @@ class TauApp(App):
     def _backend_started(self, backend: ClusterBackend) -> None:
         self.run_statuses = RunStatusMemo()  # another cluster's runs
         self.node_health = NodeHealthMemo()
+        simulated = is_simulated(backend)
+        if self._own_audit:
+            self.audit = demo_audit_log() if simulated else AuditLog()
+        if self._own_evidence and simulated != self.evidence.is_demo:
+            self.evidence = EvidenceStore.demo() if simulated else EvidenceStore()
         if isinstance(backend, ReplayBackend):
             self.readonly = True
             self.readonly_reason = f"a replay of {backend.reader.path.name} is read-only"

@@ -16,6 +16,7 @@ import yaml
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.multikueue_steps import open_exercise
 from tau_tui.core.operations.multikueue_steps.access import SECRET
+from tau_tui.core.operations.multikueue_steps.demo_fleet import DemoKeyring
 from tau_tui.core.operations.multikueue_steps.plan import MultiKueuePlan
 from tau_tui.core.operations.multikueue_steps.simulated_fleet import (
     SimFleet,
@@ -48,20 +49,15 @@ flavor: mk-lab-gpu
 LAB_IMAGE = "ghcr.io/azure/tau-train:1.4.2"
 
 
-class MemoryKeyring(keyring.backend.KeyringBackend):
-    """An OS keyring stand-in that lives in memory (set with keyring.set_keyring)."""
+class MemoryKeyring(DemoKeyring, keyring.backend.KeyringBackend):
+    """An OS keyring stand-in that lives in memory (set with keyring.set_keyring): the demo's
+    in-memory store, as a keyring backend."""
 
     priority = 1  # type: ignore[assignment]
 
     def __init__(self) -> None:
-        super().__init__()
-        self.entries: dict[tuple[str, str], str] = {}
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.entries[(service, username)] = password
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.entries.get((service, username))
+        DemoKeyring.__init__(self)
+        keyring.backend.KeyringBackend.__init__(self)
 
     def delete_password(self, service: str, username: str) -> None:
         if (service, username) not in self.entries:

@@ -1,12 +1,14 @@
-"""The app's command line: ``:`` commands (panes, ctx, ns, theme, logs, mk, version, quit), ``/`` filters
-and their tab completion.
+"""The app's command line: ``:`` commands (panes, ctx, ns, theme, logs, mk, version, quit) and their
+tab completion, and the ``/`` key that opens a pane's filter line.
 
-The app's ``:`` and ``/`` keys and the command line's messages land on the app, which hands them here.
+The app's ``:`` and ``/`` keys and the ``:`` line's submit land on the app, which hands them here; what is
+typed in a pane's ``/`` line is the pane's own (screens/typed_filter.py).
 """
 
 from __future__ import annotations
 
-import time
+import difflib
+from collections.abc import Iterable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -19,19 +21,27 @@ from tau_tui.screens.base import PaneScreen
 from tau_tui.widgets.command_line import CommandLine
 
 if TYPE_CHECKING:
-    from textual.timer import Timer
-
     from tau_tui.app_components.replay_controls import ReplayControls
     from tau_tui.app_components.shell import AppShell
-    from tau_tui.widgets.messages import CommandLineChanged, CommandLineSubmitted
+    from tau_tui.widgets.messages import CommandLineSubmitted
 
-#: A typed filter is applied once no key came for this long (a fast typist's keys are 50-100 ms apart)...
-FILTER_QUIET_S = 0.06
-#: Never a timer of 0 s: Textual's Timer divides by its interval when it fires late (a busy machine),
-#: and a ZeroDivisionError then ends the app.
-FILTER_SOONEST_S = 0.001
-#: ...or this long after the first key it holds, when keys keep coming.
-FILTER_LONGEST_WAIT_S = 0.3
+
+KNOWN_COMMANDS = "try :queue :runs :nodes :logs RUN :evidence :ctx :ns :compose :profiles :mk :version :q"
+#: The ``:`` commands other than the panes' names.
+COMMAND_WORDS = ("q", "quit", "exit", "help", "ctx", "context", "ns", "namespace", "theme", "version", "seek", "mk")
+
+
+def unknown_word(typed: str, word: str, known: Iterable[str], prefix: str, otherwise: str) -> str:
+    """``unknown command :quue; did you mean :queue?``, naming the nearest known word, or ``otherwise``
+    (what is known) when none is near."""
+    nearest = difflib.get_close_matches(word, sorted(set(known)), n=1, cutoff=0.5)
+    return f"unknown command {typed}; " + (f"did you mean {prefix}{nearest[0]}?" if nearest else otherwise)
+
+
+def filtering_panes() -> str:
+    from tau_tui.app_components.pane_modes import filtering_pane_titles
+
+    return ", ".join(filtering_pane_titles())
 
 
 class CommandMode:
@@ -40,9 +50,6 @@ class CommandMode:
     def __init__(self, app: AppShell, replay: ReplayControls) -> None:
         self.app = app
         self.replay = replay
-        #: The typed filter waiting for the keys to pause, and when its first key came.
-        self.typed_filter_timer: Timer | None = None
-        self.filter_typed_since = 0.0
 
     # ":" and "/" are priority bindings: the app opens the line and focuses it before the next key is
     # routed, so keys typed right after them land in the line, never in the table behind it.  Typed
@@ -64,6 +71,10 @@ class CommandMode:
         screen = self.app.screen
         if hasattr(screen, "action_search"):
             screen.action_search()  # the logs pane searches the whole spool instead
+            return
+        if isinstance(screen, PaneScreen) and not screen.FILTERS_ROWS:
+            self.app.notify(f"{screen.PANE_TITLE} has no rows to filter: / filters the rows of {filtering_panes()}",
+                            severity="warning")
             return
         self._open_command_line("filter")
 
@@ -95,33 +106,9 @@ class CommandMode:
         return []
 
     async def submitted(self, message: CommandLineSubmitted) -> None:
-        screen = self.app.screen
-        if message.mode == "search":
-            from tau_tui.screens.logs import LogsScreen  # loaded once the Logs pane was made
-
-            if isinstance(screen, LogsScreen):
-                screen.run_search(message.text)
-            return
-        if message.mode == "filter":
-            if isinstance(screen, PaneScreen):
-                screen.set_filter(message.text)
-            return
-        await self.run_command_text(message.text)
-
-    def filter_typed(self, message: CommandLineChanged) -> None:
-        screen = self.app.screen
-        if message.mode == "filter" and isinstance(screen, PaneScreen):
-            # The typed character is drawn first and the rows are filtered once the keys pause, so
-            # a key's echo never waits for the last key's 20,000 rows; keys typed meanwhile are
-            # filtered once, together, and keys that never pause still filter every so often.
-            now = time.monotonic()
-            if screen.typed_filter is None:
-                self.filter_typed_since = now
-            screen.typed_filter = message.text
-            if self.typed_filter_timer is not None:
-                self.typed_filter_timer.stop()
-            wait = min(FILTER_QUIET_S, max(FILTER_SOONEST_S, self.filter_typed_since + FILTER_LONGEST_WAIT_S - now))
-            self.typed_filter_timer = self.app.set_timer(wait, screen.apply_typed_filter, name="typed filter")
+        """A ``:`` command (the ``/`` line's text and the Logs search stop at their pane)."""
+        if message.mode == "command":
+            await self.run_command_text(message.text)
 
     async def run_command_text(self, text: str) -> None:
         app = self.app
@@ -150,17 +137,27 @@ class CommandMode:
             from tau_tui.core.operations.multikueue_steps import removed_flow_message
 
             app.notify(removed_flow_message(":mk drain", ":mk setup"), severity="warning")
+        elif verb in ("mk", "multikueue") and args:
+            # Only a flow follows :mk; anything else would read as a filter nobody asked for.
+            app.notify(unknown_word(f":{verb} {args[0]}", args[0].lower(), MULTIKUEUE_FLOWS, f":{verb} ",
+                                    f":{verb} takes {', '.join(MULTIKUEUE_FLOWS)} (or nothing, for the pane)"),
+                       severity="error")
         elif verb in PANE_ALIASES:
             pane = PANE_ALIASES[verb]
             if pane == "logs" and args:
                 await app.open_logs_for_run(args[0])
                 return
             app.action_switch_pane(pane)
-            if args and isinstance(app.screen, PaneScreen) and pane != "logs":
-                app.screen.set_filter(" ".join(args))
+            screen = app.screen
+            if args and isinstance(screen, PaneScreen):
+                if screen.FILTERS_ROWS:
+                    screen.set_filter(" ".join(args))
+                else:
+                    app.notify(f":{verb} takes no filter: {screen.PANE_TITLE} has no rows to filter "
+                               f"(ignored: {' '.join(args)})", severity="warning")
         else:
-            app.notify(f"unknown command :{verb}. Try :queue :runs :nodes :logs RUN :evidence :ctx :ns :compose :profiles :mk :version :q",
-                       severity="warning")
+            app.notify(unknown_word(f":{verb}", verb, [*COMMAND_WORDS, *PANE_ALIASES], ":", KNOWN_COMMANDS),
+                       severity="error")
 
     def open_multikueue_flow(self, flow: str, args: list[str]) -> None:
         """``:mk setup [PLAN]`` (also re-enables after a drain), ``:mk drain [PLAN]``,

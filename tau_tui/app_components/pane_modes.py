@@ -25,6 +25,15 @@ PANE_SCREENS: dict[str, tuple[str, str]] = {
 }
 
 
+#: The panes whose ``/`` filters rows (their screens' FILTERS_ROWS; a test keeps the two in step).
+#: Named here so a refusal can list them without importing every pane.
+FILTERING_PANES = ("profiles", "queue", "runs", "nodes", "multikueue", "evidence")
+
+
+def filtering_pane_titles() -> list[str]:
+    return [mode.capitalize() if mode != "multikueue" else "MultiKueue" for mode in FILTERING_PANES]
+
+
 def screen_class(mode: str) -> type[Screen]:
     module, name = PANE_SCREENS[mode]
     made: type[Screen] = getattr(importlib.import_module(module), name)

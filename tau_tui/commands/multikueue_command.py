@@ -20,13 +20,14 @@ from .parser import (
 )
 
 #: What --demo says first: nothing of it outlives the process.
-DEMO_NOTE = ("demo: the simulated demo cluster and its two simulated workers (lab-worker-1, lab-worker-2) live only "
-             "in this process; nothing is kept after it exits and no exercise record is written")
+DEMO_NOTE = ("demo: the simulated demo cluster and its simulated workers (lab-worker-1, lab-worker-2 to set up; "
+             "westus3-worker, eastus2-worker already serving) live only in this process; credentials in flight are "
+             "kept in the demo keyring, in memory: nothing is stored; no exercise record is written")
 
 
 def multikueue_environment(args: argparse.Namespace):
     """(manager backend, worker connector, wait) for a real cluster, or with --demo for the simulated
-    demo cluster and its two simulated workers; tests replace this."""
+    demo cluster and its simulated workers; tests replace this."""
     if args.demo:
         return demo_environment()
     import time
@@ -42,12 +43,13 @@ def multikueue_environment(args: argparse.Namespace):
 
 def demo_environment():
     """The app's --demo MultiKueue fleet, built in this process: its clock moves only when a step waits."""
-    from ..core.operations.multikueue_steps.simulated_fleet import SimFleetConnector, build_lab_fleet
+    from ..core.operations.multikueue_steps.demo_fleet import build_demo_fleet
+    from ..core.operations.multikueue_steps.simulated_fleet import SimFleetConnector
     from ..core.sim.backend import SimulatedBackend
     from ..core.sim.scenario import build_world
 
     world = build_world("demo")
-    fleet = build_lab_fleet(world)
+    fleet = build_demo_fleet(world)
     backend = SimulatedBackend(world)
     backend.start()
     return backend, SimFleetConnector(fleet), world.advance
@@ -134,23 +136,22 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
     if args.flow and args.action != "status":
         print(f"tau-tui: multikueue {args.action}: --flow is for status only", file=sys.stderr)
         return EXIT_INVALID
-    if args.demo and args.action == "rotate":
-        print("tau-tui: multikueue rotate --demo: a fresh demo has no credential set up to rotate (its state lives "
-              "only in one process); rotate in the app: tau-tui --demo, :mk setup, then :mk rotate", file=sys.stderr)
-        return EXIT_INVALID
     if not args.plan and not args.demo:
         print(f"tau-tui: multikueue {args.action} needs --plan FILE (see docs/multikueue.md), or --demo for the "
               "simulated demo cluster and its built-in lab plan", file=sys.stderr)
         return EXIT_INVALID
-    if args.plan:
-        plan = load_plan(args.plan)
-    else:
-        from ..core.operations.multikueue_steps.simulated_fleet import lab_plan
-
-        plan = lab_plan()
+    plan = load_plan(args.plan) if args.plan else None
     if args.demo:
         print(DEMO_NOTE)
     backend, connector, wait = multikueue_environment(args)
+    demo_keyring = None
+    if plan is None:  # --demo: the demo's built-in plan for this flow, read from its cluster now
+        from ..core.operations.multikueue_steps.demo_fleet import demo_keyring as keyring_of
+        from ..core.operations.multikueue_steps.demo_fleet import demo_plan
+
+        fleet = backend.world.multikueue.fleet
+        plan = demo_plan(args.flow or ("setup" if args.action == "status" else args.action), backend.world, fleet)
+        demo_keyring = keyring_of(fleet)
     if args.action == "status":
         if args.flow:
             flow, why = args.flow, "--flow"
@@ -160,7 +161,7 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
             flow, why = flow_in_force(backend.current_context or "cluster")
         # the keyring: where a revoked credential waits for its 401 (drain step 5, rotation)
         exercise = open_exercise(flow, backend, connector, plan, wait=wait, record=False,
-                                 vault=CredentialVault(backend.current_context or "cluster"))
+                                 vault=CredentialVault(backend.current_context or "cluster", store=demo_keyring))
         statuses = exercise.survey()
         print(f"{exercise.flow.title} (the flow in force: {why}; --flow setup|drain for the other):")
         for status in statuses:
@@ -175,9 +176,9 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
     if args.action == "drain":
         inputs["cancel"] = "all-pending" if args.cancel_pending else list(args.cancel)
         # step 5 keeps a revoked credential there until the worker rejects it (nothing is kept without a keyring)
-        vault = CredentialVault(backend.current_context or "cluster")
+        vault = CredentialVault(backend.current_context or "cluster", store=demo_keyring)
     if args.action == "rotate":
-        vault = CredentialVault(backend.current_context or "cluster")
+        vault = CredentialVault(backend.current_context or "cluster", store=demo_keyring)
         if not vault.usable():
             try:
                 vault.require()

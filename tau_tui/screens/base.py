@@ -25,13 +25,16 @@ from textual.widgets import Static
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.screens.freshness import Freshness
 from tau_tui.screens.host import PaneHost
+from tau_tui.screens.known_counts import CountedStatus, RowCount
 from tau_tui.screens.messages import CollectAbandoned, Collected, CollectFailed, read_message
 from tau_tui.screens.pane_palette import PaneCommands
 from tau_tui.screens.pane_reader import PaneRead, PaneReader, ReadRequest, cache_signature
+from tau_tui.screens.typed_filter import TypedFilter
 from tau_tui.textual_compat.screen import CompatScreen, css_update_count
 from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.header_bar import HeaderBar
 from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.messages import CommandLineChanged, CommandLineSubmitted
 from tau_tui.widgets.pane_footer import PaneFooter
 from tau_tui.widgets.replay_bar import ReplayBar
 from tau_tui.widgets.row_filter import RowFilter, parse_filter
@@ -70,6 +73,9 @@ class PaneScreen(CompatScreen):
     #: The pane's tables filter themselves (apply gives each row's text and labels): typing in the
     #: filter line re-reads nothing; collect keeps every row.
     TABLE_FILTER = False
+    #: Whether ``/`` filters something here (a pane without rows says so instead of a filter that
+    #: filters nothing).
+    FILTERS_ROWS = True
     COMMANDS = {PaneCommands}
 
     DEFAULT_CSS = """
@@ -83,8 +89,8 @@ class PaneScreen(CompatScreen):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.row_filter: RowFilter = RowFilter("")
-        #: Filter-line text typed but not applied yet (applied once the keys pause: CommandMode).
-        self.typed_filter: str | None = None
+        #: Filter-line text typed but not applied yet, applied once the keys pause.
+        self.filter_typing = TypedFilter(self.set_timer, self._apply_typed_filter)
         self.filter_matches: tuple[int, int] = (0, 0)
         #: When this pane reads, and how its reads share the interpreter with the keys.
         self.reader = PaneReader(self)
@@ -99,6 +105,7 @@ class PaneScreen(CompatScreen):
         self.mounted_ahead = False
         self.laid_out_ahead = False
         self._status = Text("")
+        self._counted: CountedStatus | None = None
         self._host: PaneHost | None = None
         try:  # made while the app runs: styled as it mounts (a CSS or theme change since still restyles it)
             self.mark_styled()
@@ -207,7 +214,11 @@ class PaneScreen(CompatScreen):
         for bar in self.query(ReplayBar):
             bar.show(self.tau.replay_status())
 
-    def set_status(self, text: str | Text) -> None:
+    def set_status(self, text: str | Text | CountedStatus) -> None:
+        """The status line; one with row counts says ``5 of 14 nodes`` while a filter is on."""
+        self._counted = text if isinstance(text, CountedStatus) else None
+        if isinstance(text, CountedStatus):
+            text = text.render(self._rows_shown)
         self._status = text if isinstance(text, Text) else Text(text)
         try:
             self.query_one("#pane-status", Static).update(self._status)
@@ -355,8 +366,21 @@ class PaneScreen(CompatScreen):
         if self.reader.take_rerun():
             self.tick(force=True)
 
+    def _rows_shown(self, count: RowCount) -> int | None:
+        """The rows a status line's count sees now: None while no filter is on."""
+        if not self.row_filter.text:
+            return None
+        if count.table_id is None:
+            return self.filter_matches[0]
+        tables = self.query(f"#{count.table_id}")
+        table = tables.first() if tables else None
+        return table.match_count[0] if isinstance(table, KeyedTable) and table.filters_itself else None
+
     def show_match_count(self) -> None:
-        """``N/M`` next to the filter line while it is open (k9s shows the count in the title)."""
+        """``N/M`` next to the filter line while it is open (k9s shows the count in the title), and
+        the status line's counts of the rows shown."""
+        if self._counted is not None:
+            self.set_status(self._counted)
         matched, seen = self.filter_matches
         try:
             line = self.query_one(CommandLine)
@@ -374,16 +398,37 @@ class PaneScreen(CompatScreen):
 
     # -- filter --------------------------------------------------------------
 
-    def apply_typed_filter(self) -> None:
-        """The latest text typed in the filter line, unless enter or esc settled the filter since."""
-        text, self.typed_filter = self.typed_filter, None
-        if text is not None:
-            self.set_filter(text, live=True)
+    def _apply_typed_filter(self, text: str) -> None:
+        self.set_filter(text, live=True)
+
+    @property
+    def typed_filter(self) -> str | None:
+        """Filter-line text typed but not applied yet."""
+        return self.filter_typing.text
+
+    @on(CommandLineChanged)
+    def _on_filter_typed(self, message: CommandLineChanged) -> None:
+        message.stop()
+        if message.mode == "filter":
+            self.filter_typing.typed(message.text)
+
+    @on(CommandLineSubmitted)
+    def _on_line_submitted(self, message: CommandLineSubmitted) -> None:
+        """Enter in the ``/`` line (or the Logs pane's search) is the pane's; a ``:`` command goes on
+        to the app."""
+        if message.mode == "command":
+            return
+        message.stop()
+        self.line_submitted(message.mode, message.text)
+
+    def line_submitted(self, mode: str, text: str) -> None:
+        if mode == "filter":
+            self.set_filter(text)
 
     def set_filter(self, text: str, live: bool = False) -> None:
         """Apply a row filter.  ``live``: typed in the filter line (no warning per keystroke)."""
         if not live:
-            self.typed_filter = None  # enter or esc: what was typed before is settled by this
+            self.filter_typing.settle()  # enter or esc: what was typed before is settled by this
         if text.strip() == self.row_filter.text and live:
             return
         self.row_filter = parse_filter(text)
@@ -426,16 +471,33 @@ class PaneScreen(CompatScreen):
         return True
 
     def on_key(self, event) -> None:
-        """A key bound to a change, pressed in --readonly: say why nothing happens."""
-        if not self.tau.readonly or not self.MUTATING_ACTIONS:
+        """A key bound to a change, pressed in --readonly: say why nothing happens.  A sort letter
+        that the focused widget left alone sorts the pane's main table (k9s: the pane's keys act
+        on its table wherever the focus is)."""
+        if self.tau.readonly and self.MUTATING_ACTIONS and self._refuse_readonly_key(event):
             return
+        table = self.main_table()
+        letter = event.character
+        if table is not None and letter and len(letter) == 1 and letter.isupper() and event.key == letter:
+            column = table.sort_column_for_letter(letter)
+            if column is not None:
+                event.stop()
+                event.prevent_default()
+                table.sort_by(column)
+
+    def main_table(self) -> KeyedTable | None:
+        """The table the pane's sort letters act on: its first sortable one."""
+        return next((table for table in self.query(KeyedTable) if table.sortable), None)
+
+    def _refuse_readonly_key(self, event) -> bool:
         for binding in self.bindings_of_key(event.key):
             action = binding.action.split("(")[0]
             if action in self.MUTATING_ACTIONS:
                 event.stop()
                 self.notify(f"read-only mode: {binding.description or action} is disabled ({self.tau.readonly_reason})",
                             severity="warning", timeout=4)
-                return
+                return True
+        return False
 
     def active_bindings_list(self) -> list[Binding]:
         """This pane's own verbs as they are bound now (keymap applied, read-only ones gone)."""

@@ -56,6 +56,7 @@ KEYS_HINT = "digits type into fields · esc leaves a field, then 1-7 · alt+1-7 
 class ComposeScreen(PaneScreen):
     PANE = "compose"
     PANE_TITLE = "Compose"
+    FILTERS_ROWS = False
     HELP = (
         "Edit a tau.yaml as a form.  Every change is validated at once and each problem is shown under its "
         "field; the right side shows the Job/RayJob manifests it renders to (client dry-run).  The profile "

@@ -4,7 +4,7 @@ the next actions."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,22 +18,23 @@ from textual.widgets import Static
 
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.view_types import JobView, RayJobView
+from tau_tui.core.cluster.view_types import JobView, PodView, RayJobView
 from tau_tui.core.operations.live_node_faults import LiveNodeFaults
 from tau_tui.core.operations.multikueue_steps.worker_logs import worker_log_backend
 from tau_tui.core.operations.recording.replay_backend import ReplayBackend
-from tau_tui.core.operations.recovery import RetryDecision
+from tau_tui.core.operations.recovery import RetryDecision, checkpoint_candidates, checkpoint_of
 from tau_tui.core.operations.run_status_types import RunStatus
 from tau_tui.core.operations.rundocument import read_worker_pods
 from tau_tui.mutations.cluster_changes import cancel_mutation
-from tau_tui.mutations.recovery import resume_mutation, retry_mutation
+from tau_tui.mutations.recovery import CancelledCopy, resume_mutation, retry_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.freshness import Freshness
-from tau_tui.screens.known_counts import count_text
+from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text
 from tau_tui.screens.pane_reader import ReadRequest, read_place
 from tau_tui.screens.run_rows import RunRows
-from tau_tui.widgets.keyed_table import KeyedTable, Matchable
+from tau_tui.widgets.input_dialog import InputDialog
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
 from tau_tui.widgets.status_text import status_text, style_of
 from tau_tui.widgets.table_plan import Row, TablePlan
 
@@ -41,15 +42,15 @@ from tau_tui.widgets.table_plan import Row, TablePlan
 @dataclass
 class RunsData:
     rows: Sequence[Row] = field(default_factory=list)
-    statuses: dict[str, RunStatus] = field(default_factory=dict)
+    statuses: Mapping[str, RunStatus] = field(default_factory=dict)
     #: The retry decision of every failed run, as core makes it for this tick's clock.
     decisions: dict[str, RetryDecision] = field(default_factory=dict)
-    owners: dict[str, JobView | RayJobView] = field(default_factory=dict)
+    owners: Mapping[str, JobView | RayJobView] = field(default_factory=dict)
     #: Each row's text and labels for the table's filter.
-    matchable: dict[str, Matchable] = field(default_factory=dict)
+    matchable: Mapping[str, Matchable] = field(default_factory=dict)
     #: The runs table's update, worked out in the worker.
     plan: TablePlan | None = None
-    status: str = ""
+    status: str | CountedStatus = ""
     #: Runs cancelled on a MultiKueue manager whose worker pods are now gone.
     released: set[str] = field(default_factory=set)
     #: Handed back to the kept rows once the table shows this read.
@@ -67,7 +68,15 @@ class CancelledRun:
     worker: str | None = None
     #: A RayJob's Ray cluster (its pods carry ``ray.io/cluster``, not ``job-name``).
     ray_cluster: str | None = None
+    #: The run as it was when cancelled: what R resumes (the cluster keeps nothing of it).
+    copy: CancelledCopy | None = None
 
+
+#: At 80 columns the state and the run stay (its name cut in the middle); kind goes first, then queue and age.
+RUN_COLUMNS = [ColumnSpec("state", "State", flexible=True, min_width=12), ColumnSpec("run", "Run", flexible=True, min_width=16, cut="middle"),
+               ColumnSpec("kind", "Kind", optional=True), ColumnSpec("queue", "Queue", optional=True, priority=1),
+               ColumnSpec("where", "Where", optional=True, flexible=True, min_width=10, priority=2),
+               ColumnSpec("age", "Age", optional=True, priority=1)]
 
 #: Next actions that change the cluster: not offered in --readonly.
 MUTATING_RUN_ACTIONS = frozenset({"cancel", "retry", "resume"})
@@ -113,6 +122,8 @@ def render_run_status(status: RunStatus, decision: RetryDecision | None = None, 
         for a in status.actions:
             if readonly and a.name in MUTATING_RUN_ACTIONS:
                 continue
+            if a.name == "retry" and decision is not None and decision.verdict != "retry":
+                continue  # only keys that work now: the retry line above says when, or why never
             parts.append(Text(f"  {a.key:<7} {a.name}: {a.description}"))
     return Group(*parts)
 
@@ -167,8 +178,7 @@ class RunsScreen(PaneScreen):
         return self._run_rows.statuses_computed
 
     def compose_body(self) -> ComposeResult:
-        yield KeyedTable([("state", "State"), ("run", "Run"), ("kind", "Kind"), ("queue", "Queue"),
-                          ("where", "Where"), ("age", "Age")], id="runs-table")
+        yield KeyedTable(RUN_COLUMNS, id="runs-table")
         with VerticalScroll(id="run-detail"):
             yield Static(Text("select a run"), id="run-phases")
 
@@ -201,7 +211,8 @@ class RunsScreen(PaneScreen):
             data.status = f"reading runs: {done} of {total} so far · {counts}"
         else:
             views = request.freshness.views  # no zeros before the Job and RayJob lists ended
-            data.status = f"{count_text(len(data.rows), views.get(ResourceKind.JOB), views.get(ResourceKind.RAY_JOB))} runs · {counts}"
+            runs = count_text(len(data.rows), views.get(ResourceKind.JOB), views.get(ResourceKind.RAY_JOB))
+            data.status = CountedStatus((RowCount(runs, "runs", "runs-table"), f" · {counts}"))
         data.plan = read.plan or request.plan_table("runs-table", data.rows, self._notice(request.freshness, data),
                                                  data.matchable)
         return data
@@ -289,6 +300,7 @@ class RunsScreen(PaneScreen):
         key, owner = picked
         kind = ResourceKind.JOB if isinstance(owner, JobView) else ResourceKind.RAY_JOB
         mutation = cancel_mutation(self.tau, kind, owner.namespace or "", owner.name)
+        copy = CancelledCopy(owner, self._cached_pods(owner))  # R resumes it once it is gone
 
         status = self.data.statuses.get(key)
         # A run MultiKueue placed on a worker holds its GPUs there: released when the worker's pods are gone.
@@ -297,7 +309,7 @@ class RunsScreen(PaneScreen):
         def done(ok: bool, _text: str) -> None:
             if ok:
                 ray_cluster = owner.ray_cluster_name if isinstance(owner, RayJobView) else None
-                self.cancelled_runs[key] = CancelledRun(owner.uid or "", worker, ray_cluster)
+                self.cancelled_runs[key] = CancelledRun(owner.uid or "", worker, ray_cluster, copy)
 
         mutation.on_done = done
         self.tau.request_mutation(mutation)
@@ -309,12 +321,55 @@ class RunsScreen(PaneScreen):
             return
         self.tau.request_mutation(retry_mutation(self.tau, picked[1].namespace or "", picked[1].name))
 
+    def _cached_pods(self, owner: JobView | RayJobView) -> list[PodView]:
+        """The run's pods in the app's cache now (which GPU fault hit it, for a later resume)."""
+        backend = self.tau.backend
+        if backend is None:
+            return []
+        label, value = (("ray.io/cluster", owner.ray_cluster_name) if isinstance(owner, RayJobView)
+                        else ("job-name", owner.name))
+        return [p for p in backend.list(ResourceKind.POD, owner.namespace) if isinstance(p, PodView)
+                and value and p.labels.get(label) == value]
+
+    def _resume_target(self) -> tuple[str, JobView | RayJobView, CancelledCopy | None] | None:
+        """The selected run and its object: live, or the copy kept of a run cancelled here."""
+        key = self.query_one("#runs-table", KeyedTable).selected_key
+        if key is None:
+            return None
+        if key in self.data.owners:
+            return key, self.data.owners[key], None
+        copy = self.cancelled_runs[key].copy if key in self.cancelled_runs else None
+        return (key, copy.owner, copy) if copy is not None else None
+
     def action_resume(self) -> None:
-        picked = self.selected()
-        if picked is None:
-            self.notify("select a finished run to resume", severity="warning")
+        target = self._resume_target()
+        if target is None:
+            self.notify("select a run to resume: a failed, finished or cancelled one", severity="warning")
             return
-        status = self.data.statuses.get(picked[0])
+        key, owner, copy = target
+        status = self.data.statuses.get(key)
+        if status is not None and status.state in ("queued", "starting", "running"):
+            self.notify(f"{key} is still {status.state}: cancel it first (ctrl+d), then press R to resume it "
+                        "from its last checkpoint", severity="warning")
+            return
+        namespace = owner.namespace or ""
         # An OOMKilled run is resumed only by force, with the warning in the confirmation.
         after_oom = status is not None and status.state == "failed" and any(d.code == "OOM_KILLED" for d in status.diagnostics)
-        self.tau.request_mutation(resume_mutation(self.tau, picked[1].namespace or "", picked[1].name, force=after_oom))
+
+        def resume(checkpoint: str | None = None) -> None:
+            self.tau.request_mutation(resume_mutation(self.tau, namespace, owner.name, force=after_oom,
+                                                      checkpoint=checkpoint, cancelled=copy))
+
+        if checkpoint_of(owner) is not None or self.tau.readonly:
+            resume()
+            return
+        found = checkpoint_candidates(owner)
+
+        def chosen(path: str | None) -> None:
+            if path:
+                resume(path)
+
+        self.app.push_screen(InputDialog(
+            f"Resume {key} from which checkpoint?\nThe run carries no TAU_RESUME_FROM; "
+            + ("prefilled with where it says it checkpoints." if found else "it names no checkpoint: type the path.")
+            + "\nenter: preview the resume · esc: back", found[0] if found else ""), chosen)

@@ -54,9 +54,9 @@ def start_demo_backend(scenario: str, namespace: str | None, realtime: bool) -> 
 
         world = build_world(scenario)
         if scenario == "demo":
-            from tau_tui.core.operations.multikueue_steps.simulated_fleet import build_lab_fleet
+            from tau_tui.core.operations.multikueue_steps.demo_fleet import build_demo_fleet
 
-            build_lab_fleet(world)  # two worker worlds for the MultiKueue wizard (:mk setup)
+            build_demo_fleet(world)  # the worker worlds of the MultiKueue wizards (setup, rotate, drain)
         backend = SimulatedBackend(world, namespace=namespace, realtime=realtime)
         backend.start()
         backend.wait_synced(10)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,19 @@ def isolated_dirs(tmp_path, monkeypatch):
     monkeypatch.delenv("TAU_TUI_CONFIG", raising=False)
     monkeypatch.delenv("TAU_TEAM", raising=False)
     yield
+
+
+@pytest.fixture
+def cpu_hog():
+    """A CPU-heavy process beside the test (``sha256sum /dev/zero``), as another job on a busy
+    machine: keys must still arrive in order.  Stopped by its PID; bounded by ``timeout`` too."""
+    hog = subprocess.Popen(["timeout", "900", "sha256sum", "/dev/zero"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        yield hog
+    finally:
+        hog.terminate()
+        hog.wait(timeout=30)
 
 
 @pytest.fixture

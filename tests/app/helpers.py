@@ -137,6 +137,29 @@ def record_notifications(app) -> list[str]:
     return messages
 
 
+def key_event(key: str):
+    """The event a terminal's driver posts for ``key`` (a pilot key name, or one character)."""
+    import unicodedata
+
+    from textual import events
+    from textual.keys import key_to_character
+
+    if len(key) == 1:
+        name = key if key.isalnum() else unicodedata.name(key).lower().replace("-", "_").replace(" ", "_")
+        return events.Key(name, key)
+    return events.Key(key, key_to_character(key))
+
+
+def type_burst(app, keys) -> None:
+    """Every key of ``keys`` sent at once, as a paste, a fast typist or a busy machine delivers them:
+    posted as the terminal driver posts them, with no wait for the app between two keys (Pilot.press
+    waits for the app to go idle after each key, which hides keys that overtake each other)."""
+    for key in keys:
+        event = key_event(key)
+        event.set_sender(app)
+        app.post_message(event)
+
+
 def async_test(fn):
     """Run an ``async def`` test without a pytest asyncio plugin."""
 
@@ -145,3 +168,20 @@ def async_test(fn):
         return asyncio.run(fn(*args, **kwargs))
 
     return wrapper
+
+
+def visible_text(app) -> str:
+    """The text of every Static (and Label) shown on the screen on top, one widget a line."""
+    from textual.widgets import Static
+
+    return "\n".join(str(widget.render()) for widget in app.screen.query(Static) if widget.display)
+
+
+async def pause_until(pilot, predicate, what: str, rounds: int = 600) -> None:
+    """Pause until ``predicate()`` holds, at most ``rounds`` pauses of 50 ms (a bound for a hang): for
+    a state reached while a worker is held on purpose (a test's gate), which :func:`settle` would wait for."""
+    for _ in range(rounds):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"never reached: {what}\n{visible_text(pilot.app)}")

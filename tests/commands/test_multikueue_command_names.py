@@ -178,10 +178,24 @@ def test_demo_runs_on_the_built_in_lab_plan_in_this_process_only(xdg, capsys):
     assert run("status", "--demo") == EXIT_NOT_VERIFIED
     out = capsys.readouterr().out
     assert "(the flow in force: a fresh demo has no records;" in out and "▶ 1. Worker credentials" in out
-    assert run("rotate", "--demo", "--yes") == EXIT_INVALID
-    assert "a fresh demo has no credential set up to rotate" in capsys.readouterr().err
+    assert run("rotate", "--demo", "--yes") == EXIT_REFUSED
+    assert "name the new credential: a kubeconfig file or a kubeconfig context" in capsys.readouterr().out
     assert run("setup") == EXIT_INVALID
     assert "or --demo for the simulated demo cluster" in capsys.readouterr().err
+
+
+def test_every_flow_is_finished_headless_on_the_demo(xdg, capsys):
+    """Issue 43: the demo's drain was refused at step 1 (its plan did not list the demo's own workers)
+    and it could not rotate; its built-in plans now match its workers, its keyring lives in memory."""
+    assert run("drain", "--demo", "--cancel-pending", "--yes", "--timeout", "60") == EXIT_OK
+    out = capsys.readouterr().out
+    assert "✓ 1. Remove tenant authorization" in out and "✓ 5. Revoke and delete the worker credentials" in out
+    assert "MultiKueue drain and rollback checklist: verified; record none (demo)" in out
+    assert run("rotate", "--demo", "--worker", "westus3-worker", "--new-context", "westus3-worker-new", "--yes") == EXIT_OK
+    out = capsys.readouterr().out
+    assert "(old) in demo keyring, in memory: nothing is stored" in out, out
+    assert "MultiKueue credential rotation: verified; record none (demo)" in out
+    assert list_records() == []
 
 
 # -- docs: the example plan --------------------------------------------------------------------

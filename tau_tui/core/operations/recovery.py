@@ -24,7 +24,6 @@ config hash changed; it keeps the pods off the nodes whose GPU fault hit the run
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,6 +35,16 @@ from tau_tui.core.apifields import parse_time
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL, TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import JobView, PodView, RayJobView
 from tau_tui.core.operations.gpufaults import NodeGpuFault, gpu_hits
+from tau_tui.core.operations.recovery_manifests import (
+    AVOID_NODES_ANNOTATION,
+    RESUMED_AS_ANNOTATION,
+    RETRIED_AS_ANNOTATION,
+    as_served,
+    containers_of,
+    copy_of_live,
+    derive_manifests,
+    derived_name,
+)
 from tau_tui.core.operations.run_objects import RunObjects
 from tau_tui.core.runconfig.rules import duration_seconds
 
@@ -44,15 +53,13 @@ CONFIG_HASH_ANNOTATION = f"{TAU_LABEL_PREFIX}config-hash"
 RETRY_ATTEMPT_ANNOTATION = f"{TAU_LABEL_PREFIX}retry-attempt"
 RETRY_REASON_ANNOTATION = f"{TAU_LABEL_PREFIX}retry-reason"
 RETRY_OF_ANNOTATION = f"{TAU_LABEL_PREFIX}retry-of"
-RETRIED_AS_ANNOTATION = f"{TAU_LABEL_PREFIX}retried-as"
 RESUMED_FROM_ANNOTATION = f"{TAU_LABEL_PREFIX}resumed-from"
 RESUMED_FROM_SUBMISSION_ANNOTATION = f"{TAU_LABEL_PREFIX}resumed-from-submission-id"
-RESUMED_AS_ANNOTATION = f"{TAU_LABEL_PREFIX}resumed-as"
 #: On every resume: the first run of the line and how many resumes it took to get here.
 ORIGINAL_RUN_ANNOTATION = f"{TAU_LABEL_PREFIX}original-run"
 RESUME_INDEX_ANNOTATION = f"{TAU_LABEL_PREFIX}resume-index"
-AVOID_NODES_ANNOTATION = f"{TAU_LABEL_PREFIX}avoid-nodes"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
+#: Where a run's checkpoints are, when the renderer did not put it in TAU_RESUME_FROM (taugrid.md §6).
+CHECKPOINT_URI_ANNOTATION = f"{TAU_LABEL_PREFIX}checkpoint-uri"
 
 RetryReason = Literal["Preempted", "Evicted", "OOMKilled"]
 DEFAULT_RETRY_ON: tuple[str, ...] = ("Preempted", "Evicted")
@@ -61,8 +68,6 @@ PREEMPTION_REASONS = ("PreemptionByScheduler", "PreemptionByKubeScheduler", "Pre
 EVICTION_REASONS = ("EvictionByEvictionAPI", "DeletionByTaintManager", "TerminationByKubelet", "DeletionByPodGC")
 #: Kueue Workload ``Evicted`` reasons that mean another workload took the quota.
 KUEUE_PREEMPTION_REASONS = ("Preempted", "InClusterQueue", "InCohortReclamation", "InCohortFairSharing")
-#: The Job name is a label value (``job-name``): 63 characters; KubeRay's limit for a RayJob is 47.
-NAME_LIMITS = {"Job": 63, "RayJob": 47}
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,10 @@ class RetryDecision:
         return f"{RETRY_MARKS[self.verdict]} retry: {self.message}"
 
 
+#: Why a resume is refused, for a face to say what to do in its own terms.
+ResumeRefusal = Literal["", "gone", "linked", "active", "oom", "no-checkpoint"]
+
+
 @dataclass(frozen=True)
 class ResumePlan:
     allowed: bool
@@ -123,6 +132,9 @@ class ResumePlan:
     #: Nodes a GPU fault hit the run on, with the fault (what the preview names).
     faults: tuple[NodeGpuFault, ...] = ()
     manifests: tuple[dict[str, Any], ...] = field(default=())
+    refusal: ResumeRefusal = ""
+    #: With ``refusal == "no-checkpoint"``: where the run's checkpoints may be, best first (to offer, never to assume).
+    candidates: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------
@@ -224,17 +236,6 @@ def classify_failure(objs: RunObjects) -> Failure | None:
 # --------------------------------------------------------------------------
 
 
-def derived_name(base: str, suffix: str, kind: str) -> str:
-    """``base-suffix`` within the kind's name limit; a long base is cut and made unique by a hash."""
-    limit = NAME_LIMITS.get(kind, 63)
-    name = f"{base}-{suffix}"
-    if len(name) <= limit:
-        return name
-    digest = hashlib.sha256(base.encode()).hexdigest()[:5]
-    keep = limit - len(suffix) - len(digest) - 2
-    return f"{base[:keep].rstrip('-')}-{digest}-{suffix}"
-
-
 def derived_submission_id(owner: JobView | RayJobView, verb: str, number: int) -> str:
     """Same failed object, same action: same id, so the app and the CLI cannot both create one."""
     seed = f"{owner.uid or owner.name}\n{verb}\n{number}"
@@ -311,36 +312,52 @@ def retry_manifests(objs: RunObjects, decision: RetryDecision) -> list[dict[str,
 
 def checkpoint_of(owner: JobView | RayJobView) -> str | None:
     """The run's ``TAU_RESUME_FROM`` (``resilience.checkpoint_path``, rendered into the env)."""
-    for container in _containers(_as_served(owner)):
+    for container in containers_of(as_served(owner)):
         for entry in container.get("env") or ():
             if entry.get("name") == "TAU_RESUME_FROM" and entry.get("value"):
                 return str(entry["value"])
     return None
 
 
+def checkpoint_candidates(owner: JobView | RayJobView) -> tuple[str, ...]:
+    """Where a run without ``TAU_RESUME_FROM`` may have written its checkpoints, best first: its
+    ``tau.azure.com/checkpoint-uri``, then the default of ``resilience.checkpoint_path``
+    (``/data/checkpoints/finetunes/<name>``) when a volume is mounted at ``/data``."""
+    found = [owner.annotations.get(CHECKPOINT_URI_ANNOTATION) or ""]
+    obj = as_served(owner)
+    if any(m.get("mountPath") == "/data" for c in containers_of(obj) for m in c.get("volumeMounts") or ()):
+        root = owner.annotations.get(ORIGINAL_RUN_ANNOTATION) or owner.annotations.get(RETRY_OF_ANNOTATION) or owner.name
+        found.append(f"/data/checkpoints/finetunes/{root}")
+    return tuple(dict.fromkeys(path for path in found if path))
+
+
 def resume_plan(objs: RunObjects, *, force: bool = False, checkpoint: str | None = None,
                 config_hash: str | None = None, manifests: Sequence[Mapping[str, Any]] | None = None) -> ResumePlan:
-    """A resume of a finished or failed run: a new submission from the last checkpoint, linked to the
-    original, away from the nodes a GPU fault hit it on.  ``manifests`` (rendered from a tau.yaml)
+    """A resume of a finished, failed or cancelled run (``objs.cancelled``: the app's copy of a run it
+    deleted): a new submission from the last checkpoint, linked to the original, away from the nodes a
+    GPU fault hit it on.  ``manifests`` (rendered from a tau.yaml)
     replace the live object's copy; ``config_hash`` is theirs, compared with the run's for drift."""
     owner = _owner(objs)
     if owner is None:
-        return ResumePlan(False, f"no Job or RayJob {objs.namespace}/{objs.name}")
+        return ResumePlan(False, f"no Job or RayJob {objs.namespace}/{objs.name}", refusal="gone")
     kind = "Job" if objs.job is not None else "RayJob"
     successor = owner.annotations.get(RESUMED_AS_ANNOTATION) or owner.annotations.get(RETRIED_AS_ANNOTATION)
     if successor:
-        return ResumePlan(False, f"already retried or resumed as {successor}; resume that one instead")
+        return ResumePlan(False, f"already retried or resumed as {successor}; resume that one instead", refusal="linked")
     failure = classify_failure(objs)
     running = failure is None and not _finished(objs)
     if running:
-        return ResumePlan(False, "the run is still active; cancel it first (ctrl+d), then resume")
+        return ResumePlan(False, f"the run is still active; cancel it first (tau-tui cancel {objs.name} -n "
+                          f"{objs.namespace} --wait), then resume", refusal="active")
     if failure is not None and failure.reason == "OOMKilled" and not force:
         return ResumePlan(False, f"the last failure was OOMKilled ({failure.detail}); the same config will run out "
-                          "of memory again: raise the memory or lower the batch size, or resume with --force")
+                          "of memory again: raise the memory or lower the batch size, or resume with --force",
+                          refusal="oom")
     path = checkpoint or checkpoint_of(owner)
     if not path:
         return ResumePlan(False, "the run has no checkpoint path (resilience.checkpoint_path, or storage.data_pvc "
-                          "for the default); pass --from PATH")
+                          "for the default); pass --from PATH", refusal="no-checkpoint",
+                          candidates=checkpoint_candidates(owner))
     warnings: list[str] = []
     old_hash = owner.annotations.get(CONFIG_HASH_ANNOTATION)
     if config_hash is not None and old_hash is not None and config_hash != old_hash:
@@ -370,6 +387,8 @@ def resume_plan(objs: RunObjects, *, force: bool = False, checkpoint: str | None
 
 
 def _finished(objs: RunObjects) -> bool:
+    if objs.cancelled:  # the copy of a run cancelled (deleted) from the app: nothing of it runs any more
+        return True
     if objs.job is not None:
         return any(c.type in ("Complete", "Failed") and c.is_true for c in objs.job.conditions)
     if objs.ray_job is not None:
@@ -405,143 +424,6 @@ def healthy_nodes_offered(nodes: Iterable[Any], faults: Mapping[str, NodeGpuFaul
 
 
 # --------------------------------------------------------------------------
-# manifests
-# --------------------------------------------------------------------------
-
-#: Fields the API server or the Job controller set: a resubmission must not carry them.
-_SERVER_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "ownerReferences",
-                    "finalizers", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink")
-_JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
-#: What Kueue wrote into the pod templates when it started the failed run (its PodSetInfo: the
-#: workload's name, the pod set label).  Copied into the successor they conflict with what Kueue
-#: injects for the new Workload ("invalid admission check PodSetUpdate: conflict for annotations").
-#: The topology requests the renderer wrote stay.
-_KUEUE_PREFIX = "kueue.x-k8s.io/"
-_KUEUE_KEPT = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
-               "kueue.x-k8s.io/podset-unconstrained-topology", "kueue.x-k8s.io/queue-name",
-               "kueue.x-k8s.io/priority-class")
-
-
-def _without_kueue_injected(values: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in values.items() if not k.startswith(_KUEUE_PREFIX) or k in _KUEUE_KEPT}
-
-
-def _as_served(owner: JobView | RayJobView) -> dict[str, Any]:
-    """A deep copy of the object with ``apiVersion`` and ``kind`` (the items of an API list carry neither)."""
-    obj = copy.deepcopy(dict(owner.raw))
-    obj.setdefault("apiVersion", owner.kind.type.api_version)
-    obj.setdefault("kind", owner.kind.type.kind)
-    return obj
-
-
-def copy_of_live(owner: JobView | RayJobView) -> list[dict[str, Any]]:
-    """The owner object as it was submitted (no status, no server-set fields), plus the headless
-    Service a multi-node Job needs (``<name>-headless``, rebuilt from the pod template's subdomain)."""
-    obj = _as_served(owner)
-    obj.pop("status", None)
-    out = [obj]
-    spec = obj.get("spec") or {}
-    subdomain = ((spec.get("template") or {}).get("spec") or {}).get("subdomain")
-    if obj.get("kind") == "Job" and subdomain:
-        meta = obj.get("metadata") or {}
-        labels = {k: v for k, v in (meta.get("labels") or {}).items() if k.startswith(TAU_LABEL_PREFIX)}
-        out.insert(0, {"apiVersion": "v1", "kind": "Service",
-                       "metadata": {"name": subdomain, "namespace": meta.get("namespace"), "labels": labels},
-                       "spec": {"clusterIP": "None", "selector": {"job-name": meta.get("name")}}})
-    return out
-
-
-def _pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    spec = obj.setdefault("spec", {})
-    if obj.get("kind") == "Job":
-        return [spec.setdefault("template", {})]
-    if obj.get("kind") == "RayJob":
-        rcs = spec.get("rayClusterSpec") or {}
-        groups = [rcs.get("headGroupSpec") or {}] + list(rcs.get("workerGroupSpecs") or ())
-        return [g.setdefault("template", {}) for g in groups]
-    return []
-
-
-def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    return [c for t in _pod_templates(obj) for c in (t.get("spec") or {}).get("containers") or ()]
-
-
-def _set_env(container: dict[str, Any], env: Mapping[str, str], drop: Sequence[str] = ()) -> None:
-    entries = [e for e in container.get("env") or () if e.get("name") not in env and e.get("name") not in drop]
-    entries += [{"name": k, "value": v} for k, v in env.items()]
-    container["env"] = entries
-
-
-def _avoid(pod_spec: dict[str, Any], nodes: Sequence[str]) -> None:
-    """Required node anti-affinity: ``kubernetes.io/hostname NotIn nodes`` in every term (terms are ORed)."""
-    affinity = pod_spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
-    required = affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
-    terms = required.setdefault("nodeSelectorTerms", []) or [{}]
-    expression = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": list(nodes)}
-    for term in terms:
-        term["matchExpressions"] = [e for e in term.get("matchExpressions") or ()
-                                    if not (e.get("key") == HOSTNAME_LABEL and e.get("operator") == "NotIn")] + [expression]
-    required["nodeSelectorTerms"] = terms
-
-
-def derive_manifests(manifests: Sequence[Mapping[str, Any]], *, new_name: str, submission_id: str,
-                     annotations: Mapping[str, str], env: Mapping[str, str],
-                     avoid_nodes: Sequence[str], drop: Sequence[str] = (),
-                     drop_env: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """Rename a run's objects (Job or RayJob, and the Job's headless Service) to ``new_name`` under a new
-    submission id, suspended for Kueue, with ``annotations`` recorded, ``env`` set in every container
-    and, when given, a required anti-affinity to ``avoid_nodes``; ``drop`` and ``drop_env`` name
-    annotations and variables of the source that must not carry over."""
-    out = []
-    owner_name = next((str((m.get("metadata") or {}).get("name")) for m in manifests if m.get("kind") in ("Job", "RayJob")), "")
-    old_headless, new_headless = f"{owner_name}-headless", f"{new_name}-headless"
-    for manifest in manifests:
-        obj = copy.deepcopy(dict(manifest))
-        obj.pop("status", None)
-        meta = obj.setdefault("metadata", {})
-        for key in _SERVER_METADATA:
-            meta.pop(key, None)
-        labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in _JOB_CONTROLLER_LABELS}
-        labels[SUBMISSION_ID_LABEL] = submission_id
-        meta["labels"] = labels
-        if obj.get("kind") == "Service":
-            meta["name"] = new_headless if meta.get("name") == old_headless else derived_name(new_name, "svc", "Job")
-            obj.setdefault("spec", {})["selector"] = {"job-name": new_name}
-            out.append(obj)
-            continue
-        meta["name"] = new_name
-        notes = {k: v for k, v in (meta.get("annotations") or {}).items()
-                 if k not in (RETRIED_AS_ANNOTATION, RESUMED_AS_ANNOTATION, *drop)}
-        notes.update(annotations)
-        if avoid_nodes:
-            notes[AVOID_NODES_ANNOTATION] = ",".join(avoid_nodes)
-        meta["annotations"] = notes
-        spec = obj.setdefault("spec", {})
-        spec["suspend"] = True
-        if obj.get("kind") == "Job":
-            spec.pop("selector", None)
-            spec.pop("manualSelector", None)
-        for template in _pod_templates(obj):
-            tmeta = template.setdefault("metadata", {})
-            tlabels = {k: v for k, v in _without_kueue_injected(tmeta.get("labels") or {}).items()
-                       if k not in _JOB_CONTROLLER_LABELS}
-            if SUBMISSION_ID_LABEL in tlabels:
-                tlabels[SUBMISSION_ID_LABEL] = submission_id
-            tmeta["labels"] = tlabels
-            if "annotations" in tmeta:
-                tmeta["annotations"] = _without_kueue_injected(tmeta["annotations"] or {})
-            pod_spec = template.setdefault("spec", {})
-            if pod_spec.get("subdomain") == old_headless:
-                pod_spec["subdomain"] = new_headless
-            for container in pod_spec.get("containers") or ():
-                _set_env(container, env, drop_env)
-            if avoid_nodes:
-                _avoid(pod_spec, avoid_nodes)
-        out.append(obj)
-    return out
-
-
-# --------------------------------------------------------------------------
 # applying (the one place that writes: the app's mutations and the CLI both call these)
 # --------------------------------------------------------------------------
 
@@ -557,7 +439,7 @@ def _submit_and_link(backend: Any, objs: RunObjects, manifests: Sequence[Mapping
     """Create the successor (server dry-run first when ``dry_run``), then record it on the failed
     object; an already-submitted successor (same derived submission id) is linked too."""
     results = list(backend.submit(manifests, dry_run=dry_run))
-    if all(r.ok for r in results):
+    if all(r.ok for r in results) and not objs.cancelled:  # a cancelled run's object is gone: nothing to link on
         results.append(backend.annotate(_kind_of(objs), objs.namespace, objs.name, {link: new_name}, dry_run=dry_run))
     return results
 

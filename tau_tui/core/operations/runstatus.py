@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from tau_tui.core.operations.gpufaults import gpu_hits
+from tau_tui.core.operations.recovery_manifests import RESUMED_AS_ANNOTATION, RETRIED_AS_ANNOTATION
 from tau_tui.core.operations.run_objects import RunObjects
 from tau_tui.core.operations.run_phases import (
     container_phases,
@@ -47,7 +48,7 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
         phases = tuple(release if name == "Compute release" else Phase(name, "skipped", "the run was deleted")
                        for name in PHASE_ORDER)
         return RunStatus(objs.namespace, objs.name, "unknown", "releasing", "releasing compute", phases,
-                         actions=(RunAction("list", "list runs in this namespace", ":runs", ("tau-tui", "runs", "-n", objs.namespace)),))
+                         actions=_list_action(objs) + _resume_cancelled(objs))
     if owner is None and objs.worker is not None:
         on_worker = None if objs.worker_pods is None else [p for p in objs.worker_pods if p.node_name and not p.terminal]
         if on_worker is None or on_worker:
@@ -72,7 +73,7 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
         phases = tuple(release if name == "Compute release" else Phase(name, "skipped", "the run was cancelled")
                        for name in PHASE_ORDER)
         return RunStatus(objs.namespace, objs.name, "unknown", "cancelled", "cancelled", phases,
-                         actions=(RunAction("list", "list runs in this namespace", ":runs", ("tau-tui", "runs", "-n", objs.namespace)),))
+                         actions=_list_action(objs) + _resume_cancelled(objs))
     if owner is None:
         return RunStatus(
             objs.namespace,
@@ -86,6 +87,8 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
         )
     kind: Literal["Job", "RayJob"] = "Job" if objs.job is not None else "RayJob"
     multikueue = is_multikueue(objs)
+    #: The run's successor, when it was retried or resumed already (then neither is offered again).
+    linked = owner.annotations.get(RESUMED_AS_ANNOTATION) or owner.annotations.get(RETRIED_AS_ANNOTATION) or ""
     diagnostics: list[RunDiagnostic] = []
     submitted = Phase("Submitted", "done", f"{kind} {objs.namespace}/{objs.name}", started_at=owner.creation_timestamp)
     admission, admission_diags = workload_phase(objs, multikueue)
@@ -160,7 +163,7 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
         diagnostics.append(RunDiagnostic(
             "GPU_FAULT", "error" if fault.verdict == "unhealthy" else "warning",
             f"{what} on node {fault.node}, whose GPU is {fault.verdict}: {fault.describe()}",
-            "resume from the last checkpoint on a healthy node (R); cordon or drain the node in Nodes (6)",
+            f"{_resume_hint(state, linked)}; cordon or drain the node in Nodes (6)",
             (("kubectl", "describe", "node", fault.node),)))
     hit_pods = {h.pod for h in hits}
     for pod in pods:
@@ -178,18 +181,24 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
     if state in ("queued", "starting", "running"):
         actions.append(RunAction("watch", "watch the queue position and phases", ":queue",
                                  ("tau-tui", "status", name, "-n", ns, "--watch")))
-        actions.append(RunAction("cancel", "cancel the run (confirmed, audited)", "ctrl+d",
+        pod_lost = bool(hits) or any(d.code == "POD_FAILED" for d in diagnostics)
+        actions.append(RunAction("cancel", "cancel the run (confirmed, audited)" + (
+            "; resume it afterwards from its last checkpoint" if pod_lost and not linked else ""), "ctrl+d",
                                  ("kubectl", "delete", resource, name, "-n", ns)))
     if state == "failed":
         actions.append(RunAction("diagnostics", "describe the failing objects and events", "d", describe))
-        actions.append(RunAction("retry", "retry as resilience.* allows (retry_on, max_retries, backoff)", "r",
-                                 ("tau-tui", "runs", "retry", name, "-n", ns)))
+        if not linked:
+            actions.append(RunAction("retry", "retry as resilience.* allows (retry_on, max_retries, backoff)", "r",
+                                     ("tau-tui", "runs", "retry", name, "-n", ns)))
     if state == "succeeded":
         actions.append(RunAction("results", "show where the run wrote its results", "y",
                                  ("kubectl", "get", resource, name, "-n", ns, "-o", "yaml")))
-    if state in ("failed", "succeeded"):
+    if state in ("failed", "succeeded") and not linked:
         actions.append(RunAction("resume", "resubmit from the last checkpoint (TAU_RESUME_FROM), away from faulty GPUs", "R",
                                  ("tau-tui", "runs", "resume", name, "-n", ns)))
+    if linked:
+        diagnostics.append(RunDiagnostic("RECOVERED", "info", f"already retried or resumed as {linked}",
+                                         f"follow {linked} (select it in this list)"))
     display = {"not_found": "not found", "queued": "queued", "starting": "starting", "running": "running",
                "succeeded": "succeeded", "failed": "failed"}[state]
     failed_on_bad_gpu = any(h.failed for h in hits)
@@ -214,6 +223,26 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
         multikueue,
         gpu_hits=tuple(hits),
     )
+
+
+def _list_action(objs: RunObjects) -> tuple[RunAction, ...]:
+    return (RunAction("list", "list runs in this namespace", ":runs", ("tau-tui", "runs", "-n", objs.namespace)),)
+
+
+def _resume_cancelled(objs: RunObjects) -> tuple[RunAction, ...]:
+    """A run cancelled from the app (which keeps its object): resume it from its last checkpoint."""
+    if not objs.cancelled:
+        return ()
+    return (RunAction("resume", "resubmit the cancelled run from its last checkpoint, away from faulty GPUs", "R"),)
+
+
+def _resume_hint(state: LifecycleState, linked: str) -> str:
+    """What to do about a run a GPU fault hit, with the keys that work in its state."""
+    if linked:
+        return f"it was retried or resumed as {linked}: follow that run"
+    if state in ("queued", "starting", "running"):
+        return "cancel it (ctrl+d), then resume it from its last checkpoint on a healthy node (R)"
+    return "resume from the last checkpoint on a healthy node (R)"
 
 
 def _logs_command(objs: RunObjects) -> tuple[str, ...]:

@@ -35,6 +35,7 @@ from tau_tui.core.sim.controllers.tau import PRIORITY_CLASS, TOPOLOGY
 from tau_tui.core.sim.generate import generate_large
 from tau_tui.core.sim.node_groups import add_node_group
 from tau_tui.core.sim.settings import SimSettings
+from tau_tui.core.sim.tau_runs import rendered_run
 from tau_tui.core.sim.world import SimulatedCluster
 
 R = ResourceKind
@@ -112,8 +113,10 @@ class ScenarioBuilder:
                 generate_large(world, self.rng, self.source, self.spec["generate"])
             for i, job in enumerate(self.spec.get("jobs") or ()):
                 offset = float(job.get("at", 0)) + self.warmup
-                manifest = self.job_manifest(job, f"jobs[{i}]")
-                world.at(offset, functools.partial(self._submit, manifest))
+                where = f"jobs[{i}]"
+                manifests = self.tau_run(job, where) if job.get("tau") is not None else [self.job_manifest(job, where)]
+                for manifest in manifests:  # a multi-node Job's headless Service first, as tau-tui submits them
+                    world.at(offset, functools.partial(self._submit, manifest))
             for i, entry in enumerate(self.spec.get("timeline") or ()):
                 world.at(float(entry.get("at", 0)) + self.warmup, self._timeline_action(entry, f"timeline[{i}]"))
             for entry in self.spec.get("logs") or ():
@@ -151,6 +154,25 @@ class ScenarioBuilder:
                 "metadata": {"name": "cluster", "generation": 1}, "spec": copy.deepcopy(dict(spec.get("spec") or {}))}
         self.world.store.put(R.TAU_CLUSTER.type, body)
 
+    def _sim_annotations(self, job: Mapping[str, Any]) -> dict[str, str]:
+        """The simulator's knobs of a scenario job: how long it runs, how it ends, its log style."""
+        annotations = {DURATION_ANNOTATION: str(job.get("durationSeconds", self.world.settings.default_duration_seconds))}
+        if job.get("outcome"):
+            annotations[OUTCOME_ANNOTATION] = job["outcome"]
+        if job.get("logStyle"):
+            annotations[LOG_STYLE_ANNOTATION] = str(job["logStyle"])
+        if job.get("restarts"):
+            annotations[RESTARTS_ANNOTATION] = str(job["restarts"])
+        return annotations
+
+    def tau_run(self, job: Mapping[str, Any], where: str) -> list[tuple[ResourceType, dict[str, Any]]]:
+        """A job given as a tau.yaml (``tau:``), rendered as ``tau-tui submit`` renders it."""
+        config = job.get("tau")
+        if not isinstance(config, Mapping) or not job.get("namespace"):
+            raise self._error(where, "tau: must be a tau.yaml mapping, with the job's namespace beside it")
+        config = {"name": job.get("name"), **config} if job.get("name") else dict(config)
+        return rendered_run(config, str(job["namespace"]), self._sim_annotations(job), f"{self.source}: {where}")
+
     def job_manifest(self, job: Mapping[str, Any], where: str) -> tuple[ResourceType, dict[str, Any]]:
         kind = job.get("kind", "Job")
         name, namespace, queue = job.get("name"), job.get("namespace"), job.get("queue")
@@ -163,15 +185,9 @@ class ScenarioBuilder:
             labels["tau.azure.com/profile"] = job["profile"]
         if job.get("priorityClass"):
             labels[PRIORITY_CLASS_LABEL] = job["priorityClass"]
-        annotations = {DURATION_ANNOTATION: str(job.get("durationSeconds", self.world.settings.default_duration_seconds))}
-        # e.g. tau.azure.com/workloadspec-execution, so a scenario run carries a resilience policy
+        annotations = self._sim_annotations(job)
+        # e.g. tau.azure.com/checkpoint-uri; a run tau-tui submitted is written as tau: (a tau.yaml) instead
         annotations.update({str(k): str(v) for k, v in (job.get("annotations") or {}).items()})
-        if job.get("outcome"):
-            annotations[OUTCOME_ANNOTATION] = job["outcome"]
-        if job.get("logStyle"):
-            annotations[LOG_STYLE_ANNOTATION] = str(job["logStyle"])
-        if job.get("restarts"):
-            annotations[RESTARTS_ANNOTATION] = str(job["restarts"])
         gpus = job.get("gpus", 8)
         gpu_resource = job.get("gpuResource", "nvidia.com/gpu")
         resources_ = {"cpu": str(job.get("cpu", 8)), "memory": str(job.get("memory", "64Gi"))}
@@ -179,6 +195,8 @@ class ScenarioBuilder:
             resources_[gpu_resource] = str(gpus)
         container = {"name": job.get("container", "trainer"), "image": job.get("image", "ghcr.io/azure/tau-train:1.4.2"),
                      "command": ["torchrun", "train.py"], "resources": {"requests": resources_, "limits": dict(resources_)}}
+        if job.get("env"):  # {NAME: value}: the container's environment, as a manifest would set it
+            container["env"] = [{"name": str(k), "value": str(v)} for k, v in job["env"].items()]
         pod_spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Never"}
         if job.get("sidecar"):
             pod_spec["containers"].append({"name": "metrics", "image": "ghcr.io/azure/tau-metrics:0.3",

@@ -328,7 +328,7 @@ async def test_typed_filter_applies_after_the_frame_that_echoes_it_once_for_keys
 
 @async_test
 async def test_a_typed_filter_waits_for_the_keys_to_pause_and_never_longer_than_its_bound(tmp_path, monkeypatch):
-    import tau_tui.app_components.command_mode as command_mode
+    import tau_tui.screens.typed_filter as typed_filter
 
     async with demo_app(tmp_path, start_pane="queue") as (_, _, app, pilot):
         screen = app.screen
@@ -338,8 +338,8 @@ async def test_a_typed_filter_waits_for_the_keys_to_pause_and_never_longer_than_
         line = screen.query_one(CommandLine)
         field = line.query_one(Input)
         # keys that keep coming (no pause reaches the quiet time): each is echoed, none filtered yet
-        monkeypatch.setattr(command_mode, "FILTER_QUIET_S", 30.0)
-        monkeypatch.setattr(command_mode, "FILTER_LONGEST_WAIT_S", 30.0)
+        monkeypatch.setattr(typed_filter, "FILTER_QUIET_S", 30.0)
+        monkeypatch.setattr(typed_filter, "FILTER_LONGEST_WAIT_S", 30.0)
         line.open("filter")
         for char in "lla":
             await pilot.press(char)
@@ -349,7 +349,7 @@ async def test_a_typed_filter_waits_for_the_keys_to_pause_and_never_longer_than_
         await settle(pilot)
         assert applied == ["lla"] and screen.row_filter.text == "lla"
         # keys that never pause are still filtered once the first has waited the bound
-        monkeypatch.setattr(command_mode, "FILTER_LONGEST_WAIT_S", 0.2)
+        monkeypatch.setattr(typed_filter, "FILTER_LONGEST_WAIT_S", 0.2)
         line.open("filter")
         await pilot.press("m")
         await settle_until(pilot, lambda: screen.row_filter.text == "m")

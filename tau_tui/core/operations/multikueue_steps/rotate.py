@@ -67,13 +67,23 @@ class KeyringUnavailable(Exception):
 
 
 class CredentialVault:
-    """Rotation state in the OS keyring: ``<cluster>/<worker>/pending`` and ``/old``."""
+    """Rotation state in the OS keyring: ``<cluster>/<worker>/pending`` and ``/old``.
 
-    def __init__(self, cluster: str):
+    ``store``: a keyring of the simulated demo's own (``DemoKeyring``, in memory), given only by the
+    demo's environment; without it the OS keyring is used or the flow refuses, never a fallback."""
+
+    def __init__(self, cluster: str, store: Any = None):
         self.cluster = cluster
+        self.store = store
 
-    @staticmethod
-    def require() -> types.ModuleType:
+    @property
+    def where(self) -> str:
+        """Where the credentials are kept, in words for the screen."""
+        return str(getattr(self.store, "DESCRIPTION", "the OS keyring")) if self.store is not None else "the OS keyring"
+
+    def require(self) -> Any:
+        if self.store is not None:
+            return self.store
         keyring, _backend, refusal = chosen_keyring()
         if refusal is not None:
             raise KeyringUnavailable(
@@ -114,7 +124,7 @@ class CredentialVault:
 
         try:
             self.require().delete_password(SERVICE, self._key(worker, slot))
-        except keyring.errors.PasswordDeleteError:
+        except (keyring.errors.PasswordDeleteError, KeyError):
             pass
 
 
@@ -168,12 +178,12 @@ class TakeNewCredentialStep(Step):
         wp = _worker(ctx)
         new = self._new(ctx)
         if dry_run:
-            return [f"would keep {new.fingerprint} (new) and the current credential (old) in the OS keyring"]
+            return [f"would keep {new.fingerprint} (new) and the current credential (old) in {ctx.keyring.where}"]
         old = credential_from_secret(wp.name, ctx.manager.get(SECRET, wp.secret_name, ctx.plan.kueue_namespace))
         ctx.keyring.put(wp.name, "pending", new)
         if old is not None:
             ctx.keyring.put(wp.name, "old", old)
-        return [f"keyring: pending {new.fingerprint}, old {old.fingerprint if old else 'none'}"]
+        return [f"{ctx.keyring.where}: pending {new.fingerprint}, old {old.fingerprint if old else 'none'}"]
 
     def verify(self, ctx: StepContext) -> Check:
         wp = _worker(ctx)
@@ -181,7 +191,7 @@ class TakeNewCredentialStep(Step):
         if pending is None:
             return refuted("no rotation in flight: no pending credential in the keyring")
         old = ctx.keyring.get(wp.name, "old")
-        return verified((f"keyring holds pending {pending.fingerprint} and old {old.fingerprint if old else 'none'}",))
+        return verified((f"{ctx.keyring.where} holds pending {pending.fingerprint} and old {old.fingerprint if old else 'none'}",))
 
 
 def _disconnected(mkc: dict[str, Any] | None) -> str | None:

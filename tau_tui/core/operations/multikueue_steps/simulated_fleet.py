@@ -81,6 +81,8 @@ class SimFleet:
         self.workers = dict(workers)
         self.contexts: dict[str, dict[str, Any]] = {}
         self._minted = 0
+        #: The demo's in-memory keyring (``demo_fleet.DemoKeyring``), set only by the demo's fleet.
+        self.demo_keyring: Any = None
         for world in self.workers.values():
             world.store.delete_hooks.append(self._on_delete(world))
         manager.multikueue.fleet = self

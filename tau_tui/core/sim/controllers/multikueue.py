@@ -42,6 +42,9 @@ class MultiKueueController(Controller):
         self.worker_lost_at: dict[str, datetime] = {}
         #: Worker worlds (``sim/fleet.py``): clusters with a credential Secret are connected for real.
         self.fleet: Any = None
+        #: Fleet workers whose connection a scenario cut (``multikueueDisconnect``), with the error Kueue
+        #: reports; their API servers still answer their owner (the manager's path to them is what broke).
+        self.cut_off: dict[str, str] = {}
 
     # -- worker connections from the credential Secret (kueue.md A1.9, A4.4) --
 
@@ -55,7 +58,10 @@ class MultiKueueController(Controller):
             secret = self.store.read(SECRET, source.get("location", ""), KUEUE_NAMESPACE)
             if secret is None and name not in self.fleet.workers:
                 continue  # a scenario's hand-made cluster: its state is driven by set_cluster_active
-            status, reason, message = self._connect(source, secret)
+            if name in self.cut_off:
+                status, reason, message = "False", "ClientConnectionFailed", self.cut_off[name]
+            else:
+                status, reason, message = self._connect(source, secret)
             current = get_condition(mkc, "Active") or {}
             if (current.get("status"), current.get("reason"), current.get("message")) != (status, reason, message):
                 self._set_active(name, status, reason, message)
@@ -169,9 +175,12 @@ class MultiKueueController(Controller):
             if active:
                 new = cond("Active", "True", "Active", "Connected", now)
                 self.worker_lost_at.pop(name, None)
+                self.cut_off.pop(name, None)
             else:
                 new = cond("Active", "False", "ClientConnectionFailed", message or "Get \"https://worker:6443/api\": dial tcp: i/o timeout", now)
                 self.worker_lost_at.setdefault(name, now)
+                if self.fleet is not None and name in self.fleet.workers:
+                    self.cut_off[name] = new["message"]  # else the next tick reconnects it from its Secret
             obj = self.store.update(R.MULTIKUEUE_CLUSTER.type, name, None, lambda o: set_condition(o, new))
             if obj is not None:
                 self.event(obj, "Normal" if active else "Warning", "Connected" if active else "ClientConnectionFailed", new["message"])
