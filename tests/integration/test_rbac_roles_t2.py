@@ -293,6 +293,12 @@ def test_on_call_cordons_uncordons_and_previews_a_drain(world, admin, tmp_path, 
                 table.move_cursor(row=table.keys.index(NODE))
                 await pilot.press(key)
                 await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), BOUND, "the confirmation")
+                if key == "u":  # no agent reports NODE's GPUs: asked on its own first, then the preview
+                    warning = app.screen
+                    assert "not known to be healthy" in warning.title_text, warning.title_text
+                    await pilot.press("y")
+                    await wait_until(pilot, lambda warning=warning: isinstance(app.screen, ConfirmDialog)
+                                     and app.screen is not warning, BOUND, "the uncordon's preview")
                 await pilot.press("y")
                 await wait_until(pilot, lambda unschedulable=unschedulable: core.read_node(NODE).spec.unschedulable
                                  is unschedulable, BOUND, f"the node's unschedulable {unschedulable}")
