@@ -36,7 +36,21 @@ def build_app_parser() -> argparse.ArgumentParser:
                         help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; "
                              "default: request_timeout in config.yaml, else 30s)")
     add_session_recording_options(parser)
+    parser.add_argument("--version", action=_PrintVersion, help="print the version and the commit it was built from")
     return parser
+
+
+class _PrintVersion(argparse.Action):
+    """``--version``, read only when asked (it may run git)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kwargs.get("help"))
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ..version import version_line
+
+        print(version_line())
+        parser.exit()
 
 
 def check_session_files(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:

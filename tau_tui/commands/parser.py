@@ -13,7 +13,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 #: The one line a Ctrl-C prints (on stderr), in the app and in every command.
 INTERRUPTED = "tau-tui: interrupted"
 COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel", "evidence",
-            "schema", "explain-config", "workspace")
+            "schema", "explain-config", "workspace", "completion")
 #: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
 EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
 #: The server's Kueue serves no kueue.x-k8s.io/v1beta2 (v0.14 or older): every command that reads it.
@@ -61,8 +61,9 @@ back read-only). The headless commands use the same core and rules as the app:
                                         drain (the seed's "Drain and rollback" 1-5), rotate (a worker
                                         credential); exit 0 verified, 3 refused, 4 not verified in time,
                                         5 not confirmed (use --yes), 6 no OS keyring (rotate), 1 failure,
-                                        2 bad input. status [--flow setup|drain]: the flow in force (default:
-                                        the flow of this cluster's latest setup or drain record, else setup);
+                                        2 bad input, 7 Kueue too old. status [--flow setup|drain|rotate]: the
+                                        flow in force (default: the flow of this cluster's latest setup or
+                                        drain record, else setup; rotate: the last rotation of --worker);
                                         exit 0 only if every step of it verifies, 3 if one is refused, 4 if
                                         not verified, 1 if the cluster could not be asked. --demo: the
                                         simulated demo cluster with two simulated workers and the built-in
@@ -107,6 +108,9 @@ back read-only). The headless commands use the same core and rules as the app:
                                         resubmit from the last checkpoint (TAU_RESUME_FROM) under a new
                                         submission, away from a node whose GPU fault hit the run;
                                         --force after OOMKilled; warns on config drift with -c
+  tau-tui completion bash|zsh|fish      the shell completion script (sub-commands, flags, and the names of
+                                        runs, namespaces and contexts read when you press tab)
+  tau-tui --version                     the version and the commit it was built from
 
 Commands that talk to the cluster take --request-timeout DURATION (as kubectl: 30s, 1m, 0 = no
 limit; default request_timeout in the app's config.yaml, else 30s; connecting, TLS included,
@@ -188,9 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
     mk.add_argument("--demo", action="store_true",
                     help="the simulated demo cluster with two simulated workers (lab-worker-1, lab-worker-2), "
                          "started in this process: its state lives only for that process and no record is written")
-    mk.add_argument("--flow", choices=["setup", "drain"],
+    mk.add_argument("--flow", choices=["setup", "drain", "rotate"],
                     help="status: the flow to report and take the exit code from (default: the flow of this "
-                         "cluster's latest setup or drain record, else setup)")
+                         "cluster's latest setup or drain record, else setup); rotate: the last rotation of "
+                         "--worker (exit 4 while its old credential is not proven revoked)")
     mk.add_argument("--context", help="the manager's kubeconfig context (default: current)")
     mk.add_argument("--kubeconfig", help="kubeconfig file(s) for the manager and worker contexts (default: $KUBECONFIG)")
     mk.add_argument("--yes", action="store_true", help="apply every step without asking (scripts, CI)")
@@ -198,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     mk.add_argument("--cancel", action="append", default=[], metavar="NS/KIND/NAME",
                     help="drain: a pending owner to cancel (repeatable)")
     mk.add_argument("--cancel-pending", action="store_true", help="drain: cancel every pending owner of the dedicated queue")
-    mk.add_argument("--worker", help="rotate: which worker (default: the plan's first)")
+    mk.add_argument("--worker", help="rotate, status --flow rotate: which worker (default: the plan's first)")
     mk.add_argument("--new-kubeconfig", help="rotate: the new credential's kubeconfig file")
     mk.add_argument("--new-context", help="rotate: the new credential as a kubeconfig context")
     mk.add_argument("--json", action="store_true", help="records: JSON lines instead of a table")
@@ -247,6 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_evidence_parser(sub)
     add_schema_parsers(sub, _common, _workspace_options)
     add_workspace_parser(sub, lambda cmd: _run_connection_options(cmd, workspace=False))
+    completion = sub.add_parser("completion", help="print the shell completion script")
+    completion.add_argument("shell", choices=["bash", "zsh", "fish"],
+                            help="bash: source it or save it as ~/.local/share/bash-completion/completions/tau-tui; "
+                                 "zsh: save it as _tau-tui in a folder on $fpath; fish: save it as "
+                                 "~/.config/fish/completions/tau-tui.fish")
     return parser
 
 

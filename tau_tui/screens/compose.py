@@ -242,6 +242,13 @@ class ComposeScreen(PaneScreen):
             self.document_changed()
             self._schedule_validation()
 
+    def set_field_text(self, path: str, text: str) -> None:
+        """``text`` into the field of ``path``: it goes through the form as typed keys do."""
+        for form_field in self.query(FormField):
+            if form_field.path == path:
+                form_field.input.value = text
+                return
+
     # -- validation + preview (debounced, in a worker) ------------------------------
 
     def _schedule_validation(self, immediate: bool = False) -> None:

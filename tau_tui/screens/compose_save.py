@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.text import Text
 
@@ -26,11 +26,13 @@ from tau_tui.core.runconfig.form_text import field_text
 from tau_tui.core.runconfig.loader import load_config_text
 from tau_tui.screens.messages import FileSaved
 from tau_tui.widgets.choice_dialog import Choice, ChoiceDialog
-from tau_tui.widgets.form_field import FormField
 from tau_tui.widgets.input_dialog import InputDialog
 
 if TYPE_CHECKING:
-    from tau_tui.screens.compose import ComposeScreen
+    from textual.app import App
+    from textual.notifications import SeverityLevel
+
+    from tau_tui.screens.host import PaneHost
 
 #: How much of a value the dialogs show.
 VALUE_CHARS = 40
@@ -78,10 +80,33 @@ def write_document(snapshot: ComposeDocument, path: str | None) -> FileSaved:
     return FileSaved(str(saved), saved=snapshot, warning=warning)
 
 
+class KeptForm(Protocol):
+    """What the keeper needs of its Compose pane (the pane imports the keeper, not the other way)."""
+
+    document: ComposeDocument
+    #: path -> why a field's text cannot be written
+    entry_errors: dict[str, str]
+    #: path -> what each field shows, kept as typed (the widgets are gone at a crash)
+    field_texts: dict[str, str]
+
+    @property
+    def tau(self) -> PaneHost: ...
+    @property
+    def app(self) -> App[Any]: ...
+    def notify(self, message: str, *, title: str = ..., severity: SeverityLevel = ...,
+               timeout: float | None = ...) -> None: ...
+    def show_document(self, validate: bool = True) -> None: ...
+    def show_result(self, text: str, ok: bool) -> None: ...
+    def document_changed(self) -> None: ...
+    def set_profile(self, wanted: str | None) -> None: ...
+    def set_field_text(self, path: str, text: str) -> None: ...
+    def save_in_worker(self, path: str | None) -> None: ...
+
+
 class ComposeKeeper:
     """The unsaved-work side of one Compose pane (registered with the app's quit guard)."""
 
-    def __init__(self, screen: ComposeScreen) -> None:
+    def __init__(self, screen: KeptForm) -> None:
         self.screen = screen
         #: What runs once the save under way is written (the guard's "save, then quit").
         self._after_save: Callable[[], None] | None = None
@@ -251,7 +276,5 @@ class ComposeKeeper:
             if path == "policy.profile":
                 self.screen.set_profile(text or None)
                 continue
-            fields = [f for f in self.screen.query(FormField) if f.path == path]
-            if fields:
-                fields[0].input.value = text
+            self.screen.set_field_text(path, text)
         self.screen.notify(f"draft restored into the form: {', '.join(draft.fields)}; save with ctrl+s")
