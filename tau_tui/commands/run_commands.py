@@ -72,7 +72,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from ..core.operations.recovery import retry_decision
-    from ..core.operations.rundocument import read_gpu_faults, read_run, status_document, status_lines
+    from ..core.operations.rundocument import event_lines, read_gpu_faults, read_run, status_document, status_lines
     from ..core.operations.runstatus import compute_run_status
 
     backend = _read_backend(args)
@@ -89,7 +89,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         if doc != last:
             if last is not None and args.output == "table":
                 print()
-            _print_document(doc, args.output, status_lines(status, retry), stream_json=args.watch)
+            lines = status_lines(status, retry) + (event_lines(objs, now) if getattr(args, "events", False) else [])
+            _print_document(doc, args.output, lines, stream_json=args.watch)
             last = doc
         if not args.watch or status.state == "not_found":
             return EXIT_OK if status.state != "not_found" else EXIT_FAILED

@@ -31,6 +31,7 @@ from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.freshness import Freshness
 from tau_tui.screens.known_counts import count_text
+from tau_tui.screens.object_scope import ObjectScope
 from tau_tui.screens.pane_reader import ReadRequest, read_place
 from tau_tui.screens.run_rows import RunRows
 from tau_tui.widgets.input_dialog import InputDialog
@@ -145,6 +146,8 @@ class RunsScreen(PaneScreen):
         Binding("a", "logs_all", "Logs (all ctrs)", id="runs.logs_all"),
         Binding("d", "describe", "Describe", id="runs.describe"),
         Binding("y", "yaml", "YAML", id="runs.yaml"),
+        Binding("p", "pods", "Pods", id="runs.pods"),
+        Binding("e", "events", "Events", id="runs.events"),
         Binding("ctrl+d", "cancel", "Cancel", id="runs.cancel"),
         Binding("r", "retry", "Retry", id="runs.retry"),
         Binding("R", "resume", "Resume", id="runs.resume"),
@@ -280,6 +283,18 @@ class RunsScreen(PaneScreen):
         picked = self.selected()
         if picked:
             describe_object(self.tau, picked[1], yaml_view=False)
+
+    def action_pods(self) -> None:
+        """The selected run's pods (the Pods view)."""
+        picked = self.selected()
+        if picked:
+            self.tau.open_object_view("pods", ObjectScope(picked[1].namespace, picked[1].name))
+
+    def action_events(self) -> None:
+        """The Events about the selected run (the Events view)."""
+        picked = self.selected()
+        if picked:
+            self.tau.open_object_view("events", ObjectScope(picked[1].namespace, picked[1].name))
 
     def action_yaml(self) -> None:
         picked = self.selected()

@@ -132,7 +132,7 @@ def _cri_log_file(path: Path, texts: list[str] = FAKE_LOG_LINES) -> None:
     path.write_text("".join(lines))
 
 
-def _kwok_config(plane: ControlPlane, directory: Path) -> Path:
+def _kwok_config(plane: ControlPlane, directory: Path, extra: list[dict]) -> Path:
     stages = plane.binaries.kwok_module_dir / "kustomize" / "stage"
     stage_files = [
         stages / "node" / "fast" / "node-initialize.yaml",
@@ -155,15 +155,18 @@ def _kwok_config(plane: ControlPlane, directory: Path) -> Path:
         "metadata": {"name": "tau-harness-logs"},
         "spec": {"logs": [{"logsFile": str(logs_file), "previousLogsFile": str(previous_file), "follow": True}]},
     })
+    docs += extra
     path = directory / "kwok.yaml"
     path.write_text(yaml.safe_dump_all(docs))
     return path
 
 
-def start_kwok(plane: ControlPlane) -> ManagedProcess:
+def start_kwok(plane: ControlPlane, extra: list[dict] | None = None, env: dict[str, str] | None = None) -> ManagedProcess:
+    """``extra``: more KWOK configuration documents (the Ray head's ClusterExec); ``env``: for its
+    process (the PATH its exec commands are looked up on)."""
     directory = plane.state_dir / "kwok"
     directory.mkdir(parents=True, exist_ok=True)
-    config = _kwok_config(plane, directory)
+    config = _kwok_config(plane, directory, list(extra or ()))
     serving = plane.ca.issue("kwok-serving", "kwok", server=True, ip_addresses=("127.0.0.1",))
     port = plane.ports["kwok"]
     proc = ManagedProcess(f"{plane.name}/kwok", [
@@ -179,7 +182,7 @@ def start_kwok(plane: ControlPlane) -> ManagedProcess:
         f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}",
         f"--cidr={POD_CIDR}",
         f"--node-lease-duration-seconds={plane.kwok_lease_seconds}",
-    ], plane.logs_dir / "kwok.log")
+    ], plane.logs_dir / "kwok.log", env=env)
     proc.start()
     proc.wait_until(lambda: port_open(port), "kubelet port open", 120)
     core = k8s.CoreV1Api(plane.api_client())
