@@ -87,7 +87,7 @@ class EventsScreen(PaneScreen):
         self._run_pods = LiveSelection(ResourceKind.POD, lambda view: pod_in_scope(view, self.scope, self._run))
 
     def compose_body(self) -> ComposeResult:
-        yield KeyedTable([ColumnSpec("seen", "Last seen"), ColumnSpec("type", "Type", "T"),
+        yield KeyedTable([ColumnSpec("seen", "Seen"), ColumnSpec("type", "Type", "T"),
                           ColumnSpec("reason", "Reason", "R", flexible=True), ColumnSpec("object", "Object", "O", flexible=True),
                           ColumnSpec("ns", "Namespace", optional=True), ColumnSpec("message", "Message", flexible=True),
                           ColumnSpec("count", "Count", optional=True)], id="events-table")

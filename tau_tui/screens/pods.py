@@ -113,7 +113,7 @@ class PodsScreen(PaneScreen):
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable([ColumnSpec("pod", "Pod", "N", flexible=True), ColumnSpec("ns", "Namespace", optional=True),
-                          ColumnSpec("run", "Run", flexible=True), ColumnSpec("ready", "Ready"),
+                          ColumnSpec("run", "Run", optional=True), ColumnSpec("ready", "Ready"),
                           ColumnSpec("status", "Status", "S"), ColumnSpec("restarts", "Restarts", "R"),
                           ColumnSpec("node", "Node", optional=True), ColumnSpec("age", "Age", "A")], id="pods-table")
 

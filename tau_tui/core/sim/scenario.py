@@ -213,6 +213,9 @@ class ScenarioBuilder:
             head_resources = {"cpu": "8", "memory": "32Gi"}
             head = {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.41.0",
                                     "resources": {"requests": head_resources, "limits": head_resources}}], "restartPolicy": "Never"}
+            if job.get("logOffload"):  # TauGrid's log-offload sidecar: the driver output outlives ray-head
+                head["containers"].append({"name": "ray-log-offload", "image": "ghcr.io/azure/tau-log-offload:0.1",
+                                           "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}})
             worker = copy.deepcopy(pod_spec)
             worker["containers"][0]["name"] = "ray-worker"
             return R.RAY_JOB.type, {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta,

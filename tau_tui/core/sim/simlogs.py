@@ -71,6 +71,8 @@ class ContainerLog:
 
 def generated_line(style: str, seed: int, index: int) -> str:
     rng = random.Random(seed * 1_000_003 + index)
+    if style == "ray-driver":  # what `ray job logs` prints: the entrypoint's output and Ray Train's
+        return ray_driver_line(rng, seed, index)
     if index == 0:
         return {
             "ray-head": "Ray runtime started. Dashboard at http://127.0.0.1:8265",
@@ -79,8 +81,6 @@ def generated_line(style: str, seed: int, index: int) -> str:
         }.get(style, "[rank 0] torchrun: world size 8, NCCL 2.21.5 initialised")
     if style == "init":
         return f"downloaded shard {index}/8 ({rng.randint(200, 900)} MiB)"
-    if style == "ray-driver":  # what `ray job logs` prints: the entrypoint's output and Ray Train's
-        return ray_driver_line(rng, seed, index)
     if style == "ray-head":
         return f"(raylet) task {index}: {rng.choice(['train_step', 'eval_batch', 'checkpoint'])} finished in {rng.uniform(0.5, 9):.2f}s"
     if style == "ray-worker":
