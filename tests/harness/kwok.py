@@ -122,6 +122,25 @@ def keep_tau_runs_running(stages: list[dict]) -> list[dict]:
     return out
 
 
+def ray_pods_go_at_once(stages: list[dict]) -> list[dict]:
+    """The stages for a plane running KubeRay: a deleted pod of a RayCluster (label ``ray.io/node-type``)
+    goes within about a second, as Ray's processes exit at SIGTERM, instead of KWOK's jitter up to the
+    600 s grace period tau-tui renders.  A finalizer still holds it (a test's, to watch a cancel wait)."""
+    ray_pod = {"key": '.metadata.labels["ray.io/node-type"]', "operator": "Exists"}
+    not_ray_pod = {"key": '.metadata.labels["ray.io/node-type"]', "operator": "DoesNotExist"}
+    out = []
+    for stage in stages:
+        if (stage.get("metadata") or {}).get("name") == "pod-delete":
+            quick = yaml.safe_load(yaml.safe_dump(stage))
+            quick["metadata"]["name"] = "pod-delete-ray-node"
+            quick["spec"]["selector"]["matchExpressions"].append(ray_pod)
+            quick["spec"]["delay"] = {"durationMilliseconds": 1000}
+            stage["spec"]["selector"]["matchExpressions"].append(not_ray_pod)
+            out.append(quick)
+        out.append(stage)
+    return out
+
+
 def _cri_log_file(path: Path, texts: list[str] = FAKE_LOG_LINES) -> None:
     # KWOK replays the file in the CRI log format that kubelet writes.
     stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
@@ -149,6 +168,8 @@ def _kwok_config(plane: ControlPlane, directory: Path, extra: list[dict]) -> Pat
     docs = [node_addresses_kept(yaml.safe_load(p.read_text())) for p in stage_files]
     if plane.kwok_keeps_tau_runs:
         docs = keep_tau_runs_running(docs)
+    if plane.kuberay:
+        docs = ray_pods_go_at_once(docs)
     docs.append({
         "apiVersion": "kwok.x-k8s.io/v1alpha1",
         "kind": "ClusterLogs",

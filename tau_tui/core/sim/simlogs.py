@@ -106,7 +106,7 @@ def ray_driver_line(rng: random.Random, seed: int, index: int) -> str:
     if index == 1:
         return f"Connected to Ray cluster. View the dashboard at http://{ip}:8265"
     if index == 2:
-        return "[driver] ScalingConfig(num_workers=2, use_gpu=True); starting the trainer"
+        return "ScalingConfig(num_workers=2, use_gpu=True): starting the trainer"
     worker = f"(RayTrainWorker pid={4000 + seed % 900 + index % 2}, ip=10.244.{seed % 7}.{11 + index % 2})"
     if index % 25 == 0:
         return f"{worker} Checkpoint saved to /mnt/checkpoints/iter-{index:05d} (driver reports it)"
