@@ -21,10 +21,10 @@ def describe_object(app: PaneHost, obj: ObjectView, yaml_view: bool) -> None:
     if isinstance(obj, PodView):
         lines.append(f"phase {obj.phase} on {obj.node_name or 'no node yet'}")
         lines.append("containers:")
-        for c in obj.container_statuses or ():
-            kind = "init " if c.init else ""
-            lines.append(f"  {kind}{c.name}: {c.state}{' ' + c.reason if c.reason else ''}, "
-                         f"{'ready' if c.ready else 'not ready'}, restarts {c.restart_count}")
+        for cs in obj.container_statuses or ():
+            kind = "init " if cs.init else ""
+            lines.append(f"  {kind}{cs.name}: {cs.state}{' ' + cs.reason if cs.reason else ''}, "
+                         f"{'ready' if cs.ready else 'not ready'}, restarts {cs.restart_count}")
         if not obj.container_statuses:
             lines += [f"  {name}: no status yet" for name in (*obj.init_containers, *obj.containers)]
     if obj.conditions:

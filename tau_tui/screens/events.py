@@ -157,7 +157,9 @@ class EventsScreen(PaneScreen):
         if event.involved_kind == "Pod" and backend is not None:
             pod = backend.get(ResourceKind.POD, event.involved_name, namespace)
             if isinstance(pod, PodView):
-                await self.tau.open_logs_for_run(f"{namespace}/{pod_run(pod)}", pod=pod.name)
+                clusters = {(r.namespace or "", r.ray_cluster_name): r.name
+                            for r in backend.ray_jobs(namespace, tau_managed_only=False) if r.ray_cluster_name}
+                await self.tau.open_logs_for_run(f"{namespace}/{pod_run(pod, clusters)}", pod=pod.name)
                 return
             self.notify(f"pod {namespace}/{event.involved_name} is gone: its log went with it", severity="warning")
             return

@@ -115,7 +115,9 @@ class LogsScreen(PaneScreen):
             return
         namespace, _, name = ref.rpartition("/")
         owner = None
-        candidates = [*backend.jobs(tau_managed_only=False), *backend.ray_jobs(tau_managed_only=False)]
+        # not KubeRay's submitter Job, which carries its RayJob's name
+        candidates = [*(j for j in backend.jobs(tau_managed_only=False) if not j.owned_by_rayjob),
+                      *backend.ray_jobs(tau_managed_only=False)]
         for item in candidates:
             if item.name == name and (not namespace or item.namespace == namespace):
                 owner = item

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.view_types import EventView, ObjectView, PodView, RayJobView
+from tau_tui.core.cluster.view_types import EventView, JobView, ObjectView, PodView, RayJobView
 
 ALL_WORDS = ("all", "-A", "*")
 
@@ -55,7 +55,8 @@ class RunIdentity:
 def run_identity(backend: ClusterBackend, scope: ObjectScope) -> RunIdentity | None:
     if not scope.run:
         return None
-    job = backend.get(ResourceKind.JOB, scope.run, scope.namespace) is not None
+    found = backend.get(ResourceKind.JOB, scope.run, scope.namespace)
+    job = isinstance(found, JobView) and not found.owned_by_rayjob  # not a RayJob's submitter
     ray_job = backend.get(ResourceKind.RAY_JOB, scope.run, scope.namespace)
     cluster = ray_job.ray_cluster_name if isinstance(ray_job, RayJobView) else None
     return RunIdentity(job, cluster)
@@ -70,7 +71,8 @@ def pod_in_scope(view: ObjectView, scope: ObjectScope, run: RunIdentity | None) 
         return True
     if run is None:
         return False
-    # a Job's name can outlive it in its pods' label (a cancelled run's pods still terminating)
+    # a Job's name can outlive it in its pods' label (a cancelled run's pods still terminating); a
+    # RayJob's submitter pod carries it too (KubeRay names the submitter Job as its RayJob)
     if view.labels.get("job-name") == scope.run:
         return True
     return bool(run.ray_cluster) and view.labels.get("ray.io/cluster") == run.ray_cluster
@@ -99,3 +101,39 @@ def event_in_scope(view: ObjectView, scope: ObjectScope, names: frozenset[str]) 
     if scope.namespace and view.namespace != scope.namespace:
         return False
     return not scope.run or view.involved_name in names
+
+
+class RayJobsByCluster:
+    """(namespace, RayCluster) → the RayJob that made it, kept from the cache's journal of RayJobs, so
+    that a Ray pod's row names its run: KubeRay labels the pods with their cluster only."""
+
+    def __init__(self) -> None:
+        self._backend: ClusterBackend | None = None
+        self._generation: int | None = None
+        self.by_cluster: dict[tuple[str, str], str] = {}
+        self._cluster_of: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def update(self, backend: ClusterBackend) -> None:
+        kind = ResourceKind.RAY_JOB
+        generation = backend.generation(kind)
+        changed = None
+        if backend is self._backend and self._generation is not None:
+            changed = backend.changed_since(kind, self._generation)
+        if changed is None:
+            backend.changed_since(kind, -1)  # the cache journals the kind from now on
+            self.by_cluster, self._cluster_of = {}, {}
+            for view in backend.list(kind):
+                self._put(view.key, view)
+        else:
+            for namespace, name in changed:
+                self._put((namespace, name), backend.get(kind, name, namespace or None))
+        self._backend, self._generation = backend, generation
+
+    def _put(self, key: tuple[str, str], view: ObjectView | None) -> None:
+        old = self._cluster_of.pop(key, None)
+        if old is not None and self.by_cluster.get(old) == key[1]:
+            del self.by_cluster[old]
+        if isinstance(view, RayJobView) and view.ray_cluster_name:
+            cluster = (view.namespace or "", view.ray_cluster_name)
+            self._cluster_of[key] = cluster
+            self.by_cluster[cluster] = view.name

@@ -18,7 +18,7 @@ from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.kept_rows import BuiltRow, KeptRows
 from tau_tui.screens.known_counts import count_text
-from tau_tui.screens.object_scope import ObjectScope, RunIdentity, pod_in_scope, run_identity
+from tau_tui.screens.object_scope import ObjectScope, RayJobsByCluster, RunIdentity, pod_in_scope, run_identity
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import since
 from tau_tui.widgets.keyed_table import KeyedTable, Matchable
@@ -31,21 +31,19 @@ STATUS_STYLES = {"Running": "running", "Succeeded": "done", "Completed": "done",
                  "ContainerCreating": "pending", "PodInitializing": "pending", "Terminating": "warning"}
 
 
-#: KubeRay's label naming the RayJob a RayCluster's pods come from.
-RAY_ORIGIN_NAME_LABEL = "ray.io/originated-from-cr-name"
-
-
-def pod_run(pod: PodView) -> str:
-    """The run a pod belongs to: its Job (``job-name``), its RayJob (KubeRay's origin label, or the
-    owner), else its RayCluster or owner."""
+def pod_run(pod: PodView, ray_jobs: dict[tuple[str, str], str] | None = None) -> str:
+    """The run a pod belongs to: its Job (``job-name``; a RayJob's submitter's is named as the RayJob),
+    the RayJob whose RayCluster it is in (``ray_jobs``: by namespace and cluster), its owner RayJob
+    (the simulated cluster's), else its RayCluster or owner."""
     owner = pod.controller_owner or {}
     if pod.labels.get("job-name"):
         return pod.labels["job-name"]
-    if pod.labels.get(RAY_ORIGIN_NAME_LABEL):
-        return pod.labels[RAY_ORIGIN_NAME_LABEL]
+    cluster = pod.labels.get("ray.io/cluster")
+    if cluster and ray_jobs and (pod.namespace or "", cluster) in ray_jobs:
+        return ray_jobs[(pod.namespace or "", cluster)]
     if owner.get("kind") == "RayJob":
         return str(owner.get("name"))
-    return pod.labels.get("ray.io/cluster") or str(owner.get("name") or "—")
+    return cluster or str(owner.get("name") or "—")
 
 
 def pod_status(pod: PodView) -> str:
@@ -62,14 +60,14 @@ def pod_status(pod: PodView) -> str:
     return pod.phase
 
 
-def pod_row(pod: PodView, now: datetime) -> BuiltRow:
+def pod_row(pod: PodView, now: datetime, ray_jobs: dict[tuple[str, str], str] | None = None) -> BuiltRow:
     app = [cs for cs in pod.container_statuses if not cs.init]
     ready = f"{sum(cs.ready for cs in app)}/{len(pod.containers)}"
     restarts = sum(cs.restart_count for cs in app)
     status = pod_status(pod)
     style = STATUS_STYLES.get(status, "failed" if status in ("Failed", "Error") or "BackOff" in status or "Err" in status
                               else "unknown")
-    run = pod_run(pod)
+    run = pod_run(pod, ray_jobs)
     cells: list[Any] = [pod.name, pod.namespace or "", run, ready, status_text(style, status), str(restarts),
                         pod.node_name or "—", since(pod.creation_timestamp, now)]
     matchable: Matchable = (f"{pod.namespace}/{pod.name} {run} {status} {pod.node_name or ''}", pod.labels)
@@ -109,7 +107,9 @@ class PodsScreen(PaneScreen):
         self.scope = scope or ObjectScope()
         self._run: RunIdentity | None = None
         self.data = PodsData()
-        self.kept = KeptRows(ResourceKind.POD, lambda view: pod_in_scope(view, self.scope, self._run), pod_row)
+        self._ray_jobs = RayJobsByCluster()
+        self.kept = KeptRows(ResourceKind.POD, lambda view: pod_in_scope(view, self.scope, self._run),
+                             lambda pod, now: pod_row(pod, now, self._ray_jobs.by_cluster))
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable([ColumnSpec("pod", "Pod", "N", flexible=True), ColumnSpec("ns", "Namespace", optional=True),
@@ -135,6 +135,7 @@ class PodsScreen(PaneScreen):
     def collect(self, request: ReadRequest) -> PodsData:
         backend = self.tau.backend
         assert backend is not None
+        self._ray_jobs.update(backend)
         run = run_identity(backend, self.scope)
         if run != self._run:  # the run's RayCluster came, or changed with a retry: its pods are others
             self._run = run
@@ -171,7 +172,7 @@ class PodsScreen(PaneScreen):
     async def action_logs(self) -> None:
         pod = self.selected_pod()
         if pod is not None:
-            await self.tau.open_logs_for_run(f"{pod.namespace}/{pod_run(pod)}", pod=pod.name)
+            await self.tau.open_logs_for_run(f"{pod.namespace}/{pod_run(pod, self._ray_jobs.by_cluster)}", pod=pod.name)
 
     def action_describe(self) -> None:
         pod = self.selected_pod()
@@ -186,4 +187,4 @@ class PodsScreen(PaneScreen):
     def action_events(self) -> None:
         pod = self.selected_pod()
         if pod is not None:
-            self.tau.open_object_view("events", ObjectScope(pod.namespace, pod_run(pod)))
+            self.tau.open_object_view("events", ObjectScope(pod.namespace, pod_run(pod, self._ray_jobs.by_cluster)))

@@ -142,9 +142,9 @@ def cluster_queue_usage(admin) -> tuple[int, int]:
     return int(status.get("admittedWorkloads") or 0), int(status.get("reservingWorkloads") or 0)
 
 
-def app_follows_the_run(t2, tmp_path, monkeypatch, name: str, cluster: str) -> dict[str, object]:
-    """The app on the tier's API: the Runs pane's state of the run, then ``p`` (its pods) and ``e``
-    (its events) from there, as their tables show them."""
+def app_follows_the_run(t2, tmp_path, monkeypatch, name: str, cluster: str, pods: set[str]) -> dict[str, object]:
+    """The app on the tier's API: the Runs pane's state of the run, then ``p`` (its pods, ``pods``)
+    and ``e`` (its events) from there, as their tables show them."""
     key = f"{NS}/{name}"
     app, backend = harness_app(t2, tmp_path, monkeypatch, "runs",
                                [ResourceKind.RAY_JOB, ResourceKind.POD, ResourceKind.EVENT])
@@ -164,9 +164,10 @@ def app_follows_the_run(t2, tmp_path, monkeypatch, name: str, cluster: str) -> d
             table.move_cursor(row=table.keys.index(key))
             await pilot.press("p")
             await wait_until(pilot, lambda: isinstance(app.screen, PodsScreen)
-                             and len(app.screen.query_one("#pods-table", KeyedTable).keys) == 2, "the run's two pods", timeout=60)
-            pods = app.screen.query_one("#pods-table", KeyedTable)
-            seen["pods"] = {k: [c if isinstance(c, str) else c.plain for c in pods.cells_of(k)] for k in pods.keys}
+                             and set(app.screen.query_one("#pods-table", KeyedTable).keys) == pods, f"the run's pods {pods}",
+                             timeout=60)
+            shown = app.screen.query_one("#pods-table", KeyedTable)
+            seen["pods"] = {k: [c if isinstance(c, str) else c.plain for c in shown.cells_of(k)] for k in shown.keys}
             await pilot.press("escape")
             await wait_until(pilot, lambda: app.current_mode == "runs", "back on Runs")
             table.focus()
@@ -200,15 +201,20 @@ def test_a_rayjob_submitted_followed_logged_and_cancelled_under_kuberay(t2, admi
     assert doc["status"]["workloadKind"] == "RayJob" and doc["status"]["state"] == "running"
     phases = {p["name"]: p["status"] for p in doc["phases"]}
     assert phases["Kueue admission"] == "done" and phases["RayCluster"] == "done" and phases["RayJob"] == "active"
-    shown = app_follows_the_run(t2, tmp_path, monkeypatch, name, cluster)
+    # the run's pods: its RayCluster's head and worker, and the submitter's (KubeRay's Job, named as the RayJob)
+    submitters = k8s.CoreV1Api(admin).list_namespaced_pod(NS, label_selector=f"job-name={name}").items
+    assert submitters, "no submitter pod"
+    expected = {f"{NS}/{p.metadata.name}" for p in [*ray_pods(admin, cluster), *submitters]}
+    shown = app_follows_the_run(t2, tmp_path, monkeypatch, name, cluster, expected)
     assert "running" in str(shown["state"])
     pods = shown["pods"]
-    assert isinstance(pods, dict)
-    assert set(pods) == {f"{NS}/{p.metadata.name}" for p in ray_pods(admin, cluster)}
-    assert all(cells[2] == name and cells[4].endswith("Running") for cells in pods.values()), pods
+    assert isinstance(pods, dict) and set(pods) == expected
+    assert all(cells[2] == name for cells in pods.values()), pods
+    assert all(pods[f"{NS}/{p.metadata.name}"][4].endswith("Running") for p in ray_pods(admin, cluster)), pods
     events = shown["events"]
     assert isinstance(events, set) and any(e.startswith("Workload/") for e in events), events
-    assert all(e.split("/", 1)[1] in {name, cluster} or e.startswith(("Workload/", f"Pod/{cluster}-")) for e in events), events
+    mine = {name, cluster, *(key.split("/", 1)[1] for key in expected)}  # the run, its cluster, its pods
+    assert all(e.split("/", 1)[1] in mine or e.startswith("Workload/") for e in events), events
     described = cli(t2, tmp_path, "status", name, "-n", NS, "--events")
     assert described.returncode == 0 and f"RayCluster/{cluster}" in described.stdout, described.stdout
 

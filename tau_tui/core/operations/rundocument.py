@@ -56,7 +56,9 @@ def read_run(backend: BaseBackend, namespace: str, name: str,
     """The objects of one run, read live: the Job or RayJob, its Workloads, pods and events.
     ``ray_cluster``: the Ray cluster of a RayJob known to be gone (cancelled), whose pods carry
     ``ray.io/cluster`` rather than ``job-name``."""
-    jobs: list[JobView] = [j for j in _only(backend.fetch(ResourceKind.JOB, namespace), JobView) if j.name == name]
+    # KubeRay names a RayJob's submitter Job as the RayJob: that Job is not the run (taugrid.md §5.3).
+    jobs: list[JobView] = [j for j in _only(backend.fetch(ResourceKind.JOB, namespace), JobView)
+                           if j.name == name and not j.owned_by_rayjob]
     ray_jobs: list[RayJobView] = [r for r in _only(backend.fetch(ResourceKind.RAY_JOB, namespace), RayJobView) if r.name == name]
     job = jobs[0] if jobs else None
     ray_job = ray_jobs[0] if ray_jobs and job is None else None
