@@ -32,6 +32,7 @@ samples to JSON.
 Run: .venv/bin/python benchmarks/app_keys_tmux.py [--rounds 5] [--json benchmarks/results/app_keys_tmux.json]
      [--scenario xl]  (five times the scale; --json defaults to benchmarks/results/app_keys_tmux_xl.json)
      [--sim-in-process]  (the simulated cluster in the app's process, as before it had its own: an A/B)
+     [--quiet-while-listing]  (no `/`/esc while the lists come: the whole list without keys pressed)
 """
 
 from __future__ import annotations
@@ -188,7 +189,8 @@ def watch_whole_list(screen: Screen, workloads: int, since: float, seen: list[fl
     return thread
 
 
-def run(rounds: int, sim_in_process: bool, scenario: str = "large") -> tuple[dict[str, list[float]], dict[str, dict]]:
+def run(rounds: int, sim_in_process: bool, scenario: str = "large",
+        quiet_while_listing: bool = False) -> tuple[dict[str, list[float]], dict[str, dict]]:
     home = tempfile.mkdtemp(prefix="tau-keys-tmux-")
     os.makedirs(f"{home}/tmp")
     # TMPDIR: the simulated cluster's socket folder is made there once its world is built.
@@ -226,6 +228,9 @@ def run(rounds: int, sim_in_process: bool, scenario: str = "large") -> tuple[dic
         whole: list[float] = []
         watcher = watch_whole_list(screen, WORKLOADS[scenario], launched, whole)
         while watcher.is_alive():
+            if quiet_while_listing:  # the whole list with no key pressed meanwhile
+                watcher.join(0.05)
+                continue
             sent = screen.send("/", literal=True)
             took, _ = wait_screen(screen, lambda t: command_line(t).lstrip().startswith("/"), KEY_LIMIT_S, sent)
             samples["keys_while_listing"].append(took)
@@ -282,6 +287,8 @@ def main() -> int:
                         help="launch the app this many times, one after the other; every launch's samples are kept")
     parser.add_argument("--scenario", choices=sorted(WORKLOADS), default="large")
     parser.add_argument("--json", help="raw results (default: benchmarks/results/app_keys_tmux[_SCENARIO].json)")
+    parser.add_argument("--quiet-while-listing", action="store_true",
+                        help="press no key while the lists come (the whole list's time without keys)")
     parser.add_argument("--sim-in-process", action="store_true",
                         help="run the simulated cluster in the app's process (as before it had its own)")
     args = parser.parse_args()
@@ -294,7 +301,7 @@ def main() -> int:
     for launch in range(args.launches):
         if args.launches > 1:
             print(f"launch {launch + 1}/{args.launches}", flush=True)
-        launch_samples, launch_rss = run(args.rounds, args.sim_in_process, args.scenario)
+        launch_samples, launch_rss = run(args.rounds, args.sim_in_process, args.scenario, args.quiet_while_listing)
         for name, values in launch_samples.items():
             samples.setdefault(name, []).extend(values)
         rss_per_launch.append(launch_rss)

@@ -27,8 +27,10 @@ k9s's keys are not timed: its cursor line starts with the table's border, whose 
 change, so the first-character background this reads does not show the cursor.
 
 Run: .venv/bin/python benchmarks/staleness_watch.py [--rates 200,1000,5000] [--workloads 20000]
-     [--seconds 60] [--tools tau-tui,k9s] [--hot-share 0.5] [--namespace aaa-bench]
+     [--seconds 60] [--tools tau-tui,k9s] [--repeat 3] [--hot-share 0.5] [--namespace aaa-bench]
      [--json benchmarks/results/staleness_watch.json]
+``--repeat N``: N rounds per rate, the tools in turn within each round (so no tool runs all its
+repeats first); each run is kept with its round.
 k9s is the harness's build (tests/harness/binaries.py; `bash harness/build.sh k9s`); without it
 only tau-tui runs.  Only 127.0.0.1; every process started here is stopped by its PID.
 """
@@ -250,6 +252,7 @@ def main() -> int:
     parser.add_argument("--workloads", type=int, default=20_000)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--tools", default=",".join(TOOLS), help="in this order at each rate")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds per rate, the tools in turn within each")
     parser.add_argument("--keys-for", default="tau-tui", help="the tools whose cursor keys are timed while the changes run")
     parser.add_argument("--hot-rows", type=int, default=8)
     parser.add_argument("--hot-share", type=float, default=0.5)
@@ -276,9 +279,11 @@ def main() -> int:
     info = machine()
     runs = []
     for rate in (float(r) for r in args.rates.split(",")):
-        for tool in tools:
-            print(f"[{tool}: {rate:.0f} changes/s for {args.seconds:.0f} s over {args.workloads:,} Workloads]", flush=True)
-            runs.append(one_run(args, rate, tool, peers))
+        for round_ in range(args.repeat):
+            for tool in tools:
+                print(f"[{tool}: {rate:.0f} changes/s for {args.seconds:.0f} s over {args.workloads:,} Workloads, "
+                      f"round {round_ + 1} of {args.repeat}]", flush=True)
+                runs.append({**one_run(args, rate, tool, peers), "round": round_})
     info_after = machine()
     save_raw(args.json, {"machine": info, "machine_after": info_after, "args": vars(args), "missing_peers": missing,
                          "peers": {name: str(path) for name, path in peers.items()}, "runs": runs}, indent=2)

@@ -42,7 +42,11 @@ Run:  .venv/bin/python benchmarks/watch_source.py --workloads 20000 --rate 1000 
           --kubeconfig-out /tmp/x.kubeconfig --changes-out changes.jsonl [--wait-for-signal]
 ``--requests-out FILE`` logs each request (method, path, Accept): what a tool asks for.
 Prints ``READY <url>`` once it serves; with ``--wait-for-signal`` the changes start on SIGUSR1
-(after the tool under test shows its rows).  It stops ``--linger`` seconds after the changes end
+(after the tool under test shows its rows).  ``--state FILE`` carries the world across runs (the
+soak restarts the source): read at the start when the file exists (the watch history starts above
+the last run's versions, so a watch resumed from one is answered 410 and relists), written at the end;
+``--seq-start N`` numbers this run's changes on from N.  The objects keep their resourceVersions
+across runs (an unchanged one is listed at the version the tool holds).  It stops ``--linger`` seconds after the changes end
 (``--max-seconds`` after start at the latest) and prints a JSON summary line.
 """
 
@@ -170,6 +174,10 @@ def _condition(type_: str, status: str, reason: str, message: str) -> dict:
             "observedGeneration": 1}
 
 
+#: The kinds a generated world is made of (and a saved one keeps).
+WORLD_PLURALS = ("namespaces", "resourceflavors", "clusterqueues", "localqueues", "workloads", "customresourcedefinitions")
+
+
 def world_objects(shape: WorldShape) -> dict[str, list[dict]]:
     """Objects per plural, with the fields the app's converters read (tau_tui/core/cluster/convert.py)."""
     namespaces = [f"team-{n:02d}" for n in range(shape.namespaces)] + [HOT_NAMESPACE]
@@ -247,13 +255,16 @@ class Store:
         self.history = history
         self.stopping = False
 
-    def load(self, objects: dict[str, list[dict]]) -> None:
+    def load(self, objects: dict[str, list[dict]], keep_versions: bool = False) -> None:
+        """Serve ``objects``; each gets a new resourceVersion unless ``keep_versions`` (a saved world:
+        an object unchanged since keeps its version, as on a real server after a restart)."""
         with self.lock:
             for plural, items in objects.items():
                 kind = self.by_plural[plural]
                 for obj in items:
                     self.rv += 1
-                    obj["metadata"]["resourceVersion"] = str(self.rv)
+                    if not keep_versions:
+                        obj["metadata"]["resourceVersion"] = str(self.rv)
                     key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
                     kind.objects[key] = obj
                     kind.encoded[key] = json.dumps(obj, separators=(",", ":")).encode()
@@ -293,9 +304,10 @@ class Store:
 class Changer(threading.Thread):
     """``rate`` changes/s for ``seconds``, paced by the clock, each written to ``out`` (JSON lines)."""
 
-    def __init__(self, store: Store, rate: float, seconds: float, hot_share: float, out: Path | None):
+    def __init__(self, store: Store, rate: float, seconds: float, hot_share: float, out: Path | None, seq_start: int = 0):
         super().__init__(daemon=True, name="watch-source-changer")
         self.store, self.rate, self.seconds, self.hot_share, self.out = store, rate, seconds, hot_share, out
+        self.seq_start = seq_start
         workloads = store.by_plural["workloads"]
         self.hot = [key for key in workloads.keys if key[0] == HOT_NAMESPACE]
         self.cold = [key for key in workloads.keys if key[0] != HOT_NAMESPACE]
@@ -317,7 +329,7 @@ class Changer(threading.Thread):
             while self.made < total and not self.halt.is_set():
                 due = min(total, int((time.monotonic() - start) * self.rate) + 1)
                 self.behind_max = max(self.behind_max, due - self.made)
-                lines = self._changes(range(self.made + 1, due + 1))
+                lines = self._changes(range(self.seq_start + self.made + 1, self.seq_start + due + 1))
                 self.made = due
                 if sink is not None:
                     sink.write("".join(lines))
@@ -385,9 +397,18 @@ ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 class WatchSource:
     """The store served over HTTP on 127.0.0.1; ``start()`` returns the URL."""
 
-    def __init__(self, shape: WorldShape | None = None, history: int = 100_000, bookmark_interval: float = 30.0, port: int = 0):
+    def __init__(self, shape: WorldShape | None = None, history: int = 100_000, bookmark_interval: float = 30.0, port: int = 0,
+                 state: Path | None = None):
         self.store = Store(history)
-        self.store.load(world_objects(shape or WorldShape()))
+        if state is not None and state.exists():
+            saved = json.loads(state.read_text())
+            # the objects keep their versions; the history starts above every version the last run gave,
+            # so a watch resumed from one of them is answered 410 and relists (an unchanged object
+            # comes back at its version, as after a real server's compaction)
+            self.store.rv = int(saved["rv"]) + 1_000
+            self.store.load(saved["objects"], keep_versions=True)
+        else:
+            self.store.load(world_objects(shape or WorldShape()))
         self.bookmark_interval = bookmark_interval
         self.snapshots: OrderedDict[str, tuple[float, int, list[bytes], str | None]] = OrderedDict()
         self.snapshots_lock = threading.Lock()
@@ -422,9 +443,18 @@ class WatchSource:
             except OSError:
                 pass
 
+    def save_state(self, path: Path) -> None:
+        """Every object the world was made of, as it is now, and the last resourceVersion (``--state``)."""
+        with self.store.lock:
+            objects = {plural: list(self.store.by_plural[plural].objects.values()) for plural in WORLD_PLURALS}
+            text = json.dumps({"rv": self.store.rv, "objects": objects}, separators=(",", ":"))
+        partial = path.with_suffix(".partial")
+        partial.write_text(text)
+        partial.replace(path)
+
     def start_changes(self, rate: float, seconds: float, hot_share: float = 0.5, out: Path | None = None,
-                      wait: bool = False) -> Changer:
-        self.changer = Changer(self.store, rate, seconds, hot_share, out)
+                      wait: bool = False, seq_start: int = 0) -> Changer:
+        self.changer = Changer(self.store, rate, seconds, hot_share, out, seq_start)
         self.changer.start()
         if not wait:
             self.changer.go.set()
@@ -765,17 +795,20 @@ def main() -> int:
     parser.add_argument("--kubeconfig-out")
     parser.add_argument("--changes-out")
     parser.add_argument("--requests-out", help="a file: one line per request (method, path, Accept)")
+    parser.add_argument("--state", help="a file the world is read from (when it exists) and written to at the end")
+    parser.add_argument("--seq-start", type=int, default=0, help="this run's changes are numbered on from this")
     args = parser.parse_args()
     born = time.monotonic()
     shape = WorldShape(args.workloads, args.local_queues, args.cluster_queues, args.namespaces, args.hot_rows)
-    source = WatchSource(shape, args.history, args.bookmark_interval, args.port)
+    state = Path(args.state) if args.state else None
+    source = WatchSource(shape, args.history, args.bookmark_interval, args.port, state)
     if args.requests_out:
         source.requests_out = open(args.requests_out, "w")  # noqa: SIM115 (open for the process's life)
     url = source.start()
     if args.kubeconfig_out:
         source.write_kubeconfig(args.kubeconfig_out)
     changer = source.start_changes(args.rate, args.duration, args.hot_share,
-                                   Path(args.changes_out) if args.changes_out else None, wait=True)
+                                   Path(args.changes_out) if args.changes_out else None, wait=True, seq_start=args.seq_start)
     def halt(*_: Any) -> None:
         changer.halt.set()
         changer.go.set()
@@ -795,6 +828,8 @@ def main() -> int:
             changer.halt.wait(min(args.linger, max(0.0, args.max_seconds - (time.monotonic() - born))))
     finally:
         source.stop()
+        if state is not None:
+            source.save_state(state)
     ran = (changer.ended_at or time.monotonic()) - (changer.started_at or time.monotonic())
     print(json.dumps({"changes": changer.made, "seconds": round(ran, 3), "achieved_rate": round(changer.made / ran, 1) if ran > 0 else 0,
                       "most_behind": changer.behind_max, "expired_watches": source.expired_watches,

@@ -42,6 +42,8 @@ from tau_tui.app_messages import BackendFailed, BackendReady, MutationApplied, M
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.operations.audit import AuditLog
+from tau_tui.core.operations.demo_trust import demo_audit_log
+from tau_tui.core.operations.evidence.cluster_identity import is_simulated
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.node_health_memo import NodeHealthMemo
 from tau_tui.core.operations.recording.format import RecordingError
@@ -138,6 +140,9 @@ class TauApp(App):
         self.settings: AppSettings = self.loaded_settings.settings
         self.audit = audit or AuditLog()
         self.evidence = evidence or EvidenceStore()
+        #: The demo's own audit log and evidence store replace the user's while the backend is the
+        #: simulated cluster (each unless a caller gave its own).
+        self._own_audit, self._own_evidence = audit is None, evidence is None
         #: Captures a run's evidence when it finishes (a core thread; see core/operations/evidence/recorder.py).
         self.evidence_recorder: EvidenceRecorder | None = None
         self.run_statuses = RunStatusMemo()
@@ -367,6 +372,11 @@ class TauApp(App):
     def _backend_started(self, backend: ClusterBackend) -> None:
         self.run_statuses = RunStatusMemo()  # another cluster's runs
         self.node_health = NodeHealthMemo()
+        simulated = is_simulated(backend)
+        if self._own_audit:
+            self.audit = demo_audit_log() if simulated else AuditLog()
+        if self._own_evidence and simulated != self.evidence.is_demo:
+            self.evidence = EvidenceStore.demo() if simulated else EvidenceStore()
         if isinstance(backend, ReplayBackend):
             self.readonly = True
             self.readonly_reason = f"a replay of {backend.reader.path.name} is read-only"

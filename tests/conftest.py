@@ -8,14 +8,17 @@ pytest_plugins = ["tests.harness.fixtures"]
 @pytest.fixture(autouse=True)
 def _evidence_store_isolated(tmp_path_factory, monkeypatch):
     """Evidence records (SQLite under $XDG_DATA_HOME) and the audit signing key (0600 files under
-    $XDG_STATE_HOME) never land in the home directory or the developer's OS keyring during tests:
-    the test and the CLIs it starts see no keyring (``memory_keyring`` gives one)."""
+    $XDG_STATE_HOME, allowed by TAU_TUI_ALLOW_FILE_KEY_STORE) never land in the home directory or the
+    developer's OS keyring during tests: the test and the CLIs it starts see no keyring
+    (``memory_keyring`` gives one)."""
     import keyring
     from keyring.backends import fail
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    # Without a keyring the signing key may live in 0600 files only when the user says so.
+    monkeypatch.setenv("TAU_TUI_ALLOW_FILE_KEY_STORE", "1")
     keyring.set_keyring(fail.Keyring())
 
 

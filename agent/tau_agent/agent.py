@@ -24,7 +24,7 @@ from tau_gpuhealth.xid import XidSeverity, load_xid_catalog
 
 from . import __version__
 from .actions import ActionPlanner
-from .budget import EventLimiter, ReportScheduler
+from .budget import EventLimiter, ReportScheduler, xid_reason
 from .collector import Collector
 from .config import AgentConfig
 from .kube import KubeWriter, OwnNodeState, rfc3339
@@ -79,6 +79,8 @@ class Agent:
         self.expected_count: int | None = config.expected_gpu_count
         self.collector.expected_count = lambda: self.expected_count
         self._transition_times: dict[str, tuple[str, float]] = {}
+        #: Transitions stamped by the write in flight, kept once it succeeds.
+        self._pending_transitions: dict[str, tuple[str, float]] = {}
         self.next_poll = start
         self.next_counters = start
         self.next_config = start
@@ -171,7 +173,7 @@ class Agent:
             where = f"{gpu} {obs.gpu_uuid}" if obs.gpu_uuid else gpu
             self.events.offer(
                 obs.key,
-                f"GpuXid{obs.xid}",
+                xid_reason(obs.xid),
                 "Normal" if entry.severity is XidSeverity.EVENT else "Warning",
                 f"{where}: XID {obs.xid} {entry.mnemonic}; severity {entry.severity.value}, "
                 f"action {entry.action.value} (catalog {self.model.catalog.version})",
@@ -206,13 +208,17 @@ class Agent:
     # -- reporting --
 
     def conditions(self, now: float) -> list[dict[str, Any]]:
+        """The conditions to write now: a status that changed since the last write that succeeded is
+        stamped with this write's time (the admission policy accepts a lastTransitionTime only
+        within a minute of the request: a write retried later must not carry an older time)."""
         assert self.health is not None
         result = []
+        self._pending_transitions = {}
         for cond in node_conditions(self.health):
             known = self._transition_times.get(cond.type)
             if known is None or known[0] != cond.status:
                 known = (cond.status, now)
-                self._transition_times[cond.type] = known
+                self._pending_transitions[cond.type] = known
             result.append(
                 {
                     "type": cond.type,
@@ -243,6 +249,7 @@ class Agent:
             self.start()
         try:
             self.writer.write_conditions(self.conditions(now))
+            self._transition_times.update(self._pending_transitions)  # written: these times are the node's now
             self.metrics.writes.labels("conditions", "ok").inc()
             self.writer.write_health_object(self.health_status(now))
             self.metrics.writes.labels("health_object", "ok").inc()

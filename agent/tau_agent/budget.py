@@ -7,11 +7,14 @@ Conditions and the health object are written together as one report:
   - a random startup delay before the first report.
 A change is never dropped: the desired state is level-triggered, so a deferred change is carried
 by the next allowed report (at the latest the heartbeat).
+
+Events: one per node and reason, named ``<node>.gpuhealth.<reason in lower case>`` (the admission
+policy allows no other name, and only the reasons in :data:`EVENT_REASON_PATTERN`), so the agent
+keeps at most that many Events about its Node; repeats bump the count.
 """
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections import deque
 from dataclasses import dataclass
@@ -94,10 +97,25 @@ class ReportScheduler:
         return min(future) if future else now + 1.0
 
 
+#: The reasons an Event of the agent may have (manifests/agent/admission-policy.yaml says the same):
+#: the verdict transitions, a recovery, and one per XID (1-999; any other XID is GpuXidOther).
+EVENT_REASON_PATTERN = "^(GPUHealthy|GPUDegraded|GPUUnhealthy|GPUHealthUnknown|GPUHealthRecovered|GpuXidOther|GpuXid[1-9][0-9]{0,2})$"
+XID_REASON_MAX = 999
+
+
+def xid_reason(xid: int) -> str:
+    return f"GpuXid{xid}" if 1 <= xid <= XID_REASON_MAX else "GpuXidOther"
+
+
+def event_name(node_name: str, reason: str) -> str:
+    """The one Event the agent keeps about its Node for ``reason``."""
+    return f"{node_name}.gpuhealth.{reason.lower()}"
+
+
 @dataclass
 class EventRecord:
     name: str
-    key: tuple[str, str]
+    key: str  # the reason
     reason: str
     type: str  # Normal | Warning
     message: str
@@ -110,7 +128,7 @@ class EventRecord:
 @dataclass
 class _EventKeyState:
     name: str
-    key: tuple[str, str]
+    key: str
     count: int = 0  # occurrences already written
     pending: int = 0  # occurrences not yet written
     last_emit: float | None = None
@@ -119,10 +137,13 @@ class _EventKeyState:
     reason: str = ""
     type: str = "Normal"
     message: str = ""
+    #: The GPUs whose occurrences are pending (the message names the latest and counts the others).
+    gpus: set[str] | None = None
 
 
 class EventLimiter:
-    """At most one write per (GPU, reason) per dedup window; repeats bump the count, never lost.
+    """At most one write per reason per dedup window, to the node's one Event of that reason; repeats
+    (of any GPU) bump the count, never lost.
 
     A node-wide token bucket (burst, then max per hour) and a sliding hour window cap the rest;
     anything over budget waits, coalesced per key, until a token is free.
@@ -131,21 +152,18 @@ class EventLimiter:
     def __init__(self, budget: Budget, node_name: str, start: float):
         self.budget = budget
         self.node_name = node_name
-        self._keys: dict[tuple[str, str], _EventKeyState] = {}
+        self._keys: dict[str, _EventKeyState] = {}
         self._tokens = float(budget.event_burst)
         self._refilled_at = start
         self._window: deque[float] = deque()
         self.suppressed = 0
 
-    def event_name(self, key: tuple[str, str]) -> str:
-        digest = hashlib.sha256(f"{self.node_name}|{key[0]}|{key[1]}".encode()).hexdigest()[:12]
-        return f"{self.node_name}.gpuhealth.{digest}"
-
     def offer(self, gpu_key: str, reason: str, event_type: str, message: str, now: float) -> None:
-        key = (gpu_key, reason)
+        key = reason
         state = self._keys.get(key)
         if state is None:
-            state = self._keys[key] = _EventKeyState(name=self.event_name(key), key=key, first_time=now)
+            state = self._keys[key] = _EventKeyState(name=event_name(self.node_name, reason), key=key, first_time=now)
+        state.gpus = (state.gpus if state.pending and state.gpus else set()) | {gpu_key}
         state.pending += 1
         state.last_seen = now
         state.reason, state.type, state.message = reason, event_type, message
@@ -177,13 +195,16 @@ class EventLimiter:
             state.count += added
             state.pending = 0
             state.last_emit = now
+            others = len(state.gpus or ()) - 1
+            message = state.message + (f" (and {others} more GPU(s) with {state.reason} since the last event)"
+                                       if others > 0 else "")
             out.append(
                 EventRecord(
                     name=state.name,
                     key=state.key,
                     reason=state.reason,
                     type=state.type,
-                    message=state.message,
+                    message=message,
                     count=state.count,
                     first_time=state.first_time,
                     last_time=state.last_seen,

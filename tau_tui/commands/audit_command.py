@@ -1,6 +1,10 @@
 """`audit verify|key|rotate-key|start-over`: check the audit log's signed hash chain and its
-recorded head, show the signing key's fingerprint, replace the key (itself an audit entry), or
-begin a new log after the old one was moved aside."""
+recorded head, show the signing key's fingerprint, replace the key (itself an audit entry;
+``--compromised`` when it may have been read), or begin a new log after the old one was moved aside.
+
+``verify`` exits 0 only when the log is intact against the OS keyring; 4 when it is intact against
+key files (``TAU_TUI_ALLOW_FILE_KEY_STORE=1``), which anyone running as the user can replace; 1 when
+it is not intact, or no trust store is usable."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .parser import EXIT_FAILED, EXIT_OK
+from .parser import EXIT_FAILED, EXIT_NOT_VERIFIED, EXIT_OK
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -20,7 +24,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if args.audit_command == "key":
             return _key()
         if args.audit_command == "rotate-key":
-            return _rotate(path)
+            return _rotate(path, getattr(args, "compromised", False))
         if args.audit_command == "start-over":
             return _start_over(path)
         return _verify(path)
@@ -42,6 +46,9 @@ def _verify(path: Path) -> int:
         print(f"tau-tui: cannot read audit log {path}: {err.strerror or err}", file=sys.stderr)
         return EXIT_FAILED
     print(escape_control(result.summary()), file=sys.stdout if result.ok else sys.stderr)
+    if result.ok and result.anchor_warning:
+        print(escape_control(f"tau-tui: not verified against the OS keyring: {result.anchor_warning}"), file=sys.stderr)
+        return EXIT_NOT_VERIFIED
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
@@ -59,19 +66,24 @@ def _key() -> int:
     return EXIT_OK
 
 
-def _rotate(path: Path) -> int:
+def _rotate(path: Path, compromised: bool) -> int:
     from ..core.operations.audit import AuditLog
     from ..core.operations.audit_keystore import KeyStoreError
 
     try:
-        old, new = AuditLog(path, source="cli").rotate_key()
+        old, new = AuditLog(path, source="cli").rotate_key(compromised=compromised)
     except KeyStoreError:
         raise
     except OSError as err:
         print(f"tau-tui: cannot write audit log {path}: {err.strerror or err}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"signing key rotated: {old} -> {new} (recorded in {path}; entries and bundles signed by {old} "
-          "still verify)")
+    if compromised:
+        print(f"signing key rotated: {old} -> {new} (recorded in {path}); {old} is marked compromised: nothing it "
+              "signed verifies any more, so move this log aside, run `tau-tui audit start-over` and export the "
+              "evidence you need again")
+    else:
+        print(f"signing key rotated: {old} -> {new} (recorded in {path}); entries and bundles {old} signed before "
+              "now still verify, nothing it signs later does")
     return EXIT_OK
 
 

@@ -2,9 +2,13 @@
 
 ``export`` captures the run first when it is finished and not yet recorded (reading it live),
 then writes the bundle where ``-o`` says (default: the current directory); nothing is uploaded.
-``verify`` needs no cluster: exit 0 when the manifest is signed by the user's key (or ``--key``)
-and every file matches it, 1 naming each edited, missing or extra file, another signer, an
-unsigned bundle, or saying why the archive was refused.
+When the cluster is out of reach, only a record of the same cluster (its API server; its
+``kube-system`` UID when known) is exported.  ``--demo`` uses the simulated cluster's own store and
+key, never the user's.  ``verify`` needs no cluster: exit 0 when the manifest is signed by the user's
+key in the OS keyring (or by ``--key``) and every file matches it; 4 when it matches but the key
+was read from key files (``TAU_TUI_ALLOW_FILE_KEY_STORE=1``) or is the demo's (``--demo``); 1
+naming each edited, missing or extra file, another, retired-since or compromised signer, an
+unsigned bundle, a demo bundle without ``--demo``, or saying why the archive was refused.
 """
 
 from __future__ import annotations
@@ -18,14 +22,14 @@ from pathlib import Path
 
 from ..core.cluster.errors import ClusterError
 from ..core.runconfig.diagnostics import escape_control
-from .parser import EXIT_FAILED, EXIT_OK
+from .parser import EXIT_FAILED, EXIT_NOT_VERIFIED, EXIT_OK
 from .run_commands import _namespace_of, _read_backend
 
 
 def cmd_evidence(args: argparse.Namespace) -> int:
     from ..core.operations.evidence.store import EvidenceStore
 
-    store = EvidenceStore()
+    store = EvidenceStore.demo() if getattr(args, "demo", None) else EvidenceStore()
     try:
         if args.evidence_command == "list":
             return _list(args, store)
@@ -61,19 +65,28 @@ def _list(args: argparse.Namespace, store) -> int:
 def _export(args: argparse.Namespace, store) -> int:
     from ..core.operations.evidence.bundle import ExportError, write_bundle
     from ..core.operations.evidence.capture import capture_live
+    from ..core.operations.evidence.cluster_identity import cluster_identity
 
     backend = _read_backend(args)
     namespace = _namespace_of(args, backend)
     now = backend.world.now() if args.demo is not None else datetime.now(UTC)
+    cluster = cluster_identity(backend)
     try:
-        result = capture_live(backend, store, namespace, args.run, now, source="cli")
+        if cluster.unreachable:
+            raise ClusterError(cluster.problem)
+        result = capture_live(backend, store, namespace, args.run, now, source="cli", cluster=cluster)
         record, message = result.record, result.message
     except ClusterError as err:
-        # The cluster is out of reach: a record captured before still exports.
-        record = store.find(namespace, args.run)
+        # The cluster is out of reach: a record of the same cluster captured before still exports.
+        record = store.find(namespace, args.run, cluster=cluster)
         message = f"cannot read {namespace}/{args.run} from the cluster ({err})"
+        other = store.find(namespace, args.run) if record is None else None
+        if other is not None:
+            why = cluster.conflicts(other.cluster_server, other.cluster_uid, other.simulated)
+            message += f"; the record of {namespace}/{args.run} kept here is not exported: {why}"
         if record is not None:
-            print(f"tau-tui: {message}; exporting the record captured at {record.captured_at}", file=sys.stderr)
+            print(f"tau-tui: {message}; exporting the record of the same cluster ({cluster.describe()}) captured at "
+                  f"{record.captured_at}", file=sys.stderr)
     if record is None:
         print(f"tau-tui: {escape_control(message)}", file=sys.stderr)
         return EXIT_FAILED
@@ -85,17 +98,28 @@ def _export(args: argparse.Namespace, store) -> int:
         return EXIT_FAILED
     from ..core.operations.evidence.verify import verify_bundle
 
-    check = verify_bundle(written)
-    print(f"{written}: evidence of {record.kind} {record.run} ({record.outcome}), {record.file_count} files; "
-          f"manifest sha256 {check.manifest_sha256}, signed by {check.signature.signed_by or '?'}")
+    check = verify_bundle(written, demo=record.simulated)
+    print(escape_control(f"{written}: evidence of {record.kind} {record.run} ({record.outcome}, {check.cluster()}), "
+                         f"{record.file_count} files; manifest sha256 {check.manifest_sha256}, signed by "
+                         f"{check.signature.signed_by or '?'}"))
+    if check.ok and check.anchor_warning:  # written and intact; what its signature proves is said
+        print(escape_control(f"tau-tui: note: {check.anchor_warning}"), file=sys.stderr)
     return EXIT_OK if check.ok else EXIT_FAILED
 
 
 def _verify(args: argparse.Namespace) -> int:
     from ..core.operations.evidence.verify import verify_bundle
 
-    result = verify_bundle(args.bundle, key=args.key)
+    result = verify_bundle(args.bundle, key=args.key, demo=bool(args.demo))
     stream = sys.stdout if result.ok else sys.stderr
     for line in result.lines():
         print(escape_control(line), file=stream)
-    return EXIT_OK if result.ok else EXIT_FAILED
+    return _verified(result) if result.ok else EXIT_FAILED
+
+
+def _verified(result) -> int:
+    """0 against the OS keyring or --key; 4, said on stderr, against key files or the demo's key."""
+    if not result.anchor_warning:
+        return EXIT_OK
+    print(escape_control(f"tau-tui: not verified against the OS keyring: {result.anchor_warning}"), file=sys.stderr)
+    return EXIT_NOT_VERIFIED

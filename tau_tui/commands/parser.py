@@ -184,11 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     mk.add_argument("--json", action="store_true", help="records: JSON lines instead of a table")
     audit = sub.add_parser("audit", help="check the audit log")
     audit_sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
-    verify = audit_sub.add_parser("verify", help="check the signed hash chain and the recorded head; name the first bad line")
+    verify = audit_sub.add_parser("verify", help="check the signed hash chain and the recorded head; name the first bad line "
+                                                 "(exit 0 verified, 1 not, 4 only against key files)")
     verify.add_argument("file", nargs="?", help="audit log (default: $XDG_STATE_HOME/tau-tui/audit.jsonl)")
     audit_sub.add_parser("key", help="show the signing key's fingerprint and public key (created on first use)")
     rotate = audit_sub.add_parser("rotate-key", help="replace the signing key; the rotation is an audit entry")
     rotate.add_argument("file", nargs="?", help="audit log to record it in (default: $XDG_STATE_HOME/tau-tui/audit.jsonl)")
+    rotate.add_argument("--compromised", action="store_true",
+                        help="the old key may have been read: nothing it signed verifies any more")
     start_over = audit_sub.add_parser("start-over", help="begin a new log after moving the old one aside")
     start_over.add_argument("file", nargs="?", help="audit log (default: $XDG_STATE_HOME/tau-tui/audit.jsonl)")
     for name, text in (("status", "one run's state, phases, diagnostics and next actions"),
@@ -260,6 +263,7 @@ def add_evidence_parser(sub) -> None:
     listing = actions.add_parser("list", help="the records kept on this machine")
     listing.add_argument("-n", "--namespace", help="only this namespace")
     listing.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    listing.add_argument("--demo", action="store_true", help="the simulated cluster's records (kept apart)")
     export = actions.add_parser("export", help="write a run's evidence as a .tar.gz bundle (captured first if needed)")
     export.add_argument("run", help="the Job or RayJob name")
     export.add_argument("-n", "--namespace", help="its namespace (default: the context's)")
@@ -270,8 +274,11 @@ def add_evidence_parser(sub) -> None:
     export.add_argument("--request-timeout", metavar="DURATION", type=duration_arg,
                         help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; default 30s)")
     export.add_argument("--demo", nargs="?", const="demo", metavar="SCENARIO", help="the embedded simulated cluster")
-    verify = actions.add_parser("verify", help="check a bundle's signature and files against its manifest")
+    verify = actions.add_parser("verify", help="check a bundle's signature and files against its manifest "
+                                               "(exit 0 verified, 1 not, 4 only against key files or the demo's key)")
     verify.add_argument("bundle", help="the .tar.gz bundle")
+    verify.add_argument("--demo", action="store_true",
+                        help="a bundle of the simulated cluster, checked against the demo's own key")
     verify.add_argument("--key", metavar="FINGERPRINT|PUBKEY",
                         help="the signer to expect: SHA256:... fingerprint or base64 public key "
                              "(default: one of your own keys)")

@@ -48,14 +48,14 @@ def _print_lines(text: str, ok: bool) -> None:
 
 def _apply(args: argparse.Namespace, backend, verb: str, target: str, namespace: str, summary: list[str], write) -> int:
     """Print the plan, server-dry-run it, ask, then apply with the audit entries around the call."""
-    from ..core.operations.audit import AuditLog
+    from ..core.operations.demo_trust import audit_log_for
     from ..mutations.mutation import describe_result
 
     for line in summary:
         print(escape_control(line))
     ok, text = describe_result(write(True))
     _print_lines(text, ok)
-    audit = AuditLog(source="cli")
+    audit = audit_log_for(args.demo is not None, "cli")  # the demo's own log, apart from yours
     where = {"context": backend.current_context, "namespace": namespace, "identity": backend.who_am_i()}
     audit.append(verb, target, ok=ok, message="\n".join([*summary, text]), dry_run=True, phase="preview", **where)
     if not ok:

@@ -129,7 +129,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ..core.cluster.kinds import ResourceKind
-    from ..core.operations.audit import AuditLog
+    from ..core.operations.demo_trust import audit_log_for
     from ..core.operations.multikueue_steps.worker_logs import worker_log_backend
     from ..core.operations.multikueue_steps.worker_release import DispatchWorkers, dispatch_workers, read_pods_on_worker
     from ..core.operations.rundocument import read_run
@@ -149,7 +149,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     dispatch = dispatch_workers(backend, objs) if args.wait and not dry_run else DispatchWorkers()
     kind = ResourceKind.JOB if objs.job is not None else ResourceKind.RAY_JOB
     target = f"{kind.type.kind} {namespace}/{args.run}"
-    audit = AuditLog(source="cli")
+    audit = audit_log_for(args.demo is not None, "cli")  # the demo's own log, apart from yours
     where = {"context": backend.current_context, "namespace": namespace, "identity": backend.who_am_i()}
     audit.append("cancel", target, ok=None, message=f"delete {target} and its headless Service", dry_run=dry_run, phase="preview" if dry_run else "intent", **where)
     result = backend.cancel(kind, namespace, args.run, dry_run=dry_run)

@@ -18,12 +18,13 @@ BusyUntil = Callable[[], float]
 NAP_SLICE_S = 0.05
 
 
-def give_way(busy_until: BusyUntil, most: float, sleep: Callable[[float], None] = time.sleep) -> float:
-    """Sleep while ``busy_until()`` is ahead, for at most ``most`` seconds in all; returns the
-    seconds slept."""
+def give_way(busy_until: BusyUntil, most: float, sleep: Callable[[float], None] = time.sleep,
+             monotonic: Callable[[], float] = time.monotonic) -> float:
+    """Sleep while ``busy_until()`` is ahead of ``monotonic()``, for at most ``most`` seconds in all;
+    returns the seconds slept."""
     slept = 0.0
     while slept < most:
-        left = min(busy_until() - time.monotonic(), most - slept, NAP_SLICE_S)
+        left = min(busy_until() - monotonic(), most - slept, NAP_SLICE_S)
         if left <= 0:
             break
         sleep(left)

@@ -1,5 +1,5 @@
-"""Cancel, stop-policy (hold / hold-and-drain / resume) and cordon/uncordon as
-:class:`~tau_tui.mutations.mutation.Mutation` objects.
+"""Cancel and stop-policy (hold / hold-and-drain / resume) as
+:class:`~tau_tui.mutations.mutation.Mutation` objects (cordon and uncordon: :mod:`tau_tui.mutations.node_changes`).
 
 Each mutation is a closure over the backend call; ``run(True)`` is the server
 dry-run preview, ``run(False)`` the real change.  The app confirms, runs and
@@ -81,17 +81,3 @@ def queue_impact(backend, kind: ResourceKind, name: str, namespace: str | None) 
                  + (f"; teams {', '.join(teams)}" if teams else ""))
     return lines
 
-
-def node_mutation(app: ClusterHost, verb: str, node: str) -> Mutation:
-    """Cordon or uncordon (drain has its own plan: :mod:`tau_tui.mutations.drain`)."""
-    def run(dry_run: bool):
-        assert app.backend is not None
-        if verb == "cordon":
-            return app.backend.cordon(node, dry_run=dry_run)
-        return app.backend.uncordon(node, dry_run=dry_run)
-
-    titles = {
-        "cordon": f"Cordon node {node}? No new pods are scheduled on it; running pods stay.",
-        "uncordon": f"Uncordon node {node}? It accepts new pods again.",
-    }
-    return Mutation(verb=verb, target=f"Node {node}", title=titles[verb], run=run)

@@ -25,6 +25,7 @@ from textual.widgets import Static
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.screens.freshness import Freshness
 from tau_tui.screens.host import PaneHost
+from tau_tui.screens.known_counts import CountedStatus, RowCount
 from tau_tui.screens.messages import CollectAbandoned, Collected, CollectFailed, read_message
 from tau_tui.screens.pane_palette import PaneCommands
 from tau_tui.screens.pane_reader import PaneRead, PaneReader, ReadRequest, cache_signature
@@ -104,6 +105,7 @@ class PaneScreen(CompatScreen):
         self.mounted_ahead = False
         self.laid_out_ahead = False
         self._status = Text("")
+        self._counted: CountedStatus | None = None
         self._host: PaneHost | None = None
         try:  # made while the app runs: styled as it mounts (a CSS or theme change since still restyles it)
             self.mark_styled()
@@ -212,7 +214,11 @@ class PaneScreen(CompatScreen):
         for bar in self.query(ReplayBar):
             bar.show(self.tau.replay_status())
 
-    def set_status(self, text: str | Text) -> None:
+    def set_status(self, text: str | Text | CountedStatus) -> None:
+        """The status line; one with row counts says ``5 of 14 nodes`` while a filter is on."""
+        self._counted = text if isinstance(text, CountedStatus) else None
+        if isinstance(text, CountedStatus):
+            text = text.render(self._rows_shown)
         self._status = text if isinstance(text, Text) else Text(text)
         try:
             self.query_one("#pane-status", Static).update(self._status)
@@ -360,8 +366,21 @@ class PaneScreen(CompatScreen):
         if self.reader.take_rerun():
             self.tick(force=True)
 
+    def _rows_shown(self, count: RowCount) -> int | None:
+        """The rows a status line's count sees now: None while no filter is on."""
+        if not self.row_filter.text:
+            return None
+        if count.table_id is None:
+            return self.filter_matches[0]
+        tables = self.query(f"#{count.table_id}")
+        table = tables.first() if tables else None
+        return table.match_count[0] if isinstance(table, KeyedTable) and table.filters_itself else None
+
     def show_match_count(self) -> None:
-        """``N/M`` next to the filter line while it is open (k9s shows the count in the title)."""
+        """``N/M`` next to the filter line while it is open (k9s shows the count in the title), and
+        the status line's counts of the rows shown."""
+        if self._counted is not None:
+            self.set_status(self._counted)
         matched, seen = self.filter_matches
         try:
             line = self.query_one(CommandLine)

@@ -17,6 +17,7 @@ from textual.binding import Binding
 from tau_tui.core.operations.evidence.store import RecordSummary
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.evidence_record import EvidenceRecordScreen, export_record
+from tau_tui.screens.known_counts import CountedStatus, RowCount
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.status_text import status_text
@@ -30,7 +31,7 @@ OUTCOME_STATES = {"succeeded": "succeeded", "failed": "failed", "cancelled": "fi
 class EvidenceData:
     rows: list = field(default_factory=list)
     records: dict[str, RecordSummary] = field(default_factory=dict)
-    status: str = ""
+    status: str | CountedStatus = ""
 
 
 def size_text(size: int) -> str:
@@ -70,7 +71,7 @@ class EvidenceScreen(PaneScreen):
         self.data = EvidenceData()
 
     def compose_body(self) -> ComposeResult:
-        yield KeyedTable([ColumnSpec("outcome", "Outcome", "O"), ColumnSpec("run", "Run", "R", flexible=True, min_width=20),
+        yield KeyedTable([ColumnSpec("outcome", "Outcome", "O"), ColumnSpec("run", "Run", "R", flexible=True, min_width=20, cut="middle"),
                           ColumnSpec("kind", "Kind", "K", optional=True), ColumnSpec("finished", "Finished", "F"),
                           ColumnSpec("nodes", "Nodes", "N", flexible=True, min_width=12),
                           ColumnSpec("files", "Files", optional=True), ColumnSpec("size", "Size", "Z", optional=True),
@@ -102,9 +103,9 @@ class EvidenceScreen(PaneScreen):
         for record in data.records.values():
             counts[record.outcome] = counts.get(record.outcome, 0) + 1
         recorder = self.tau.evidence_recorder
-        data.status = f"{len(data.rows)} records · " + (", ".join(f"{n} {o}" for o, n in sorted(counts.items())) or "none yet")
-        if recorder is not None and recorder.last_error:
-            data.status += f" · ⚠ last capture failed: {recorder.last_error}"
+        outcomes = ", ".join(f"{n} {o}" for o, n in sorted(counts.items())) or "none yet"
+        failed = f" · ⚠ last capture failed: {recorder.last_error}" if recorder is not None and recorder.last_error else ""
+        data.status = CountedStatus((RowCount(str(len(records)), "records"), f" · {outcomes}{failed}"))
         return data
 
     def apply(self, data: EvidenceData) -> None:

@@ -21,7 +21,7 @@ from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.host import PaneHost
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.input_dialog import InputDialog
-from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 
 #: Lines of a file shown on screen (the bundle has all of it).
 SHOWN_LINES = 400
@@ -92,7 +92,8 @@ class EvidenceRecordScreen(PaneScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static(Text(f"{self.record.run}: loading"), id="record-summary")
-        yield KeyedTable([("path", "File"), ("size", "Bytes"), ("sha", "SHA-256")], id="record-files")
+        yield KeyedTable([ColumnSpec("path", "File", flexible=True, min_width=16, cut="middle"), ColumnSpec("size", "Bytes"),
+                          ColumnSpec("sha", "SHA-256", flexible=True, min_width=12, cut="middle")], id="record-files")
         with VerticalScroll(id="record-file-view"):
             yield Static(Text(""), id="record-file-text")
 
@@ -148,7 +149,8 @@ def export_record(screen: Screen, record: RecordSummary) -> None:
         except ExportError as err:
             screen.app.call_from_thread(screen.notify, str(err), title="not exported", severity="error", timeout=10)
             return
-        screen.app.call_from_thread(screen.notify, f"exported {written}\ncheck it with: tau-tui evidence verify {written}",
+        check = f"tau-tui evidence verify{' --demo' if record.simulated else ''} {written}"  # the demo's key is its own
+        screen.app.call_from_thread(screen.notify, f"exported {written}\ncheck it with: {check}",
                                     title="evidence exported", timeout=10)
 
     target: list[str] = []

@@ -1,8 +1,8 @@
 """One kind's rows (pods, events) kept between a pane's reads, so that a read costs what changed.
 
 The first read (or one after the journal no longer reaches back, or the picks changed) builds a
-row for every object the pane picks; a later read asks the cache's journal which objects changed
-since (``changed_since``) and builds their rows alone, plus the rows whose age column reads
+row for every object the pane picks; a later read asks its cursor on the cache's change feed
+(``JournalCursor``) which objects changed since and builds their rows alone, plus the rows whose age column reads
 otherwise now (a heap of the moments each next ticks over, at most ``AGES_PER_READ`` a read).  The
 order is kept by bisection, and the table's update covers those rows alone (``plan_changed_rows``),
 as the Nodes pane's rows are kept (``node_rows.py``)."""
@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import ObjectView
 from tau_tui.widgets.cell_text import age_changes_at
@@ -59,8 +60,7 @@ class KeptRows:
         self.kind = kind
         self.picks = picks
         self.build = build
-        self._backend: ClusterBackend | None = None
-        self._generation: int | None = None
+        self._changes = JournalCursor(kind)
         self._order: list[tuple[tuple, str]] = []  # (order, key), sorted
         self._keys: list[str] = []
         self._place: dict[str, tuple] = {}
@@ -76,26 +76,29 @@ class KeptRows:
 
     def reset(self) -> None:
         """The picks changed (another scope): the next read builds every row again."""
-        self._generation = None
+        self._changes.forget()
 
     def read(self, backend: ClusterBackend, now: datetime, table: TableState | None, notice: Any,
              keep_reading: Callable[[], None]) -> KeptRead:
-        kind = self.kind
         planned_source, self._planned_source = self._planned_source, None
-        # the generation before the data: a change in between is read again next time, never missed
-        generation = backend.generation(kind)
-        changed_keys = None
-        if backend is self._backend and self._generation is not None:
-            changed_keys = backend.changed_since(kind, self._generation)
-        self._backend, self._generation = None, None  # until this read is done
+        # what changed, taken before the data is read: a change in between is read again next time
+        changed_keys = self._changes.read(backend).keys
+        try:
+            return self._read(backend, changed_keys, now, table, notice, planned_source, keep_reading)
+        except BaseException:
+            self._changes.forget()  # a read stopped half way changed what was kept
+            raise
+
+    def _read(self, backend: ClusterBackend, changed_keys: set[Key] | None, now: datetime, table: TableState | None,
+              notice: Any, planned_source: Any, keep_reading: Callable[[], None]) -> KeptRead:
+        kind = self.kind
         changed: dict[str, list[Any]] = {}
         removed: list[str] = []
         full = changed_keys is None
-        if full:
+        if changed_keys is None:
             self.full_reads += 1
-            backend.changed_since(kind, -1)  # the cache journals the kind from now on
             self._forget()
-            for count, view in enumerate(backend.list(kind)):
+            for count, view in enumerate(backend.views(kind)):
                 if count % 256 == 255:
                     keep_reading()
                 if self.picks(view):
@@ -103,7 +106,6 @@ class KeptRows:
             self._order.sort()
             self._keys = [key for _, key in self._order]
         else:
-            assert changed_keys is not None
             dirty: dict[str, ObjectView | None] = {}
             for namespace, name in changed_keys:
                 got = backend.get(kind, name, namespace or None)
@@ -126,7 +128,6 @@ class KeptRows:
         plan = None
         if not full and notice is None and table is not None and table.source is planned_source:
             plan = plan_changed_rows(table, list(self._keys), changed, removed, dict(self._matchable))
-        self._backend, self._generation = backend, generation
         return KeptRead(RowsView(list(self._keys), dict(self._cells)), dict(self._views), dict(self._matchable), plan, full)
 
     def planned(self, plan: TablePlan) -> None:

@@ -7,6 +7,7 @@ so it reads 0)."""
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.input_dialog import InputDialog
 from tau_tui.widgets.log_view import LogView
 from tau_tui.widgets.status_text import style_of
+from tau_tui.widgets.work_line import WorkLine
 
 SINCE_PRESETS: tuple[tuple[str, int | None], ...] = (("all", None), ("1m", 60), ("5m", 300), ("15m", 900), ("30m", 1800), ("1h", 3600))
 
@@ -61,6 +63,7 @@ class LogsScreen(PaneScreen):
         Binding("n", "next_match", "Next", id="logs.next"),
         Binding("N", "previous_match", "Prev", id="logs.prev", show=False),
         Binding("ctrl+s", "save", "Save", id="logs.save"),
+        Binding("escape", "stop_search", "Stop search", id="logs.stop_search", show=False),
     ]
 
     def __init__(self) -> None:
@@ -73,9 +76,15 @@ class LogsScreen(PaneScreen):
         self.search_text = ""
         self.last_saved: str | None = None
         self.opening = False
+        #: (top line, lines seen) of a paused log being opened again: it opens paused there.
+        self._keep_place: tuple[int, int] | None = None
+        #: The search running now (esc sets it) and the term it replaces.
+        self._searching: threading.Event | None = None
+        self._search_before = ""
 
     def compose_body(self) -> ComposeResult:
         yield Static(Text("no run selected: press l on a run (Runs or Queue pane), or type :logs RUN"), id="logs-info")
+        yield WorkLine(id="logs-work")
         yield LogView(id="log-view")
 
     def on_mount(self) -> None:
@@ -100,6 +109,7 @@ class LogsScreen(PaneScreen):
     def open_run(self, ref: str, all_containers: bool = False, pod: str | None = None) -> None:
         """``pod``: one pod of the run (``l`` on a pod row), not the merged log of every pod."""
         self.run_ref = ref
+        self._keep_place = None  # another log: it opens following
         self.update_header()
         backend = self.tau.backend
         if backend is None:
@@ -185,14 +195,16 @@ class LogsScreen(PaneScreen):
         self.stream = message.stream
         self.request = message.request
         view = self.query_one(LogView)
-        view.set_spool(message.stream.spool)
+        keep_place, self._keep_place = self._keep_place, None
+        view.set_spool(message.stream.spool, keep_place=keep_place)
         if self.search_text:
             # The hits belonged to the previous log: drop the term and its highlight together,
             # so the header never says "no match" over highlighted lines that n cannot reach.
             self.notify(f"search /{self.search_text} cleared: a new log is open; / searches it")
             self.search_text = ""
             view.set_search(None, [])
-        view.set_following(True)
+        if keep_place is None:
+            view.set_following(True)
         view.focus()
         self._update_info()
 
@@ -275,20 +287,22 @@ class LogsScreen(PaneScreen):
 
     def action_toggle_wrap(self) -> None:
         view = self.query_one(LogView)
-        view.wrap = not view.wrap
-        view.relayout()
+        view.set_layout(wrap=not view.wrap)
         self._update_info()
 
     def action_toggle_json(self) -> None:
         view = self.query_one(LogView)
-        view.json_pretty = not view.json_pretty
-        view.relayout()
+        view.set_layout(json_pretty=not view.json_pretty)
         self._update_info()
 
     def _reopen(self, **changes) -> None:
+        """The log opened again with ``changes`` (timestamps, since, previous, all containers): a
+        paused view stays paused, on the line it showed."""
         if self.request is None:
             self.notify("no log open", severity="warning")
             return
+        view = self.query_one(LogView)
+        self._keep_place = None if view.following else (view.top_line, view.lines_seen)
         self._open(replace(self.request, **changes), self.run_title)
 
     def action_toggle_timestamps(self) -> None:
@@ -324,17 +338,41 @@ class LogsScreen(PaneScreen):
         super().line_submitted(mode, text)
 
     def run_search(self, text: str) -> None:
+        if self._searching is None:
+            self._search_before = self.search_text
+        else:
+            self._searching.set()  # a new search replaces the one running
         self.search_text = text
         view = self.query_one(LogView)
         if not text or view.spool is None:
+            self._searching = None
+            self.query_one(WorkLine).ended()
             view.set_search(None, [])
             self._update_info()
             return
-        self._search_worker(view.spool, text)
+        self._searching = threading.Event()
+        self.query_one(WorkLine).working(f"searching the whole log for /{text}")
+        self._search_worker(view.spool, text, self._searching)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop_search":  # esc goes back as everywhere unless a search runs
+            return self._searching is not None
+        return super().check_action(action, parameters)
+
+    def action_stop_search(self) -> None:
+        """esc while a search runs: it is told to stop, its hits are never shown, the last search stays."""
+        stopped, self._searching = self._searching, None
+        if stopped is None:
+            return
+        stopped.set()
+        self.query_one(WorkLine).cancelled(f"search for /{self.search_text} stopped: no match is shown for it")
+        self.search_text = self._search_before
+        self._update_info()
 
     @work(description="_search_worker", thread=True, exclusive=True, exit_on_error=False, group="logs-search")
-    def _search_worker(self, spool, text: str) -> None:
-        """Whole-spool search, off the UI thread (the spool is passed in: no widget access here)."""
+    def _search_worker(self, spool, text: str, stop: threading.Event) -> None:
+        """Whole-spool search, off the UI thread (the spool is passed in: no widget access here);
+        a search told to stop (esc, or a new one) posts nothing."""
         try:
             pattern = re.compile(text, re.IGNORECASE)
             regex, error = True, ""
@@ -342,10 +380,13 @@ class LogsScreen(PaneScreen):
             pattern = re.compile(re.escape(text), re.IGNORECASE)
             regex, error = False, f"not a valid regex ({err}); searched as plain text"
         hits = spool.search(text, regex=regex) if spool is not None and not spool.closed else []
-        self.post_message(SearchDone(pattern, hits, error))
+        if not stop.is_set():
+            self.post_message(SearchDone(pattern, hits, error))
 
     @on(SearchDone)
     def _search_done(self, message: SearchDone) -> None:
+        self._searching = None
+        self.query_one(WorkLine).ended()
         view = self.query_one(LogView)
         view.set_search(message.pattern, message.hits)
         if message.error:

@@ -20,9 +20,10 @@ from tau_tui.core.cluster.view_types import ObjectView, WorkloadView
 from tau_tui.core.operations.live_selection import LiveSelection
 from tau_tui.core.operations.multikueue import compare_with_tau_cluster, evaluate_multikueue_ready
 from tau_tui.screens.base import PaneScreen
+from tau_tui.screens.known_counts import CountedStatus, RowCount
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line
-from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
 
 
@@ -50,7 +51,7 @@ class MultiKueueData:
     config_rows: list = field(default_factory=list)
     cluster_rows: list = field(default_factory=list)
     workload_rows: list = field(default_factory=list)
-    status: str = ""
+    status: str | CountedStatus = ""
 
 
 class MultiKueueScreen(PaneScreen):
@@ -83,14 +84,23 @@ class MultiKueueScreen(PaneScreen):
     def compose_body(self) -> ComposeResult:
         yield Static(Text("evaluating…"), id="mk-verdict")
         yield Label(Text("AdmissionChecks"), classes="section-title")
-        yield KeyedTable([("name", "Name"), ("controller", "Controller"), ("active", "Active"), ("reason", "Reason"),
-                          ("message", "Message"), ("params", "Parameters")], id="mk-checks")
+        # at 80 columns the name, Active and its reason stay; the message shrinks
+        yield KeyedTable([ColumnSpec("name", "Name", flexible=True, min_width=12, cut="middle"),
+                          ColumnSpec("controller", "Controller", optional=True), ColumnSpec("active", "Active"),
+                          ColumnSpec("reason", "Reason", flexible=True, min_width=8),
+                          ColumnSpec("message", "Message", flexible=True, min_width=8),
+                          ColumnSpec("params", "Parameters", optional=True, flexible=True, min_width=8)], id="mk-checks")
         yield Label(Text("MultiKueueConfigs and MultiKueueClusters"), classes="section-title")
-        yield KeyedTable([("name", "Name"), ("kind", "Kind"), ("active", "Active"), ("reason", "Reason"),
-                          ("message", "Message / clusters")], id="mk-clusters")
+        yield KeyedTable([ColumnSpec("name", "Name", flexible=True, min_width=12, cut="middle"),
+                          ColumnSpec("kind", "Kind", optional=True), ColumnSpec("active", "Active"),
+                          ColumnSpec("reason", "Reason", flexible=True, min_width=8),
+                          ColumnSpec("message", "Message / clusters", flexible=True, min_width=8)], id="mk-clusters")
         yield Label(Text("MultiKueue workloads"), classes="section-title")
-        yield KeyedTable([("name", "Workload"), ("queue", "Queue"), ("check", "Check state"), ("worker", "Placed on"),
-                          ("nominated", "Nominated")], id="mk-workloads")
+        yield KeyedTable([ColumnSpec("name", "Workload", flexible=True, min_width=16, cut="middle"),
+                          ColumnSpec("queue", "Queue", optional=True, priority=1),
+                          ColumnSpec("check", "Check state", flexible=True, min_width=10),
+                          ColumnSpec("worker", "Placed on", flexible=True, min_width=8, cut="middle"),
+                          ColumnSpec("nominated", "Nominated", optional=True)], id="mk-workloads")
 
     def collect(self, request: ReadRequest) -> MultiKueueData:
         backend = self.tau.backend
@@ -144,11 +154,13 @@ class MultiKueueScreen(PaneScreen):
         mk_checks = frozenset(c.name for c in checks if c.is_multikueue)
         if self._mk_workloads is None or self._mk_workloads[0] != mk_checks:
             self._mk_workloads = (mk_checks, multikueue_workloads(mk_checks))
+        placed = 0  # MultiKueue workloads, the filter's or not
         for wl in self._mk_workloads[1].current(backend):
             assert isinstance(wl, WorkloadView)
             states = [c for c in wl.admission_checks if c.name in mk_checks]
             if not states and not wl.cluster_name:
                 continue
+            placed += 1
             key = f"{wl.namespace}/{wl.name}"
             if not f.matches(key, wl.labels):
                 continue
@@ -156,8 +168,9 @@ class MultiKueueScreen(PaneScreen):
             data.workload_rows.append((key, [Text(key), Text(wl.queue_name or "—"), Text(check_text),
                                              Text(wl.cluster_name or "not placed"),
                                              Text(", ".join(wl.nominated_cluster_names) or "—")]))
-        data.status = (f"{len(checks)} AdmissionChecks ({len(mk_checks)} MultiKueue) · "
-                       f"{len(configs or ())} configs · {len(clusters or ())} clusters · {len(data.workload_rows)} workloads")
+        data.status = CountedStatus((f"{len(checks)} AdmissionChecks ({len(mk_checks)} MultiKueue) · "
+                                     f"{len(configs or ())} configs · {len(clusters or ())} clusters · {placed} workloads",
+                                     RowCount(str(f.tally[0]), "rows shown", only_filtered=True, prefix=" · ")))
         return data
 
     def apply(self, data: MultiKueueData) -> None:

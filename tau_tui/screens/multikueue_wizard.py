@@ -22,15 +22,17 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, Static
 
 from tau_tui.core.operations.multikueue_steps import open_exercise
-from tau_tui.core.operations.multikueue_steps.engine import Check, Exercise, Outcome, Refused, StepState
+from tau_tui.core.operations.multikueue_steps.engine import Cancelled, Check, Exercise, Outcome, Refused, StepState
 from tau_tui.core.operations.multikueue_steps.matrix import COLUMNS, dependency_matrix
 from tau_tui.mutations.mutation import Mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.pane_reader import ReadRequest
+from tau_tui.screens.wizard_work import WizardWork, WorkEnded, WorkProgress, cancelled_text, watched
 from tau_tui.widgets.cell_text import one_line
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
 from tau_tui.widgets.table_messages import RowHighlighted
+from tau_tui.widgets.work_line import WorkLine
 
 #: Seconds the wizard waits for a step's promised condition after applying it.
 VERIFY_TIMEOUT = 120.0
@@ -50,6 +52,8 @@ class WizardData:
     matrix_rows: list = field(default_factory=list)
     status: str = ""
     current: str | None = None
+    #: A survey stopped by esc: why nothing of it is shown.
+    cancelled: str = ""
 
 
 class MultiKueueWizardScreen(PaneScreen):
@@ -62,8 +66,9 @@ class MultiKueueWizardScreen(PaneScreen):
         "unlocks only when every step before it verifies live.  Select a step to see what it does, the exact objects "
         "it creates or deletes (credentials redacted) and the evidence of its verification.  'a' applies the next "
         "step: server dry-run preview, confirmation, audit log, then it waits for the promised condition.  'c' (drain) "
-        "cancels every pending owner of the dedicated queue when the hold step runs.  'r' verifies again.  Every run "
-        "writes an exercise record (tau-tui multikueue records)."
+        "cancels every pending owner of the dedicated queue when the hold step runs.  'r' verifies again.  While it "
+        "verifies, previews or applies, the line under the title says which step and esc stops it (an apply already "
+        "sent stays sent and is not verified).  Every run writes an exercise record (tau-tui multikueue records)."
     )
     MUTATING_ACTIONS = frozenset({"apply", "toggle_cancel"})
     VIEW_KINDS = ()
@@ -71,6 +76,7 @@ class MultiKueueWizardScreen(PaneScreen):
         Binding("a", "apply", "Apply next step", id="mkwizard.apply"),
         Binding("r", "reverify", "Verify again", id="mkwizard.reverify"),
         Binding("c", "toggle_cancel", "Cancel pending owners", id="mkwizard.cancel"),
+        Binding("escape", "cancel_work", "Stop", id="mkwizard.stop", show=False),
     ]
 
     def __init__(self, flow: str, inputs: dict | None = None, plan_path: str | None = None) -> None:
@@ -90,12 +96,20 @@ class MultiKueueWizardScreen(PaneScreen):
         #: The steps as they stood when the flow completed, for a flow whose completion forgets its state
         #: (rotation drops its keyring entries, so a survey afterwards would start it over).
         self.completed: list | None = None
+        #: The long action running now (a survey, preview or apply), what it does, and what it sent.
+        self._work: WizardWork | None = None
+        #: The apply running now (its wait verifies the step; no survey runs beside it).
+        self._applying: WizardWork | None = None
+        #: ``r`` asked for a survey: its end is said on the work line, however quick it was.
+        self._asked = False
+        self._doing: tuple[str, str, tuple[str, ...]] = ("", "", ())
 
     def crumbs(self) -> str:
         return f"MultiKueue › {self.flow_name}"
 
     def compose_body(self) -> ComposeResult:
         yield Label(Text(f"MultiKueue {self.flow_name}"), id="wizard-title", classes="section-title")
+        yield WorkLine(id="wizard-work")
         with Horizontal(id="wizard-body"):
             yield KeyedTable([("state", "State"), ("step", "Step")], id="wizard-steps")
             with VerticalScroll(id="wizard-detail-scroll"):
@@ -110,15 +124,18 @@ class MultiKueueWizardScreen(PaneScreen):
     # -- refresh: on demand, after an apply, and every RESURVEY_TICKS ----------
 
     def tick(self, force: bool = False) -> None:
+        if self._applying is not None:
+            return  # the apply waits for its step's verification itself; the survey follows it (done)
         self._ticks += 1
         if force or self._wanted or self._ticks >= RESURVEY_TICKS:
             self._ticks = 0
             self._wanted = False
             super().tick(force)
 
-    def reverify(self) -> None:
+    def reverify(self, force: bool = False) -> None:
+        """Survey the steps again (``force``: now, as ``r`` asks, not when the pane's reader finds it due)."""
         self._wanted = True
-        self.tick()
+        self.tick(force)
 
     def _ensure_exercise(self) -> Exercise | None:
         if self.exercise is not None or self.problem:
@@ -139,6 +156,17 @@ class MultiKueueWizardScreen(PaneScreen):
         return self.exercise
 
     def collect(self, request: ReadRequest) -> WizardData:
+        work = WizardWork()
+        try:
+            return self._survey(work)
+        except Cancelled as stop:
+            return WizardData(cancelled=f"verifying '{stop.step.title}' stopped: no step's state is known from that "
+                                        "survey, nothing was changed; r verifies again")
+        finally:
+            self.post_message(WorkEnded(work))
+
+    def _survey(self, work: WizardWork) -> WizardData:
+        """Worker thread: every step's state, the selected step's detail (and matrix)."""
         data = WizardData()
         exercise = self._ensure_exercise()
         if exercise is None:
@@ -148,7 +176,8 @@ class MultiKueueWizardScreen(PaneScreen):
         # the keyring note first: the breadcrumb names the flow, and a narrow title still says where secrets are
         data.title = (f"{self.keyring_note} · " if self.keyring_note else "") + (
             f"{exercise.flow.title} · plan {exercise.ctx.plan.source}")
-        statuses = self.completed if self.completed is not None else exercise.survey()
+        watch = watched(self.post_message, work)
+        statuses = self.completed if self.completed is not None else exercise.survey(watch)
         for status in statuses:
             word = STATE_WORD[status.state]
             data.rows.append((status.step.key, [Text(f"{status.mark} {status.state.value}", style=style_of(word)),
@@ -157,7 +186,11 @@ class MultiKueueWizardScreen(PaneScreen):
         data.detail = self._detail(exercise, selected)
         data.current = selected.step.key
         if selected.step.kind == "matrix" and selected.state is not StepState.LOCKED:
-            for row in dependency_matrix(exercise.ctx):
+            watch.on_step(selected.step, "reading the dependency matrix for")
+            matrix = dependency_matrix(exercise.ctx)
+            if watch.stop():
+                raise Cancelled(selected.step)
+            for row in matrix:
                 data.matrix_rows.append((row.worker, [Text(row.worker)] + [
                     status_text("done" if c.status == "ok" else "failed" if c.status == "bad" else "unknown",
                                 one_line(c.text, 40)) for _, c in row.cells]))
@@ -201,6 +234,13 @@ class MultiKueueWizardScreen(PaneScreen):
         return text
 
     def apply(self, data: WizardData) -> None:
+        if data.cancelled:  # a part of a survey: the steps stay as the last whole one found them
+            self._asked = False
+            self.set_status(data.cancelled)
+            return
+        if self._asked and not data.problem:
+            self._asked = False
+            self.query_one(WorkLine).ended(Text(f"✓ verified again: {data.status}", style=style_of("done")))
         self.query_one("#wizard-title", Label).update(Text(data.title, style="bold"))
         steps = self.query_one("#wizard-steps", KeyedTable)
         detail = self.query_one("#wizard-detail", Static)
@@ -234,7 +274,45 @@ class MultiKueueWizardScreen(PaneScreen):
     # -- actions ---------------------------------------------------------------
 
     def action_reverify(self) -> None:
-        self.reverify()
+        if self._applying is not None:
+            self.notify("a step is being applied and waited for; r verifies again once it is done (esc stops the wait)")
+            return
+        self._asked = True
+        self.reverify(force=True)
+
+    # -- long actions: what they do, and esc ---------------------------------------
+
+    def on_work_progress(self, message: WorkProgress) -> None:
+        if message.work.cancel.is_set():
+            return  # told to stop: the line says so already
+        if message.doing in ("applying", "waiting for"):
+            self._applying = message.work
+        elif self._applying is not None:
+            return  # a survey that began before the apply: the line follows the apply
+        self._work = message.work
+        self._doing = (message.doing, message.step, message.sent)
+        self.query_one(WorkLine).working(f"{message.doing}: {message.step}")
+
+    def on_work_ended(self, message: WorkEnded) -> None:
+        if message.work is self._applying:
+            self._applying = None
+        if message.work is not self._work:
+            return
+        self._work = None
+        if not message.work.cancel.is_set():
+            self.query_one(WorkLine).ended()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_work":  # esc goes back as everywhere unless something runs here
+            return self._work is not None
+        return super().check_action(action, parameters)
+
+    def action_cancel_work(self) -> None:
+        work = self._work
+        if work is None:
+            return
+        work.cancel.set()
+        self.query_one(WorkLine).cancelled(cancelled_text(*self._doing))
 
     def action_toggle_cancel(self) -> None:
         if self.exercise is None:
@@ -256,20 +334,39 @@ class MultiKueueWizardScreen(PaneScreen):
         step = current.step
 
         def preview() -> tuple[bool, str, bool]:
-            p = exercise.preview(step)
+            work = WizardWork()
+            self.post_message(WorkProgress(work, "previewing", step.title))
+            try:
+                p = exercise.preview(step)
+            finally:
+                self.post_message(WorkEnded(work))
+            if work.cancel.is_set():
+                return False, f"the preview of '{step.title}' was stopped (esc): nothing was changed", False
             return p.dry_run_ok and p.refusal is None, p.text(), p.allowed
 
         def run(dry_run: bool) -> Any:
             if dry_run:
                 p = exercise.preview(step)
                 return p.allowed, p.text()
+            work = WizardWork()
+            self.post_message(WorkProgress(work, "applying", step.title))
+            try:
+                return applied(work)
+            finally:
+                self.post_message(WorkEnded(work))
+
+        def applied(work: WizardWork) -> tuple[bool, str]:
+            """Worker thread: the step sent, then waited for until it verifies (or esc stops the wait)."""
             try:
                 ok, lines = exercise.apply(step)
             except Refused as err:
                 return False, err.message
             if not ok:
                 return False, "\n".join(lines)
-            check: Check = exercise.wait_verified(step, VERIFY_TIMEOUT)
+            if work.cancel.is_set():
+                check = Check(False, "verification stopped by the operator before it began")
+            else:
+                check = exercise.wait_verified(step, VERIFY_TIMEOUT, watched(self.post_message, work, tuple(lines)))
             exercise.record_step(step, "verified" if check.ok else "not verified", check, lines)
             self._finish_if_done(exercise, check)
             tail = "verified" if check.ok else f"NOT verified: {check.reason}" + (f"\n⚠ {check.action}" if check.action else "")

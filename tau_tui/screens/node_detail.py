@@ -14,13 +14,13 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.cluster.view_types import EventView, NodeView, ObjectView, PodView
 from tau_tui.core.operations.live_selection import LiveSelection
-from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
+from tau_tui.screens.node_actions import request_node_change
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line, since
-from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.node_cells import gpu_summary, node_health, verdict_cell_for
 from tau_tui.widgets.status_text import status_text
 
@@ -80,12 +80,20 @@ class NodeDetailScreen(PaneScreen):
     def compose_body(self) -> ComposeResult:
         yield Label(Text(f"node {self.node_name}"), id="node-title", classes="section-title")
         yield Label(Text(""), id="node-advice")
-        yield KeyedTable([("gpu", "GPU"), ("name", "Model"), ("verdict", "Health"), ("reasons", "Reasons"),
-                          ("util", "Util"), ("mem", "Mem"), ("temp", "Temp"), ("ecc", "ECC d/s")], id="gpus-table")
+        # at 80 columns each GPU's verdict and reasons stay; the model and telemetry go first
+        yield KeyedTable([ColumnSpec("gpu", "GPU"), ColumnSpec("name", "Model", optional=True, flexible=True, min_width=8),
+                          ColumnSpec("verdict", "Health"), ColumnSpec("reasons", "Reasons", flexible=True, min_width=16),
+                          ColumnSpec("util", "Util", optional=True, priority=1), ColumnSpec("mem", "Mem", optional=True, priority=1),
+                          ColumnSpec("temp", "Temp", optional=True, priority=2), ColumnSpec("ecc", "ECC d/s", optional=True, priority=2)],
+                         id="gpus-table")
         yield Label(Text("Pods using GPUs on this node"), classes="section-title")
-        yield KeyedTable([("pod", "Pod"), ("run", "Run"), ("gpus", "GPUs"), ("phase", "Phase"), ("age", "Age")], id="pods-table")
+        yield KeyedTable([ColumnSpec("pod", "Pod", flexible=True, min_width=16, cut="middle"),
+                          ColumnSpec("run", "Run", flexible=True, min_width=12, cut="middle"), ColumnSpec("gpus", "GPUs"),
+                          ColumnSpec("phase", "Phase"), ColumnSpec("age", "Age", optional=True)], id="pods-table")
         yield Label(Text("Events"), classes="section-title")
-        yield KeyedTable([("type", "Type"), ("reason", "Reason"), ("message", "Message"), ("age", "Age")], id="events-table")
+        yield KeyedTable([ColumnSpec("type", "Type"), ColumnSpec("reason", "Reason", flexible=True, min_width=10),
+                          ColumnSpec("message", "Message", flexible=True, min_width=16), ColumnSpec("age", "Age")],
+                         id="events-table")
 
     def collect(self, request: ReadRequest) -> NodeDetailData:
         backend = self.tau.backend
@@ -158,7 +166,9 @@ class NodeDetailScreen(PaneScreen):
         self.set_status(f"{sum(not key.startswith('source-') for key, _ in data.gpu_rows)} GPUs · {len(data.pod_rows)} pods · {len(data.event_rows)} events")
 
     def _mutate(self, verb: str) -> None:
-        self.tau.request_mutation(node_mutation(self.tau, verb, self.node_name))
+        backend = self.tau.backend
+        node = backend.get(ResourceKind.NODE, self.node_name) if backend else None
+        request_node_change(self, verb, self.node_name, node if isinstance(node, NodeView) else None)
 
     def action_cordon(self) -> None:
         self._mutate("cordon")

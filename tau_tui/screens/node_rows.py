@@ -178,7 +178,8 @@ class NodeRows:
             self._word[name] = word
             self._counts[word] = self._counts.get(word, 0) + 1
             verdict_cell = verdict_cell_for(health.verdict.value, stale)
-            reason = one_line(f"{health.reason}: {health.message}" if health.message else health.reason, 80)
+            # whole (to 300 characters): the row cuts it to its column, the line under the table shows it all
+            reason = one_line(f"{health.reason}: {health.message}" if health.message else health.reason, 300)
             if health.last_heartbeat:
                 hb = age((now - health.last_heartbeat).total_seconds())
                 due = self._age_due[name] = age_changes_at(health.last_heartbeat, now)

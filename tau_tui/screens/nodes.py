@@ -13,16 +13,29 @@ from textual.binding import Binding
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import NodeView
-from tau_tui.mutations.cluster_changes import node_mutation
 from tau_tui.mutations.drain import drain_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
-from tau_tui.screens.known_counts import count_text, counts_known
+from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text, counts_known
+from tau_tui.screens.node_actions import request_node_change
 from tau_tui.screens.node_detail import NodeDetailScreen
 from tau_tui.screens.node_rows import NodeRows
 from tau_tui.screens.pane_reader import ReadRequest
-from tau_tui.widgets.keyed_table import KeyedTable, Matchable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
+from tau_tui.widgets.row_detail import RowDetail
 from tau_tui.widgets.table_plan import Row, TablePlan
+
+#: At 80 columns the state columns stay (the node, its verdict, the runs it hit, Sched, Reason): the
+#: telemetry goes first, utilisation first, then the GPUs; names are cut in the middle.
+NODE_COLUMNS = [
+    ColumnSpec("node", "Node", flexible=True, min_width=12, cut="middle"), ColumnSpec("verdict", "Health"),
+    ColumnSpec("hit", "Runs hit", flexible=True, min_width=8),
+    ColumnSpec("gpus", "GPUs alloc/cap", optional=True, flexible=True, min_width=8, priority=3),
+    ColumnSpec("temp", "Temp", optional=True, priority=1), ColumnSpec("util", "Util", optional=True),
+    ColumnSpec("ecc", "ECC d/s", optional=True, priority=1), ColumnSpec("xid", "XIDs", optional=True, priority=2),
+    ColumnSpec("hb", "HB", optional=True, priority=2), ColumnSpec("sched", "Sched"),
+    ColumnSpec("reason", "Reason", flexible=True, min_width=14),
+]
 
 
 @dataclass
@@ -33,7 +46,7 @@ class NodesData:
     matchable: dict[str, Matchable] = field(default_factory=dict)
     #: The nodes table's update, worked out in the worker.
     plan: TablePlan | None = None
-    status: str = ""
+    status: str | CountedStatus = ""
 
 
 class NodesScreen(PaneScreen):
@@ -48,7 +61,9 @@ class NodesScreen(PaneScreen):
         "agent's last heartbeat.  enter opens the node: per-GPU rows, the pods and runs on it, events.  "
         "D drains: the preview lists the pods that would be evicted and those that stay, PodDisruptionBudgets "
         "and the cluster-wide drain budget that block it, and the server dry-run; a blocked drain cannot be "
-        "confirmed.  While the connection is down, verdicts read 'stale', never healthy."
+        "confirmed.  c cordons: a cordon counts against the same drain budget, previewed the same way.  u uncordons: "
+        "a node whose GPUs report a fault (or whose health is unknown) asks first, naming it.  While the connection "
+        "is down, verdicts read 'stale', never healthy."
     )
     MUTATING_ACTIONS = frozenset({"cordon", "uncordon", "drain"})
     VIEW_KINDS = (ResourceKind.NODE, ResourceKind.GPU_HEALTH)
@@ -69,11 +84,8 @@ class NodesScreen(PaneScreen):
         self._node_rows = NodeRows()
 
     def compose_body(self) -> ComposeResult:
-        yield KeyedTable(
-            [("node", "Node"), ("verdict", "Health"), ("hit", "Runs hit"), ("gpus", "GPUs alloc/cap"), ("temp", "Temp"), ("util", "Util"),
-             ("ecc", "ECC d/s"), ("xid", "XIDs"), ("hb", "HB"), ("sched", "Sched"), ("reason", "Reason")],
-            id="nodes-table",
-        )
+        yield KeyedTable(NODE_COLUMNS, id="nodes-table")
+        yield RowDetail(id="node-detail-line")
 
     def collect(self, request: ReadRequest) -> NodesData:
         backend = self.tau.backend
@@ -85,8 +97,8 @@ class NodesScreen(PaneScreen):
         data = NodesData(read.rows, read.nodes, read.matchable)
         verdicts = ", ".join(f"{n} {v}" for v, n in sorted(read.counts.items())) or "none"
         listed = request.freshness.views.get(ResourceKind.NODE)  # no zeros before the node list ended
-        data.status = (f"{count_text(len(data.rows), listed)} nodes · GPU health: "
-                       + (verdicts if counts_known(listed) else count_text(0, listed)))
+        data.status = CountedStatus((RowCount(count_text(len(data.rows), listed), "nodes", "nodes-table"), " · GPU health: "
+                                     + (verdicts if counts_known(listed) else count_text(0, listed))))
         data.plan = read.plan or request.plan_table("nodes-table", data.rows, notice, data.matchable)
         self._node_rows.planned(data.plan)
         return data
@@ -99,6 +111,18 @@ class NodesScreen(PaneScreen):
         else:
             table.apply_rows(data.rows, notice=self.freshness.notice(ResourceKind.NODE), matchable=data.matchable)
         self.set_status(data.status)
+        self.call_after_refresh(self._show_node_detail)
+
+    def _show_node_detail(self) -> None:
+        """The selected node whole under the table: its name, and what its row cuts or hides."""
+        self.query_one("#node-detail-line", RowDetail).show(self.query_one("#nodes-table", KeyedTable))
+
+    def on_keyed_table_row_highlighted(self, event) -> None:
+        self._show_node_detail()
+
+    def on_resize(self, event) -> None:
+        super().on_resize(event)
+        self.call_after_refresh(self._show_node_detail)  # the columns fit the new width first
 
     def selected_node(self) -> str | None:
         return self.query_one("#nodes-table", KeyedTable).selected_key
@@ -116,7 +140,7 @@ class NodesScreen(PaneScreen):
         if name is None:
             self.notify("select a node", severity="warning")
             return
-        self.tau.request_mutation(node_mutation(self.tau, verb, name))
+        request_node_change(self, verb, name, self.data.nodes.get(name))
 
     def action_cordon(self) -> None:
         self._mutate("cordon")

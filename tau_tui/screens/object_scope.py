@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import EventView, JobView, ObjectView, PodView, RayJobView
 
@@ -108,26 +109,24 @@ class RayJobsByCluster:
     that a Ray pod's row names its run: KubeRay labels the pods with their cluster only."""
 
     def __init__(self) -> None:
-        self._backend: ClusterBackend | None = None
-        self._generation: int | None = None
+        self._changes = JournalCursor(ResourceKind.RAY_JOB)
         self.by_cluster: dict[tuple[str, str], str] = {}
         self._cluster_of: dict[tuple[str, str], tuple[str, str]] = {}
 
     def update(self, backend: ClusterBackend) -> None:
         kind = ResourceKind.RAY_JOB
-        generation = backend.generation(kind)
-        changed = None
-        if backend is self._backend and self._generation is not None:
-            changed = backend.changed_since(kind, self._generation)
-        if changed is None:
-            backend.changed_since(kind, -1)  # the cache journals the kind from now on
-            self.by_cluster, self._cluster_of = {}, {}
-            for view in backend.list(kind):
-                self._put(view.key, view)
-        else:
-            for namespace, name in changed:
-                self._put((namespace, name), backend.get(kind, name, namespace or None))
-        self._backend, self._generation = backend, generation
+        changed = self._changes.read(backend).keys  # taken before the data: a change in between is read next time
+        try:
+            if changed is None:
+                self.by_cluster, self._cluster_of = {}, {}
+                for view in backend.views(kind):
+                    self._put(view.key, view)
+            else:
+                for namespace, name in changed:
+                    self._put((namespace, name), backend.get(kind, name, namespace or None))
+        except BaseException:
+            self._changes.forget()  # one stopped half way: the next reads everything
+            raise
 
     def _put(self, key: tuple[str, str], view: ObjectView | None) -> None:
         old = self._cluster_of.pop(key, None)

@@ -189,9 +189,11 @@ class PaneReader:
         #: A read ahead of the first open runs: it rests between steps (:meth:`keep_reading`).
         self.reading_ahead = False
         self.paused_at = 0.0
-        #: Seconds the read in progress slept for keys, and how it sleeps.
+        #: Seconds the read in progress slept for keys, how it sleeps, and the clock its slices and the
+        #: keys' hold are measured by (tests give their own).
         self.napped_s = 0.0
         self.nap: Callable[[float], None] = time.sleep
+        self.monotonic: Callable[[], float] = time.monotonic
         #: The reading thread's processor clock (a read's back-off is in it).
         self.cpu_clock: Callable[[], float] = time.thread_time
         #: The app's key hold when the pane was opened with no rows: its read naps only for keys that
@@ -360,15 +362,15 @@ class PaneReader:
         if not self.wanted:
             raise ReadNoLongerWanted
         if self.reading_ahead:  # nobody waits for it: leave the processor to the keys most of the time
-            worked = time.monotonic() - self.paused_at
+            worked = self.monotonic() - self.paused_at
             if worked >= READ_AHEAD_SLICE_S:
                 self._rest(min(worked * READ_AHEAD_REST, READ_AHEAD_LONGEST_REST_S))
-                self.paused_at = time.monotonic()
+                self.paused_at = self.monotonic()
             if self.host.first_rows_awaited:  # another pane's first rows are waited for: they come first
                 self._rest(READ_AHEAD_YIELDS_AT_MOST_S, while_awaited=True)
-                self.paused_at = time.monotonic()
+                self.paused_at = self.monotonic()
         if self._nap_while_keys_come():  # a nap is not work: the next slice starts after it
-            self.paused_at = time.monotonic()
+            self.paused_at = self.monotonic()
 
     def _rest(self, seconds: float, while_awaited: bool = False) -> None:
         """A read ahead's rest; it ends once the pane is opened (its read is then waited for), and
@@ -384,7 +386,7 @@ class PaneReader:
         host = self.host
         opened_with = self.opened_with_hold
         slept = give_way(lambda: host.key_hold_until if host.key_hold_until > opened_with else 0.0,
-                         MAX_KEY_NAPS_S - self.napped_s, self.nap)
+                         MAX_KEY_NAPS_S - self.napped_s, self.nap, self.monotonic)
         self.napped_s += slept
         return slept
 

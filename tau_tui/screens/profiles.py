@@ -19,9 +19,10 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.runconfig.profiles import Caller, ProfileExplanation, explain, profile_set_from_taucluster
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.host import PaneHost
+from tau_tui.screens.known_counts import CountedStatus, RowCount
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import one_line
-from tau_tui.widgets.keyed_table import KeyedTable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.status_text import status_text, style_of
 
 
@@ -46,7 +47,7 @@ class ProfilesData:
     rows: list = field(default_factory=list)
     explanations: dict[str, ProfileExplanation] = field(default_factory=dict)
     header: Text = field(default_factory=Text)
-    status: str = ""
+    status: str | CountedStatus = ""
 
 
 def render_profile(item: ProfileExplanation) -> Group:
@@ -98,8 +99,13 @@ class ProfilesScreen(PaneScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static(Text(""), id="profiles-caller")
-        yield KeyedTable([("state", "State"), ("name", "Profile"), ("ready", "Ready"), ("queue", "Queue"),
-                          ("cq", "ClusterQueue"), ("flavors", "Flavors"), ("prio", "Priorities"), ("target", "Target")],
+        # at 80 columns the state, the name (cut in the middle) and Ready stay; flavors and priorities go first
+        yield KeyedTable([ColumnSpec("state", "State"), ColumnSpec("name", "Profile", flexible=True, min_width=16, cut="middle"),
+                          ColumnSpec("ready", "Ready", flexible=True, min_width=8),
+                          ColumnSpec("queue", "Queue", optional=True, flexible=True, min_width=8, priority=2),
+                          ColumnSpec("cq", "ClusterQueue", optional=True, priority=1),
+                          ColumnSpec("flavors", "Flavors", optional=True, flexible=True, min_width=8),
+                          ColumnSpec("prio", "Priorities", optional=True), ColumnSpec("target", "Target", optional=True, priority=1)],
                          id="profiles-table")
         with VerticalScroll(id="profile-detail"):
             yield Static(Text(""), id="profile-why")
@@ -135,7 +141,7 @@ class ProfilesScreen(PaneScreen):
                                        Text(one_line(", ".join(p.resource_flavors) or "—", 40)), Text(prio),
                                        Text(p.execution_target)]))
         usable = sum(1 for e in data.explanations.values() if e.selectable)
-        data.status = f"{len(data.rows)} profiles · {usable} selectable for you"
+        data.status = CountedStatus((RowCount(str(len(explanations)), "profiles"), f" · {usable} selectable for you"))
         return data
 
     def apply(self, data: ProfilesData) -> None:

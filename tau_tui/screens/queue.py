@@ -3,7 +3,7 @@ table with live position, its change, time in queue, priority and why pending.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,11 +22,12 @@ from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.mutations.cluster_changes import cancel_mutation, stop_policy_mutation
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
-from tau_tui.screens.known_counts import STILL_LISTING, count_text
+from tau_tui.screens.known_counts import STILL_LISTING, CountedStatus, RowCount, count_text
 from tau_tui.screens.pane_reader import ReadRequest, read_place
-from tau_tui.screens.queue_workloads import POSITION_READING, WORKLOAD_COLUMNS, WorkloadRows
+from tau_tui.screens.queue_workloads import NAME_CELL, POSITION_READING, WORKLOAD_COLUMNS, WorkloadRows
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
 from tau_tui.widgets.quota_bar import quota_bar
+from tau_tui.widgets.row_detail import RowDetail
 from tau_tui.widgets.status_text import status_text
 from tau_tui.widgets.table_plan import Row, TablePlan
 
@@ -55,13 +56,13 @@ class QueueData:
     workload_rows: Sequence[Row] = field(default_factory=list)
     resources: list[str] = field(default_factory=list)
     queues: dict[str, tuple[ResourceKind, str, str | None]] = field(default_factory=dict)
-    workloads: dict[str, WorkloadView] = field(default_factory=dict)
+    workloads: Mapping[str, WorkloadView] = field(default_factory=dict)
     #: Each row's text and labels for the tables' filter.
     queue_matchable: dict[str, Matchable] = field(default_factory=dict)
-    workload_matchable: dict[str, Matchable] = field(default_factory=dict)
+    workload_matchable: Mapping[str, Matchable] = field(default_factory=dict)
     #: The workloads table's update, worked out in the worker.
     workload_plan: TablePlan | None = None
-    status: str = ""
+    status: str | CountedStatus = ""
     #: Rows shown before their positions were read (a large first read): read them next.
     positions_to_read: bool = False
     #: The workloads read these rows come from (told back once they are on the table).
@@ -119,6 +120,7 @@ class QueueScreen(PaneScreen):
         yield KeyedTable(QUEUE_COLUMNS, id="queues-table", classes="queues-table", sortable=False)
         yield Label(Text("Workloads"), classes="section-title", id="workloads-title")
         yield KeyedTable(WORKLOAD_COLUMNS, id="workloads-table")
+        yield RowDetail(name_column=NAME_CELL, id="workload-detail")
 
     def collect(self, request: ReadRequest) -> QueueData:
         backend = self.tau.backend
@@ -205,13 +207,20 @@ class QueueScreen(PaneScreen):
         else:
             workload_summary = ", ".join(f"{n} {w}" for w, n in counts.items())
         views = request.freshness.views
+        queues_total = count_text(len(data.queue_rows), views.get(ResourceKind.CLUSTER_QUEUE), views.get(ResourceKind.LOCAL_QUEUE))
+        workloads_total = count_text(len(read.rows), listed)
         summary = (f"{count_text(len(cqs), views.get(ResourceKind.CLUSTER_QUEUE))} CQ · "
-                   f"{count_text(len(lqs), views.get(ResourceKind.LOCAL_QUEUE))} LQ · workloads: " + workload_summary)
+                   f"{count_text(len(lqs), views.get(ResourceKind.LOCAL_QUEUE))} LQ")
+        tail = ""
         if estimated:
-            summary += " · ~N: position estimated (visibility API unavailable)"
+            tail += " · ~N: position estimated (visibility API unavailable)"
         if waiting_for_positions and not listing:
-            summary += f" · {POSITION_READING} reading positions"
-        data.status = data.status or summary
+            tail += f" · {POSITION_READING} reading positions"
+        # while a filter is on: how many queue and workload rows it shows, of how many
+        data.status = data.status or CountedStatus((
+            summary, RowCount(queues_total, "queue rows", "queues-table", only_filtered=True, prefix=" · "),
+            " · workloads: ", RowCount(workloads_total, "shown", "workloads-table", only_filtered=True, suffix=" · "),
+            workload_summary, tail))
         data.workload_plan = read.plan or request.plan_table("workloads-table", data.workload_rows, notice,
                                                           data.workload_matchable)
         return data
@@ -240,10 +249,23 @@ class QueueScreen(PaneScreen):
         if keep_top and workloads.row_count:
             workloads.move_cursor(row=0, scroll=True)
         self.set_status(data.status)
+        self.call_after_refresh(self._show_workload_detail)
         if data.positions_to_read:
             self.reader.rerun = True  # the positions, right after these rows are on screen
 
     # -- selection helpers ----------------------------------------------------------
+
+    def _show_workload_detail(self) -> None:
+        """The selected workload whole under the table: its name, and what its row cuts or hides."""
+        self.query_one("#workload-detail", RowDetail).show(self.query_one("#workloads-table", KeyedTable))
+
+    def on_keyed_table_row_highlighted(self, event) -> None:
+        if event.table.id == "workloads-table":
+            self._show_workload_detail()
+
+    def on_resize(self, event) -> None:
+        super().on_resize(event)
+        self.call_after_refresh(self._show_workload_detail)  # the columns fit the new width first
 
     def selected_workload(self) -> WorkloadView | None:
         key = self.query_one("#workloads-table", KeyedTable).selected_key

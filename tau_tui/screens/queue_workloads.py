@@ -2,9 +2,10 @@
 
 A full read looks at every Workload: the first read, one while the first list still comes in, one
 after a queue was held or released or LocalQueues came or went, after a replay's seek, after a read
-that never reached the table, and when the cache's journal no longer reaches back to the last read
-(or names more than QUICK_READ_MOST changes).  Any other read looks only at what moved since the
-last one: the Workloads and the warning events the cache's journal names, the pending rows of each
+that never reached the table, and when its cursors on the cache's change feed say "read everything"
+(the journal no longer reaches back to the last read, or so many Workloads changed that reading each
+costs more than reading all: ``journal_cursor.INCREMENTAL_COST``).  Any other read looks only at what
+moved since the last one: the Workloads and the warning events the cursors name, the pending rows of each
 LocalQueue whose position report came since (read on a thread of their own:
 ``BackgroundPositions``), and the rows whose "Waiting" age ticks over now.  The rows keep their
 order by bisection, and the table's update is planned for those rows alone (``plan_changed_rows``).
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -23,16 +24,17 @@ from rich.text import Text
 
 from tau_tui.core.cluster.background_positions import BackgroundPositions
 from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.positions import CachedPositions, LocalQueuePositions, PendingPosition
 from tau_tui.core.cluster.view_types import EventView, WorkloadView
+from tau_tui.core.frozen_map import FrozenMap
+from tau_tui.core.ordered_keys import Move, OrderedKeys
 from tau_tui.widgets.cell_text import age, age_changes_at, delta, one_line, shared
 from tau_tui.widgets.keyed_table import ColumnSpec, Matchable
 from tau_tui.widgets.status_text import status_text, style_of
 from tau_tui.widgets.table_plan import Row, RowsView, TablePlan, TableState, plan_changed_rows
 
-#: More Workloads changed than this since the last read: a full read (it costs about the same).
-QUICK_READ_MOST = 2_000
 #: A read writes at most this many "Waiting" ages that ticked over, the longest due first: a world
 #: whose 18,000 Workloads were created in one second ticks them all each second for a minute, and a
 #: change to a row must not wait behind them (they are late by a few seconds then, never wrong
@@ -46,13 +48,13 @@ STATE_ORDER = {"pending": 0, "quotaReserved": 1, "admitted": 2, "finished": 3}
 #: name and why pending stay on screen at 80 columns.
 WORKLOAD_COLUMNS = [
     ColumnSpec("state", "State", "S"), ColumnSpec("pos", "In line", "P"), ColumnSpec("delta", "Δ", optional=True),
-    ColumnSpec("name", "Workload", "N", flexible=True, min_width=16), ColumnSpec("queue", "Queue", "Q", optional=True),
+    ColumnSpec("name", "Workload", "N", flexible=True, min_width=16, cut="middle"), ColumnSpec("queue", "Queue", "Q", optional=True),
     ColumnSpec("waiting", "Waiting", "A", optional=True), ColumnSpec("prio", "Prio", "O", optional=True),
     ColumnSpec("why", "Why pending", "W", flexible=True, min_width=12),
 ]
 #: Where the cells that move without their Workload changing are in a row.
 _CELL_OF = {column.key: index for index, column in enumerate(WORKLOAD_COLUMNS)}
-POS_CELL, DELTA_CELL, WAITING_CELL = _CELL_OF["pos"], _CELL_OF["delta"], _CELL_OF["waiting"]
+POS_CELL, DELTA_CELL, WAITING_CELL, NAME_CELL = _CELL_OF["pos"], _CELL_OF["delta"], _CELL_OF["waiting"], _CELL_OF["name"]
 
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
 _NOT_IN_LINE = 1 << 30
@@ -86,7 +88,7 @@ def why_pending(wl: WorkloadView, events: list[EventView], held: set[str]) -> st
         # An event with no timestamp at all sorts first rather than failing the comparison.
         newest = max(warnings, key=lambda e: e.last_timestamp or e.creation_timestamp or wl.creation_timestamp or _NO_TIME)
         parts.append(f"event {newest.reason}: {newest.message}")
-    return one_line("; ".join(parts) or "waiting for quota")
+    return one_line("; ".join(parts) or "waiting for quota", 600)  # whole: the line under the table shows it all
 
 
 def display_position(position: int, estimated: bool) -> str:
@@ -112,8 +114,8 @@ class WorkloadsRead:
     """One read's workloads: the rows in order, and what the pane keeps of them."""
 
     rows: Sequence[Row]
-    views: dict[str, WorkloadView]
-    matchable: dict[str, Matchable]
+    views: Mapping[str, WorkloadView]
+    matchable: Mapping[str, Matchable]
     counts: dict[str, int]
     estimated: bool
     problems: list[str]
@@ -133,25 +135,30 @@ class _Kept:
 
     backend: Any
     place: tuple
-    generations: tuple[int, int]
     held: frozenset[str]
     queues: frozenset[QueueKey]
-    views: dict[str, WorkloadView]
+    #: handed to the pane with each read: versions that are never changed (FrozenMap, OrderedKeys)
+    views: FrozenMap[str, WorkloadView]
     warnings: dict[tuple[str, str], EventView]
     #: event key -> the Workload it is the newest warning of
     warning_events: dict[tuple[str, str], tuple[str, str]]
     pending: dict[QueueKey, dict[str, WorkloadView]]
     members: dict[QueueKey, tuple[WorkloadView, ...]]
     reports: dict[QueueKey, CachedPositions]
+    #: the rows' order, for bisection (this reader's own: changed in place)
     order: list[tuple[SortKey, str]]
-    #: the keys of ``order``, in its order (a list of its own: copied per read, never rebuilt)
-    keys: list[str]
+    #: the keys of ``order``, in its order; a read's moves make the next version
+    keys: OrderedKeys
     #: key -> the row's cells
-    cells: dict[str, Sequence]
+    cells: FrozenMap[str, Sequence]
     sort_of: dict[str, SortKey]
     counts: dict[str, int]
-    matchable: dict[str, Matchable]
+    matchable: FrozenMap[str, Matchable]
+    #: (when a row's "Waiting" age next reads otherwise, key): a heap; and the time each row's entry
+    #: holds, so a row that changed without its age moving adds no entry (entries a row no longer
+    #: holds are dropped when they come up)
     ages: list[tuple[float, str]] = field(default_factory=list)
+    age_due: dict[str, float] = field(default_factory=dict)
 
 
 class WorkloadRows:
@@ -165,6 +172,9 @@ class WorkloadRows:
         #: their cells object, so the table neither compares nor redraws them.
         self.row_cache: dict[str, tuple[tuple, list, str]] = {}
         self._kept: _Kept | None = None
+        #: This reader's places in the change feed of Workloads and of events.
+        self._workload_changes = JournalCursor(ResourceKind.WORKLOAD)
+        self._event_changes = JournalCursor(ResourceKind.EVENT)
         self._status_cells: dict[tuple[str, str], Text] = {}
         #: The last read's token, and the last one the table was seen to show: a read that never
         #: reached the table (dropped, stopped, failed) leaves the next read to be a full one.
@@ -220,6 +230,25 @@ class WorkloadRows:
         self.row_cache[key] = (inputs, cells, row_text)
         return cells, row_text
 
+    def _moved_in_line(self, pending: dict[str, WorkloadView], before: CachedPositions | None,
+                       now: CachedPositions, backend: ClusterBackend) -> Iterable[str]:
+        """The pending rows of a queue whose report was read again that it moves: those whose place
+        in line changed, or whose "Δ" (the place seen twice reads "="); every one when the report's
+        source did ("#" and "~" read otherwise)."""
+        if before is None or before.report.source is not now.report.source:
+            return pending.keys()
+        was, ahead, shown = before.by_name, now.by_name, self.row_cache
+        moved = []
+        for key, wl in pending.items():
+            if was.get(wl.name) != ahead.get(wl.name):
+                moved.append(key)
+                continue
+            row = shown.get(key)
+            history = backend.position_history(wl.namespace or "", wl.name)
+            if row is None or row[0][2] != delta(history.change if history else None):
+                moved.append(key)
+        return moved
+
     def _status_cell(self, word: str) -> Text:
         """One status cell per word and theme style, shared by the rows (never changed once made)."""
         style = style_of(word)
@@ -241,16 +270,16 @@ class WorkloadRows:
              keep_reading: Callable[[], None]) -> WorkloadsRead:
         """The workloads' rows.  ``rows_before_positions_over``: a first read with more pending
         Workloads shows its rows before reading their positions (None: not a first read)."""
-        for kind in (ResourceKind.WORKLOAD, ResourceKind.EVENT):
-            backend.changed_since(kind, -1)  # the cache journals them from now on (the first ask starts it)
-        # generations before the data: a change in between is read again next time, never missed
-        generations = (backend.generation(ResourceKind.WORKLOAD), backend.generation(ResourceKind.EVENT))
+        # what changed, taken before the data is read: a change in between is read again next time
+        changed = self._workload_changes.read(backend).keys
+        events = self._event_changes.read(backend).keys
         kept = self._kept
         self._read_token += 1
         if kept is not None and not listing and kept.backend is backend and kept.place == place \
-                and kept.held == frozenset(held) and kept.queues == queues and self._applied_token == self._read_token - 1:
+                and kept.held == frozenset(held) and kept.queues == queues and self._applied_token == self._read_token - 1 \
+                and changed is not None and events is not None:
             try:
-                quick = self._quick_read(kept, backend, generations, now, held, table)
+                quick = self._quick_read(kept, backend, changed, events, now, held, table)
             except BaseException:
                 self._kept = None  # a quick read stopped half way changed what was kept
                 raise
@@ -259,13 +288,11 @@ class WorkloadRows:
                 quick.token = self._read_token
                 return quick
         self.full_reads += 1
-        read = self._full_read(backend, place, generations, now, held, queues, listing, rows_before_positions_over,
-                               keep_reading)
+        read = self._full_read(backend, place, now, held, queues, listing, rows_before_positions_over, keep_reading)
         read.token = self._read_token
         return read
 
-    def _full_read(self, backend: ClusterBackend, place: tuple, generations: tuple[int, int], now: datetime,
-                   held: set[str], queues: frozenset[QueueKey], listing: bool, rows_before_positions_over: int | None,
+    def _full_read(self, backend: ClusterBackend, place: tuple, now: datetime, held: set[str], queues: frozenset[QueueKey], listing: bool, rows_before_positions_over: int | None,
                    keep_reading: Callable[[], None]) -> WorkloadsRead:
         workloads = backend.workloads()
         pending: dict[QueueKey, dict[str, WorkloadView]] = {}
@@ -320,20 +347,20 @@ class WorkloadRows:
             if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
                 ages.append((age_changes_at(wl.queue_order_timestamp, now), key))
         heapq.heapify(ages)
+        age_due = {key: due for due, key in ages}
         estimated = any(r.report.estimated for r in reports.values())
         # a read made before its positions (or while the list comes in) is not one to go on from
+        frozen_views, frozen_matchable = FrozenMap(views), FrozenMap(matchable)
         self._kept = None if waiting_for_positions else _Kept(
-            backend, place, generations, frozenset(held), queues, views, warnings, warning_events, pending, members,
-            reports, order, [key for _, key in order], dict(rows), sort_of, counts, matchable, ages)
-        return WorkloadsRead(rows, dict(views), dict(matchable), counts, estimated, problems,
+            backend, place, frozenset(held), queues, frozen_views, warnings, warning_events, pending, members,
+            reports, order, OrderedKeys(key for _, key in order), FrozenMap(dict(rows)), sort_of, dict(counts),
+            frozen_matchable, ages, age_due)
+        return WorkloadsRead(rows, frozen_views, frozen_matchable, counts, estimated, problems,
                              waiting_for_positions=waiting_for_positions)
 
-    def _quick_read(self, kept: _Kept, backend: ClusterBackend, generations: tuple[int, int], now: datetime,
-                    held: set[str], table: TableState | None) -> WorkloadsRead | None:
-        changed = backend.changed_since(ResourceKind.WORKLOAD, kept.generations[0])
-        events = backend.changed_since(ResourceKind.EVENT, kept.generations[1])
-        if changed is None or events is None or len(changed) > QUICK_READ_MOST:
-            return None
+    def _quick_read(self, kept: _Kept, backend: ClusterBackend, changed: set[tuple[str, str]],
+                    events: set[tuple[str, str]], now: datetime, held: set[str],
+                    table: TableState | None) -> WorkloadsRead | None:
         dirty: set[str] = {f"{namespace}/{name}" for namespace, name in changed}
         for event_key in events:
             event = backend.get(ResourceKind.EVENT, event_key[1], event_key[0])
@@ -349,13 +376,14 @@ class WorkloadRows:
                     kept.warnings[warning_key] = event
                     kept.warning_events[event_key] = warning_key
                     dirty.add(f"{warning_key[0]}/{warning_key[1]}")
+        views = kept.views.draft()
         # the Workloads that changed: their queue's pending set, the counts, the views
         moved_queues: set[QueueKey] = set()
         for key in dirty:
             namespace, _, name = key.partition("/")
             view = backend.get(ResourceKind.WORKLOAD, name, namespace)
             now_view = view if isinstance(view, WorkloadView) else None
-            before = kept.views.get(key)
+            before = views.get(key)
             if now_view is before:
                 continue
             for wl, sign in ((before, -1), (now_view, 1)):
@@ -371,9 +399,9 @@ class WorkloadRows:
                     else:
                         kept.pending.setdefault(queue, {})[key] = wl
             if now_view is None:
-                kept.views.pop(key, None)
+                views.pop(key)
             else:
-                kept.views[key] = now_view
+                views[key] = now_view
         for queue in moved_queues:
             queued = kept.pending.get(queue)
             if queued:
@@ -387,28 +415,34 @@ class WorkloadRows:
         reports = self.background.reports(kept.members)
         problems = list(self.background.problems)
         for queue, report in reports.items():
-            if kept.reports.get(queue) is not report:  # read again: every place in that line may have moved
-                dirty.update(kept.pending.get(queue, {}))
+            report_held = kept.reports.get(queue)
+            if report_held is not report:
+                dirty.update(self._moved_in_line(kept.pending.get(queue, {}), report_held, report, backend))
         kept.reports = reports
         stamp = now.timestamp()
-        for _ in range(AGES_PER_READ):
-            if not kept.ages or kept.ages[0][0] > stamp:
-                break
-            dirty.add(heapq.heappop(kept.ages)[1])
+        taken = 0
+        while taken < AGES_PER_READ and kept.ages and kept.ages[0][0] <= stamp:
+            due, key = heapq.heappop(kept.ages)
+            if kept.age_due.get(key) == due:  # the entry the row holds (not one left by a change)
+                del kept.age_due[key]
+                dirty.add(key)
+                taken += 1
         changed_rows: dict[str, list] = {}
         removed: list[str] = []
+        moves: list[Move] = []
+        cells, matchable = kept.cells.draft(), kept.matchable.draft()
         for key in dirty:
-            wl = kept.views.get(key)
+            wl = views.get(key)
             old_sort = kept.sort_of.get(key)
             new_sort = self._sort_key(wl, reports.get(queue_of(wl))) if wl is not None else None
             if old_sort is not None and new_sort != old_sort:
-                at = bisect_left(kept.order, (old_sort, key))
-                del kept.order[at]
-                del kept.keys[at]
+                del kept.order[bisect_left(kept.order, (old_sort, key))]
+                moves.append(("remove", key))
             if wl is None or new_sort is None:
                 kept.sort_of.pop(key, None)
-                kept.cells.pop(key, None)
-                if kept.matchable.pop(key, None) is not None:
+                kept.age_due.pop(key, None)
+                cells.pop(key)
+                if matchable.pop(key) is not None:
                     removed.append(key)
                 self.row_cache.pop(key, None)
                 continue
@@ -416,19 +450,20 @@ class WorkloadRows:
                 kept.sort_of[key] = new_sort
                 at = bisect_left(kept.order, (new_sort, key))
                 kept.order.insert(at, (new_sort, key))
-                kept.keys.insert(at, key)
-            cells, row_text = self._row(key, wl, reports.get(queue_of(wl)), held,
-                                        kept.warnings.get((wl.namespace or "", wl.name)), now, False, backend)
-            kept.cells[key] = cells
-            changed_rows[key] = cells
-            kept.matchable[key] = (row_text, wl.labels)
+                moves.append(("insert", at, key))
+            row_cells, row_text = self._row(key, wl, reports.get(queue_of(wl)), held,
+                                            kept.warnings.get((wl.namespace or "", wl.name)), now, False, backend)
+            cells[key] = changed_rows[key] = row_cells
+            matchable[key] = (row_text, wl.labels)
             if wl.status_word in ("pending", "quotaReserved") and wl.queue_order_timestamp is not None:
-                heapq.heappush(kept.ages, (age_changes_at(wl.queue_order_timestamp, now), key))
-        kept.generations = generations
-        keys = list(kept.keys)
-        matchable = dict(kept.matchable)
-        plan = plan_changed_rows(table, keys, changed_rows, removed, matchable) if table is not None else None
-        rows = RowsView(keys, dict(kept.cells))
+                due = age_changes_at(wl.queue_order_timestamp, now)
+                if kept.age_due.get(key) != due:
+                    kept.age_due[key] = due
+                    heapq.heappush(kept.ages, (due, key))
+        # the next versions of what the pane holds: each costs what this read changed
+        kept.views, kept.cells, kept.matchable = views.freeze(), cells.freeze(), matchable.freeze()
+        kept.keys = kept.keys.moved(moves) if moves else kept.keys
+        plan = plan_changed_rows(table, kept.keys, changed_rows, removed, kept.matchable) if table is not None else None
         estimated = any(r.report.estimated for r in reports.values())
-        return WorkloadsRead(rows, dict(kept.views), matchable, dict(kept.counts), estimated, problems, plan, full=False)
-
+        return WorkloadsRead(RowsView(kept.keys, kept.cells), kept.views, kept.matchable, dict(kept.counts), estimated,
+                             problems, plan, full=False)

@@ -2,10 +2,10 @@
 
 A full read looks at every Job and RayJob: the first read, and one after anything the kept rows
 cannot follow one run at a time (a run or another Job gone, a pod of no run, a GPU fault that came
-or went, a run cancelled from the pane, a notice in the table, a journal that does not reach back,
-a read that never reached the table, a replay's seek).  Any other read looks only at the runs
-whose owner, Workloads, pods or events the cache's journal names since the last read (through the
-pane's :class:`~tau_tui.core.operations.live_run_index.LiveRunIndex`), the failed runs (their
+or went, a run cancelled from the pane, a notice in the table, a cursor on the cache's change feed
+that says "read everything", a read that never reached the table, a replay's seek).  Any other read
+looks only at the runs whose owner, Workloads, pods or events the change feed names since the last
+read (through the pane's :class:`~tau_tui.core.operations.live_run_index.LiveRunIndex`), the failed runs (their
 retry decision moves with the clock) and the runs whose age ticks over now.  The rows keep their
 order by bisection and the table's update is planned for those rows alone, as the queue pane's
 workloads are (``queue_workloads.py``): at 20,000 runs a read costs the changes, not the table.
@@ -30,9 +30,11 @@ from typing import Any
 from rich.text import Text
 
 from tau_tui.core.cluster.interfaces import ClusterBackend, is_tau_run
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import TAU_LABEL_PREFIX
 from tau_tui.core.cluster.view_types import EventView, JobView, ObjectView, PodView, RayJobView, WorkloadView
+from tau_tui.core.frozen_map import FrozenMap
 from tau_tui.core.operations.gpufaults import NodeGpuFault
 from tau_tui.core.operations.live_run_index import LiveRunIndex
 from tau_tui.core.operations.recovery import RetryDecision, retry_decision
@@ -41,6 +43,7 @@ from tau_tui.core.operations.run_objects import RunObjects
 from tau_tui.core.operations.run_status_memo import RunInputs, RunStatusMemo
 from tau_tui.core.operations.run_status_types import RunStatus
 from tau_tui.core.operations.runstatus import compute_run_status
+from tau_tui.core.ordered_keys import Move, OrderedKeys
 from tau_tui.widgets.cell_text import age_changes_at, since
 from tau_tui.widgets.keyed_table import Matchable
 from tau_tui.widgets.status_text import status_text
@@ -49,8 +52,6 @@ from tau_tui.widgets.table_plan import Row, RowsView, TableState, plan_changed_r
 #: Row order: by state, then by namespace/name.
 STATE_ORDER = {"queued": 0, "starting": 1, "running": 2, "failed": 3, "succeeded": 4, "releasing": 5, "cancelled": 6,
                "not_found": 7}
-#: More objects changed than this since the last read: a full read (it costs about the same).
-QUICK_READ_MOST = 2_000
 #: A read writes at most this many ages that ticked over, the longest due first (a world whose
 #: 20,000 runs were made in one second ticks them all at once); the rest follow in the next reads.
 AGES_PER_READ = 500
@@ -86,10 +87,10 @@ class RunsRead:
     """One read's runs: the rows in order and what the pane shows of them."""
 
     rows: Sequence[Row]
-    statuses: dict[str, RunStatus]
+    statuses: Mapping[str, RunStatus]
     decisions: dict[str, RetryDecision]
-    owners: dict[str, JobView | RayJobView]
-    matchable: dict[str, Matchable]
+    owners: Mapping[str, JobView | RayJobView]
+    matchable: Mapping[str, Matchable]
     counts: dict[str, int]
     #: Runs cancelled on a MultiKueue manager whose worker pods are now gone.
     released: set[str] = field(default_factory=set)
@@ -108,17 +109,18 @@ class _Kept:
 
     backend: Any
     place: tuple
-    generations: dict[ResourceKind, int]
     faults: dict[str, NodeGpuFault]
-    owners: dict[str, JobView | RayJobView]
-    statuses: dict[str, RunStatus]
+    #: handed to the pane with each read: versions that are never changed (FrozenMap, OrderedKeys)
+    owners: FrozenMap[str, JobView | RayJobView]
+    statuses: FrozenMap[str, RunStatus]
     decisions: dict[str, RetryDecision]
-    matchable: dict[str, Matchable]
+    matchable: FrozenMap[str, Matchable]
     rows: dict[str, RunRow]
+    #: the rows' order, for bisection (this reader's own: changed in place)
     order: list[OrderKey]
-    #: the keys of ``order``, in its order
-    keys: list[str]
-    cells: dict[str, Sequence]
+    #: the keys of ``order``, in its order; a read's moves make the next version
+    keys: OrderedKeys
+    cells: FrozenMap[str, Sequence]
     counts: dict[str, int]
     #: where each run's objects point back to it: owner uid, Ray cluster, and the names of its owner,
     #: Workloads and pods (events are about one of those)
@@ -142,6 +144,8 @@ class _FullRead:
     #: every Job's (namespace, name), Tau's or not: a pod of none was left by a cancelled run
     job_names: set[tuple[str, str]]
     kept: _Kept
+    #: each run's filter text and labels, as its parts read them
+    matchable: dict[str, Matchable] = field(default_factory=dict)
     #: (state rank, key, owner or None for pods left by a cancelled Job, status)
     items: list[tuple[int, str, JobView | RayJobView | None, RunStatus]] = field(default_factory=list)
     #: the owners before this one are read
@@ -154,6 +158,8 @@ class RunRows:
     def __init__(self) -> None:
         #: Every run's objects, kept from the cache's changes.
         self.index: LiveRunIndex | None = None
+        #: This reader's places in the change feed of Jobs and RayJobs.
+        self._owner_changes = {kind: JournalCursor(kind) for kind in OWNER_KINDS}
         self._kept: _Kept | None = None
         #: A full read whose first part was shown: the next read goes on with it.
         self._full_read_under_way: _FullRead | None = None
@@ -191,20 +197,18 @@ class RunRows:
             # the lists and the index as the first part read them: the read after this one follows
             # every change since then (the journal from its generations, the index's moves)
             return self._full_read(under_way, now, statuses, cancelled, worker_pods, keep_reading)
-        for kind in OWNER_KINDS:
-            backend.changed_since(kind, -1)  # the cache journals them from now on (the first ask starts it)
-        # generations before the data: a change in between is read again next time, never missed
-        generations = {kind: backend.generation(kind) for kind in OWNER_KINDS}
+        # what changed, taken before the data is read: a change in between is read again next time
+        owners_changed = {kind: cursor.read(backend).keys for kind, cursor in self._owner_changes.items()}
         if self.index is None or self.index.backend is not backend:
             self.index = LiveRunIndex(backend)
         index = self.index.current()  # the lists once, then what changed since the last read
         kept = self._kept
         if kept is not None and quick_allowed and not cancelled and kept.backend is backend and kept.place == place \
                 and self._applied_token == self._read_token - 1 and not self.index.relisted and kept.faults == gpu_faults:
-            dirty = self._dirty_runs(kept, backend, self.index.moved)
+            dirty = self._dirty_runs(kept, backend, owners_changed, self.index.moved)
             if dirty is not None:
                 try:
-                    quick = self._quick_read(kept, index, dirty, generations, now, statuses, table)
+                    quick = self._quick_read(kept, index, dirty, now, statuses, table)
                 except BaseException:
                     self._kept = None  # a quick read stopped half way changed what was kept
                     raise
@@ -216,7 +220,8 @@ class RunRows:
         owners: list[JobView | RayJobView] = [*backend.jobs(), *backend.ray_jobs()]
         full = _FullRead(backend, place, index, owners, backend.pods(),
                          {(j.namespace or "", j.name) for j in backend.jobs(tau_managed_only=False)},
-                         _Kept(backend, place, generations, dict(gpu_faults), {}, {}, {}, {}, {}, [], [], {}, {}, {}, {}, {}))
+                         _Kept(backend, place, dict(gpu_faults), FrozenMap(), FrozenMap(), {}, FrozenMap(), {}, [],
+                               OrderedKeys(), FrozenMap(), {}, {}, {}, {}))
         return self._full_read(full, now, statuses, cancelled, worker_pods, keep_reading, waited_for)
 
     # -- one run ---------------------------------------------------------------------------------
@@ -284,7 +289,7 @@ class RunRows:
             if status.state == "failed":  # the backoff moves with the clock: decided on every read
                 kept.decisions[key] = retry_decision(index.objects(owner, kept.faults, parts), now)
                 kept.failed.add(key)
-            kept.matchable[key] = self._matchable(key, owner, status)
+            full.matchable[key] = self._matchable(key, owner, status)
             self._point_back(kept, key, owner, parts)
             full.items.append((STATE_ORDER[status.state], key, owner, status))
             stop += 1
@@ -314,7 +319,7 @@ class RunRows:
             owners[key] = owner
             counts[status.state] = counts.get(status.state, 0) + 1
         self._kept_rows = {**self._kept_rows, **read_rows}  # the next part keeps these rows
-        return RunsRead(rows, statuses, dict(kept.decisions), owners, {key: kept.matchable[key] for key in owners},
+        return RunsRead(rows, statuses, dict(kept.decisions), owners, {key: full.matchable[key] for key in owners},
                         counts, token=self._read_token, reading=(full.next_owner, len(full.owners)))
 
     def _last_part(self, full: _FullRead, now: datetime, statuses: RunStatusMemo, cancelled: Mapping[str, Any],
@@ -332,7 +337,7 @@ class RunRows:
                 leftovers.setdefault((pod.namespace or "", run), []).append(pod)
         for (ns, run), run_pods in leftovers.items():
             status = compute_run_status(RunObjects(ns, run, pods=tuple(run_pods), cancelled=f"{ns}/{run}" in cancelled))
-            kept.matchable[f"{ns}/{run}"] = (f"{ns}/{run} {status.state}", run_pods[0].labels)
+            full.matchable[f"{ns}/{run}"] = (f"{ns}/{run} {status.state}", run_pods[0].labels)
             items.append((STATE_ORDER[status.state], f"{ns}/{run}", None, status))
         shown = {f"{o.namespace or ''}/{o.name}" for o in owners} | {f"{ns}/{run}" for ns, run in leftovers}
         released: set[str] = set()
@@ -347,48 +352,50 @@ class RunRows:
                                                    worker_pods=found))
             if worker and status.state == "cancelled":
                 released.add(key)
-            kept.matchable[key] = (f"{key} {status.state}", {})
+            full.matchable[key] = (f"{key} {status.state}", {})
             items.append((STATE_ORDER[status.state], key, None, status))
         rows: list[Row] = []
         state_cells: dict[tuple[str, str], Text] = {}
+        read_statuses: dict[str, RunStatus] = {}
+        read_owners: dict[str, JobView | RayJobView] = {}
+        read_cells: dict[str, Sequence] = {}
         for count, (rank, key, run_owner, status) in enumerate(sorted(items, key=lambda item: (item[0], item[1]))):
             if count % RUNS_BETWEEN_LOOKS == 0:
                 keep_reading()
-            kept.statuses[key] = status
+            read_statuses[key] = status
             kept.order.append((rank, key))
-            kept.keys.append(key)
             if run_owner is None:
                 cells: Sequence = [status_text(status.state, status.display_state), key, "Job", "—", "local", "—"]
             else:
-                kept.owners[key] = run_owner
+                read_owners[key] = run_owner
                 row = kept.rows[key] = self._row(key, run_owner, status, now, previous.get(key), state_cells)
                 cells = row.cells
                 if run_owner.creation_timestamp is not None:
                     kept.ages.append((age_changes_at(run_owner.creation_timestamp, now), key))
-            kept.cells[key] = cells
+            read_cells[key] = cells
             rows.append((key, cells))
         heapq.heapify(kept.ages)
-        statuses.retain(kept.owners.keys())
-        for status in kept.statuses.values():
+        statuses.retain(read_owners.keys())
+        for status in read_statuses.values():
             kept.counts[status.state] = kept.counts.get(status.state, 0) + 1
+        # handed over as they are: never changed again (a quick read makes their next versions)
+        kept.statuses, kept.owners, kept.cells = FrozenMap(read_statuses), FrozenMap(read_owners), FrozenMap(read_cells)
+        kept.matchable, kept.keys = FrozenMap(full.matchable), OrderedKeys(key for _, key in kept.order)
         self._kept_rows = kept.rows
         # a read with rows of no run (leftovers, cancelled runs) or two runs under one key is not one to go on from
         if len(kept.owners) == len(owners) == len(items) and not cancelled:
             self._kept = kept
-        return RunsRead(rows, dict(kept.statuses), dict(kept.decisions), dict(kept.owners), dict(kept.matchable),
-                        dict(kept.counts), released)
+        return RunsRead(rows, kept.statuses, dict(kept.decisions), kept.owners, kept.matchable, dict(kept.counts), released)
 
-    def _dirty_runs(self, kept: _Kept, backend: ClusterBackend, moved: list[tuple[ObjectView | None, ObjectView | None]]
-                    ) -> dict[str, JobView | RayJobView] | None:
+    def _dirty_runs(self, kept: _Kept, backend: ClusterBackend, owners_changed: Mapping[ResourceKind, set[tuple[str, str]] | None],
+                    moved: list[tuple[ObjectView | None, ObjectView | None]]) -> dict[str, JobView | RayJobView] | None:
         """The runs whose objects changed since the last read, each with its owner as the cache
         holds it; None when a full read must find them."""
         dirty: dict[str, JobView | RayJobView] = {}
-        changed_owners = 0
         for kind in OWNER_KINDS:
-            changed = backend.changed_since(kind, kept.generations[kind])
+            changed = owners_changed[kind]
             if changed is None:
                 return None
-            changed_owners += len(changed)
             for namespace, name in changed:
                 key = f"{namespace}/{name}"
                 view = backend.get(kind, name, namespace or None)
@@ -401,8 +408,6 @@ class RunRows:
                 if key in kept.owners and type(kept.owners[key]) is not type(view):
                     return None  # a Job and a RayJob of one name: a full read's
                 dirty[key] = view
-        if changed_owners + len(moved) > QUICK_READ_MOST:
-            return None
         for pair in moved:
             for view in pair:
                 if view is None:
@@ -441,8 +446,7 @@ class RunRows:
         return set()
 
     def _quick_read(self, kept: _Kept, index: RunIndex, dirty: dict[str, JobView | RayJobView],
-                    generations: dict[ResourceKind, int], now: datetime, statuses: RunStatusMemo,
-                    table: TableState | None) -> RunsRead:
+                    now: datetime, statuses: RunStatusMemo, table: TableState | None) -> RunsRead:
         stamp = now.timestamp()
         aged: set[str] = set()
         for _ in range(AGES_PER_READ):
@@ -454,13 +458,16 @@ class RunRows:
                 dirty[key] = kept.owners[key]
         changed_rows: dict[str, Sequence] = {}
         state_cells: dict[tuple[str, str], Text] = {}
+        owners, run_statuses = kept.owners.draft(), kept.statuses.draft()
+        matchable, cells = kept.matchable.draft(), kept.cells.draft()
+        moves: list[Move] = []
         for key, owner in dirty.items():
             parts = index.parts(owner)
             status = self._status(key, owner, index, kept.faults, statuses, parts)
             self._point_back(kept, key, owner, parts)
-            new_run = key not in kept.owners
-            kept.owners[key] = owner
-            before = kept.statuses.get(key)
+            new_run = key not in owners
+            owners[key] = owner
+            before = run_statuses.get(key)
             if status is not before:
                 new_order = (STATE_ORDER[status.state], key)
                 old_order = None if before is None else (STATE_ORDER[before.state], key)
@@ -468,15 +475,14 @@ class RunRows:
                     kept.counts[before.state] -= 1
                 if old_order != new_order:
                     if old_order is not None:
-                        at = bisect_left(kept.order, old_order)
-                        del kept.order[at]
-                        del kept.keys[at]
+                        del kept.order[bisect_left(kept.order, old_order)]
+                        moves.append(("remove", key))
                     at = bisect_left(kept.order, new_order)
                     kept.order.insert(at, new_order)
-                    kept.keys.insert(at, key)
+                    moves.append(("insert", at, key))
                 kept.counts[status.state] = kept.counts.get(status.state, 0) + 1
-                kept.statuses[key] = status
-                kept.matchable[key] = self._matchable(key, owner, status)
+                run_statuses[key] = status
+                matchable[key] = self._matchable(key, owner, status)
                 if status.state == "failed":
                     kept.failed.add(key)
                 else:
@@ -485,19 +491,20 @@ class RunRows:
             row = self._row(key, owner, status, now, kept.rows.get(key), state_cells)
             if row is not kept.rows.get(key):
                 kept.rows[key] = row
-                kept.cells[key] = changed_rows[key] = row.cells
+                cells[key] = changed_rows[key] = row.cells
             if (new_run or key in aged) and owner.creation_timestamp is not None:
                 heapq.heappush(kept.ages, (age_changes_at(owner.creation_timestamp, now), key))
         for key in kept.failed:  # the backoff moves with the clock: decided on every read
-            owner = kept.owners[key]
+            owner = owners.get(key)
             kept.decisions[key] = retry_decision(index.objects(owner, kept.faults, index.parts(owner)), now)
-        kept.generations = generations
+        # the next versions of what the pane holds: each costs what this read changed
+        kept.owners, kept.statuses = owners.freeze(), run_statuses.freeze()
+        kept.matchable, kept.cells = matchable.freeze(), cells.freeze()
+        kept.keys = kept.keys.moved(moves) if moves else kept.keys
         self._kept_rows = kept.rows
-        keys = list(kept.keys)
-        matchable = dict(kept.matchable)
-        plan = plan_changed_rows(table, keys, changed_rows, (), matchable) if table is not None else None
-        return RunsRead(RowsView(keys, dict(kept.cells)), dict(kept.statuses), dict(kept.decisions), dict(kept.owners),
-                        matchable, dict(kept.counts), plan=plan, full=False)
+        plan = plan_changed_rows(table, kept.keys, changed_rows, (), kept.matchable) if table is not None else None
+        return RunsRead(RowsView(kept.keys, kept.cells), kept.statuses, dict(kept.decisions), kept.owners,
+                        kept.matchable, dict(kept.counts), plan=plan, full=False)
 
 
 def type_kind(owner: JobView | RayJobView) -> ResourceKind:

@@ -4,7 +4,7 @@ the next actions."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,12 +30,12 @@ from tau_tui.mutations.recovery import CancelledCopy, resume_mutation, retry_mut
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.freshness import Freshness
-from tau_tui.screens.known_counts import count_text
+from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text
 from tau_tui.screens.object_scope import ObjectScope
 from tau_tui.screens.pane_reader import ReadRequest, read_place
 from tau_tui.screens.run_rows import RunRows
 from tau_tui.widgets.input_dialog import InputDialog
-from tau_tui.widgets.keyed_table import KeyedTable, Matchable
+from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable, Matchable
 from tau_tui.widgets.status_text import status_text, style_of
 from tau_tui.widgets.table_plan import Row, TablePlan
 
@@ -43,15 +43,15 @@ from tau_tui.widgets.table_plan import Row, TablePlan
 @dataclass
 class RunsData:
     rows: Sequence[Row] = field(default_factory=list)
-    statuses: dict[str, RunStatus] = field(default_factory=dict)
+    statuses: Mapping[str, RunStatus] = field(default_factory=dict)
     #: The retry decision of every failed run, as core makes it for this tick's clock.
     decisions: dict[str, RetryDecision] = field(default_factory=dict)
-    owners: dict[str, JobView | RayJobView] = field(default_factory=dict)
+    owners: Mapping[str, JobView | RayJobView] = field(default_factory=dict)
     #: Each row's text and labels for the table's filter.
-    matchable: dict[str, Matchable] = field(default_factory=dict)
+    matchable: Mapping[str, Matchable] = field(default_factory=dict)
     #: The runs table's update, worked out in the worker.
     plan: TablePlan | None = None
-    status: str = ""
+    status: str | CountedStatus = ""
     #: Runs cancelled on a MultiKueue manager whose worker pods are now gone.
     released: set[str] = field(default_factory=set)
     #: Handed back to the kept rows once the table shows this read.
@@ -72,6 +72,12 @@ class CancelledRun:
     #: The run as it was when cancelled: what R resumes (the cluster keeps nothing of it).
     copy: CancelledCopy | None = None
 
+
+#: At 80 columns the state and the run stay (its name cut in the middle); kind goes first, then queue and age.
+RUN_COLUMNS = [ColumnSpec("state", "State", flexible=True, min_width=12), ColumnSpec("run", "Run", flexible=True, min_width=16, cut="middle"),
+               ColumnSpec("kind", "Kind", optional=True), ColumnSpec("queue", "Queue", optional=True, priority=1),
+               ColumnSpec("where", "Where", optional=True, flexible=True, min_width=10, priority=2),
+               ColumnSpec("age", "Age", optional=True, priority=1)]
 
 #: Next actions that change the cluster: not offered in --readonly.
 MUTATING_RUN_ACTIONS = frozenset({"cancel", "retry", "resume"})
@@ -175,8 +181,7 @@ class RunsScreen(PaneScreen):
         return self._run_rows.statuses_computed
 
     def compose_body(self) -> ComposeResult:
-        yield KeyedTable([("state", "State"), ("run", "Run"), ("kind", "Kind"), ("queue", "Queue"),
-                          ("where", "Where"), ("age", "Age")], id="runs-table")
+        yield KeyedTable(RUN_COLUMNS, id="runs-table")
         with VerticalScroll(id="run-detail"):
             yield Static(Text("select a run"), id="run-phases")
 
@@ -209,7 +214,8 @@ class RunsScreen(PaneScreen):
             data.status = f"reading runs: {done} of {total} so far · {counts}"
         else:
             views = request.freshness.views  # no zeros before the Job and RayJob lists ended
-            data.status = f"{count_text(len(data.rows), views.get(ResourceKind.JOB), views.get(ResourceKind.RAY_JOB))} runs · {counts}"
+            runs = count_text(len(data.rows), views.get(ResourceKind.JOB), views.get(ResourceKind.RAY_JOB))
+            data.status = CountedStatus((RowCount(runs, "runs", "runs-table"), f" · {counts}"))
         data.plan = read.plan or request.plan_table("runs-table", data.rows, self._notice(request.freshness, data),
                                                  data.matchable)
         return data

@@ -33,6 +33,8 @@ from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.widget import Widget
 
+from tau_tui.core.frozen_map import flat
+from tau_tui.core.ordered_keys import OrderedKeys
 from tau_tui.textual_compat.table import update_scrollbars
 from tau_tui.widgets.line_table import LineTable
 from tau_tui.widgets.row_filter import RowFilter, folded_texts, kept_rows, plain_needle
@@ -46,6 +48,7 @@ from tau_tui.widgets.table_plan import (
     TablePlan,
     TableState,
     as_text,
+    cell_width,
     plan_rows,
     sort_key,
     sorted_keys,
@@ -89,8 +92,8 @@ class KeyedTable(LineTable):
         self.sortable = sortable
         self._state = TableState(columns=len(self._column_spec))
         self._rows = RowIndex()  # the rows shown, in order, with their positions
-        self._order: list[str] = []  # the rows shown, in order
-        self._all: list[str] = []  # every row, shown or filtered out, in order
+        self._order: Sequence[str] = []  # the rows shown, in order
+        self._all: Sequence[str] = []  # every row, shown or filtered out, in order
         self._matchable: Mapping[str, Matchable] | None = None
         #: (the matchable rows, their texts in lower case) for plain filters.
         self._folded: tuple[Mapping[str, Matchable], Mapping[str, str | None]] | None = None
@@ -104,7 +107,7 @@ class KeyedTable(LineTable):
         self.sort_reverse = False
         #: What the updates did, counted (tests bound work by these).
         self.stats = {"added": 0, "removed": 0, "updated": 0, "moved": 0, "rebuilt": 0, "measured": 0, "matched": 0,
-                      "replanned": 0, "sorted": 0, "folded": 0, "layouts_spared": 0}
+                      "replanned": 0, "sorted": 0, "folded": 0, "layouts_spared": 0, "swapped": 0}
         self.rows_inserted = 0
         self.cells_written = 0
 
@@ -142,7 +145,7 @@ class KeyedTable(LineTable):
 
     def _add_columns(self) -> None:
         for spec in self._column_spec:
-            self.columns[spec.key] = TableColumn(spec.key, self._label_of(spec), len(spec.label))
+            self.columns[spec.key] = TableColumn(spec.key, self._label_of(spec), len(spec.label), spec.cut == "middle")
         self.columns_changed()
         self._sizes_pending = True
         self.check_idle()
@@ -217,6 +220,26 @@ class KeyedTable(LineTable):
     def visible_column_keys(self) -> list[str]:
         return [c.key for c in self._column_spec if c.key not in self._hidden]
 
+    def cells_not_whole(self, key: str) -> list[tuple[int, str, Any]]:
+        """(column index, label, cell) of each cell of row ``key`` the table does not show whole (cut to its column,
+        or its column hidden at this width), in the columns' order; blank and "—" cells count as shown."""
+        cells = self._state.cells.get(key)
+        if cells is None:
+            return []
+        out = []
+        for index, (spec, cell) in enumerate(zip(self._column_spec, cells, strict=False)):
+            column = self.columns.get(spec.key)
+            plain = cell.plain if isinstance(cell, Text) else str(cell)
+            if column is None or not plain.strip() or plain == "—":
+                continue
+            if column.width == 0 or cell_width(cell) > column.width:
+                out.append((index, spec.label, cell))
+        return out
+
+    def hidden_column_indexes(self) -> list[int]:
+        """The columns hidden at this width, by index."""
+        return [index for index, spec in enumerate(self._column_spec) if spec.key in self._hidden]
+
     def column_width(self, key: str) -> int:
         """The width the column is drawn with (0 when hidden)."""
         column = self.columns.get(key)
@@ -271,7 +294,7 @@ class KeyedTable(LineTable):
         self._kept = self._verdicts(plan.keys, old.source, plan.source)
         self._show(self._visible(plan.keys), selected, rebuilt=bool(plan.stale))
 
-    def _verdicts(self, keys: list[str], old_source: Mapping[str, Any], new_source: Mapping[str, Any]) -> set[str]:
+    def _verdicts(self, keys: Sequence[str], old_source: Mapping[str, Any], new_source: Mapping[str, Any]) -> set[str]:
         """The rows the filter keeps: an unchanged row keeps its verdict, a changed one is matched."""
         matchable = self._matchable
         if matchable is None or not self.row_filter.active:
@@ -280,6 +303,7 @@ class KeyedTable(LineTable):
         matches = self.row_filter.matches_row
         out: set[str] = set()
         looked = 0
+        old_source, new_source = flat(old_source), flat(new_source)  # every row is looked up below
         for key in keys:
             if old_source.get(key) is new_source[key]:
                 if key in kept:
@@ -291,17 +315,24 @@ class KeyedTable(LineTable):
         self.stats["matched"] += looked
         return out
 
-    def _visible(self, keys: list[str]) -> list[str]:
+    def _visible(self, keys: Sequence[str]) -> Sequence[str]:
         if self._matchable is None or not self.row_filter.active:
             return keys
         kept = self._kept
         return [k for k in keys if k in kept]
 
-    def _show(self, visible: list[str], selected: str | None, rebuilt: bool = False) -> None:
-        """Make ``visible`` the table's rows in order: rows only appended are indexed on their own;
+    def _show(self, visible: Sequence[str], selected: str | None, rebuilt: bool = False) -> None:
+        """Make ``visible`` the table's rows in order: the pane's OrderedKeys are swapped in (its
+        rows' moves made them: nothing is indexed); rows only appended are indexed on their own;
         any other change re-indexes once.  The cursor stays on the same key when it is shown."""
         located = self._order
-        if rebuilt or visible[:len(located)] != located:
+        if isinstance(visible, OrderedKeys):
+            if visible is not located:
+                self._rows = RowIndex(visible)
+                self.stats["swapped"] += 1
+                self.keep_cursor()
+                self.refresh()
+        elif rebuilt or isinstance(located, OrderedKeys) or visible[:len(located)] != located:
             self._reorder(visible)
         elif len(visible) > len(located):
             self._rows.append(visible[len(located):])
@@ -329,7 +360,7 @@ class KeyedTable(LineTable):
         """Rows gone in an update (already out of the state): the caller re-indexes the rows shown."""
         self.stats["removed"] += len(stale)
 
-    def _reorder(self, keys: list[str]) -> None:
+    def _reorder(self, keys: Sequence[str]) -> None:
         """Put rows in ``keys`` order by re-indexing: no row is re-added or re-measured."""
         self._rows = RowIndex(keys)
         self.stats["moved"] += 1

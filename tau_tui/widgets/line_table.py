@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Spacing
@@ -23,7 +24,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tau_tui.widgets.row_strips import RowLook, RowStrips, plain_text_line, text_cell_segments
-from tau_tui.widgets.table_columns import TableColumn
+from tau_tui.widgets.table_columns import TableColumn, fit_cell
 from tau_tui.widgets.table_messages import HeaderSelected, RowHighlighted, RowSelected
 from tau_tui.widgets.table_plan import as_text
 
@@ -173,6 +174,7 @@ class LineTable(ScrollView, can_focus=True):
         self._cell_style_cache: dict[tuple[bool, bool, bool], tuple[Style, Style]] = {}
         self._header_strips: dict[tuple, Strip] = {}
         self._render_widths: tuple[int, ...] | None = None
+        self._middle_cuts: frozenset[int] | None = None
 
     # -- what the subclass gives ----------------------------------------------------------
 
@@ -193,6 +195,7 @@ class LineTable(ScrollView, can_focus=True):
     def columns_changed(self) -> None:
         """The columns' widths changed: every line is drawn again."""
         self._render_widths = None
+        self._middle_cuts = None
         self._header_strips.clear()
         self.row_strips.clear()
 
@@ -224,6 +227,12 @@ class LineTable(ScrollView, can_focus=True):
         if cells is None:
             raise IndexError(row_index)
         return [as_text(cell) for cell in cells]
+
+    def middle_cut_columns(self) -> frozenset[int]:
+        """The columns whose cells too wide keep both ends (names)."""
+        if self._middle_cuts is None:
+            self._middle_cuts = frozenset(i for i, column in enumerate(self.table_columns) if column.middle_cut)
+        return self._middle_cuts
 
     def column_render_widths(self) -> tuple[int, ...]:
         if self._render_widths is None:
@@ -462,7 +471,8 @@ class LineTable(ScrollView, can_focus=True):
             return Strip.blank(width, base_style)
         row_style = self._row_style(row_index, base_style)
         cursor, hover = row_index == self.cursor_row, row_index == self.hover_row
-        look = RowLook(self.column_render_widths(), row_style, width, self.cell_styles(False, hover, cursor))
+        look = RowLook(self.column_render_widths(), row_style, width, self.cell_styles(False, hover, cursor),
+                       self.middle_cut_columns())
         strip = self.row_strips.strip(key, cells, look, row_index, self.app.console, self.cell_padding)
         if strip is None:
             return self._line_through_rich(row_index, cells, look, scroll_x, base_style)
@@ -491,6 +501,9 @@ class LineTable(ScrollView, can_focus=True):
             if width == 0:
                 continue
             pre = look.base_style + Style.from_meta({"row": row_index, "column": column}) + component
+            cell = as_text(cell)
+            if isinstance(cell, Text) and width > 2 * padding and "\n" not in cell.plain:
+                cell = fit_cell(cell, width - 2 * padding, column in look.middle_cuts)  # "…" where it is cut
             text = plain_text_line(cell)
             if text is not None and width > 2 * padding:
                 segments.extend(text_cell_segments(console, text, width, padding, pre, post))

@@ -134,6 +134,10 @@ class LogView(ScrollView, can_focus=True):
         self._partials: dict[int, str] = {}
         self._text_console = text_console()
         self._spool_generation = 0
+        #: A log opened again while paused (``t``, ``s``, ``p``, ``a``): the line to show once it is
+        #: read again, and how many lines the last spool had (those are not "new").
+        self._place_line: int | None = None
+        self._seen_before = 0
         self._reset_layout()
 
     def _reset_layout(self) -> None:
@@ -150,7 +154,10 @@ class LogView(ScrollView, can_focus=True):
 
     # -- data ----------------------------------------------------------------------
 
-    def set_spool(self, spool: LogSpool | None, placeholder: str = "") -> None:
+    def set_spool(self, spool: LogSpool | None, placeholder: str = "", keep_place: tuple[int, int] | None = None) -> None:
+        """Show ``spool``.  ``keep_place``: (top line, lines seen) of the log this one opens again while
+        paused: the view stays paused and shows that line once it is read again, and the lines the
+        last log had are not counted as new."""
         self.spool = spool
         self._spool_generation += 1
         self._lines.clear()
@@ -158,6 +165,7 @@ class LogView(ScrollView, can_focus=True):
         self._reset_layout()
         self.lines_seen = 0
         self.pending_new = 0
+        self._place_line, self._seen_before = keep_place if keep_place is not None else (None, 0)
         self.hits = []
         self.hit_index = -1
         if placeholder:
@@ -203,8 +211,9 @@ class LogView(ScrollView, can_focus=True):
         if self.wrap and self._layout_width and self._width() != self._layout_width:
             self.relayout()  # wrapped rows depend on the width
             return 0
-        if arrived and self.lines_seen and not self.following:
-            self.pending_new += arrived
+        if arrived and not self.following:
+            # the lines the log had before it was opened again are not new
+            self.pending_new += max(0, count - max(self.lines_seen, self._seen_before)) if self.lines_seen or self._seen_before else 0
         self.lines_seen = count
         if not self._index_running and (committed > self._indexed_upto or count > committed or self._partials):
             self._start_index()
@@ -212,6 +221,8 @@ class LogView(ScrollView, can_focus=True):
         # following: stay at the end, also when the size settled after the last line arrived
         if self.following and (arrived or self.scroll_offset.y < self.max_scroll_y):
             self.scroll_end(animate=False, immediate=True)
+        elif arrived:
+            self._go_to_place()
         if arrived:
             self.refresh()
         return arrived
@@ -286,11 +297,43 @@ class LogView(ScrollView, can_focus=True):
             self.post_message(self.LayoutDone(self._indexed_upto, self._indexed_rows))
         elif self.following:
             self.scroll_end(animate=False, immediate=True)
+        else:
+            self._go_to_place()
         self.refresh()
 
-    def relayout(self) -> None:
-        """Wrap / JSON / width changed: rebuild the row index in the background."""
-        top_line = self.line_at_row(int(self.scroll_offset.y))[0] if self._rows_total else 0
+    def _go_to_place(self) -> None:
+        """A log opened again while paused: the view stays on the line it showed (the nearest line
+        read so far, until that one is read again)."""
+        line = self._place_line
+        if line is None or self.following or not self.lines_seen:
+            return
+        if self.expanded and self._indexed_upto <= min(line, self.lines_seen - 1):
+            return  # its row is known once the index reaches it
+        # forced: a log just opened again has no scrollbar yet (Textual lays it out after this)
+        self.scroll_to(y=self.row_of_line(min(line, self.lines_seen - 1)), animate=False, immediate=True, force=True)
+        if line < self.lines_seen:
+            self._place_line = None
+
+    @property
+    def top_line(self) -> int:
+        """The log line at the top of the view."""
+        return self.line_at_row(int(self.scroll_offset.y))[0] if self._rows_total else 0
+
+    def set_layout(self, *, wrap: bool | None = None, json_pretty: bool | None = None) -> None:
+        """Wrap or JSON pretty-print on or off: the line at the top stays at the top, and a paused
+        view stays paused (the line is found under the layout it was shown with, before the change)."""
+        top_line = self.top_line
+        if wrap is not None:
+            self.wrap = wrap
+        if json_pretty is not None:
+            self.json_pretty = json_pretty
+        self.relayout(top_line)
+
+    def relayout(self, top_line: int | None = None) -> None:
+        """Wrap / JSON / width changed: rebuild the row index in the background (``top_line``: the
+        line to keep at the top, found before the change; by default the one at the top now)."""
+        if top_line is None:
+            top_line = self.top_line
         self.workers.cancel_group(self, "log-index")
         pending = self.pending_new
         self._reset_layout()

@@ -18,6 +18,8 @@ from rich.style import Style
 from rich.text import Span, Text
 from textual.strip import Strip
 
+from tau_tui.widgets.table_columns import fit_cell
+
 #: Rows kept (a few screens' worth); the cache starts over when full.
 ROW_STRIPS_KEPT = 2048
 
@@ -34,6 +36,8 @@ class RowLook:
     width: int
     #: (the style under each cell, the style over it)
     cell_styles: tuple[Style, Style]
+    #: The columns whose cells too wide keep both ends (names); the others end in "…".
+    middle_cuts: frozenset[int] = frozenset()
 
 
 def plain_text_line(cell: Any) -> Text | None:
@@ -132,6 +136,7 @@ class RowStrips:
             text = plain_text_line(cell)
             if text is None or width <= 2 * padding:
                 return None
+            text = fit_cell(text, width - 2 * padding, column in look.middle_cuts)
             parts.append((column, list(Segment.simplify(text_cell_segments(console, text, width, padding, pre, post)))))
             used += width
         parts.append((-1, [Segment(" " * max(look.width - used, 0), pre)]))

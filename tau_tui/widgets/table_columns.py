@@ -1,9 +1,12 @@
 """A keyed table's columns: what a pane asks for (``ColumnSpec``), what is drawn (``TableColumn``),
-and how widths are cut to fit a narrow table.
+how widths are cut to fit a narrow table, and how a cell wider than its column is cut.
 
-Each column's width is the widest cell now in it; at narrow widths the columns the pane marks
-optional are hidden first and the widest flexible column shrinks, so the key columns stay on
-screen."""
+Each column's width is the widest cell now in it (the table tracks it as rows change); at narrow
+widths the columns the pane marks optional are hidden first, lowest ``priority`` first, and the
+widest flexible column shrinks, so the state columns stay on screen.  A cell wider than its column
+ends in "…"; in a name column (``cut="middle"``) it keeps both ends
+(``taugrid-default/job-l…8b-dpo-0eff2``), so two names that differ at the end never read the same.
+Cells are cut as they are drawn: only the rows on screen, never every row."""
 
 from __future__ import annotations
 
@@ -12,6 +15,9 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
+#: What a cut cell ends with (or holds in its middle).
+ELLIPSIS = "…"
+
 #: Flexible columns are cut to this width before any optional column is hidden.
 COMFORTABLE_WIDTH = 24
 
@@ -19,7 +25,8 @@ COMFORTABLE_WIDTH = 24
 @dataclass(frozen=True)
 class ColumnSpec:
     """``key``/``label``; ``sort_letter`` (upper case, shift+letter sorts); ``optional`` columns
-    are hidden first when the table is narrow; ``flexible`` ones shrink (with an ellipsis)."""
+    are hidden first when the table is narrow, the lowest ``priority`` first (among equals, from the
+    right); ``flexible`` ones shrink (with an ellipsis; ``cut="middle"`` keeps both ends of a name)."""
 
     key: str
     label: str
@@ -27,6 +34,8 @@ class ColumnSpec:
     optional: bool = False
     flexible: bool = False
     min_width: int = 4
+    priority: int = 0
+    cut: str = "end"
 
 
 @dataclass
@@ -36,6 +45,8 @@ class TableColumn:
     key: str
     label: Text
     width: int = 0
+    #: Cells too wide keep both ends (names).
+    middle_cut: bool = False
 
     def render_width(self, padding: int) -> int:
         """The width on screen, padding on each side included; a hidden column takes none."""
@@ -55,7 +66,8 @@ def fitted_widths(specs: Sequence[ColumnSpec], content: list[int], available: in
     columns shrink down to their minimum.  ``available`` 0 (not laid out yet): the content widths."""
     if available <= 0:
         return content, set()
-    optional = [s.key for s in reversed(specs) if s.optional]
+    optional = [s.key for _, s in sorted(((-i, s) for i, s in enumerate(specs) if s.optional),
+                                          key=lambda pair: (pair[1].priority, pair[0]))]
     hidden: set[str] = set()
     for count in range(len(optional) + 1):
         hidden = set(optional[:count])
@@ -90,3 +102,20 @@ def shrunk_widths(specs: Sequence[ColumnSpec], content: list[int], hidden: set[s
             over -= cut
         flexible = [i for i in flexible if widths[i] > floors[i]]
     return widths if over <= 0 else None
+
+
+def fit_cell(text: Text, inner: int, middle: bool) -> Text:
+    """``text`` cut to ``inner`` cells with an ellipsis: at the end, or (``middle``) in the middle, so
+    both ends stay; unchanged when it fits."""
+    plain = text.plain
+    if (len(plain) if plain.isascii() else text.cell_len) <= inner or inner <= 0:
+        return text
+    if inner == 1:
+        return Text(ELLIPSIS, style=text.style, end="")
+    if middle and plain.isascii():
+        head = (inner - 1 + 1) // 2
+        tail = inner - 1 - head
+        return Text.assemble(text[:head], ELLIPSIS, text[len(plain) - tail:] if tail else "", style=text.style, end="")
+    cut = text.copy()
+    cut.truncate(inner, overflow="ellipsis")
+    return cut

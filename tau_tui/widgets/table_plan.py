@@ -22,6 +22,8 @@ from typing import Any
 from rich.cells import cell_len
 from rich.text import Text
 
+from tau_tui.core.frozen_map import Draft, FrozenMap
+
 Row = tuple[str, Sequence[Any]]
 #: What the row filter matches a row by: its text and its labels.
 Matchable = tuple[str, Mapping[str, str]]
@@ -122,9 +124,9 @@ class TablePlan:
     rows: Sequence[Row]  # what the pane gave (to make the plan again if the state moved)
     notice: Any
     matchable: Mapping[str, Matchable] | None
-    keys: list[str]  # every row, in order
-    cells: dict[str, tuple]
-    source: dict[str, Any]
+    keys: Sequence[str]  # every row, in order
+    cells: Mapping[str, tuple]
+    source: Mapping[str, Any]
     sort_keys: dict[str, tuple[Any, tuple]]
     stale: list[str]
     #: (key, cells, width of each cell)
@@ -241,21 +243,22 @@ class RowsView(Sequence[Row]):
         return ((key, cells[key]) for key in self._keys)
 
 
-def plan_changed_rows(state: TableState, keys: list[str], changed: Mapping[str, Sequence[Any]], removed: Iterable[str],
+def plan_changed_rows(state: TableState, keys: Sequence[str], changed: Mapping[str, Sequence[Any]], removed: Iterable[str],
                       matchable: Mapping[str, Matchable] | None) -> TablePlan | None:
     """:func:`plan_rows` for an update the pane knows the change of: ``changed`` rows (new or with
     new cells), ``removed`` rows, and ``keys``, every row in the pane's order.  Costs the change, not
-    the table (dictionary copies aside).  None when the table is sorted by a column or shows its
-    notice row: then every row is planned with :func:`plan_rows`."""
+    the table: the state's cells and sources are taken on as :class:`FrozenMap` versions (a state is
+    never changed once made).  None when the table is sorted by a column or shows its notice row:
+    then every row is planned with :func:`plan_rows`."""
     if state.sort_index is not None or NOTICE_KEY in state.source:
         return None
     old = state.cells
-    new_cells = dict(old)
-    new_source = dict(state.source)
+    new_cells = FrozenMap(old).draft()
+    new_source = FrozenMap(state.source).draft()
     stale = [key for key in removed if key in old]
     for key in stale:
-        del new_cells[key]
-        del new_source[key]
+        new_cells.pop(key)
+        new_source.pop(key)
     added: list[tuple[str, tuple, tuple[int, ...]]] = []
     writes: list[tuple[str, list[tuple[int, Any, int, int]]]] = []
     for key, cells in changed.items():
@@ -263,11 +266,12 @@ def plan_changed_rows(state: TableState, keys: list[str], changed: Mapping[str, 
             continue
         new_source[key] = cells
         _plan_row(key, cells, old.get(key), new_cells, added, writes)
-    return _finish_plan(state, RowsView(keys, new_source), None, matchable, keys, new_cells, new_source, {}, stale,
-                        added, writes, keys)
+    frozen_cells, frozen_source = new_cells.freeze(), new_source.freeze()
+    return _finish_plan(state, RowsView(keys, frozen_source), None, matchable, keys, frozen_cells, frozen_source, {},
+                        stale, added, writes, keys)
 
 
-def _plan_row(key: str, cells: Sequence[Any], before: tuple | None, new_cells: dict[str, tuple],
+def _plan_row(key: str, cells: Sequence[Any], before: tuple | None, new_cells: dict[str, tuple] | Draft[str, tuple],
               added: list[tuple[str, tuple, tuple[int, ...]]], writes: list[tuple[str, list[tuple[int, Any, int, int]]]]) -> None:
     """One new or changed row: what the table will hold, and the addition or the cell writes."""
     converted = tuple([as_cell(c) for c in cells])
@@ -292,7 +296,7 @@ def _plan_row(key: str, cells: Sequence[Any], before: tuple | None, new_cells: d
 
 
 def _finish_plan(state: TableState, given: Sequence[Row], notice: Any, matchable: Mapping[str, Matchable] | None,
-                 keys: list[str], new_cells: dict[str, tuple], new_source: dict[str, Any],
+                 keys: Sequence[str], new_cells: Mapping[str, tuple], new_source: Mapping[str, Any],
                  sort_keys: dict[str, tuple[Any, tuple]], stale: list[str],
                  added: list[tuple[str, tuple, tuple[int, ...]]], writes: list[tuple[str, list[tuple[int, Any, int, int]]]],
                  given_keys: Sequence[str]) -> TablePlan:

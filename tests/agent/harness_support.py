@@ -9,12 +9,14 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
+from tau_agent.kube import KubernetesWriter
 from tau_gpuhealth.names import API_GROUP, HEALTH_PLURAL
 from tests.harness.kwok import KEEP_RUNNING_ANNOTATIONS
 from tests.harness.waiting import wait_for
@@ -233,3 +235,21 @@ def on_test_nodes(manifests: list[dict], nodes: list[str] | tuple[str, ...], ann
 def conditions_of(admin: k8s.ApiClient, node: str) -> dict:
     status = k8s.CoreV1Api(admin).read_node_status(node).status
     return {c.type: c for c in (status.conditions or [])}
+
+
+class SimulatedTimeWriter(KubernetesWriter):
+    """The agent's real writer for an agent that runs on simulated time (a FakeClock that moves
+    faster than the wall clock): a condition time it has not written before is stamped with the
+    wall clock when it is first written, and keeps that stamp afterwards. The admission policy
+    accepts a changed lastTransitionTime or lastHeartbeatTime only within 60 s of the request
+    (manifests/agent/admission-policy.yaml); a real agent stamps its writes with its own clock."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._wall: dict[str, str] = {}
+
+    def write_conditions(self, conditions: list[dict[str, Any]]) -> None:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamped = [{**c, **{k: self._wall.setdefault(f"{c['type']}/{k}/{c[k]}", now)
+                            for k in ("lastTransitionTime", "lastHeartbeatTime") if c.get(k)}} for c in conditions]
+        super().write_conditions(stamped)

@@ -26,7 +26,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from tau_agent.budget import EventRecord
+from tau_agent.budget import EventRecord, event_name
 from tau_agent.kube import FIELD_MANAGER, MERGE_PATCH, STRATEGIC_MERGE, KubernetesWriter, NodeActionRequest
 from tau_gpuhealth.names import (
     ANNOTATION_CORDON_REASON,
@@ -472,7 +472,7 @@ def test_agent_may_not_take_over_another_nodes_event(admin, agent_core):
 
 def test_agent_may_record_and_bump_events_about_its_own_node(admin, agent_core):
     writer = KubernetesWriter(agent_core.api_client, NODE, EVENTS_NAMESPACE)
-    event = EventRecord(name=f"{NODE}.gpu0.xid79", key=("gpu0", "XID79"), reason="GPUXid", type="Warning",
+    event = EventRecord(name=event_name(NODE, "GpuXid79"), key="GpuXid79", reason="GpuXid79", type="Warning",
                         message="Xid 79 on GPU 0", count=1, first_time=1_800_000_000, last_time=1_800_000_000)
     writer.write_event(event)
     writer.write_event(EventRecord(**{**event.__dict__, "count": 2, "last_time": 1_800_000_060}))

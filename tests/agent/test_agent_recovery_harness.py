@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from tau_agent.kube import KubernetesWriter
 from tau_gpuhealth.verdicts import Verdict
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.real import KubernetesBackend
@@ -44,7 +43,14 @@ from tests.harness.kwok import KEEP_RUNNING_ANNOTATIONS
 from tests.harness.waiting import wait_for
 
 from .fake_nvml import h100_node
-from .harness_support import EVENTS_NAMESPACE, agent_client, agent_manifests_applied, gpu_queue, on_test_nodes
+from .harness_support import (
+    EVENTS_NAMESPACE,
+    SimulatedTimeWriter,
+    agent_client,
+    agent_manifests_applied,
+    gpu_queue,
+    on_test_nodes,
+)
 from .sim import FakeClock, SimNode, fast_config
 from .test_agent_tui_harness import settle_reports
 
@@ -184,7 +190,7 @@ def test_a_run_whose_node_reports_xid_79_is_marked_and_resumed_on_another_node(t
     other = next(n for n in NODES if n != bad)
 
     # The agent on that node: healthy first, then GPU 3 falls off the bus (XID 79).
-    agent = SimNode(h100_node(8), node_name=bad, writer=KubernetesWriter(agent_client(t2, admin, bad), bad, EVENTS_NAMESPACE),
+    agent = SimNode(h100_node(8), node_name=bad, writer=SimulatedTimeWriter(agent_client(t2, admin, bad), bad, EVENTS_NAMESPACE),
                     clock=FakeClock(time.time() - 200), config=fast_config(events_namespace=EVENTS_NAMESPACE))
     settle_reports(agent, Verdict.HEALTHY, 60)
     agent.nvml.emit_xid(LOST_GPU, 79)

@@ -16,7 +16,6 @@ import time
 import pytest
 from kubernetes import client as k8s
 
-from tau_agent.kube import KubernetesWriter
 from tau_gpuhealth.names import API_GROUP, API_VERSION, HEALTH_PLURAL
 from tau_gpuhealth.verdicts import Verdict
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -25,7 +24,14 @@ from tau_tui.screens.nodes import NodesScreen
 from tau_tui.widgets.keyed_table import KeyedTable
 
 from .fake_nvml import h100_node
-from .harness_support import EVENTS_NAMESPACE, agent_client, agent_manifests_applied, conditions_of, harness_app
+from .harness_support import (
+    EVENTS_NAMESPACE,
+    SimulatedTimeWriter,
+    agent_client,
+    agent_manifests_applied,
+    conditions_of,
+    harness_app,
+)
 from .sim import FakeClock, SimNode, fast_config
 
 pytestmark = [pytest.mark.harness, pytest.mark.t2]
@@ -65,7 +71,7 @@ def reported(t2, admin):
         start = time.time() - SIMULATED_SECONDS
         agents = {}
         for name in (NODE_UNHEALTHY, NODE_DEGRADED):
-            writer = KubernetesWriter(agent_client(t2, admin, name), name, EVENTS_NAMESPACE)
+            writer = SimulatedTimeWriter(agent_client(t2, admin, name), name, EVENTS_NAMESPACE)
             agents[name] = SimNode(h100_node(8), node_name=name, writer=writer, clock=FakeClock(start),
                                    config=fast_config(events_namespace=EVENTS_NAMESPACE))
         for node in agents.values():

@@ -27,3 +27,13 @@ def test_both_policies_match_the_agents_own_namespace_and_service_account():
         (condition,) = policy["spec"]["matchConditions"]
         assert re.fullmatch(rf"request\.userInfo\.username == '{re.escape(username)}'", condition["expression"]), (
             policy["metadata"]["name"], condition["expression"])
+
+
+def test_the_policy_allows_exactly_the_event_names_and_reasons_the_agent_writes():
+    """One Event per node and reason: the policy's reason set and name rule are the agent's."""
+    from tau_agent.budget import EVENT_REASON_PATTERN, event_name
+
+    text = (AGENT / "admission-policy.yaml").read_text()
+    assert f"matches('{EVENT_REASON_PATTERN}')" in text
+    assert "object.metadata.name == variables.nodeName + '.gpuhealth.' + object.?reason.orValue('').lowerAscii()" in text
+    assert event_name("gpu-7", "GpuXid79") == "gpu-7.gpuhealth.gpuxid79"

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+import re
 
-from tau_agent.budget import EventLimiter, ReportScheduler
+from tau_agent.budget import EVENT_REASON_PATTERN, EventLimiter, ReportScheduler, event_name, xid_reason
 from tau_agent.config import Budget
 
 from .fake_nvml import h100_node
@@ -171,7 +172,7 @@ def test_event_limiter_burst_then_hourly_cap_without_losing_keys():
     budget = Budget()
     limiter = EventLimiter(budget, "n1", start=0)
     for i in range(60):
-        limiter.offer(f"GPU-{i}", "GPUUnhealthy", "Warning", "x", 0.0)
+        limiter.offer("GPU-a", f"GpuXid{i + 1}", "Warning", "x", 0.0)
     assert len(limiter.due(0)) == 10  # burst
     sent = 10
     t = 0.0
@@ -183,3 +184,19 @@ def test_event_limiter_burst_then_hourly_cap_without_losing_keys():
         t += 60
         limiter.due(t)
     assert limiter.pending() == 0  # every key eventually written
+
+
+def test_one_event_per_node_and_reason_whatever_the_gpu():
+    """The admission policy lets the agent keep one Event per node and reason: several GPUs with the
+    same reason share it, the count adds up and the message names the latest and counts the others."""
+    limiter = EventLimiter(Budget(), "n1", start=0)
+    for gpu in ("GPU-a", "GPU-b", "GPU-c"):
+        limiter.offer(gpu, "GPUUnhealthy", "Warning", f"{gpu}: healthy -> unhealthy", 0.0)
+    limiter.offer("GPU-a", xid_reason(79), "Warning", "xid 79", 0.0)
+    limiter.offer("GPU-a", xid_reason(4096), "Warning", "xid 4096", 0.0)
+    events = {e.reason: e for e in limiter.due(0)}
+    assert set(events) == {"GPUUnhealthy", "GpuXid79", "GpuXidOther"}
+    unhealthy = events["GPUUnhealthy"]
+    assert unhealthy.name == event_name("n1", "GPUUnhealthy") == "n1.gpuhealth.gpuunhealthy" and unhealthy.count == 3
+    assert unhealthy.message == "GPU-c: healthy -> unhealthy (and 2 more GPU(s) with GPUUnhealthy since the last event)"
+    assert all(re.match(EVENT_REASON_PATTERN, reason) for reason in events)

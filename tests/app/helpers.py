@@ -168,3 +168,20 @@ def async_test(fn):
         return asyncio.run(fn(*args, **kwargs))
 
     return wrapper
+
+
+def visible_text(app) -> str:
+    """The text of every Static (and Label) shown on the screen on top, one widget a line."""
+    from textual.widgets import Static
+
+    return "\n".join(str(widget.render()) for widget in app.screen.query(Static) if widget.display)
+
+
+async def pause_until(pilot, predicate, what: str, rounds: int = 600) -> None:
+    """Pause until ``predicate()`` holds, at most ``rounds`` pauses of 50 ms (a bound for a hang): for
+    a state reached while a worker is held on purpose (a test's gate), which :func:`settle` would wait for."""
+    for _ in range(rounds):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"never reached: {what}\n{visible_text(pilot.app)}")

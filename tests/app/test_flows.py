@@ -89,7 +89,7 @@ async def test_compose_fix_error_server_dry_run_submit_then_queue_position(tmp_p
     assert verify(tmp_path / "audit.jsonl").ok
     assert "STEPS" not in (tmp_path / "audit.jsonl").read_text()
     # The cluster keeps no tau.yaml: the submit kept it for the run's evidence record.
-    kept = EvidenceStore().submission("taugrid-default", name, fixed.submission_id)
+    kept = EvidenceStore.demo().submission("taugrid-default", name, fixed.submission_id)  # the demo's own store
     assert kept is not None and kept.source == "app" and "name: snap-train" in (kept.tau_yaml or "")
     assert kept.config_hash and f"name: {name}" in kept.manifests
 

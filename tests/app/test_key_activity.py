@@ -23,15 +23,28 @@ async def test_a_key_tells_the_backend_a_person_is_pressing_keys(tmp_path):
         assert world.foreground_busy_until >= before + KEY_HOLDS_BACKGROUND_S
 
 
-class _Stop(threading.Event):
-    """Records how long the ticker asks to wait, without waiting."""
+class _Clock:
+    """A monotonic clock of the test's: it moves only by the waits and naps it is told of, so the
+    machine's speed counts for nothing."""
 
     def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Stop(threading.Event):
+    """Records how long the ticker asks to wait, and moves the clock by it without waiting."""
+
+    def __init__(self, clock: _Clock) -> None:
         super().__init__()
+        self.clock = clock
         self.waits: list[float] = []
 
     def wait(self, timeout: float | None = None) -> bool:
         self.waits.append(timeout or 0.0)
+        self.clock.now += timeout or 0.0
         return self.is_set()
 
 
@@ -39,28 +52,29 @@ class _World:
     foreground_busy_until = 0.0
 
 
-def _ticker(until: float) -> RealtimeTicker:
+def _ticker(clock: _Clock, hold_for: float) -> RealtimeTicker:
     world = _World()
-    world.foreground_busy_until = until
+    world.foreground_busy_until = clock() + hold_for
     ticker = RealtimeTicker(world)  # type: ignore[arg-type]  (only foreground_busy_until is read)
-    ticker._stopping = _Stop()
+    ticker._stopping = _Stop(clock)
+    ticker.monotonic = clock
     return ticker
 
 
 def test_the_ticker_waits_while_keys_come_and_never_longer_than_the_bound():
-    idle = _ticker(time.monotonic() - 1)
+    clock = _Clock()
+    idle = _ticker(clock, -1)
     assert idle._hold_for_foreground() is False and idle._stopping.waits == []
-    typing = _ticker(time.monotonic() + 0.5)
+    typing = _ticker(clock, 0.5)
     assert typing._hold_for_foreground() is False
-    # the fake wait returns at once, so the ticker finds the hold still on and waits again, up to the bound
-    assert 0 < typing._stopping.waits[0] <= 0.5 and sum(typing._stopping.waits) <= MAX_TICK_HOLD_S
-    held_down = _ticker(time.monotonic() + 3600)  # a key held down: auto-repeat keeps the hold fresh
+    assert typing._stopping.waits == [0.5]  # until the key's hold ran out
+    held_down = _ticker(clock, 3600)  # a key held down: auto-repeat keeps the hold fresh
     assert held_down._hold_for_foreground() is False
     assert abs(sum(held_down._stopping.waits) - MAX_TICK_HOLD_S) < 1e-9
 
 
 def test_a_ticker_stopped_while_holding_ends_without_ticking():
-    ticker = _ticker(time.monotonic() + 3600)
+    ticker = _ticker(_Clock(), 3600)
     ticker._stopping.set()
     assert ticker._hold_for_foreground() is True
 
@@ -72,23 +86,25 @@ def test_a_tick_gives_way_between_its_controllers_while_keys_come_and_only_up_to
     from tau_tui.core.sim.world import MAX_STEP_HOLD_S
 
     world = build_world("demo")
+    clock = _Clock()
+    world.monotonic = clock
     slept: list[float] = []
 
-    def pause(seconds: float) -> None:  # records a sleep and lets that much of the key's hold pass
+    def pause(seconds: float) -> None:  # records a sleep; the clock moves by it
         slept.append(seconds)
-        world.foreground_busy_until -= seconds
+        clock.now += seconds
 
     world.pause = pause
     world.tick()
     assert slept == []  # nobody typing: the tick runs straight through
 
-    world.foreground_busy_until = time.monotonic() + 0.2
+    world.foreground_busy_until = clock() + 0.2
     world.tick()
     assert slept and all(0 < s <= 0.2 for s in slept)
-    assert 0.15 < sum(slept) <= 0.2 + 1e-9  # until the key's hold ran out
+    assert abs(sum(slept) - 0.2) < 1e-9  # until the key's hold ran out
 
     slept.clear()
-    world.foreground_busy_until = time.monotonic() + 3600  # keys without a pause: bounded per tick
+    world.foreground_busy_until = clock() + 3600  # keys without a pause: bounded per tick
     world.pause = slept.append
     world.tick()
     assert abs(sum(slept) - MAX_STEP_HOLD_S) < 1e-9
@@ -103,12 +119,14 @@ async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_t
     async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         screen = app.screen
         naps: list[float] = []
+        clock = _Clock()
 
-        def nap(seconds: float) -> None:  # records a sleep and lets that much of the key's hold pass
+        def nap(seconds: float) -> None:  # records a sleep; the reader's clock moves by it
             naps.append(seconds)
-            app.key_hold_until -= seconds
+            clock.now += seconds
 
         screen.reader.nap = nap
+        screen.reader.monotonic = clock
         app.key_hold_until = 0.0
         screen.reader.napped_s = 0.0
         screen.reader.keep_reading()
@@ -117,11 +135,12 @@ async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_t
         pressed = time.monotonic()
         await pilot.press("j")
         assert app.key_hold_until >= pressed + KEY_HOLDS_BACKGROUND_S  # held from the key on, however busy the machine
+        clock.now = app.key_hold_until - KEY_HOLDS_BACKGROUND_S  # the reader's clock at the key, however long since
         screen.reader.keep_reading()
-        assert naps and 0 < sum(naps) <= KEY_HOLDS_BACKGROUND_S + 1e-9
+        assert abs(sum(naps) - KEY_HOLDS_BACKGROUND_S) < 1e-9  # the whole hold, and no more
 
         naps.clear()
-        app.key_hold_until = time.monotonic() + 3600  # keys without a pause: bounded per read
+        app.key_hold_until = clock() + 3600  # keys without a pause: bounded per read
         screen.reader.nap = naps.append
         screen.reader.napped_s = 0.0
         for _ in range(100):
@@ -151,8 +170,9 @@ async def test_the_evidence_recorder_waits_for_a_keys_hold_and_not_for_a_panes_l
         screen.collect = observed_collect
         screen.reader.read(0, screen.row_filter, {})
         assert seen == [False]
+        pressed = time.monotonic()
         await pilot.press("j")
-        assert recorder.foreground_busy_until() >= time.monotonic() + KEY_HOLDS_BACKGROUND_S - 0.1
+        assert recorder.foreground_busy_until() >= pressed + KEY_HOLDS_BACKGROUND_S  # however busy the machine
 
 
 @async_test
@@ -166,10 +186,12 @@ async def test_a_read_aheads_rest_is_bounded_ends_when_its_pane_opens_and_never_
     async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         screen = app.screen
         naps: list[float] = []
+        clock = _Clock()
         screen.reader.nap = naps.append
+        screen.reader.monotonic = clock
         app.key_hold_until = 0.0
         screen.reader.wanted = screen.reader.reading_ahead = True
-        screen.reader.paused_at = time.monotonic() - 5.0  # "worked" 5 s: mostly waiting for the interpreter
+        screen.reader.paused_at = clock() - 5.0  # "worked" 5 s: mostly waiting for the interpreter
         screen.reader.keep_reading()
         assert naps and max(naps) <= READ_AHEAD_REST_NAP_S + 1e-9
         assert abs(sum(naps) - READ_AHEAD_LONGEST_REST_S) < 1e-9  # not 15 s
@@ -181,15 +203,20 @@ async def test_a_read_aheads_rest_is_bounded_ends_when_its_pane_opens_and_never_
             screen.reader.reading_ahead = False
 
         screen.reader.nap = nap_then_open
-        screen.reader.paused_at = time.monotonic() - 5.0
+        screen.reader.paused_at = clock() - 5.0
         screen.reader.keep_reading()
         assert len(naps) == 1
 
         naps.clear()  # a nap for keys is not work: the slice after it starts when it ends
-        screen.reader.nap = naps.append
+
+        def nap_for_keys(seconds: float) -> None:
+            naps.append(seconds)
+            clock.now += seconds
+
+        screen.reader.nap = nap_for_keys
         screen.reader.napped_s = 0.0
         screen.reader.paused_at = 0.0
-        app.key_hold_until = time.monotonic() + 0.2
+        app.key_hold_until = clock() + 0.2
         screen.reader.keep_reading()
         assert naps and screen.reader.paused_at > 0.0
         app.key_hold_until = 0.0
@@ -222,7 +249,8 @@ async def test_a_panes_first_read_is_waited_for_the_recorder_and_read_aheads_giv
         assert app.current_mode == "multikueue" and app.first_rows_awaited_by is pane
         opened_with = app.key_hold_until
         assert pane.reader.opened_with_hold == opened_with > 0.0
-        assert recorder.foreground_busy_until() > time.monotonic()  # a moment more each time it asks
+        asked = time.monotonic()
+        assert recorder.foreground_busy_until() > asked  # a moment more each time it asks, however slow the machine
 
         naps: list[float] = []
         pane.reader.nap = naps.append

@@ -23,6 +23,7 @@ from textual.screen import ModalScreen
 from tau_tui.app import TauApp
 from tau_tui.core.operations.audit import AuditLog, state_dir, verify
 from tau_tui.core.operations.evidence.capture import capture_live
+from tau_tui.core.operations.evidence.cluster_identity import cluster_identity
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.pane_palette import COMMAND_ONLY_PANES
@@ -168,7 +169,8 @@ async def test_readonly_walks_every_binding_of_every_pane_and_nothing_mutates(tm
 
     world, backend = demo_backend()
     # A record, so that the evidence pane's export has a target (and is refused).
-    capture_live(backend, EvidenceStore(), "team-nlp", "eval-mmlu-0301", world.now(), source="cli")
+    capture_live(backend, EvidenceStore.demo(), "team-nlp", "eval-mmlu-0301", world.now(), source="cli",
+                 cluster=cluster_identity(backend))
     calls = count_mutations(backend)
     app_state = state_dir()
     app = TauApp(backend, readonly=True, settings=LoadedSettings(AppSettings(refresh_tick=0.5), tmp_path / "config.yaml"),

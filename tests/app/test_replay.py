@@ -14,7 +14,7 @@ from tau_tui.core.operations.recording.replay_backend import ReplayBackend
 from tau_tui.core.operations.recording.writer import SessionRecorder
 from tau_tui.core.sim.backend import SimulatedBackend
 from tau_tui.core.sim.scenario import build_world
-from tau_tui.mutations.cluster_changes import node_mutation
+from tau_tui.mutations.node_changes import node_mutation
 from tau_tui.widgets.keyed_table import KeyedTable
 from tau_tui.widgets.replay_bar import ReplayBar
 from tau_tui.widgets.table_plan import cell_plain

@@ -10,7 +10,7 @@ import pytest
 
 from tau_tui.core.cluster import cache as cache_module
 from tau_tui.core.cluster.cache import ObjectCache
-from tau_tui.core.cluster.changes import ChangeType
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind as R
 
 #: Long enough never to end a healthy run; only a reader stuck behind the relist reaches it.
@@ -88,33 +88,27 @@ def test_a_reader_is_answered_while_a_relist_builds(counted_builds: dict[str, An
 def test_a_write_during_the_build_is_not_lost_in_the_swap(counted_builds: dict[str, Any]) -> None:
     cache = ObjectCache()
     cache.replace(R.WORKLOAD, [_workload("a", "1"), _workload("b", "1")])
-    cache.flush()
+    cursor = JournalCursor(R.WORKLOAD)
+    cursor.read(cache)
     counted_builds["during_build"] = lambda: cache.apply(R.WORKLOAD, "MODIFIED", _workload("b", "5"))
     cache.replace(R.WORKLOAD, [_workload("a", "2"), _workload("b", "5"), _workload("c", "1")])
     views = {v.name: v for v in cache.list(R.WORKLOAD)}
     assert {name: v.resource_version for name, v in views.items()} == {"a": "2", "b": "5", "c": "1"}
     for name, view in views.items():
         assert view.raw is cache.raw(R.WORKLOAD, name, "team-a")
-    batch = cache.flush()
-    assert batch is not None and R.WORKLOAD in batch.relisted
-    assert {(e.obj.name, e.type) for e in batch.events} == {
-        ("a", ChangeType.MODIFIED), ("b", ChangeType.MODIFIED), ("c", ChangeType.ADDED)}
+    assert cursor.read(cache).keys == {("team-a", "a"), ("team-a", "b"), ("team-a", "c")}
 
 
 def test_a_relist_reports_removals_and_keeps_unmoved_views() -> None:
     cache = ObjectCache()
     cache.replace(R.WORKLOAD, [_workload("a", "1"), _workload("b", "1")])
     kept = cache.get(R.WORKLOAD, "a", "team-a")
-    before = cache.generation(R.WORKLOAD)
-    assert cache.changed_since(R.WORKLOAD, before) is None  # the journal starts here
-    cache.flush()
+    before, keys = cache.changes(R.WORKLOAD, None)
+    assert keys is None  # the journal starts here
     cache.replace(R.WORKLOAD, [_workload("a", "1"), _workload("c", "1")])
     assert cache.get(R.WORKLOAD, "a", "team-a") is kept
     assert cache.get(R.WORKLOAD, "b", "team-a") is None
-    batch = cache.flush()
-    assert batch is not None
-    assert {(e.obj.name, e.type) for e in batch.events} == {("b", ChangeType.DELETED), ("c", ChangeType.ADDED)}
-    assert cache.changed_since(R.WORKLOAD, before) == {("team-a", "b"), ("team-a", "c")}
+    assert cache.changes(R.WORKLOAD, before) == (cache.generation(R.WORKLOAD), {("team-a", "b"), ("team-a", "c")})
 
 
 def test_node_views_for_a_new_pod_list_are_built_outside_the_lock(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,24 +134,25 @@ def test_node_views_for_a_new_pod_list_are_built_outside_the_lock(monkeypatch: p
     assert view.gpu["nvidia.com/gpu"].allocated == 2
 
 
-def test_a_relist_journals_as_its_changes_one_by_one_would() -> None:
+def test_a_relist_journals_as_its_changes_one_by_one_would(monkeypatch: pytest.MonkeyPatch) -> None:
     import random
-    from collections import deque
 
+    from tau_tui.core.cluster import change_journal
     from tau_tui.core.cluster.change_journal import ChangeJournals
 
+    monkeypatch.setattr(change_journal, "JOURNAL_LEAST", 7)  # small, so relists overflow it
     rng = random.Random(36)
     for _ in range(200):
         one_by_one, at_once = ChangeJournals(), ChangeJournals()
         for journals in (one_by_one, at_once):
-            journals.changed_since(R.WORKLOAD, 0, 0)
-            journals._journals[R.WORKLOAD] = deque(maxlen=7)  # small, so relists overflow it
+            journals.start(R.WORKLOAD, 0)
         generation = 0
         for _ in range(rng.randint(1, 8)):
             keys = [("", f"k{rng.randint(0, 30)}") for _ in range(rng.randint(0, 20))]
+            objects = rng.randint(0, 5)
             for i, key in enumerate(keys):
-                one_by_one.note(R.WORKLOAD, generation + 1 + i, key)
-            at_once.note_many(R.WORKLOAD, generation + 1, keys)
+                one_by_one.note(R.WORKLOAD, generation + 1 + i, key, objects)
+            at_once.note_many(R.WORKLOAD, generation + 1, keys, objects)
             generation += len(keys) + rng.randint(0, 2)
             for since in range(generation + 1):
                 assert one_by_one.changed_since(R.WORKLOAD, since, generation) == \

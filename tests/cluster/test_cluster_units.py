@@ -6,9 +6,10 @@ import pytest
 import yaml
 
 from tau_tui.core.cluster.cache import ObjectCache
-from tau_tui.core.cluster.changes import ChangeType, ViewStatus
+from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.convert import local_queue_view, workload_view
 from tau_tui.core.cluster.errors import ClusterError, describe_api_error, no_access_message
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.kubeconfig import KubeconfigSource
 from tau_tui.core.cluster.positions import PositionReport, PositionSource, PositionTracker, estimate_cluster_queue_order
@@ -83,26 +84,53 @@ def _obj(name, rv, value=1):
     return {"metadata": {"name": name, "resourceVersion": str(rv)}, "value": value}
 
 
-def test_cache_coalesces_and_drops_duplicates():
+def test_the_change_feed_names_each_changed_key_once_and_drops_duplicates():
+    """A reader of the cache's one change feed (a JournalCursor) is handed the keys changed since
+    its last read, each once however often it changed; a duplicate event (same resourceVersion)
+    changes nothing, not even the generation."""
+    kind = R.WORKLOAD_PRIORITY_CLASS
     cache = ObjectCache()
-    batches = []
-    cache.subscribe(batches.append)
-    cache.replace(R.WORKLOAD_PRIORITY_CLASS, [_obj("a", 1), _obj("b", 1)])
-    cache.set_state(R.WORKLOAD_PRIORITY_CLASS, ViewStatus.READY)
-    assert cache.apply(R.WORKLOAD_PRIORITY_CLASS, "MODIFIED", _obj("a", 1)) is False  # same rv
-    cache.apply(R.WORKLOAD_PRIORITY_CLASS, "MODIFIED", _obj("a", 2, 5))
-    cache.apply(R.WORKLOAD_PRIORITY_CLASS, "ADDED", _obj("c", 3))
-    cache.apply(R.WORKLOAD_PRIORITY_CLASS, "DELETED", _obj("c", 4))
-    assert cache.apply(R.WORKLOAD_PRIORITY_CLASS, "DELETED", _obj("zz", 4)) is False
-    batch = cache.flush()
-    events = {(e.obj.name, e.type) for e in batch.events}
-    assert events == {("a", ChangeType.ADDED), ("b", ChangeType.ADDED)}  # c came and went within the window
-    assert batch.relisted == {R.WORKLOAD_PRIORITY_CLASS}
-    assert cache.get(R.WORKLOAD_PRIORITY_CLASS, "a").value == 5
-    cache.replace(R.WORKLOAD_PRIORITY_CLASS, [_obj("a", 2, 5)])
-    batch = cache.flush()
-    assert [(e.obj.name, e.type) for e in batch.events] == [("b", ChangeType.DELETED)]
-    assert batches[-1] is batch or batches[-1] == batch
+    cursor = JournalCursor(kind)
+    assert cursor.read(cache).everything  # the first read primes the journal
+    cache.replace(kind, [_obj("a", 1), _obj("b", 1)])
+    cache.set_state(kind, ViewStatus.READY)
+    generation = cache.generation(kind)
+    assert cache.apply(kind, "MODIFIED", _obj("a", 1)) is False  # same rv
+    assert cache.generation(kind) == generation
+    cache.apply(kind, "MODIFIED", _obj("a", 2, 5))
+    cache.apply(kind, "MODIFIED", _obj("a", 3, 6))
+    cache.apply(kind, "ADDED", _obj("c", 3))
+    cache.apply(kind, "DELETED", _obj("c", 4))
+    assert cache.apply(kind, "DELETED", _obj("zz", 4)) is False
+    changes = cursor.read(cache)
+    assert changes.keys == {("", "a"), ("", "b"), ("", "c")} and changes.generation == cache.generation(kind)
+    assert cache.get(kind, "a").value == 6 and cache.get(kind, "c") is None  # c came and went: the reader finds none
+    assert cursor.read(cache).keys == set()  # nothing since
+    cache.replace(kind, [_obj("a", 3, 6)])
+    assert cursor.read(cache).keys == {("", "b")}  # a relist names only what it changed
+
+
+def test_a_reader_behind_by_more_than_a_share_of_the_kind_is_told_to_read_everything():
+    """Reading each changed object costs a reader more than one object of a whole read does: past a
+    ``cost_ratio``-th of the kind the feed says "read everything" (a cost, not a fixed cap), and a
+    journal that no longer reaches back says so too."""
+    kind = R.WORKLOAD_PRIORITY_CLASS
+    cache = ObjectCache()
+    cache.replace(kind, [_obj(f"w{i}", 1) for i in range(4_000)])
+    cursor = JournalCursor(kind, cost_ratio=4)
+    assert cursor.read(cache).everything
+    for i in range(1_000):  # a quarter of the kind: still cheaper one by one
+        cache.apply(kind, "MODIFIED", _obj(f"w{i}", 2))
+    assert len(cursor.read(cache).keys or ()) == 1_000
+    for i in range(1_001):  # more than a quarter: read everything
+        cache.apply(kind, "MODIFIED", _obj(f"w{i}", 3))
+    assert cursor.read(cache).everything
+    for _ in range(3):  # one key changed many times is one key
+        for rv in range(4, 2_000):
+            cache.apply(kind, "MODIFIED", _obj("w0", rv))
+        assert cursor.read(cache).keys == {("", "w0")}
+    other = JournalCursor(kind)
+    assert other.read(ObjectCache()).everything and other.read(cache).everything  # another cache: everything
 
 
 def test_a_first_list_is_shown_page_by_page_and_its_end_replaces_the_kind():
@@ -115,6 +143,8 @@ def test_a_first_list_is_shown_page_by_page_and_its_end_replaces_the_kind():
     state = cache.view_state(kind)
     assert state.status is ViewStatus.SYNCING and state.message == "2 listed so far"
     assert sorted(v.name for v in cache.list(kind)) == ["a", "b"]
+    cursor = JournalCursor(kind)
+    cursor.read(cache)
     generation = cache.generation(kind)
     cache.add_listed_page(kind, [_obj("b", 1), _obj("c", 2)], 1_004)  # b again, unchanged: not stored
     assert cache.view_state(kind).message == "1,004 listed so far"
@@ -122,8 +152,7 @@ def test_a_first_list_is_shown_page_by_page_and_its_end_replaces_the_kind():
     cache.replace(kind, [_obj("a", 1), _obj("c", 2)])  # the whole list: b was deleted meanwhile
     cache.set_state(kind, ViewStatus.READY)
     assert sorted(v.name for v in cache.list(kind)) == ["a", "c"]
-    events = {(e.obj.name, e.type) for e in cache.flush().events}
-    assert events == {("a", ChangeType.ADDED), ("c", ChangeType.ADDED)}  # b came and went
+    assert cursor.read(cache).keys == {("", "c"), ("", "b")}  # c came, b went
     cache.add_listed_page(kind, [_obj("d", 3)], 1)  # shown already: a relist's page is not shown
     assert cache.get(kind, "d") is None and cache.view_state(kind).status is ViewStatus.READY
 

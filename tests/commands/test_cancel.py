@@ -58,7 +58,8 @@ def test_cli_cancel_wait_shows_releasing_then_cancelled_and_is_audited(tmp_path,
     assert lines[0] == f"Job {NS}/{RUN} cancelled; Kueue releases its quota"
     assert lines[1].startswith(f"{NS}/{RUN}: releasing compute: 2 pod(s) still hold GPUs on ")
     assert lines[-1] == f"{NS}/{RUN}: cancelled; compute released"
-    entries = [json.loads(line) for line in (tmp_path / "tau-tui" / "audit.jsonl").read_text().splitlines()]
+    assert not (tmp_path / "tau-tui" / "audit.jsonl").exists()  # the demo's own log, not yours:
+    entries = [json.loads(line) for line in (tmp_path / "tau-tui" / "demo" / "audit.jsonl").read_text().splitlines()]
     assert [(e["verb"], e["phase"], e["ok"]) for e in entries] == [("cancel", "intent", None), ("cancel", "outcome", True)]
     assert entries[-1]["target"] == f"Job {NS}/{RUN}"
 
@@ -68,6 +69,7 @@ def test_cli_cancel_of_a_missing_run_exits_1(tmp_path, monkeypatch, capsys):
     assert main(["cancel", "no-such-run", "-n", NS, "--demo"]) == 1
     assert "no Job or RayJob taugrid-default/no-such-run" in capsys.readouterr().err
     assert not (tmp_path / "tau-tui" / "audit.jsonl").exists()
+    assert not (tmp_path / "tau-tui" / "demo" / "audit.jsonl").exists()
 
 
 def test_cli_cancel_wait_of_a_rayjob_waits_for_its_ray_pods(tmp_path, monkeypatch, capsys):

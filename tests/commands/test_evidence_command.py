@@ -1,5 +1,6 @@
 """`tau-tui evidence list|export|verify` on the simulated backend (--demo): exit codes, messages,
-and no traceback on a bundle that is not one."""
+and no traceback on a bundle that is not one.  The demo's records and key are its own: its bundles
+verify with `--demo` only, and exit 4 (the demo's key proves nothing about a real cluster)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,17 @@ def export(tmp_path, capsys, *extra: str) -> tuple[int, str, str]:
 def test_export_then_verify_then_list(tmp_path, capsys):
     code, out, err = export(tmp_path, capsys)
     assert code == 0, err
-    assert "evidence of Job team-nlp/eval-mmlu-0301 (failed), 6 files; manifest sha256" in out
-    assert main(["evidence", "verify", str(tmp_path / "b.tar.gz")]) == 0
-    assert "OK: 6 files match the manifest" in capsys.readouterr().out
+    assert "evidence of Job team-nlp/eval-mmlu-0301 (failed, of the SIMULATED (demo) cluster demo:" in out
+    assert "6 files; manifest sha256" in out
+    assert main(["evidence", "verify", "--demo", str(tmp_path / "b.tar.gz")]) == 4
+    captured = capsys.readouterr()
+    assert "OK: 6 files match the manifest" in captured.out and "DEMO" in captured.err
     assert main(["evidence", "list", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"] == 0  # the demo's records are kept apart
+    assert main(["evidence", "list", "--demo", "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["total"] == 1 and doc["records"][0] | {"name": "eval-mmlu-0301", "outcome": "failed"} == doc["records"][0]
-    assert main(["evidence", "list"]) == 0
+    assert main(["evidence", "list", "--demo"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:4] == ["NAMESPACE", "NAME", "KIND", "OUTCOME"] and "eval-mmlu-0301" in lines[1]
 
@@ -58,7 +63,7 @@ def test_verify_names_an_edited_file_and_refuses_garbage_without_a_traceback(tmp
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    assert main(["evidence", "verify", str(tmp_path / "edited.tar.gz")]) == 1
+    assert main(["evidence", "verify", "--demo", str(tmp_path / "edited.tar.gz")]) == 1
     err = capsys.readouterr().err
     assert "edited: manifests.yaml" in err and "Traceback" not in err
     (tmp_path / "junk.tar.gz").write_bytes(b"\x00" * 100)

@@ -32,7 +32,8 @@ def scenario(tmp_path: Path, monkeypatch) -> str:
 
 
 def audit_entries(tmp_path: Path) -> list[dict]:
-    return [json.loads(line) for line in (tmp_path / "tau-tui" / "audit.jsonl").read_text().splitlines()]
+    """The demo's own audit log (a --demo run is never audited into yours)."""
+    return [json.loads(line) for line in (tmp_path / "tau-tui" / "demo" / "audit.jsonl").read_text().splitlines()]
 
 
 def test_retry_of_a_preempted_run_is_previewed_confirmed_and_audited(scenario, tmp_path, capsys):

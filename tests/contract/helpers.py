@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
+from tau_tui.core.cluster.changes import ChangeType
+from tau_tui.core.cluster.journal_cursor import JournalCursor
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.view_types import ObjectView
 from tests import builders
 from tests.harness.kwok import KEEP_RUNNING_ANNOTATIONS
 
@@ -70,17 +75,51 @@ def pod_on_node(namespace: str, name: str, node_name: str) -> dict:
                         spec={"tolerations": [{"operator": "Exists"}]}, api=True)
 
 
+@dataclass(frozen=True)
+class SeenChange:
+    """A change a reader of the change feed saw: what it was, and the object (its last state when
+    it was deleted)."""
+
+    type: ChangeType
+    obj: ObjectView
+
+
 class Recorder:
-    """A subscribe() callback that keeps every change event, thread-safely."""
+    """A reader of the cache's change feed (a JournalCursor on one kind), as the app's readers
+    follow it: each time it is asked it reads the keys changed since it last asked, and notes an
+    ADDED, MODIFIED (a new resourceVersion) or DELETED for each object it finds changed.  What the
+    cache held when it first read is known, not a change."""
 
-    def __init__(self):
-        self.events = []
+    def __init__(self, backend, kind: ResourceKind):
+        self.backend = backend
+        self.kind = kind
+        self.cursor = JournalCursor(kind)
+        self.events: list[SeenChange] = []
         self.lock = threading.Lock()
+        self._seen: dict[tuple[str, str], ObjectView] = {}
+        self._primed = False
+        self.poll()
 
-    def __call__(self, batch):
+    def poll(self) -> None:
         with self.lock:
-            self.events.extend(batch.events)
+            keys = self.cursor.read(self.backend).keys
+            if keys is None:
+                now = {view.key: view for view in self.backend.views(self.kind)}
+                if not self._primed:
+                    self._seen, self._primed = now, True
+                    return
+                keys = set(now) | set(self._seen)
+            for namespace, name in sorted(keys):
+                view = self.backend.get(self.kind, name, namespace or None)
+                before = self._seen.get((namespace, name))
+                if view is None and before is not None:
+                    self.events.append(SeenChange(ChangeType.DELETED, before))
+                    del self._seen[(namespace, name)]
+                elif view is not None and (before is None or before.resource_version != view.resource_version):
+                    self.events.append(SeenChange(ChangeType.ADDED if before is None else ChangeType.MODIFIED, view))
+                    self._seen[(namespace, name)] = view
 
     def of(self, name):
+        self.poll()
         with self.lock:
             return [e for e in self.events if e.obj.name == name]

@@ -34,8 +34,7 @@ class RealEnv:
         return backend
 
     def backend(self, namespace: str | None = None) -> ClusterBackend:
-        return self._start(KubernetesBackend(self.plane.kubeconfig, namespace=namespace, all_namespaces=namespace is None,
-                                             coalesce_window=0.05))
+        return self._start(KubernetesBackend(self.plane.kubeconfig, namespace=namespace, all_namespaces=namespace is None))
 
     def restricted_backend(self, namespace: str, deny: tuple[str, ...]) -> ClusterBackend:
         sa = f"restricted-{uuid.uuid4().hex[:6]}"
@@ -54,7 +53,7 @@ class RealEnv:
                     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": role},
                      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
                      "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]})
-        return self._start(KubernetesBackend(kubeconfig, namespace=namespace, coalesce_window=0.05))
+        return self._start(KubernetesBackend(kubeconfig, namespace=namespace))
 
     def unique_namespace(self, prefix: str = "ct") -> str:
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"

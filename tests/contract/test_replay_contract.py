@@ -47,13 +47,13 @@ def test_a_replay_reads_back_what_the_backend_saw_in_order(env, tmp_path):
     assert recorder.source in ("SimulatedBackend", "ProcessSimulatedBackend", "KubernetesBackend")
 
     replay = ReplayBackend.open(path)
+    events = h.Recorder(replay, R.WORKLOAD_PRIORITY_CLASS)  # a reader of the replay's feed from before it starts
     replay.start()
-    events = h.Recorder()
-    replay.subscribe(events, kinds=[R.WORKLOAD_PRIORITY_CLASS])
     generation = replay.generation(R.WORKLOAD_PRIORITY_CLASS)
     for t, view in seen:
         replay.seek_seconds(t)
         assert replay.get(R.WORKLOAD_PRIORITY_CLASS, name) == view
+        events.poll()
         assert replay.view_state(R.WORKLOAD_PRIORITY_CLASS).status is ViewStatus.READY
     assert [e.type for e in events.of(name)] == [ChangeType.ADDED, ChangeType.MODIFIED, ChangeType.DELETED]
     assert replay.generation(R.WORKLOAD_PRIORITY_CLASS) > generation

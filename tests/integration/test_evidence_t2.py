@@ -55,15 +55,18 @@ def members(bundle) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
 
 
-def test_bundle_of_a_real_run_verifies_and_an_edited_file_is_named(t2, finished_run, tmp_path, monkeypatch, capsys):
+def test_bundle_of_a_real_run_verifies_and_an_edited_file_is_named(t2, finished_run, tmp_path, monkeypatch, capsys,
+                                                                   memory_keyring):
     monkeypatch.setenv("KUBECONFIG", t2.kubeconfig)
     bundle = tmp_path / "evidence.tar.gz"
     assert main(["evidence", "export", RUN, "-n", NAMESPACE, "-o", str(bundle)]) == 0, capsys.readouterr().err
     capsys.readouterr()
 
-    assert main(["evidence", "verify", str(bundle)]) == 0
+    assert main(["evidence", "verify", str(bundle)]) == 0  # the user's key in an (in-memory) OS keyring
     out = capsys.readouterr().out
     assert "OK: 6 files match the manifest" in out and f"run {NAMESPACE}/{RUN}, succeeded" in out
+    kube_system = k8s.CoreV1Api(finished_run).read_namespace("kube-system").metadata.uid
+    assert f"of the cluster at {t2.server} (kube-system uid {kube_system})" in out  # the cluster it is evidence of
 
     files = members(bundle)
     record = json.loads(files["record.json"])

@@ -179,7 +179,9 @@ def test_an_entry_signed_with_a_retired_key_after_its_rotation_fails(log_path, m
     assert code == 1 and f"{log_path}:7: signed by key {lines[0]['key']} after the entry that retired it" in err
 
 
-def test_without_a_keyring_the_key_lives_in_0600_files_said_once(tmp_path, monkeypatch, capsys):
+def test_without_a_keyring_the_key_lives_in_0600_files_said_once_and_verify_exits_4(tmp_path, monkeypatch, capsys):
+    """With TAU_TUI_ALLOW_FILE_KEY_STORE=1 (tests/conftest.py sets it): files, said once, and a
+    verify against them is not a 0 (anyone running as the user can replace them)."""
     import keyring
     from keyring.backends import fail
 
@@ -195,12 +197,13 @@ def test_without_a_keyring_the_key_lives_in_0600_files_said_once(tmp_path, monke
         for index in range(3):
             log.append("cancel", f"Job a/{index}", ok=True, message="done")
         err = capsys.readouterr().err
-        assert err.count("no usable OS keyring") == 1
+        assert err.count("no usable OS keyring") == 1 and "TAU_TUI_ALLOW_FILE_KEY_STORE=1" in err
         keys_dir = tmp_path / "state" / "tau-tui" / "keys"
         assert oct(keys_dir.stat().st_mode & 0o777) == "0o700"
         assert {oct(p.stat().st_mode & 0o777) for p in keys_dir.iterdir()} == {"0o600"}
-        code, out, _ = verify_cli(path, capsys)
-        assert code == 0 and "3 entries, chain intact" in out
+        code, out, err = verify_cli(path, capsys)
+        assert code == 4 and "3 entries, chain intact" in out
+        assert "not verified against the OS keyring: checked against key files in" in err
         path.write_text("".join(path.read_text().splitlines(keepends=True)[:1]))
         assert verify_cli(path, capsys)[0] == 1
     finally:

@@ -17,6 +17,7 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.evidence import verify as verify_module
 from tau_tui.core.operations.evidence.bundle import MANIFEST_NAME, ExportError, bundle_bytes, write_bundle
 from tau_tui.core.operations.evidence.capture import capture, capture_live, live_nodes, outcome_of
+from tau_tui.core.operations.evidence.cluster_identity import cluster_identity
 from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.evidence.submission import keep_submission
@@ -46,7 +47,7 @@ def store(tmp_path) -> EvidenceStore:
 
 
 def capture_cli(world, backend, store, namespace, name):
-    return capture_live(backend, store, namespace, name, world.now(), source="cli")
+    return capture_live(backend, store, namespace, name, world.now(), source="cli", cluster=cluster_identity(backend))
 
 
 def exported(store, record, tmp_path) -> Path:
@@ -146,7 +147,8 @@ def test_redaction_blanks_credentials_and_keeps_secret_references():
     out = json.dumps(redact_object(manifest))
     for secret in ("t0ps3cret", "hunter2", "abcdefghijklmnop"):
         assert secret not in out
-    assert '"value": "3"' in out and '"secretKeyRef": {"name": "db", "key": "password"}' in out
+    assert '{"name": "EPOCHS", "value": "<redacted>"}' in out  # env values: names only, whatever the name
+    assert '"secretKeyRef": {"name": "db", "key": "password"}' in out
     assert '"clientSecret": "<redacted>"' in out
 
 
@@ -158,13 +160,13 @@ def test_bundle_verifies_and_an_edited_file_is_named(demo, store, tmp_path):
     record = capture_cli(world, backend, store, *FAILED).record
     bundle = exported(store, record, tmp_path)
     assert stat.S_IMODE(bundle.stat().st_mode) == 0o600
-    result = verify_bundle(bundle)
+    result = verify_bundle(bundle, demo=True)
     assert result.ok and result.files_checked == 6 and result.record["name"] == FAILED[1]
     assert "OK: 6 files match" in result.lines()[0]
 
     edited = rewrite(bundle, lambda name, data: [(name, data.replace(b'"failed"', b'"succeeded"'))
                                                   if name == "record.json" else (name, data)])
-    result = verify_bundle(edited)
+    result = verify_bundle(edited, demo=True)
     assert not result.ok and [(p.path, p.problem) for p in result.problems] == [("record.json", "edited")]
     assert "edited: record.json" in "\n".join(result.lines())
 
@@ -180,7 +182,7 @@ def test_missing_and_extra_files_are_named(demo, store, tmp_path):
             return [(name, data), ("notes.txt", b"added later\n")]
         return [(name, data)]
 
-    result = verify_bundle(rewrite(bundle, edit))
+    result = verify_bundle(rewrite(bundle, edit), demo=True)
     assert {(p.path, p.problem) for p in result.problems} == {("logs/run.log", "missing"), ("notes.txt", "extra")}
 
 
@@ -367,8 +369,7 @@ def test_recorder_reads_the_lists_once_then_only_what_changed(demo, store):
                        {"metadata": {"annotations": {"bench/mark": "1"}}}, False)
     assert backend.cache.wait_for(lambda: backend.get(ResourceKind.WORKLOAD, workload.name, workload.namespace)
                                   .annotations.get("bench/mark") == "1", 5)
-    for owner in backend.jobs():
-        recorder._queue.put(((owner.namespace or "", owner.name), False))
+    recorder.due.update((owner.namespace or "", owner.name) for owner in backend.jobs())  # every run looked at
     recorder.drain()
     assert index.full_reads == 3 and index.objects_read == 1
     recorder.close()
@@ -377,45 +378,48 @@ def test_recorder_reads_the_lists_once_then_only_what_changed(demo, store):
 def test_recorder_sleeps_while_a_person_waits_and_no_longer_than_its_bound(demo, store, monkeypatch):
     """The recorder shares the interpreter with the keys and the pane on screen: while somebody
     waits it sleeps, in naps it can cut short, at most MAX_NAPS_PER_BATCH_S a batch, and it reads
-    the cluster after a nap, so what it records is what the cluster holds then."""
+    each run's objects after a nap, so what it records is what the cluster holds then.  On a clock
+    of the test's (a nap moves it by its length), so the machine's speed counts for nothing."""
     from tau_tui.core.operations.evidence import recorder as recorder_module
 
     world, backend = demo
     backend.start()
     assert backend.wait_synced(10)
     happened: list[str] = []
+    clock = {"now": 1_000.0}
     waits_until = {"at": 0.0}
 
-    def nap(seconds: float) -> None:  # a nap brings the end of the wait nearer by its length, at once
+    def nap(seconds: float) -> None:  # a nap moves the clock by its length, at once
         happened.append("nap")
         assert seconds <= 0.05
-        waits_until["at"] -= seconds
+        clock["now"] += seconds
 
     monkeypatch.setattr(recorder_module, "RUNS_BETWEEN_NAPS", 1)
     recorder = EvidenceRecorder(backend, store, world.now, foreground_busy_until=lambda: waits_until["at"]).start(thread=False)
     read_index = recorder._index.current
     recorder._index.current = lambda: (happened.append("read"), read_index())[1]  # type: ignore[method-assign]
     recorder.nap = nap
+    recorder.monotonic = lambda: clock["now"]
     runs = len(backend.jobs()) + len(backend.ray_jobs())
-    recorder.drain()  # nobody waits: no nap, a look at what changed before each run
-    assert happened == ["read"] * runs and recorder.napped_s == 0
+    recorder.drain()  # nobody waits: no nap; what changed (every run, the first time), then each run's objects
+    assert happened == ["read"] * (1 + runs) and recorder.napped_s == 0
 
-    def queue_every_run() -> None:
-        for owner in backend.jobs():
-            recorder._queue.put(((owner.namespace or "", owner.name), False))
+    def every_run_again() -> None:
+        recorder.due.update((owner.namespace or "", owner.name) for owner in backend.jobs())
 
     happened.clear()
-    queue_every_run()
-    waits_until["at"] = time.monotonic() + 0.2  # a key's hold: the batch waits for it, then reads
+    every_run_again()
+    waits_until["at"] = clock["now"] + 0.2  # a key's hold: the batch waits for it, then reads each run
     recorder.drain()
-    assert 0.19 < recorder.napped_s < 0.21
-    assert set(happened[:happened.index("read")]) == {"nap"} and happened.count("read") == len(backend.jobs())
+    assert recorder.napped_s == pytest.approx(0.2, abs=1e-9)
+    assert happened[0] == "read" and set(happened[1:happened.index("read", 1)]) == {"nap"}
+    assert happened.count("read") == 1 + len(backend.jobs())
     happened.clear()
-    queue_every_run()
+    every_run_again()
     waits_until["at"] = float("inf")  # somebody waits for ever: the batch still ends after its bound
     recorder.drain()
-    assert recorder.napped_s == pytest.approx(0.2 + recorder_module.MAX_NAPS_PER_BATCH_S, abs=0.01)
-    assert happened.count("read") == len(backend.jobs()) and happened[-1] == "read"
+    assert recorder.napped_s == pytest.approx(0.2 + recorder_module.MAX_NAPS_PER_BATCH_S, abs=1e-6)
+    assert happened.count("read") == 1 + len(backend.jobs()) and happened[-1] == "read"
     assert recorder.statuses.computed > 0
     recorder.close()
 
@@ -456,10 +460,11 @@ def test_a_read_that_fails_ends_no_recorder_and_says_why(demo, store):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and "OverflowError" not in recorder.last_error:
         time.sleep(0.05)
-    assert recorder.last_error.endswith(": OverflowError: date value out of range")  # the run, and why
+    assert recorder.last_error.endswith("OverflowError: date value out of range")  # why
     before = recorder.statuses.computed
-    for owner in backend.jobs():
-        recorder._queue.put(((owner.namespace or "", owner.name), False))
+    workload = backend.workloads()[0]  # a change wakes the thread: the runs the failed read left are looked at
+    backend._api_patch(ResourceKind.WORKLOAD.type, workload.name, workload.namespace,
+                       {"metadata": {"annotations": {"bench/mark": "1"}}}, False)
     while time.monotonic() < deadline and recorder.statuses.computed == before:
         time.sleep(0.05)
     assert recorder.statuses.computed > before  # the thread lives on

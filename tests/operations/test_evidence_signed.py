@@ -15,19 +15,17 @@ from pathlib import Path
 import pytest
 
 from tau_tui.cli import main
+from tests.operations.evidence_support import REAL_CLUSTER, real_cluster_bundle
 
 FAILED_RUN = ["eval-mmlu-0301", "-n", "team-nlp"]
 
 
 @pytest.fixture
 def bundle(tmp_path, monkeypatch, memory_keyring, capsys) -> Path:
-    """A bundle of the demo's failed run, exported through the CLI and signed with a key kept
-    in an in-memory keyring."""
+    """A bundle of a real cluster's record (tests/operations/evidence_support.py) signed with a key
+    kept in an in-memory keyring."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    path = tmp_path / "b.tar.gz"
-    assert main(["evidence", "export", *FAILED_RUN, "--demo", "-o", str(path)]) == 0
-    capsys.readouterr()
-    return path
+    return real_cluster_bundle(tmp_path / "b.tar.gz")
 
 
 def members(path: Path) -> dict[str, bytes]:
@@ -93,7 +91,9 @@ def test_an_exported_bundle_is_signed_by_the_users_key_and_verifies(bundle, memo
     assert manifest["signer"]["key"] == fp and json.loads(files["MANIFEST.sig"])["key"] == fp
     assert set(manifest["required"]) == set(files) - {"MANIFEST.json", "MANIFEST.sig"}
     code, out, _ = verify_cli(bundle, capsys)
-    assert code == 0 and f"OK: 6 files match the manifest (run team-nlp/eval-mmlu-0301, failed); signed by {fp} (your key)" in out
+    assert code == 0 and (f"OK: 6 files match the manifest (run team-nlp/eval-mmlu-0301, failed, of the cluster at "
+                          f"{REAL_CLUSTER.server} (kube-system uid {REAL_CLUSTER.kube_system_uid})); signed by {fp} "
+                          "(your key)") in out
     private = memory_keyring.entries[("tau-tui", "signing-key")]
     assert private.encode() not in bundle.read_bytes() and private not in out
 

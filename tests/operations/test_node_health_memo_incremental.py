@@ -22,33 +22,36 @@ from tests.operations.test_node_health_memo import T0, gpu_node, moments, nodes_
 
 class Journal:
     """What the readers use of a backend: views by kind, a generation and the keys each change made,
-    None for a reader that has not asked before (as the cache's ``changed_since``)."""
+    "read everything" for a reader that has not asked before (as the cache's ``changes``)."""
 
     def __init__(self) -> None:
-        self.views: dict[ResourceKind, dict[tuple[str, str], Any]] = {kind: {} for kind in ResourceKind}
-        self.changes: list[tuple[int, ResourceKind, tuple[str, str]]] = []
+        self.held: dict[ResourceKind, dict[tuple[str, str], Any]] = {kind: {} for kind in ResourceKind}
+        self.log: list[tuple[int, ResourceKind, tuple[str, str]]] = []
 
     def put(self, kind: ResourceKind, view: Any) -> None:
-        self.views[kind][(view.namespace or "", view.name)] = view
-        self.changes.append((len(self.changes) + 1, kind, (view.namespace or "", view.name)))
+        self.held[kind][(view.namespace or "", view.name)] = view
+        self.log.append((len(self.log) + 1, kind, (view.namespace or "", view.name)))
 
     def remove(self, kind: ResourceKind, name: str, namespace: str = "") -> None:
-        del self.views[kind][(namespace, name)]
-        self.changes.append((len(self.changes) + 1, kind, (namespace, name)))
+        del self.held[kind][(namespace, name)]
+        self.log.append((len(self.log) + 1, kind, (namespace, name)))
 
     def generation(self, kind: ResourceKind) -> int:
-        return len(self.changes)
+        return len(self.log)
 
-    def changed_since(self, kind: ResourceKind, generation: int) -> set[tuple[str, str]] | None:
-        if generation < 0:
-            return None
-        return {key for at, of, key in self.changes[generation:] if of is kind}
+    def changes(self, kind: ResourceKind, since: int | None, cost_ratio: int = 1) -> tuple[int, set[tuple[str, str]] | None]:
+        if since is None:
+            return len(self.log), None
+        return len(self.log), {key for at, of, key in self.log[since:] if of is kind}
 
     def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Any:
-        return self.views[kind].get((namespace or "", name))
+        return self.held[kind].get((namespace or "", name))
 
     def list(self, kind: ResourceKind) -> list[Any]:
-        return [view for _, view in sorted(self.views[kind].items())]
+        return [view for _, view in sorted(self.held[kind].items())]
+
+    def views(self, kind: ResourceKind) -> list[Any]:
+        return list(self.held[kind].values())
 
     def nodes(self) -> list[Any]:
         return self.list(ResourceKind.NODE)

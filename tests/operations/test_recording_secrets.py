@@ -53,25 +53,32 @@ def recorded_text(path) -> str:
     return zlib.decompress(path.read_bytes(), wbits=31).decode()
 
 
-@async_test
-async def test_the_app_records_none_of_the_seeded_secrets(tmp_path):
-    world, backend = demo_backend()
-    seed(world)
+async def recorded_through_an_outage(tmp_path, world, backend, outage: str) -> str:
+    """The text of the app's `--record` file of ``backend``, through an API outage whose message is
+    ``outage``, until past the next keyframe."""
     path = tmp_path / "session.rec"
     app = TauApp(backend, record=str(path), settings=LoadedSettings(AppSettings(refresh_tick=0.5), tmp_path / "config.yaml"),
                  audit=AuditLog(tmp_path / "audit.jsonl"), evidence=EvidenceStore(tmp_path / "evidence.sqlite3"))
     async with app.run_test(size=(120, 30)) as pilot:
         await settle_until(pilot, lambda: app.session_recorder is not None)
         world.advance(30)
-        server_password = SECRETS["server URL with user:password@ in a connection message"]
-        world.api_outage(f"Get https://admin:{server_password}@10.0.0.1:6443/api: dial tcp: connection refused")
+        world.api_outage(outage)
         world.advance(10)
         await settle(pilot)
         world.api_restore()
         world.advance(70)  # past the next keyframe
         await settle(pilot)
         await app.action_quit()
-    text = recorded_text(path)
+    return recorded_text(path)
+
+
+@async_test
+async def test_the_app_records_none_of_the_seeded_secrets(tmp_path):
+    world, backend = demo_backend()
+    seed(world)
+    server_password = SECRETS["server URL with user:password@ in a connection message"]
+    text = await recorded_through_an_outage(
+        tmp_path, world, backend, f"Get https://admin:{server_password}@10.0.0.1:6443/api: dial tcp: connection refused")
     assert "leaky" in text and "10.0.0.1:6443" in text  # the object and the message are recorded ...
     leaked = [form for form, secret in SECRETS.items() if secret in text]
     assert leaked == []  # ... without any of the secrets

@@ -131,18 +131,26 @@ def test_a_client_that_fails_the_keys_challenge_ends_nothing():
         env.close()
 
 
-def test_a_subscriber_that_fails_on_the_relay_thread_turns_the_views_stale_and_says_so():
+def test_a_tap_that_fails_on_the_relay_thread_turns_the_views_stale_and_says_so():
     env = ProcessSimEnv()
     try:
         backend = env.backend()
 
-        def broken(_batch):
-            raise ValueError("a broken subscriber")
+        class Broken:
+            """A session recorder's tap whose every write fails (it is told every write the relay makes)."""
 
-        backend.subscribe(broken)
+            def attached(self, snapshot):
+                pass
+
+            def __getattr__(self, name):
+                def fail(*_args):
+                    raise ValueError("a broken tap")
+                return fail
+
+        backend.cache.attach_tap(Broken())
         env.unique_namespace("broken")
         assert wait_real(lambda: backend.connection_state().status is ConnectionStatus.STALE, timeout=30, interval=0.02)
-        assert "stopped following it: ValueError: a broken subscriber" in backend.connection_state().message
+        assert "stopped following it: ValueError: a broken tap" in backend.connection_state().message
         assert backend.view_state(R.NODE).status is ViewStatus.ERROR
         assert not backend.wait_synced(0)
     finally:

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 Built = TypeVar("Built")
-#: Sources remembered at most; past it the table starts again (its memory stays bounded).
+#: Sources remembered at most; past it the one remembered longest is forgotten (its memory stays
+#: bounded, and the parts a watch event kept from the version before, an update's pod templates,
+#: are found again: a table that started again at 20,000 Workloads forgot them all every time).
 BUILT_FROM_KEPT = 20_000
 
 
@@ -18,7 +21,7 @@ class BuiltFrom(Generic[Built]):
     def __init__(self, build: Callable[[Any], Built], kept: int = BUILT_FROM_KEPT) -> None:
         self._build = build
         self._kept = kept
-        self._built: dict[int, tuple[Any, Built]] = {}
+        self._built: OrderedDict[int, tuple[Any, Built]] = OrderedDict()
 
     def __call__(self, source: Any) -> Built:
         if not source:
@@ -28,6 +31,6 @@ class BuiltFrom(Generic[Built]):
             return entry[1]
         built = self._build(source)
         if len(self._built) >= self._kept:
-            self._built.clear()
+            self._built.popitem(last=False)
         self._built[id(source)] = (source, built)
         return built

@@ -1,14 +1,17 @@
-"""The local object cache both backends feed, with change coalescing.
+"""The local object cache both backends feed, and its one change feed.
 
 Backends push raw objects in (a full list with :meth:`ObjectCache.replace`,
 single watch events with :meth:`ObjectCache.apply`); the cache converts them
-to views, drops duplicates (same resourceVersion), keeps per-kind generations
-and queues coalesced change events that :meth:`ObjectCache.flush` delivers to
-subscribers.  Node views are composed here from Node objects, the GPU requests
+to views, drops duplicates (same resourceVersion) and keeps per-kind generations
+and a journal of the keys each generation changed.  Readers follow it with a
+:class:`~tau_tui.core.cluster.journal_cursor.JournalCursor` (:meth:`ObjectCache.changes`):
+nothing is pushed, so a change costs the cache a journal entry, not an event per
+subscriber.  Node views are composed here from Node objects, the GPU requests
 of pods bound to each node, and the agent's GPU health objects."""
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -16,18 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from tau_tui.core.cluster.change_journal import ChangeJournals
-from tau_tui.core.cluster.changes import (
-    ChangeBatch,
-    ChangeCallback,
-    ChangeEvent,
-    ChangeType,
-    ConnectionState,
-    ConnectionStatus,
-    StateCallback,
-    Subscription,
-    ViewState,
-    ViewStatus,
-)
+from tau_tui.core.cluster.changes import ChangeType, ConnectionState, ConnectionStatus, ViewState, ViewStatus
 from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view, strip_managed_fields
 from tau_tui.core.cluster.first_connection import answered, as_first_connection
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -36,6 +28,9 @@ from tau_tui.core.cluster.node_allocations import NodeAllocations, pod_allocatio
 from tau_tui.core.cluster.node_allocations import PodAllocation as PodAllocation
 from tau_tui.core.cluster.view_types import GpuHealthView, ObjectView
 
+#: Up to this many changed keys a reader is handed them, however few objects the kind has: either
+#: read costs little then.
+INCREMENTAL_LEAST = 256
 #: A full list is diffed and its views built outside the lock, then swapped in; a write that comes
 #: in meanwhile makes it start again, this many times at most, then once under the lock.
 REPLACE_TRIES = 3
@@ -80,17 +75,17 @@ def _rv(obj: Mapping[str, Any]) -> str:
 
 @dataclass
 class _Relist:
-    """A full list diffed against the cache: its objects and views, and the changes it makes."""
+    """A full list diffed against the cache: its objects and views, and the keys it changes."""
 
     raw: dict[Key, dict[str, Any]]
     views: dict[Key, ObjectView]
     keys: list[Key]
-    #: The changes as the cache queues them, by (kind, key).
-    pending: dict[tuple[ResourceKind, Key], ChangeEvent]
+    #: The views stored or removed (True), in the order of ``keys``.
+    changed: list[tuple[ObjectView, bool]]
 
-    def add(self, key: Key, event: ChangeEvent) -> None:
+    def add(self, key: Key, view: ObjectView, removed: bool) -> None:
         self.keys.append(key)
-        self.pending[(event.kind, key)] = event
+        self.changed.append((view, removed))
 
 
 def _release_gradually(*held: dict[Key, Any]) -> None:
@@ -99,20 +94,6 @@ def _release_gradually(*held: dict[Key, Any]) -> None:
     for mapping in held:
         while mapping:
             mapping.popitem()
-
-
-class _Subscription(Subscription):
-    def __init__(self, cache: ObjectCache, callback: ChangeCallback, kinds: Iterable[ResourceKind] | None,
-                 on_state: StateCallback | None):
-        self.cache = cache
-        self.callback = callback
-        self.kinds = None if kinds is None else frozenset(kinds)
-        self.on_state = on_state
-        self.closed = False
-
-    def close(self) -> None:
-        self.closed = True
-        self.cache._unsubscribe(self)
 
 
 class ObjectCache:
@@ -130,10 +111,6 @@ class ObjectCache:
         #: Bumped whenever what node views are built from (allocations, health) may have changed.
         self._node_inputs = 0
         self._health_by_node: dict[str, GpuHealthView] = {}
-        # change queue
-        self._pending: dict[tuple[ResourceKind, Key], ChangeEvent] = {}
-        self._relisted: set[ResourceKind] = set()
-        self._subs: list[_Subscription] = []
         self._connection = ConnectionState(ConnectionStatus.RECONNECTING, None, None, "connecting")
         self._changed = threading.Condition(self._lock)
         self._tap: CacheTap | None = None
@@ -142,17 +119,33 @@ class ObjectCache:
     # -- reads -------------------------------------------------------------
 
     def list(self, kind: ResourceKind, namespace: str | None = None) -> list[ObjectView]:
+        """Every view of ``kind`` by (namespace, name).  The sort is made outside the lock, from a
+        copy of the views taken under it, and kept while the kind's generation stays."""
         with self._lock:
             gen = self._gen[kind]
             cached = self._sorted.get(kind)
-            if cached is None or cached[0] != gen:
-                items = [self._views[kind][k] for k in sorted(self._views[kind])]
-                self._sorted[kind] = (gen, items)
-            else:
-                items = cached[1]
+            pairs = list(self._views[kind].items()) if cached is None or cached[0] != gen else None
+        if pairs is not None:
+            pairs.sort(key=_first)
+            items = [view for _, view in pairs]
+            with self._lock:
+                if self._gen[kind] == gen:
+                    self._sorted[kind] = (gen, items)
+        else:
+            assert cached is not None
+            items = cached[1]
         if namespace is not None and kind.type.namespaced:
             return [v for v in items if v.namespace == namespace]
         return list(items)
+
+    def views(self, kind: ResourceKind) -> builtins.list[ObjectView]:
+        """Every view of ``kind``, in no order (a copy of the references: no sort)."""
+        with self._lock:
+            return list(self._views[kind].values())
+
+    def count(self, kind: ResourceKind) -> int:
+        with self._lock:
+            return len(self._views[kind])
 
     def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> ObjectView | None:
         with self._lock:
@@ -170,12 +163,22 @@ class ObjectCache:
         with self._lock:
             return self._states[kind]
 
-    def changed_since(self, kind: ResourceKind, generation: int) -> set[Key] | None:
-        """The keys of ``kind`` stored or removed after ``generation`` (a value :meth:`generation`
-        gave), so that a reader reads those alone; None when not known (the first time a kind is
-        asked about, or a reader further behind than the journal keeps): read everything."""
+    def changes(self, kind: ResourceKind, since: int | None, cost_ratio: int = 1) -> tuple[int, set[Key] | None]:
+        """The kind's generation now and, taken with it, the keys stored or removed after ``since``
+        (a generation this gave before).  None for the keys: read everything, when ``since`` is None
+        (a first read: the kind is journaled from now on), the journal does not reach back to it, or
+        more keys changed than a ``cost_ratio``-th of the kind's objects (reading each changed
+        object costs a reader ``cost_ratio`` times what one object of a whole read does) and more
+        than INCREMENTAL_LEAST."""
         with self._lock:
-            return self._journals.changed_since(kind, generation, self._gen[kind])
+            current = self._gen[kind]
+            if not self._journals.follows(kind):
+                self._journals.start(kind, current)
+                return current, None
+            if since is None:
+                return current, None
+            most = max(len(self._views[kind]) // max(cost_ratio, 1), INCREMENTAL_LEAST)
+            return current, self._journals.changed_since(kind, since, current, most)
 
     def connection_state(self) -> ConnectionState:
         with self._lock:
@@ -233,12 +236,22 @@ class ObjectCache:
             self._connection = state
             if self._tap is not None:
                 self._tap.connection_set(state)
-            subs = [s for s in self._subs if s.on_state is not None]
             self._changed.notify_all()
-        for sub in subs:
-            on_state = sub.on_state
-            if not sub.closed and on_state is not None:
-                on_state(state)
+
+    def wait_for_change(self, seen: Mapping[ResourceKind, int], timeout: float) -> bool:
+        """Block until a kind of ``seen`` is at another generation than the one given (real time);
+        False when ``timeout`` passed first."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        gen = self._gen
+        with self._changed:  # every write that moves a generation notifies under this lock
+            while all(gen[kind] == generation for kind, generation in seen.items()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+            return True
 
     def replace(self, kind: ResourceKind, items: Iterable[dict[str, Any]]) -> None:
         """A fresh full list: diff against the cache, emit the difference.  The diff and its views
@@ -269,10 +282,10 @@ class ObjectCache:
     def _diff(self, kind: ResourceKind, incoming: dict[Key, dict[str, Any]],
               current: Mapping[Key, dict[str, Any]]) -> _Relist:
         views = self._views[kind]
-        relist = _Relist({}, {}, [], {})
+        relist = _Relist({}, {}, [], [])
         for key in current:
             if key not in incoming and (gone := views.get(key)) is not None:
-                relist.add(key, ChangeEvent(kind, ChangeType.DELETED, gone))
+                relist.add(key, gone, True)
         for key, obj in incoming.items():
             old = current.get(key)
             if old is not None and _rv(old) == _rv(obj) and (kept := views.get(key)) is not None:
@@ -280,7 +293,7 @@ class ObjectCache:
                 continue
             view = self._build(kind, obj)
             relist.raw[key], relist.views[key] = obj, view
-            relist.add(key, ChangeEvent(kind, ChangeType.ADDED if old is None else ChangeType.MODIFIED, view))
+            relist.add(key, view, False)
         return relist
 
     def _swap_in(self, kind: ResourceKind, incoming: dict[Key, dict[str, Any]],
@@ -290,17 +303,11 @@ class ObjectCache:
         self._sorted.pop(kind, None)
         retired = (self._raw[kind], self._views[kind])
         self._raw[kind], self._views[kind] = relist.raw, relist.views
-        self._journals.note_many(kind, self._gen[kind] + 1, relist.keys)
+        self._journals.note_many(kind, self._gen[kind] + 1, relist.keys, len(relist.views))
         self._gen[kind] += len(relist.keys)
-        if self._pending.keys().isdisjoint(relist.pending):
-            self._pending.update(relist.pending)
-        else:
-            for event in relist.pending.values():
-                self._queue(event)
         if kind is ResourceKind.GPU_HEALTH:
-            for event in relist.pending.values():
-                self._health_changed(event)
-        self._relisted.add(kind)
+            for view, removed in relist.changed:
+                self._health_changed(view, removed)
         self._gen[kind] += 1
         if self._tap is not None:
             self._tap.replaced(kind, list(incoming.values()))
@@ -337,11 +344,11 @@ class ObjectCache:
             if event_type == "DELETED":
                 if old is None:
                     return False
-                self._remove(kind, key, last=obj)
+                self._remove(kind, key)
             else:
                 if old is not None and _rv(old) == _rv(obj):
                     return False
-                self._store(kind, key, obj, ChangeType.ADDED if old is None else ChangeType.MODIFIED)
+                self._store(kind, key, obj)
             if self._tap is not None:  # after the write: a keyframe the tap takes now includes it
                 self._tap.applied(kind, event_type, obj)
             self._changed.notify_all()
@@ -401,7 +408,6 @@ class ObjectCache:
         for key, view in (views or {}).items():
             self._views[ResourceKind.NODE][key] = view
             self._note(ResourceKind.NODE, key)
-            self._queue(ChangeEvent(ResourceKind.NODE, ChangeType.MODIFIED, view))
         if views is None:
             self._rebuild_all_nodes()
         if self._tap is not None:
@@ -447,7 +453,7 @@ class ObjectCache:
     def _note(self, kind: ResourceKind, key: Key) -> None:
         """Bump the kind's generation for a change of ``key``, in its journal if it keeps one."""
         self._gen[kind] += 1
-        self._journals.note(kind, self._gen[kind], key)
+        self._journals.note(kind, self._gen[kind], key, len(self._views[kind]))
 
     def _store_if_moved(self, kind: ResourceKind, key: Key, obj: dict[str, Any],
                         view: ObjectView | None = None) -> ChangeType | None:
@@ -456,39 +462,31 @@ class ObjectCache:
         old = self._raw[kind].get(key)
         if old is not None and _rv(old) == _rv(obj):
             return None
-        change = ChangeType.ADDED if old is None else ChangeType.MODIFIED
-        self._store(kind, key, obj, change, view)
-        return change
+        self._store(kind, key, obj, view)
+        return ChangeType.ADDED if old is None else ChangeType.MODIFIED
 
-    def _store(self, kind: ResourceKind, key: Key, obj: dict[str, Any], change: ChangeType,
-               view: ObjectView | None = None) -> None:
+    def _store(self, kind: ResourceKind, key: Key, obj: dict[str, Any], view: ObjectView | None = None) -> None:
         self._raw[kind][key] = obj
         view = view if view is not None else self._build(kind, obj)
         self._views[kind][key] = view
         self._note(kind, key)
-        event = ChangeEvent(kind, change, view)
-        self._queue(event)
-        self._health_changed(event)
+        if kind is ResourceKind.GPU_HEALTH:
+            self._health_changed(view, False)
 
-    def _remove(self, kind: ResourceKind, key: Key, last: dict[str, Any] | None = None) -> None:
+    def _remove(self, kind: ResourceKind, key: Key) -> None:
         self._raw[kind].pop(key, None)
         view = self._views[kind].pop(key, None)
         if view is None:
             return
-        if last is not None:
-            strip_managed_fields(last)
-            view = self._build(kind, last) if kind is not ResourceKind.NODE else view
         self._note(kind, key)
-        event = ChangeEvent(kind, ChangeType.DELETED, view)
-        self._queue(event)
-        self._health_changed(event)
+        if kind is ResourceKind.GPU_HEALTH:
+            self._health_changed(view, True)
 
-    def _health_changed(self, event: ChangeEvent) -> None:
+    def _health_changed(self, view: ObjectView, removed: bool) -> None:
         """A GPU health object stored or removed: its node's view shows it."""
-        view = event.obj
         if not isinstance(view, GpuHealthView):
             return
-        if event.type is ChangeType.DELETED:
+        if removed:
             if self._health_by_node.pop(view.node_name, None) is None:
                 return
         else:
@@ -500,96 +498,14 @@ class ObjectCache:
         obj = self._raw[ResourceKind.NODE].get(("", name))
         if obj is None:
             return
-        view = self._build(ResourceKind.NODE, obj)
-        self._views[ResourceKind.NODE][("", name)] = view
+        self._views[ResourceKind.NODE][("", name)] = self._build(ResourceKind.NODE, obj)
         self._note(ResourceKind.NODE, ("", name))
-        self._queue(ChangeEvent(ResourceKind.NODE, ChangeType.MODIFIED, view))
 
     def _rebuild_all_nodes(self) -> None:
         self._node_inputs += 1
         for (_, name) in list(self._raw[ResourceKind.NODE]):
             self._rebuild_node(name)
 
-    def _queue(self, event: ChangeEvent) -> None:
-        slot = (event.kind, event.key)
-        prev = self._pending.get(slot)
-        if prev is None:
-            self._pending[slot] = event
-            return
-        if prev.type is ChangeType.ADDED and event.type is ChangeType.DELETED:
-            del self._pending[slot]
-            return
-        if prev.type is ChangeType.ADDED:
-            self._pending[slot] = ChangeEvent(event.kind, ChangeType.ADDED, event.obj)
-        elif prev.type is ChangeType.DELETED and event.type is not ChangeType.DELETED:
-            self._pending[slot] = ChangeEvent(event.kind, ChangeType.MODIFIED, event.obj)
-        else:
-            self._pending[slot] = event
 
-    # -- delivery ----------------------------------------------------------
-
-    def has_pending(self) -> bool:
-        with self._lock:
-            return bool(self._pending or self._relisted)
-
-    def flush(self) -> ChangeBatch | None:
-        """Deliver the coalesced changes queued so far (on the caller's thread)."""
-        with self._lock:
-            if not self._pending and not self._relisted:
-                return None
-            batch = ChangeBatch(tuple(self._pending.values()), frozenset(self._relisted))
-            self._pending = {}
-            self._relisted = set()
-            subs = list(self._subs)
-        for sub in subs:
-            if sub.closed:
-                continue
-            if sub.kinds is None:
-                part = batch
-            else:
-                events = tuple(e for e in batch.events if e.kind in sub.kinds)
-                relisted = batch.relisted & sub.kinds
-                if not events and not relisted:
-                    continue
-                part = ChangeBatch(events, relisted)
-            sub.callback(part)
-        return batch
-
-    def subscribe(
-        self,
-        callback: ChangeCallback,
-        kinds: Iterable[ResourceKind] | None = None,
-        on_state: StateCallback | None = None,
-    ) -> Subscription:
-        sub = _Subscription(self, callback, kinds, on_state)
-        with self._lock:
-            self._subs.append(sub)
-        return sub
-
-    def _unsubscribe(self, sub: _Subscription) -> None:
-        with self._lock:
-            if sub in self._subs:
-                self._subs.remove(sub)
-
-
-class Dispatcher(threading.Thread):
-    """Flushes the cache every ``window`` seconds while changes are queued,
-    so bursts (a relist, a mass update) reach subscribers as one batch."""
-
-    def __init__(self, cache: ObjectCache, window: float = 0.1):
-        super().__init__(name="tau-cluster-dispatch", daemon=True)
-        self.cache = cache
-        self.window = window
-        self._stopping = threading.Event()
-
-    def run(self) -> None:
-        while not self._stopping.wait(self.window):
-            try:
-                self.cache.flush()
-            except Exception:  # a subscriber bug must not stop delivery
-                import logging
-
-                logging.getLogger(__name__).exception("change subscriber failed")
-
-    def stop(self) -> None:
-        self._stopping.set()
+def _first(pair: tuple[Key, ObjectView]) -> Key:
+    return pair[0]

@@ -1,50 +1,18 @@
-"""Change notifications and state: what subscribers receive (coalesced change batches, the
-connection state) and the per-kind health of the cache."""
+"""What a change is, the connection state and the per-kind health of the cache."""
 
 from __future__ import annotations
 
-import abc
 import enum
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.view_types import ObjectView
 
 
 class ChangeType(str, enum.Enum):
     ADDED = "ADDED"
     MODIFIED = "MODIFIED"
     DELETED = "DELETED"
-
-
-@dataclass(frozen=True, slots=True)
-class ChangeEvent:
-    """One applied change.  For DELETED, ``obj`` is the last known state."""
-
-    kind: ResourceKind
-    type: ChangeType
-    obj: ObjectView
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.obj.key
-
-
-@dataclass(frozen=True, slots=True)
-class ChangeBatch:
-    """Changes coalesced over a short window.  Several changes to one object
-    within the window collapse to the last one (ADDED+DELETED collapses to
-    nothing).  ``relisted`` names kinds whose cache was rebuilt from a fresh
-    list (after a 410 or a reconnect): consumers should re-read them whole."""
-
-    events: tuple[ChangeEvent, ...]
-    relisted: frozenset[ResourceKind] = frozenset()
-
-    @property
-    def kinds(self) -> frozenset[ResourceKind]:
-        return frozenset(e.kind for e in self.events) | self.relisted
 
 
 class ConnectionStatus(str, enum.Enum):
@@ -110,13 +78,3 @@ class ViewState:
     def usable(self) -> bool:
         return self.status is ViewStatus.READY
 
-
-
-ChangeCallback = Callable[[ChangeBatch], None]
-StateCallback = Callable[[ConnectionState], None]
-
-
-class Subscription(abc.ABC):
-    @abc.abstractmethod
-    def close(self) -> None:
-        """Stop delivering callbacks (idempotent)."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import abc
 import builtins
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ from tau_gpuhealth.names import CORDON_ANNOTATIONS
 from tau_tui.core.cluster import pod_logs
 from tau_tui.core.cluster.api_failure import ApiFailure, failure_result
 from tau_tui.core.cluster.cache import ObjectCache
-from tau_tui.core.cluster.changes import ChangeCallback, ConnectionState, StateCallback, Subscription, ViewState
+from tau_tui.core.cluster.changes import ConnectionState, ViewState
 from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view
 from tau_tui.core.cluster.errors import ClusterError, describe_api_error
 from tau_tui.core.cluster.interfaces import ClusterBackend
@@ -28,13 +29,12 @@ from tau_tui.core.cluster.logspool.stream import LogStream
 from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
 from tau_tui.core.cluster.namespace_access import forbidden_list_message
+from tau_tui.core.cluster.pending_order import PendingOrder
 from tau_tui.core.cluster.positions import (
     PositionHistory,
     PositionReport,
     PositionSource,
     PositionTracker,
-    estimated_cluster_queue_report,
-    estimated_local_queue_report,
     parse_pending_workloads_summary,
 )
 from tau_tui.core.cluster.submission_kinds import EXTRA_TYPES, PDB_TYPE, resource_type_from_table
@@ -46,6 +46,9 @@ VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
 VISIBILITY_PAGE = 1000
 VISIBILITY_MAX_PAGES = 100
+#: A visibility API not served (404 on every version) is asked again this much later, not on every
+#: position read: each read was two requests answered 404 before the estimate.
+VISIBILITY_ASK_AGAIN_S = 60.0
 
 
 class BaseBackend(ClusterBackend):
@@ -57,9 +60,17 @@ class BaseBackend(ClusterBackend):
     #: keeps them, since positions are not in the cache. Called on the asking thread.
     visibility_tap: Callable[[str, builtins.list[dict[str, Any]] | None, str], None] | None = None
 
+    #: Seconds a visibility API found not served is taken as absent (0: asked every time, as a
+    #: replay does, whose answers are the recorded ones).
+    visibility_absent_for_s: float = VISIBILITY_ASK_AGAIN_S
+
     def __init__(self, cache: ObjectCache):
         self.cache = cache
         self.tracker = PositionTracker()
+        #: Kueue's order of the pending Workloads, kept from the change feed (estimated positions).
+        self.pending_order = PendingOrder(self)
+        #: (monotonic time until which, why): the visibility API was found not served.
+        self._visibility_absent: tuple[float, str] = (0.0, "")
 
     def who_am_i(self) -> dict[str, Any] | None:
         """The Kubernetes identity the server sees (SelfSubjectReview ``status.userInfo``:
@@ -118,6 +129,9 @@ class BaseBackend(ClusterBackend):
     def list(self, kind: ResourceKind, namespace: str | None = None) -> list[ObjectView]:
         return self.cache.list(kind, namespace)
 
+    def views(self, kind: ResourceKind) -> builtins.list[ObjectView]:
+        return self.cache.views(kind)
+
     def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> ObjectView | None:
         return self.cache.get(kind, name, namespace)
 
@@ -148,22 +162,18 @@ class BaseBackend(ClusterBackend):
     def generation(self, kind: ResourceKind) -> int:
         return self.cache.generation(kind)
 
-    def changed_since(self, kind: ResourceKind, generation: int) -> set[tuple[str, str]] | None:
-        return self.cache.changed_since(kind, generation)
+    def changes(self, kind: ResourceKind, since: int | None,
+                cost_ratio: int = 1) -> tuple[int, set[tuple[str, str]] | None]:
+        return self.cache.changes(kind, since, cost_ratio)
+
+    def wait_for_change(self, seen: Mapping[ResourceKind, int], timeout: float) -> bool:
+        return self.cache.wait_for_change(seen, timeout)
 
     def view_state(self, kind: ResourceKind) -> ViewState:
         return self.cache.view_state(kind)
 
     def connection_state(self) -> ConnectionState:
         return self.cache.connection_state()
-
-    def subscribe(
-        self,
-        callback: ChangeCallback,
-        kinds: Iterable[ResourceKind] | None = None,
-        on_state: StateCallback | None = None,
-    ) -> Subscription:
-        return self.cache.subscribe(callback, kinds, on_state)
 
     def namespaces(self) -> builtins.list[str]:
         names = [v.name for v in self.cache.list(ResourceKind.NAMESPACE)]
@@ -184,6 +194,9 @@ class BaseBackend(ClusterBackend):
     def _read_visibility(self, suffix: str) -> tuple[builtins.list[dict[str, Any]] | None, str]:
         if not self.use_visibility_api:
             return None, "the visibility API is switched off for this session"
+        absent_until, absent_why = self._visibility_absent
+        if time.monotonic() < absent_until:
+            return None, absent_why
         last_reason = ""
         for version in VISIBILITY_VERSIONS:
             path = f"/apis/{VISIBILITY_GROUP}/{version}/{suffix}"
@@ -205,7 +218,9 @@ class BaseBackend(ClusterBackend):
                 if exc.code == 401:
                     return None, "not authenticated to the visibility API"
                 return None, f"the visibility API failed (HTTP {exc.code or 'no response'})"
-        return None, last_reason or "the visibility API is not available"
+        why = last_reason or "the visibility API is not available"
+        self._visibility_absent = (time.monotonic() + self.visibility_absent_for_s, why)
+        return None, why
 
     def _pending_since(self, report: PositionReport) -> dict[tuple[str, str], datetime | None]:
         """When each workload of the report started waiting: one cache look-up per entry, not a scan of all workloads."""
@@ -227,14 +242,8 @@ class BaseBackend(ClusterBackend):
             entries = parse_pending_workloads_summary({"items": items}, getattr(lq, "cluster_queue", None), namespace)
             report = PositionReport("LocalQueue", name, namespace, tuple(entries), PositionSource.VISIBILITY_API, "", now)
         else:
-            report = estimated_local_queue_report(
-                namespace,
-                name,
-                self.workloads(),
-                self.local_queues(),
-                f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
-                now,
-            )
+            report = self.pending_order.local_queue_report(
+                namespace, name, f"estimated from Kueue's order: {why}{self._workloads_caveat()}", now)
         self._track_positions(report)
         return report
 
@@ -245,13 +254,8 @@ class BaseBackend(ClusterBackend):
             entries = parse_pending_workloads_summary({"items": items}, name)
             report = PositionReport("ClusterQueue", name, None, tuple(entries), PositionSource.VISIBILITY_API, "", now)
         else:
-            report = estimated_cluster_queue_report(
-                name,
-                self.workloads(),
-                self.local_queues(),
-                f"estimated from Kueue's order: {why}{self._workloads_caveat()}",
-                now,
-            )
+            report = self.pending_order.cluster_queue_report(
+                name, f"estimated from Kueue's order: {why}{self._workloads_caveat()}", now)
         self._track_positions(report)
         return report
 

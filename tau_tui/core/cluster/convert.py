@@ -111,10 +111,14 @@ def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     """Drop managedFields, keeping only who owns the annotations the drain budget must trust."""
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
-        managed = meta.pop("managedFields", None)
+        managed = meta["managedFields"]
         kept = reduced_managed_fields(managed, meta.get("annotations"))
+        if kept == managed:  # cut down already (a cached object listed again): left as it is
+            return obj
         if kept:
             meta["managedFields"] = kept
+        else:
+            del meta["managedFields"]
     return obj
 
 

@@ -13,12 +13,12 @@ implementations exist and are held to the same contract test suite
 Tick model (how the UI consumes this):
     The backend keeps a cache per :class:`ResourceKind`.  Every applied change
     bumps that kind's :meth:`Watcher.generation`.  A UI timer (for
-    example every 250 ms) compares generations and, when one moved, re-reads a
-    snapshot with :meth:`Lister.list`.  Callers that prefer push can
-    :meth:`Watcher.subscribe`; callbacks run on a core thread with a
-    coalesced :class:`ChangeBatch` and must hand work to the UI thread
-    themselves (Textual: ``app.call_from_thread``).  Nothing here imports
-    Textual.
+    example every 250 ms) compares generations and, when one moved, reads what
+    changed: one change feed, the cache's journal, followed with a
+    :class:`~tau_tui.core.cluster.journal_cursor.JournalCursor` (the keys changed
+    since its last read, or "read everything").  Nothing is pushed; a core thread
+    that waits for changes blocks in :meth:`Watcher.wait_for_change`.  Nothing
+    here imports Textual.
 
 Like k9s's ``internal/dao``, the contract is cut into roles (:class:`Lister`,
 :class:`Getter`, :class:`Watcher`, :class:`Mutator`, :class:`NodeOps`,
@@ -33,13 +33,7 @@ import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from tau_tui.core.cluster.changes import (
-    ChangeCallback,
-    ConnectionState,
-    StateCallback,
-    Subscription,
-    ViewState,
-)
+from tau_tui.core.cluster.changes import ConnectionState, ViewState
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tau_tui.core.cluster.logspool.stream import LogStream
@@ -140,6 +134,11 @@ class Lister(abc.ABC):
         """Snapshot of one kind, sorted by (namespace, name).  ``namespace``
         filters within the current scope."""
 
+    def views(self, kind: ResourceKind) -> builtins.list[ObjectView]:
+        """Snapshot of one kind in no order: for a reader that orders (or indexes) the views itself,
+        no sort of every key."""
+        return self.list(kind)
+
     def _list_as(self, view_type: type[_View], kind: ResourceKind, namespace: str | None = None) -> builtins.list[_View]:
         """:meth:`list` typed as the view class the converters build for ``kind`` (one class per kind)."""
         return cast("builtins.list[_View]", self.list(kind, namespace))
@@ -223,33 +222,38 @@ class Getter(abc.ABC):
 
 
 class Watcher(abc.ABC):
-    """What changed and how fresh the data is: the tick model's generations, per-kind and
-    connection state, and push subscriptions."""
+    """What changed and how fresh the data is: the tick model's generations, the change journal,
+    per-kind and connection state."""
 
     @abc.abstractmethod
     def generation(self, kind: ResourceKind) -> int:
         """Counter bumped on every applied change of ``kind`` (tick model)."""
 
-    def changed_since(self, kind: ResourceKind, generation: int) -> set[tuple[str, str]] | None:
-        """The (namespace, name) keys of ``kind`` changed after ``generation`` (a value of
-        :meth:`generation`), or None when that is not known: read everything."""
-        return None
+    def changes(self, kind: ResourceKind, since: int | None,
+                cost_ratio: int = 1) -> tuple[int, set[tuple[str, str]] | None]:
+        """The generation of ``kind`` now and, taken with it, the (namespace, name) keys changed
+        after ``since`` (a generation this gave), or None: read everything (a first read, a journal
+        that does not reach back, or more changes than a ``cost_ratio``-th of the kind).  Read
+        through a :class:`~tau_tui.core.cluster.journal_cursor.JournalCursor`."""
+        return self.generation(kind), None
+
+    def wait_for_change(self, seen: Mapping[ResourceKind, int], timeout: float) -> bool:
+        """Block until a kind of ``seen`` is at another generation than the one given; False when
+        ``timeout`` (seconds, real time) passed first."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while all(self.generation(kind) == generation for kind, generation in seen.items()):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        return True
 
     @abc.abstractmethod
     def view_state(self, kind: ResourceKind) -> ViewState: ...
 
     @abc.abstractmethod
     def connection_state(self) -> ConnectionState: ...
-
-    @abc.abstractmethod
-    def subscribe(
-        self,
-        callback: ChangeCallback,
-        kinds: Iterable[ResourceKind] | None = None,
-        on_state: StateCallback | None = None,
-    ) -> Subscription:
-        """Push change batches (coalesced) and connection-state changes.
-        Callbacks run on a core thread and must be quick."""
 
 
 class QueuePositions(abc.ABC):

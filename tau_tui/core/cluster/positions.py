@@ -160,37 +160,6 @@ def estimate_cluster_queue_order(
     return out
 
 
-def estimated_cluster_queue_report(
-    cq: str, workloads: Iterable[WorkloadView], local_queues: Iterable[LocalQueueView], reason: str, at: datetime
-) -> PositionReport:
-    entries = estimate_cluster_queue_order(workloads, local_queues).get(cq, [])
-    return PositionReport("ClusterQueue", cq, None, tuple(entries), PositionSource.ESTIMATED, reason, at)
-
-
-def estimated_local_queue_report(
-    namespace: str,
-    lq: str,
-    workloads: Iterable[WorkloadView],
-    local_queues: Iterable[LocalQueueView],
-    reason: str,
-    at: datetime,
-) -> PositionReport:
-    local_queues = list(local_queues)
-    cq = next((q.cluster_queue for q in local_queues if q.namespace == namespace and q.name == lq), None)
-    entries: list[PendingPosition] = []
-    if cq is not None:
-        # Only this ClusterQueue's workloads can share its order: sort those, not the whole cluster's.
-        same_cq = [q for q in local_queues if q.cluster_queue == cq]
-        members = {(q.namespace or "", q.name) for q in same_cq}
-        candidates = [w for w in workloads if ((w.namespace or ""), (w.queue_name or "")) in members]
-        entries = [
-            e
-            for e in estimate_cluster_queue_order(candidates, same_cq).get(cq, [])
-            if e.namespace == namespace and e.local_queue == lq
-        ]
-    return PositionReport("LocalQueue", lq, namespace, tuple(entries), PositionSource.ESTIMATED, reason, at)
-
-
 def parse_pending_workloads_summary(
     body: Mapping[str, Any], cluster_queue: str | None, default_namespace: str | None = None
 ) -> list[PendingPosition]:
@@ -375,8 +344,8 @@ class LocalQueuePositions:
     def read_queue(self, queue: tuple[str, str], members: tuple[WorkloadView, ...],
                    read: Callable[[str, str], PositionReport]) -> tuple[bool, str | None]:
         """Reads one queue's report for ``members`` (a background reader's step).  Returns whether
-        the report held for it changed (one that came back the same for the same members is kept,
-        so its rows need no new look) and the problem met, if any (the last report is then kept)."""
+        the report held for it changed (one that came back the same is kept, for these members, so
+        its rows need no new look) and the problem met, if any (the last report is then kept)."""
         with self._updating:
             cached = self._cached.get(queue)
             try:
@@ -385,7 +354,7 @@ class LocalQueuePositions:
                 return False, f"positions unavailable for {queue[0]}/{queue[1]}: {err}"
             self.reads += 1
             kept = self._cached[queue] = self._keep(queue, cached, report, members)
-            return kept is not cached, None
+            return cached is None or kept.report is not cached.report, None
 
     def holds(self, queue: tuple[str, str]) -> CachedPositions | None:
         """The report held for ``queue`` (no read)."""
@@ -401,8 +370,10 @@ class LocalQueuePositions:
         # aged from when the read finished: on a loaded machine a round of reads can outlast max_age_s
         now = self._clock()
         self._checked_at[queue] = now
-        if cached is not None and cached.members is members and same_report(cached.report, report):
-            return cached
+        if cached is not None and same_report(cached.report, report):
+            # the same places in line: the report held stays (a reader compares it by identity), now
+            # for these members
+            return cached if cached.members is members else replace(cached, members=members)
         return CachedPositions(report, {e.name: e for e in report.entries if e.namespace == queue[0]}, members, now)
 
     def invalidate(self) -> None:

@@ -20,11 +20,12 @@ from urllib.parse import quote
 
 from kubernetes import client as k8s
 
+from tau_tui.core.cluster import wire_json
 from tau_tui.core.cluster.api_failure import ApiFailure
-from tau_tui.core.cluster.cache import Dispatcher, ObjectCache
+from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
 from tau_tui.core.cluster.common import BaseBackend
-from tau_tui.core.cluster.convert import format_time, share_strings, strip_managed_fields
+from tau_tui.core.cluster.convert import format_time, strip_managed_fields
 from tau_tui.core.cluster.credentials import take_exec_failure
 from tau_tui.core.cluster.errors import describe_transport_error
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
@@ -34,6 +35,7 @@ from tau_tui.core.cluster.names import KUEUE_GROUP
 from tau_tui.core.cluster.namespace_access import forbidden_list_message
 from tau_tui.core.cluster.pod_streams import ExecOutput, LogResponse, open_exec
 from tau_tui.core.cluster.unauthorised import mark_unauthorised
+from tau_tui.core.cluster.unchanged_parts import listed, share_with_previous
 
 if TYPE_CHECKING:
     from urllib3 import BaseHTTPResponse
@@ -110,7 +112,7 @@ class _Http:
         if stream:
             return resp.response  # urllib3 response, not yet read
         data = resp.read()
-        return json.loads(data) if data else {}
+        return wire_json.loads(data) if data else {}
 
 
 def _failure(code: int, reason: str, body: Any) -> ApiFailure:
@@ -256,8 +258,9 @@ class _Informer(threading.Thread):
             for item in page:
                 item.setdefault("apiVersion", self.kind.type.api_version)
                 item.setdefault("kind", self.kind.type.kind)
-                share_strings(strip_managed_fields(item))
-                items.append(item)
+                meta = strip_managed_fields(item).get("metadata") or {}
+                items.append(listed(item, None if self.node_pods else
+                                    self.backend.cache.raw(self.kind, meta.get("name", ""), meta.get("namespace"))))
             meta = body.get("metadata") or {}
             rv = meta.get("resourceVersion", rv)
             token = meta.get("continue")
@@ -285,7 +288,7 @@ class _Informer(threading.Thread):
             for line in _lines(resp):
                 if self.stop_event.is_set():
                     return
-                event = json.loads(line)
+                event = wire_json.loads(line)
                 etype = event.get("type")
                 obj = event.get("object") or {}
                 if etype == "ERROR":
@@ -297,7 +300,10 @@ class _Informer(threading.Thread):
                     continue
                 obj.setdefault("apiVersion", self.kind.type.api_version)
                 obj.setdefault("kind", self.kind.type.kind)
-                share_strings(strip_managed_fields(obj))
+                meta = strip_managed_fields(obj).get("metadata") or {}
+                if etype != "DELETED":  # an update shares what did not change with the version cached
+                    share_with_previous(obj, None if self.node_pods or etype != "MODIFIED" else
+                                        self.backend.cache.raw(self.kind, meta.get("name", ""), meta.get("namespace")))
                 self._apply(etype, obj)
                 self.resource_version = rv or self.resource_version
             self.watch_resumes += 1
@@ -323,7 +329,7 @@ class KubernetesBackend(BaseBackend):
     _identity: tuple[str | None, dict[str, Any] | None]
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None,
-                 *, all_namespaces: bool = False, kinds: Iterable[ResourceKind] | None = None, coalesce_window: float = 0.1,
+                 *, all_namespaces: bool = False, kinds: Iterable[ResourceKind] | None = None,
                  timeouts: RequestTimeouts | None = None):
         super().__init__(ObjectCache())
         self.timeouts = timeouts or DEFAULT_TIMEOUTS
@@ -333,7 +339,6 @@ class KubernetesBackend(BaseBackend):
         self.kinds = list(kinds) if kinds is not None else list(ResourceKind)
         self.http = _Http(self.source.api_client(self._context, self.timeouts), self.timeouts)
         self._informers: list[_Informer] = []
-        self._dispatcher = Dispatcher(self.cache, coalesce_window)
         self._lock = threading.RLock()
         self._started = False
 
@@ -344,7 +349,6 @@ class KubernetesBackend(BaseBackend):
             if self._started:
                 return
             self._started = True
-            self._dispatcher.start()
             self._start_informers()
 
     def _start_informers(self) -> None:
@@ -384,7 +388,6 @@ class KubernetesBackend(BaseBackend):
     def close(self) -> None:
         with self._lock:
             self._stop_informers()
-            self._dispatcher.stop()
             self._started = False
 
     def wait_synced(self, timeout: float = 30.0, kinds: Iterable[ResourceKind] | None = None) -> bool:
@@ -397,7 +400,6 @@ class KubernetesBackend(BaseBackend):
                 return False
         ok = self.cache.wait_for(lambda: self.connection_state().status is ConnectionStatus.CONNECTED,
                                  max(0.0, deadline - time.monotonic()))
-        self.cache.flush()
         return ok
 
     def _update_connection(self, message: str = "") -> None:

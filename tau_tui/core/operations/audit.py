@@ -19,7 +19,10 @@ a truncated end or an emptied file as well as an edited, inserted, deleted,
 re-hashed or re-signed line, and names the first bad line; nothing is skipped
 silently.  A log written before signing says "unsigned: cannot prove" and fails.
 Writers hold an exclusive ``flock`` so the app and CLI runs interleave whole
-lines with an unbroken chain.
+lines with an unbroken chain.  The head of the entry being written is recorded (as pending)
+before its line, so a key store that fails afterwards leaves a log that still verifies.  The log
+is opened without following links (``O_NOFOLLOW``): a link put in its place is refused by
+writers and fails verify, and the head is looked up by the log's own path, never the link's target.
 
 The file lives in the XDG state directory (``$XDG_STATE_HOME/tau-tui/audit.jsonl``,
 default ``~/.local/state``), mode 0600 in a 0700 directory.
@@ -27,10 +30,12 @@ default ``~/.local/state``), mode 0600 in a 0700 directory.
 
 from __future__ import annotations
 
+import errno
 import getpass
 import hashlib
 import json
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -38,7 +43,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
-from tau_tui.core.operations.audit_keys import Head, KnownKey, SigningKeys, signature_valid
+from tau_tui.core.operations.audit_keys import Head, KnownKey, SigningKeys, retirement_problem, signature_valid
+from tau_tui.core.operations.private_dirs import private_directory
 from tau_tui.core.operations.redaction import redact, redact_value
 
 try:
@@ -56,6 +62,8 @@ ROTATE_TARGET = "audit signing key"
 #: The verb of a new log's first entry after the old one was moved aside (`audit start-over`).
 START_OVER_VERB = "start-over"
 MESSAGE_LIMIT = 2000
+#: Opens that never follow a link in the log's place, nor block on a FIFO.
+_OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 def state_dir() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
@@ -129,6 +137,35 @@ def _chain_head(last: bytes) -> str:
     return hashlib.sha256(last).hexdigest()
 
 
+class AuditLogReplaced(OSError):
+    """The log's path is a symbolic link or not a regular file: it was replaced; nothing is written."""
+
+
+def _link_problem(path: Path) -> str:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return "is not a regular file: the audit log was replaced"
+    return (f"is a symbolic link (to {_printable(target)}), not the audit log: it was replaced "
+            "(tau-tui never writes through a link)")
+
+
+def open_log(path: Path, flags: int) -> int:
+    """The log's file descriptor, never through a link; :class:`AuditLogReplaced` for a link or
+    anything but a regular file (a FIFO is opened without blocking, then refused)."""
+    try:
+        fd = os.open(path, flags | _OPEN_FLAGS | os.O_NONBLOCK, 0o600)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise AuditLogReplaced(errno.ELOOP, f"{path} {_link_problem(path)}") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise AuditLogReplaced(errno.EINVAL, f"{path} {_link_problem(path)}")
+    os.set_blocking(fd, True)
+    return fd
+
+
 class AuditWhere(TypedDict, total=False):
     """Where a mutation went and who made it: keyword arguments of :meth:`AuditLog.append`,
     gathered once and passed to both the intent and the outcome entry."""
@@ -195,13 +232,16 @@ class AuditLog:
         self._write(record)
         return AuditEntry(**record)
 
-    def rotate_key(self) -> tuple[str, str]:
+    def rotate_key(self, compromised: bool = False) -> tuple[str, str]:
         """Replace the signing key; the change is itself an entry, signed by the new key and
-        naming the old one, which verifies the entries before it.  Returns both fingerprints."""
+        naming the old one, retired at the entry's time: it verifies only what it signed before,
+        and nothing at all when ``compromised``.  Returns both fingerprints."""
         def rotate(record: dict[str, Any]) -> None:
-            old, new = self.keys.rotate()
+            old, new = self.keys.rotate(at=record["at"], compromised=compromised)
             record["target"] = f"{ROTATE_TARGET} {old.fingerprint}"
-            record["message"] = f"signing key rotated from {old.fingerprint} to {new.fingerprint}"
+            record["message"] = (f"signing key rotated from {old.fingerprint} to {new.fingerprint} at {record['at']}"
+                                 + ("; the old key is compromised: it proves nothing any more" if compromised else
+                                    f"; the old key proves only what it signed before {record['at']}"))
 
         record = asdict(AuditEntry(
             at=self._clock().isoformat(), user=_user(), context=None, namespace=None, verb=ROTATE_VERB,
@@ -212,8 +252,8 @@ class AuditLog:
     def _write(self, record: dict[str, Any], before: Callable[[dict[str, Any]], None] | None = None) -> None:
         """Sign and append ``record`` under the file lock, then record the new head."""
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            private_directory(self.path.parent)
+            fd = open_log(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
             try:
                 if fcntl is not None:
                     fcntl.flock(fd, fcntl.LOCK_EX)
@@ -227,6 +267,9 @@ class AuditLog:
                 record["sig"] = signer.sign(record["hash"].encode("ascii"))
                 count, note = self._next_head(fd, record["prev"], last)
                 line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
+                # The head first, as pending: a key store that fails after the line leaves a log
+                # that ends at its pending head (verify accepts it), never one that reads as cut.
+                self.keys.set_head(self.path, Head(record["prev"], count - 1, note, record["hash"], count))
                 os.write(fd, line.encode("utf-8"))
                 os.fsync(fd)
                 self.keys.set_head(self.path, Head(record["hash"], count, note))
@@ -239,6 +282,8 @@ class AuditLog:
         head = self.keys.head(self.path)
         if head is not None and head.hash == prev:
             return head.count + 1, head.note
+        if head is not None and head.pending_hash and head.pending_hash == prev:  # its head write had failed
+            return head.pending_count + 1, head.note
         count = 0
         if last.strip():
             with open(os.dup(fd), "rb", closefd=True) as handle:
@@ -253,13 +298,16 @@ class AuditLog:
     def start_over(self) -> Head | None:
         """Begin a new log at this path after the old one was moved aside (the file must be absent
         or empty); the new log's first entry names the old head.  Returns the old head."""
+        if os.path.islink(self.path):
+            raise FileExistsError(f"{self.path} {_link_problem(self.path)}; move it aside first")
         if self.path.exists() and self.path.stat().st_size:
             raise FileExistsError(f"{self.path} is not empty; move it aside first")
         old = self.keys.head(self.path)
         self.keys.set_head(self.path, Head(GENESIS, 0))
         ended = f"{old.count} entries ending at {old.hash}" if old else "no recorded head"
+        noted = f"; its head noted: {old.note}" if old is not None and old.note else ""  # kept, not erased
         self.append(START_OVER_VERB, f"audit log {self.path}", ok=True,
-                    message=f"new log; the previous log at this path was moved aside ({ended})")
+                    message=f"new log; the previous log at this path was moved aside ({ended}){noted}")
         return old
 
     def entries(self) -> Iterator[dict[str, Any]]:
@@ -304,6 +352,10 @@ class VerifyResult:
     keys: list[str] = field(default_factory=list)
     #: Where the head and the public keys were read from, in words.
     store: str = ""
+    #: Why the trust store proves less than the OS keyring would ("": it is the keyring).
+    anchor_warning: str = ""
+    #: What else the reader should know about an intact log (a head recorded late).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -316,10 +368,11 @@ class VerifyResult:
     def summary(self) -> str:
         if not self.ok:
             return f"{self.path}:{self.bad_line}: {self.reason}"
+        notes = "".join(f"; {note}" for note in self.notes)
         if not self.entries:
-            return f"{self.path}: 0 entries, nothing written yet"
+            return f"{self.path}: 0 entries, as the head recorded in {self.store} says{notes}"
         return (f"{self.path}: {self.entries} entries, chain intact, signed by {', '.join(self.keys)}; "
-                f"head {self.head} matches the head recorded in {self.store}")
+                f"head {self.head} matches the head recorded in {self.store}{notes}")
 
 
 def verify(path: Path | str | None = None, keys: SigningKeys | None = None) -> VerifyResult:
@@ -330,7 +383,9 @@ def verify(path: Path | str | None = None, keys: SigningKeys | None = None) -> V
     keys = keys if keys is not None else SigningKeys(keys_dir())
     result = VerifyResult(path)
     try:
-        handle = open(path, "rb")
+        handle = os.fdopen(open_log(path, os.O_RDONLY), "rb")
+    except AuditLogReplaced:
+        return result.fail(1, _link_problem(path))
     except FileNotFoundError:
         recorded = keys.head(path)
         if recorded is None:
@@ -341,15 +396,22 @@ def verify(path: Path | str | None = None, keys: SigningKeys | None = None) -> V
     with handle:
         if fcntl is not None:
             fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # no writer between the last line and its head
-        result.store = keys.store.where
+        result.store, result.anchor_warning = keys.store.where, keys.store.anchor_warning
         known, recorded = keys.known(), keys.head(path)
         hash_at_recorded = _check_lines(handle, result, known, recorded.count if recorded else 0)
     if not result.ok:
         return result
+    if recorded is not None and recorded.pending_hash:
+        recorded = _settle_pending(result, recorded)
+        hash_at_recorded = result.head if result.entries == recorded.count else hash_at_recorded
     if recorded is None:
         if result.signed:
             return result.fail(result.entries, f"no head recorded for this file in {result.store}: its end cannot "
                                                "be proven (the file was copied here, or its head was removed)")
+        if not result.entries:
+            return result.fail(1, f"empty, and no head is recorded for this file in {result.store}: nothing proves "
+                                  "what it held (tau-tui never leaves its log empty without a head; it was replaced "
+                                  "or emptied)")
     elif result.entries < recorded.count:
         what = "emptied" if not result.entries else "truncated"
         return result.fail(result.entries + 1, f"{what}: {result.store} records {recorded.count} entries ending at "
@@ -370,6 +432,20 @@ def verify(path: Path | str | None = None, keys: SigningKeys | None = None) -> V
         return result.fail(1, f"unsigned: cannot prove lines 1-{result.unsigned} (written before entries were "
                               f"signed); lines {result.unsigned + 1}-{result.entries} are signed and intact")
     return result
+
+
+def _settle_pending(result: VerifyResult, recorded: Head) -> Head:
+    """The head to check against when the last write recorded a pending entry: the log may end at
+    it (the key store failed after the line was written) or just before it (the line's write failed,
+    so the change was not made, or the line was cut); the summary says which."""
+    if result.entries == recorded.pending_count and result.head == recorded.pending_hash:
+        result.notes.append(f"the head of entry {recorded.pending_count} was recorded as pending (the key store "
+                            "failed after its line was written)")
+        return Head(recorded.pending_hash, recorded.pending_count, recorded.note)
+    if result.entries == recorded.count:
+        result.notes.append(f"entry {recorded.pending_count} was being written when the head was last recorded and is "
+                            "not in the file: its write failed (the change it announced was not made), or it was cut")
+    return Head(recorded.hash, recorded.count, recorded.note)
 
 
 def _check_lines(handle: Any, result: VerifyResult, known: dict[str, KnownKey], recorded_count: int) -> str | None:
@@ -429,8 +505,11 @@ def _signature_problem(record: dict[str, Any], known: dict[str, KnownKey], retir
     if key is None:
         return (f"signed by key {_printable(fp)}, which is not one of your keys: the line was re-signed by "
                 "someone else, or your key store was replaced")
-    if fp in retired:
+    if fp in retired and not key.compromised:
         return f"signed by key {fp} after the entry that retired it"
+    problem = retirement_problem(key, record.get("at"))
+    if problem:
+        return problem + ("; move this log aside and run `tau-tui audit start-over`" if key.compromised else "")
     if not signature_valid(key.public_raw, str(record["hash"]).encode("utf-8"), record.get("sig")):
         return "signature does not match: this line was rewritten (only the key's holder can sign)"
     return ""

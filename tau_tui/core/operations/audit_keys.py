@@ -2,8 +2,10 @@
 has had, and the audit log's recorded head (hash and count), all in one key store
 (:mod:`audit_keystore`: the OS keyring, or 0600 files when there is none).
 
-The key is created on first use.  A rotation keeps the old public key (marked retired) so old
-entries and bundles still verify against the key recorded for them.  Only fingerprints
+The key is created on first use.  A rotation keeps the old public key, marked retired at the time
+of the signed audit entry that records the rotation, so old entries and bundles still verify
+against it, but only what it signed before that time; a key rotated as compromised verifies
+nothing.  Only fingerprints
 (``SHA256:`` + base64 of the public key's SHA-256, as ssh prints them) are ever shown; the
 private key leaves the store only to sign in memory.
 """
@@ -14,6 +16,7 @@ import base64
 import binascii
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,6 +91,29 @@ class KnownKey:
     public_raw: bytes
     created: str
     retired: str | None = None
+    #: Rotated as compromised (`audit rotate-key --compromised`): it proves nothing any more.
+    compromised: bool = False
+
+
+def retirement_problem(key: KnownKey, signed_at: object) -> str:
+    """Why ``key``'s signature made at ``signed_at`` (ISO 8601) proves nothing, or "": a key rotated
+    as compromised proves nothing; a retired one only what it signed before its retirement (an
+    unreadable time counts as after)."""
+    if key.compromised:
+        return (f"signed by key {key.fingerprint}, which was rotated as compromised at {key.retired}: "
+                "nothing it signed proves anything")
+    if key.retired and _after(signed_at, key.retired):
+        shown = str(signed_at)[:40] if signed_at else "an unknown time"
+        return (f"signed by key {key.fingerprint} at {shown}, after it was retired at {key.retired}: a retired key "
+                "proves only what it signed before its retirement")
+    return ""
+
+
+def _after(at: object, retired: str) -> bool:
+    try:
+        return datetime.fromisoformat(str(at)) > datetime.fromisoformat(retired)
+    except (TypeError, ValueError):
+        return True
 
 
 @dataclass(frozen=True)
@@ -97,6 +123,10 @@ class Head:
     #: Set when a writer found the log not ending at the recorded head (cut, emptied or rewritten
     #: since the last write); kept in every later head, so appending does not hide it.
     note: str = ""
+    #: The entry being written: recorded before its line, so a key store that fails after the
+    #: line leaves a log that ends at the pending head, not one that reads as cut.
+    pending_hash: str = ""
+    pending_count: int = 0
 
 
 def _signer_of(private: Ed25519PrivateKey) -> Signer:
@@ -119,7 +149,9 @@ def _private_text(signer: Signer) -> str:
 
 
 def _head_slot(path: Path) -> str:
-    return HEAD_SLOT + str(path.resolve())
+    """The head's slot, by the log's absolute path as given, links not followed: a link put in the
+    log's place is looked up under the log's own head (and refused), never under its target's."""
+    return HEAD_SLOT + os.path.abspath(path)
 
 
 class SigningKeys:
@@ -164,12 +196,13 @@ class SigningKeys:
             say_where_a_new_key_went(self.store)
             return signer
 
-    def rotate(self) -> tuple[Signer, Signer]:
-        """A new signing key replaces the current one, whose public key is kept, retired."""
+    def rotate(self, at: str | None = None, compromised: bool = False) -> tuple[Signer, Signer]:
+        """A new signing key replaces the current one, whose public key is kept, retired at ``at``
+        (the time of the audit entry that records the rotation), or marked compromised."""
         old = self.signer()
         with store_lock(self.directory):
             new = _new_signer()
-            self._remember(new, retire=old.fingerprint)
+            self._remember(new, retire=old.fingerprint, at=at, compromised=compromised)
             self.store.put(PRIVATE_SLOT, _private_text(new))
         return old, new
 
@@ -186,17 +219,21 @@ class SigningKeys:
         for fp, entry in (doc.items() if isinstance(doc, dict) else []):
             raw = public_key_bytes(str(entry.get("public", ""))) if isinstance(entry, dict) else None
             if raw is not None and fingerprint(raw) == fp:
-                keys[fp] = KnownKey(fp, raw, str(entry.get("created", "")), entry.get("retired"))
+                keys[fp] = KnownKey(fp, raw, str(entry.get("created", "")), entry.get("retired"),
+                                    entry.get("compromised") is True)
         return keys
 
-    def _remember(self, signer: Signer, retire: str | None) -> None:
+    def _remember(self, signer: Signer, retire: str | None, at: str | None = None, compromised: bool = False) -> None:
         """Add the public key to the list (caller holds the store lock)."""
         now = self._clock().isoformat()
         doc: dict[str, dict[str, Any]] = {
             k.fingerprint: {"public": base64.b64encode(k.public_raw).decode("ascii"), "created": k.created,
-                            "retired": k.retired} for k in self.known().values()}
+                            "retired": k.retired, **({"compromised": True} if k.compromised else {})}
+            for k in self.known().values()}
         if retire is not None and retire in doc:
-            doc[retire]["retired"] = now
+            doc[retire]["retired"] = at or now
+            if compromised:
+                doc[retire]["compromised"] = True
         doc[signer.fingerprint] = {"public": signer.public_b64, "created": now, "retired": None}
         self.store.put(PUBLIC_SLOT, json.dumps(doc, sort_keys=True))
 
@@ -206,7 +243,8 @@ class SigningKeys:
             return None
         try:
             doc = json.loads(text)
-            head = Head(str(doc["hash"]), int(doc["count"]), str(doc.get("note") or ""))
+            head = Head(str(doc["hash"]), int(doc["count"]), str(doc.get("note") or ""),
+                        str(doc.get("pendingHash") or ""), int(doc.get("pendingCount") or 0))
         except (ValueError, KeyError, TypeError):
             raise KeyStoreError(f"the audit head for {path} in {self.store.where} is not readable") from None
         return head
@@ -215,4 +253,6 @@ class SigningKeys:
         doc: dict[str, Any] = {"hash": head.hash, "count": head.count}
         if head.note:
             doc["note"] = head.note
+        if head.pending_hash:
+            doc["pendingHash"], doc["pendingCount"] = head.pending_hash, head.pending_count
         self.store.put(_head_slot(path), json.dumps(doc))

@@ -130,9 +130,11 @@ def trusted_cordon_time(node: dict[str, Any]) -> tuple[datetime | None, str | No
 
 
 def check_drain_budget(
-    target: str, nodes: list[dict[str, Any]], now: datetime, policy: DrainBudgetPolicy | None = None
+    target: str, nodes: list[dict[str, Any]], now: datetime, policy: DrainBudgetPolicy | None = None,
+    action: str = "draining",
 ) -> DrainBudget:
-    """Whether one more GPU node may be taken out of service now (cluster-wide circuit breaker)."""
+    """Whether one more GPU node may be taken out of service now (cluster-wide circuit breaker);
+    ``action`` names how in the explanation (a cordon counts against the same budget)."""
     policy = policy or DrainBudgetPolicy()
     gpu_nodes = [n for n in nodes if is_gpu_node(n)]
     unavailable, recent, untrusted = [], [], []
@@ -168,7 +170,7 @@ def check_drain_budget(
         )
     else:
         explanation = (
-            f"{len(unavailable)} of {len(gpu_nodes)} GPU nodes unavailable; draining {target} "
+            f"{len(unavailable)} of {len(gpu_nodes)} GPU nodes unavailable; {action} {target} "
             f"makes {len(unavailable) + 1} of at most {max_unavailable}"
         )
     return DrainBudget(

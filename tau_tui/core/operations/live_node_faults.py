@@ -2,9 +2,9 @@
 
 A read that wants every node's fault (the Runs pane's, on each refresh) would otherwise look at
 every node each time: 10,000 at the largest scale.  :meth:`LiveNodeFaults.current` looks only at the
-nodes the journal (``changed_since``) names since its last call and at those whose judgement's
-heartbeat deadline passed (kept in a heap); every node only the first time, when the journal does
-not reach back, when the backend is another, or when the clock went back (a replay's seek).
+nodes its cursor on the cache's change feed names since its last call and at those whose judgement's
+heartbeat deadline passed (kept in a heap); every node when the cursor says so (the first time, a
+journal that does not reach back, another backend) or when the clock went back (a replay's seek).
 
 Not thread safe: one reader thread owns an instance; the judgements come from the shared
 :class:`~tau_tui.core.operations.node_health_memo.NodeHealthMemo`."""
@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import NodeView
 from tau_tui.core.operations.node_health_memo import NodeHealthMemo, NodeJudgement
@@ -27,8 +28,7 @@ if TYPE_CHECKING:
 class LiveNodeFaults:
     def __init__(self, memo: NodeHealthMemo) -> None:
         self.memo = memo
-        self._backend: ClusterBackend | None = None
-        self._generation = -1
+        self._cursor = JournalCursor(ResourceKind.NODE)
         self._read_at: datetime | None = None
         #: name → the judgement held for the node now
         self.judged: dict[str, NodeJudgement] = {}
@@ -47,11 +47,9 @@ class LiveNodeFaults:
         """node → its GPU fault at ``now``, as :func:`~tau_tui.core.operations.gpufaults.node_gpu_faults`
         gives for the nodes the cache holds (a change made meanwhile is read next time)."""
         self.moved = set()
-        # the generation before the data: a change in between is read again next time, never missed
-        generation = backend.generation(ResourceKind.NODE)
-        changed = None
-        if backend is self._backend and self._read_at is not None and now >= self._read_at:
-            changed = backend.changed_since(ResourceKind.NODE, self._generation)
+        if self._read_at is None or now < self._read_at:  # the clock went back: judged again
+            self._cursor.forget()
+        changed = self._cursor.read(backend).keys
         if changed is None:
             self._read_all(backend, now)
         else:
@@ -66,17 +64,17 @@ class LiveNodeFaults:
                     due.add(name)
             for name in due:
                 self._look_at(backend, name, now)
-        self._backend, self._generation, self._read_at = backend, generation, now
+        self._read_at = now
         return dict(self._faults)
 
     def _read_all(self, backend: ClusterBackend, now: datetime) -> None:
-        backend.changed_since(ResourceKind.NODE, -1)  # the cache journals nodes from now on
         self.full = True
         self.full_reads += 1
         self.moved = set(self.judged)
         self.judged, self._faults, self._deadlines = {}, {}, []
-        for node in backend.nodes():
-            self._hold(node, now)
+        for node in backend.views(ResourceKind.NODE):
+            if isinstance(node, NodeView):
+                self._hold(node, now)
         self.memo.forget_all_but(set(self.judged))
 
     def _look_at(self, backend: ClusterBackend, name: str, now: datetime) -> None:

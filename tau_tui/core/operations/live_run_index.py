@@ -4,8 +4,8 @@ Building the index reads every Workload, pod and event (20,000 of each at ``--de
 sizeable part of a second of the interpreter, which the UI thread shares).  A reader that looks
 at a few runs after each batch of changes (the evidence recorder, while the cluster churns at 200
 changes/s) would rebuild it several times a second.  :meth:`LiveRunIndex.current` instead reads
-only the objects the cache's journal (``changed_since``) names since the last call, and the whole
-lists only the first time or when the journal does not reach back that far.
+only the objects its cursors on the cache's change feed name since the last call, and the whole
+lists only when a cursor says so (the first time, or when the journal does not reach back).
 
 Not thread safe: one reader thread owns an instance."""
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import EventView, ObjectView, PodView, WorkloadView
 from tau_tui.core.operations.run_index import Key, RunIndex
@@ -27,8 +28,8 @@ class LiveRunIndex:
     def __init__(self, backend: ClusterBackend) -> None:
         self.backend = backend
         self._index = RunIndex()
-        #: Per kind: the generation read up to, and the views the index holds (to remove them again).
-        self._generations: dict[ResourceKind, int] = {}
+        #: Per kind: its place in the change feed, and the views the index holds (to remove them again).
+        self._cursors = {kind: JournalCursor(kind) for kind in INDEXED_KINDS}
         self._views: dict[ResourceKind, dict[Key, ObjectView]] = {kind: {} for kind in INDEXED_KINDS}
         #: Reads of a whole kind, and objects read one by one (tests bound the work by them).
         self.full_reads = 0
@@ -44,16 +45,12 @@ class LiveRunIndex:
         self.moved = []
         self.relisted = False
         for kind in INDEXED_KINDS:
-            # the generation before the data: a change in between is read again next time, never missed
-            generation = self.backend.generation(kind)
-            read_up_to = self._generations.get(kind)
-            changed = None if read_up_to is None else self.backend.changed_since(kind, read_up_to)
+            changed = self._cursors[kind].read(self.backend).keys
             move = self._mover(kind)
             if changed is None:
-                self.backend.changed_since(kind, -1)  # the cache journals the kind from now on
                 self.full_reads += 1
                 self.relisted = True
-                listed = {view.key: view for view in self.backend.list(kind)}
+                listed = {view.key: view for view in self.backend.views(kind)}
                 held = self._views[kind]
                 for key in [key for key in held if key not in listed]:
                     move(key, None)
@@ -64,7 +61,6 @@ class LiveRunIndex:
                 for namespace, name in changed:
                     move((namespace, name), self.backend.get(kind, name, namespace or None))
                 self.objects_read += len(changed)
-            self._generations[kind] = generation
         return self._index
 
     def _mover(self, kind: ResourceKind) -> Callable[[Key, ObjectView | None], None]:

@@ -1,9 +1,10 @@
 """node → the runs its GPU fault hit (:func:`~tau_tui.core.operations.gpufaults.runs_hit_by_node`),
-from pods indexed by node and RayJobs by cluster, both kept current from the cache's change journal.
+from pods indexed by node and RayJobs by cluster, both kept current from the cache's change feed.
 
 The Nodes pane names the runs a bad node hit on every read; going over every pod and RayJob for it
-costs the cluster's size.  :meth:`LiveRunsHit.current` reads only the pods and RayJobs changed since
-its last call (every one the first time, or when the journal does not reach back) and then looks at
+costs the cluster's size.  :meth:`LiveRunsHit.current` reads only the pods and RayJobs its cursors name
+since its last call (every one when a cursor says so: the first time, a journal that does not reach
+back) and then looks at
 the pods on the faulty nodes alone.  Not thread safe: one reader thread owns an instance."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from tau_tui.core.cluster.interfaces import ClusterBackend, is_tau_run
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import ObjectView, PodView, RayJobView
 from tau_tui.core.operations.gpufaults import NodeGpuFault, gpu_hits, run_key_of_pod
@@ -29,7 +31,7 @@ class LiveRunsHit:
         self._forget()
 
     def _forget(self) -> None:
-        self._generations: dict[ResourceKind, int] = {}
+        self._cursors = {kind: JournalCursor(kind) for kind in (ResourceKind.POD, ResourceKind.RAY_JOB)}
         self._pods_by_node: dict[str, dict[Key, PodView]] = {}
         self._node_of_pod: dict[Key, str] = {}
         #: (namespace, Ray cluster) → the Tau RayJobs' names on it; and the one a pod's run is named after
@@ -57,14 +59,10 @@ class LiveRunsHit:
         return out
 
     def _follow(self, backend: ClusterBackend, kind: ResourceKind, put: _Put) -> None:
-        # the generation before the data: a change in between is read again next time, never missed
-        generation = backend.generation(kind)
-        read_up_to = self._generations.get(kind)
-        changed = None if read_up_to is None else backend.changed_since(kind, read_up_to)
+        changed = self._cursors[kind].read(backend).keys
         if changed is None:
-            backend.changed_since(kind, -1)  # the cache journals the kind from now on
             self.full_reads += 1
-            listed = {view.key: view for view in backend.list(kind)}
+            listed = {view.key: view for view in backend.views(kind)}
             held = self._node_of_pod if kind is ResourceKind.POD else self._cluster_of_job
             for key in [key for key in held if key not in listed]:
                 put(key, None)
@@ -74,7 +72,6 @@ class LiveRunsHit:
             for namespace, name in changed:
                 put((namespace, name), backend.get(kind, name, namespace or None))
             self.objects_read += len(changed)
-        self._generations[kind] = generation
 
     def _put_pod(self, key: Key, view: ObjectView | None) -> None:
         old_node = self._node_of_pod.pop(key, None)

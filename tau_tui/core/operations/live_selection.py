@@ -1,6 +1,7 @@
 """The objects of one kind that a test picks (a node's pods, its events), kept current from the
-cache's change journal: the whole list the first time (or when the journal does not reach back),
-then only the objects changed since the last call.  A pane that shows a few objects out of a large
+cache's change feed (a :class:`~tau_tui.core.cluster.journal_cursor.JournalCursor`): every object
+when the cursor says so (the first time, or when the journal does not reach back), then only the
+objects changed since the last call.  A pane that shows a few objects out of a large
 cluster's list so reads what changed, not the list.  Not thread safe: one reader thread owns an
 instance."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
+from tau_tui.core.cluster.journal_cursor import JournalCursor
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.view_types import ObjectView
 
@@ -19,8 +21,7 @@ class LiveSelection:
     def __init__(self, kind: ResourceKind, picks: Callable[[ObjectView], bool]) -> None:
         self.kind = kind
         self.picks = picks
-        self._backend: ClusterBackend | None = None
-        self._generation: int | None = None
+        self._cursor = JournalCursor(kind)
         self._held: dict[Key, ObjectView] = {}
         #: Whole lists read, and objects read one by one (tests bound a read's work by them).
         self.full_reads = 0
@@ -29,15 +30,10 @@ class LiveSelection:
     def current(self, backend: ClusterBackend) -> list[ObjectView]:
         """The objects picked, in the cache's order (namespace, name)."""
         kind = self.kind
-        # the generation before the data: a change in between is read again next time, never missed
-        generation = backend.generation(kind)
-        changed = None
-        if backend is self._backend and self._generation is not None:
-            changed = backend.changed_since(kind, self._generation)
+        changed = self._cursor.read(backend).keys
         if changed is None:
-            backend.changed_since(kind, -1)  # the cache journals the kind from now on
             self.full_reads += 1
-            self._held = {view.key: view for view in backend.list(kind) if self.picks(view)}
+            self._held = {view.key: view for view in backend.views(kind) if self.picks(view)}
         else:
             held = self._held
             for namespace, name in changed:
@@ -47,5 +43,4 @@ class LiveSelection:
                 else:
                     held.pop((namespace, name), None)
             self.objects_read += len(changed)
-        self._backend, self._generation = backend, generation
         return [self._held[key] for key in sorted(self._held)]

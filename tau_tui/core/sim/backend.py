@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -60,6 +60,8 @@ class SimulatedBackend(BaseBackend):
         self._node_pods_readable = False
         self._bind_lock = threading.RLock()
         self._started = False
+        #: Told where each batch of cache writes ends (a relayed cache: ``process_server.py``).
+        self.on_batch_end: Callable[[], None] | None = None
         #: True while the world's simulated API outage cuts this backend off.
         self._offline = False
         super().__init__(ObjectCache(lambda: self.world.now()))
@@ -94,7 +96,7 @@ class SimulatedBackend(BaseBackend):
             self._go_offline(world.api_down, world.api_down_stale)
         else:
             self.cache.set_connection(ConnectionState(ConnectionStatus.CONNECTED, self._context, None, "simulated cluster"))
-            self.cache.flush()
+            self._batch_ended()
         if self.realtime and not any(isinstance(t, RealtimeTicker) and t.is_alive() for t in threading.enumerate() if getattr(t, "world", None) is world):
             self._ticker = RealtimeTicker(world, self.tick_seconds)
             self._ticker.start()
@@ -109,8 +111,8 @@ class SimulatedBackend(BaseBackend):
         self._offline = False
         if self._on_change not in world.store.listeners:
             world.store.listeners.append(self._on_change)
-        if self._flush not in world.tick_listeners:
-            world.tick_listeners.append(self._flush)
+        if self._batch_ended not in world.tick_listeners:
+            world.tick_listeners.append(self._batch_ended)
         self._resync_all()
 
     def _detach(self) -> None:
@@ -118,8 +120,8 @@ class SimulatedBackend(BaseBackend):
         with world.lock:
             if self._on_change in world.store.listeners:
                 world.store.listeners.remove(self._on_change)
-            if self._flush in world.tick_listeners:
-                world.tick_listeners.remove(self._flush)
+            if self._batch_ended in world.tick_listeners:
+                world.tick_listeners.remove(self._batch_ended)
 
     def _on_connectivity(self) -> None:
         """The world's simulated API outage began or ended."""
@@ -133,7 +135,7 @@ class SimulatedBackend(BaseBackend):
                 with self.world.lock:
                     self._attach()
                 self.cache.set_connection(ConnectionState(ConnectionStatus.CONNECTED, self._context, None, "simulated cluster"))
-                self.cache.flush()
+                self._batch_ended()
 
     def _go_offline(self, message: str, stale: bool) -> None:
         """Like a failing watch on the real backend: keep the cached data, mark
@@ -147,7 +149,7 @@ class SimulatedBackend(BaseBackend):
                 self.cache.set_state(kind, ViewStatus.ERROR, f"reconnecting: {message}")
         status = ConnectionStatus.STALE if stale else ConnectionStatus.RECONNECTING
         self.cache.set_connection(ConnectionState(status, self._context, self._offline_since, message))
-        self.cache.flush()
+        self._batch_ended()
 
     def _check_online(self) -> None:
         if self._offline:
@@ -163,8 +165,10 @@ class SimulatedBackend(BaseBackend):
             self._ticker.stop()
             self._ticker = None
 
-    def _flush(self) -> None:
-        self.cache.flush()
+    def _batch_ended(self) -> None:
+        """A tick, a write or a scope change is in the cache whole (a relayed cache marks it)."""
+        if self.on_batch_end is not None:
+            self.on_batch_end()
 
     def _scope_for(self, kind: ResourceKind) -> str | None:
         return self._namespace if kind.type.namespaced else None
@@ -247,7 +251,7 @@ class SimulatedBackend(BaseBackend):
                 if kind.type.namespaced:
                     self.cache.clear(kind)
                     self._resync(kind)
-        self.cache.flush()
+        self._batch_ended()
 
     # -- primitives ---------------------------------------------------------
 
@@ -255,7 +259,7 @@ class SimulatedBackend(BaseBackend):
         return self.world.now()
 
     def _after_write(self) -> None:
-        self.cache.flush()
+        self._batch_ended()
 
     def _api_get(self, rt: ResourceType, name: str, namespace: str | None) -> dict[str, Any]:
         self._check_online()

@@ -3,7 +3,7 @@ the app's process, in order (``process_server.py`` sends them, ``process_backend
 
 In the serving process a :class:`SimulatedBackend` writes to a :class:`RelayedCache`: it has the
 write half of ObjectCache's interface and stores nothing (the app's cache builds the views, once),
-it only queues each write, and each ``flush`` marks where a batch ends. :func:`relay_messages` cuts
+it only queues each write, and :meth:`RelayedCache.end_batch` marks where a batch ends. :func:`relay_messages` cuts
 what was queued into messages small enough to unpickle without holding the app's interpreter for
 long; :class:`RelayReplayer` makes the same calls on the app's cache, in the same order."""
 
@@ -33,8 +33,8 @@ SHOWN_WHILE_LISTED = frozenset(kind for kind in ResourceKind if kind.type.group 
 
 #: One queued write: ``(verb, ...)``; verbs below.
 RelayOp = tuple[Any, ...]
-REPLACE, APPLY, CLEAR, STATE, CONNECTION, NODE_PODS, NODE_POD, FLUSH = (
-    "replace", "apply", "clear", "state", "connection", "node_pods", "node_pod", "flush")
+REPLACE, APPLY, CLEAR, STATE, CONNECTION, NODE_PODS, NODE_POD, MARK = (
+    "replace", "apply", "clear", "state", "connection", "node_pods", "node_pod", "mark")
 
 
 class RelayedCache:
@@ -83,11 +83,12 @@ class RelayedCache:
     def apply_node_pod(self, event_type: str, obj: dict[str, Any]) -> None:
         self._queue((NODE_POD, event_type, obj))
 
-    def flush(self) -> None:
-        """A batch ends here: the app's cache flushes when it reaches this mark."""
+    def end_batch(self) -> None:
+        """A batch ends here: the app's process notes the simulated time and that the batch is in
+        its cache when it reaches this mark (a write's reply names it)."""
         with self._ready:
             self.seq += 1
-            self._queue((FLUSH, self.seq, self._now(), time.monotonic()))
+            self._queue((MARK, self.seq, self._now(), time.monotonic()))
 
     # -- the sender's side ----------------------------------------------------------
 
@@ -149,7 +150,7 @@ class RelayReplayer:
         self._shared = SharedValues()
 
     def apply(self, op: RelayOp) -> tuple[int, datetime, float] | None:
-        """Apply one write; a flush mark returns its ``(seq, simulated now, monotonic)``."""
+        """Apply one write; a batch's mark returns its ``(seq, simulated now, monotonic)``."""
         verb, cache = op[0], self.cache
         if verb == APPLY:
             cache.apply(op[1], op[2], self._shared.copy(op[3]))
@@ -163,8 +164,7 @@ class RelayReplayer:
                 # only while a first list: the cache never shows a relist by halves
                 cache.add_listed_page(op[1], listed[shown:], len(listed))
                 self._shown[op[1]] = len(listed)
-        elif verb == FLUSH:
-            cache.flush()
+        elif verb == MARK:
             return op[1], op[2], op[3]
         elif verb == STATE:
             cache.set_state(op[1], op[2], op[3])

@@ -130,8 +130,9 @@ class ProcessSimulatedBackend(BaseBackend):
         except (OSError, EOFError):
             if not self._closing:
                 self._went_away()
-        except Exception as err:  # a subscriber or tap failed on this thread: the cache no longer follows
+        except Exception as err:  # a tap (a session recording) failed on this thread: the cache no longer follows
             if not self._closing:
+                self.cache.attach_tap(None)  # what failed is told nothing more
                 self._went_away(f"this app stopped following it: {type(err).__name__}: {err}")
 
     def _reached(self, seq: int, now: datetime, monotonic: float) -> None:
@@ -155,7 +156,6 @@ class ProcessSimulatedBackend(BaseBackend):
                 self.cache.set_state(kind, ViewStatus.ERROR, f"the simulated cluster is unreachable: {reason}")
         self.cache.set_connection(ConnectionState(ConnectionStatus.STALE, self._context, self._now(),
                                                   f"the simulated cluster is unreachable: {reason}"))
-        self.cache.flush()
         with self._applied_changed:
             self._applied_changed.notify_all()
         self._synced.set()
@@ -166,8 +166,8 @@ class ProcessSimulatedBackend(BaseBackend):
         if self._lost or self._session is None:
             raise self.process.gone()
         result, marks = self.process.call(self._session, name, *args)
-        # A write returns once its effect is cached, except on the relay thread itself (a
-        # subscriber that writes), which would wait for its own work.
+        # A write returns once its effect is cached, except on the relay thread itself (a tap
+        # that writes), which would wait for its own work.
         if name in SESSION_WRITES and threading.current_thread() is not self._relay_thread:
             if not self.wait_for_batch(marks.get(self._session, 0)) and self._lost:
                 raise self.process.gone()

@@ -114,6 +114,7 @@ class ClusterServer:
         backend = SimulatedBackend(self.worlds, identity=identity, namespace=namespace, context=context)
         cache = RelayedCache(lambda: backend.world.now())
         backend.cache = cache  # type: ignore[assignment]  # it makes only ObjectCache's writes, relayed
+        backend.on_batch_end = cache.end_batch
         with self._lock:
             number = next(self._numbers)
             self._sessions[number] = (backend, cache)

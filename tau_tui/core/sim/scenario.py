@@ -195,6 +195,8 @@ class ScenarioBuilder:
             resources_[gpu_resource] = str(gpus)
         container = {"name": job.get("container", "trainer"), "image": job.get("image", "ghcr.io/azure/tau-train:1.4.2"),
                      "command": ["torchrun", "train.py"], "resources": {"requests": resources_, "limits": dict(resources_)}}
+        if job.get("env"):  # {NAME: value}: the container's environment, as a manifest would set it
+            container["env"] = [{"name": str(k), "value": str(v)} for k, v in job["env"].items()]
         pod_spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Never"}
         if job.get("sidecar"):
             pod_spec["containers"].append({"name": "metrics", "image": "ghcr.io/azure/tau-metrics:0.3",

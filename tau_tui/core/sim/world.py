@@ -55,9 +55,11 @@ class SimulatedCluster:
         #: real-time ticker holds its next tick until then, for at most MAX_TICK_HOLD_S at a time. A
         #: real cluster's controllers do not share the app's interpreter; the simulated ones do.
         self.foreground_busy_until = 0.0
-        #: How a tick sleeps while giving way to the foreground (tests count the calls).
+        #: How a tick sleeps while giving way to the foreground, and the clock the foreground's hold
+        #: is compared with (tests give both).
         self.pause: Callable[[float], None] = time.sleep
-        #: Called after every tick, outside the lock (backends flush their caches).
+        self.monotonic: Callable[[], float] = time.monotonic
+        #: Called after every tick, outside the lock (a backend marks where its cache's batch ends).
         self.tick_listeners: list[Callable[[], None]] = []
         #: API outage injection: while ``api_down`` holds a message, attached
         #: backends stop receiving changes and report reconnecting/stale.
@@ -146,7 +148,8 @@ class SimulatedCluster:
                 step()
                 # while the foreground is busy, sleep between controllers so it runs alone: a tick
                 # at ``large`` is about half a second of CPU
-                gave_way += give_way(lambda: self.foreground_busy_until, MAX_STEP_HOLD_S - gave_way, self.pause)
+                gave_way += give_way(lambda: self.foreground_busy_until, MAX_STEP_HOLD_S - gave_way, self.pause,
+                                     self.monotonic)
             self.store.changed.notify_all()
         for listener in list(self.tick_listeners):
             listener()
@@ -192,6 +195,8 @@ class RealtimeTicker(threading.Thread):
         self.interval = interval
         self.on_tick = on_tick
         self._stopping = threading.Event()
+        #: The clock the foreground's hold is compared with (tests give their own).
+        self.monotonic: Callable[[], float] = time.monotonic
 
     def run(self) -> None:
         wait = self.interval
@@ -210,7 +215,7 @@ class RealtimeTicker(threading.Thread):
         """Wait while the foreground is busy (never past MAX_TICK_HOLD_S in a row); True when stopped meanwhile."""
         held = 0.0
         while held < MAX_TICK_HOLD_S:
-            left = min(self.world.foreground_busy_until - time.monotonic(), MAX_TICK_HOLD_S - held)
+            left = min(self.world.foreground_busy_until - self.monotonic(), MAX_TICK_HOLD_S - held)
             if left <= 0:
                 return False
             if self._stopping.wait(left):

@@ -24,6 +24,7 @@ from typing import Any
 
 from tau_tui.core.operations.audit import keys_dir
 from tau_tui.core.operations.audit_keys import Signer, SigningKeys
+from tau_tui.core.operations.demo_trust import demo_keys
 from tau_tui.core.operations.evidence.signature import SIGNATURE_NAME, signature_document
 from tau_tui.core.operations.evidence.store import RecordSummary
 
@@ -55,17 +56,18 @@ def manifest_document(record: RecordSummary, files: Mapping[str, bytes], signer:
         "record": summary,
         "files": [{"path": path, "size": len(data), "sha256": sha256_hex(data)} for path, data in sorted(files.items())],
         "required": sorted(files),
-        "signer": {"key": signer.fingerprint, "algorithm": "ed25519"},
+        "signer": {"key": signer.fingerprint, "algorithm": "ed25519", **({"demo": True} if record.simulated else {})},
     }
 
 
 def bundle_bytes(record: RecordSummary, files: Mapping[str, bytes], signer: Signer | None = None) -> bytes:
-    """The bundle as bytes, signed by ``signer`` (default: the user's key, created on first use);
-    the same record and key give the same bytes."""
+    """The bundle as bytes, signed by ``signer`` (default: the user's key, created on first use; the
+    demo's own key for a record of the simulated cluster); the same record and key give the same bytes."""
     for reserved in (MANIFEST_NAME, SIGNATURE_NAME):
         if reserved in files:
             raise ExportError(f"a record may not hold a file named {reserved}")
-    signer = signer if signer is not None else SigningKeys(keys_dir()).signer()
+    if signer is None:
+        signer = (demo_keys() if record.simulated else SigningKeys(keys_dir())).signer()
     try:
         mtime = int(datetime.fromisoformat(record.captured_at.replace("Z", "+00:00")).timestamp())
     except ValueError:

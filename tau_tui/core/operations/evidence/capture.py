@@ -32,6 +32,7 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
 from tau_tui.core.cluster.view_types import GpuHealthView, NodeView, PodView
+from tau_tui.core.operations.evidence.cluster_identity import ClusterIdentity, cluster_identity
 from tau_tui.core.operations.evidence.store import EvidenceStore, RecordSummary, Submission
 from tau_tui.core.operations.redaction import redact_object, redact_text
 from tau_tui.core.operations.run_objects import RunObjects
@@ -83,6 +84,7 @@ class CaptureInputs:
     gpu_reports: Mapping[str, GpuHealthView] = field(default_factory=dict)
     log: RunLog = field(default_factory=RunLog)
     submission: Submission | None = None
+    cluster: ClusterIdentity = field(default_factory=lambda: ClusterIdentity(None, None, problem="not read"))
 
 
 @dataclass(frozen=True)
@@ -294,6 +296,9 @@ def build_files(inputs: CaptureInputs) -> tuple[RecordSummary, dict[str, bytes]]
         files["logs/run.log"] = inputs.log.text.encode("utf-8")
     if inputs.log.note:
         unavailable.append(f"log: {inputs.log.note}")
+    cluster = inputs.cluster
+    if cluster.problem:
+        unavailable.append(f"cluster identity: {cluster.problem}")
 
     config_hash = annotations.get(CONFIG_HASH_ANNOTATION) or (submission.config_hash if submission else None)
     record = {
@@ -306,6 +311,7 @@ def build_files(inputs: CaptureInputs) -> tuple[RecordSummary, dict[str, bytes]]
         "finishedAt": _time(end),
         "capturedAt": _time(inputs.captured_at),
         "capturedBy": inputs.source,
+        "cluster": {"server": cluster.server, "kubeSystemUID": cluster.kube_system_uid, "simulated": cluster.simulated},
         "configHash": config_hash,
         "tauYaml": submission.tau_yaml_path if submission else None,
         "manifestsSource": manifests_source,
@@ -321,7 +327,8 @@ def build_files(inputs: CaptureInputs) -> tuple[RecordSummary, dict[str, bytes]]
     files["record.json"] = _json(redact_object(record))
     summary = RecordSummary(0, objs.namespace, objs.name, sid, kind, owner.uid if owner else None, inputs.outcome,
                             _time(end), _time(inputs.captured_at) or "", inputs.source, config_hash,
-                            ",".join(n["name"] for n in nodes))
+                            ",".join(n["name"] for n in nodes), cluster_server=cluster.server,
+                            cluster_uid=cluster.kube_system_uid, simulated=cluster.simulated)
     return summary, files
 
 
@@ -378,31 +385,37 @@ def live_nodes(backend: BaseBackend) -> tuple[list[NodeView] | None, dict[str, G
 
 def capture(backend: ClusterBackend, store: EvidenceStore, objs: RunObjects, outcome: str, now: datetime,
             *, source: str, nodes: Sequence[NodeView] | None,
-            gpu_reports: Mapping[str, GpuHealthView]) -> CaptureResult:
+            gpu_reports: Mapping[str, GpuHealthView], cluster: ClusterIdentity | None = None) -> CaptureResult:
     """Store the record of a finished run once.  ``nodes`` (None: not readable) and ``gpu_reports``
-    come from the caller: the app's cache, or :func:`live_nodes`."""
+    come from the caller: the app's cache, or :func:`live_nodes`; ``cluster`` (read from the
+    backend when not given) is the cluster the record is evidence of."""
     if outcome not in FINISHED_OUTCOMES:
         raise ValueError(f"outcome {outcome!r} is not one of {', '.join(FINISHED_OUTCOMES)}")
     sid = submission_id_of(objs)
+    cluster = cluster if cluster is not None else cluster_identity(backend)
     existing = store.find(objs.namespace, objs.name, sid)
     if existing is not None:
+        other = cluster.conflicts(existing.cluster_server, existing.cluster_uid, existing.simulated)
+        if other:
+            return CaptureResult(None, message=f"{objs.namespace}/{objs.name} (submission {sid}) is recorded already, "
+                                               f"but {other}")
         return CaptureResult(existing, created=False, message="already captured")
     inputs = CaptureInputs(objs, outcome, now, source, nodes, gpu_reports, read_run_log(backend, objs),
-                           store.submission(objs.namespace, objs.name, sid))
+                           store.submission(objs.namespace, objs.name, sid), cluster)
     summary, files = build_files(inputs)
     record, created = store.add_record(summary, files)
     return CaptureResult(record, created)
 
 
 def capture_live(backend: BaseBackend, store: EvidenceStore, namespace: str, name: str, now: datetime,
-                 *, source: str) -> CaptureResult:
+                 *, source: str, cluster: ClusterIdentity) -> CaptureResult:
     """The CLI's capture: read the run live and store its record if it is finished.  A run that is
-    gone from the cluster but was captured before returns that record."""
+    gone from the cluster but was captured before (of this ``cluster``) returns that record."""
     objs = read_run(backend, namespace, name)
     status = compute_run_status(objs)
     outcome = outcome_of(status)
     if outcome is None:
-        stored = store.find(namespace, name)
+        stored = store.find(namespace, name, cluster=cluster)
         if stored is not None:
             return CaptureResult(stored, created=False, message="already captured")
         if status.state == "not_found":
@@ -410,4 +423,5 @@ def capture_live(backend: BaseBackend, store: EvidenceStore, namespace: str, nam
         return CaptureResult(None, message=f"{namespace}/{name} is {status.display_state}, not finished; "
                                            "evidence is captured when it succeeds, fails or is cancelled")
     nodes, reports = live_nodes(backend)
-    return capture(backend, store, objs, outcome, now, source=source, nodes=nodes, gpu_reports=reports)
+    return capture(backend, store, objs, outcome, now, source=source, nodes=nodes, gpu_reports=reports,
+                   cluster=cluster)

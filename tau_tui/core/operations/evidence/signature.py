@@ -4,7 +4,9 @@ user's signing key (``audit_keys``).  The manifest names the same fingerprint, s
 re-signed by someone else either fails the signature or names another signer.
 
 Which signer is accepted: the one given with ``--key`` (fingerprint or base64 public key), or
-else any key in the user's own key store.  An unsigned bundle (format v1) proves nothing.
+else any key in the user's own key store.  A key the user retired proves only bundles of records
+captured before its retirement, and one rotated as compromised proves nothing (``--key`` too, when
+the store knows the key).  An unsigned bundle (format v1) proves nothing.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tau_tui.core.operations.audit_keys import (
+    KnownKey,
     Signer,
-    SigningKeys,
     fingerprint,
     public_key_bytes,
+    retirement_problem,
     signature_valid,
 )
 
@@ -52,8 +55,10 @@ class SignatureCheck:
 
 
 def check_signature(raw_signature: bytes | None, raw_manifest: bytes, manifest: dict[str, Any],
-                    expected_key: str | None, keys: SigningKeys | None) -> SignatureCheck:
-    """Check the signature and who made it; ``keys`` is consulted only without ``expected_key``."""
+                    expected_key: str | None, known: dict[str, KnownKey] | None, signed_at: object) -> SignatureCheck:
+    """Check the signature and who made it: the key named by ``expected_key``, else one of ``known``
+    (the user's keys; None: they could not be read), and a retired key only for a bundle made
+    (``signed_at``: its record's capture time) before its retirement, a compromised one never."""
     check = SignatureCheck()
     if raw_signature is None:
         check.unsigned = True
@@ -84,15 +89,18 @@ def check_signature(raw_signature: bytes | None, raw_manifest: bytes, manifest: 
         wanted = expected_fingerprint(expected_key)
         if wanted is None:
             check.problem = "--key is neither a SHA256: fingerprint nor a base64 Ed25519 public key"
-        elif wanted != check.signed_by:
+            return check
+        if wanted != check.signed_by:
             check.problem = f"signed by another key: {check.signed_by}, not the key you named ({wanted})"
-        else:
-            check.trusted_as = "the key you named"
-        return check
-    known = keys.known() if keys is not None else {}
-    if check.signed_by not in known:
+            return check
+        check.trusted_as = "the key you named"
+    elif known is None or check.signed_by not in known:
         check.problem = (f"signed by another key: {check.signed_by}, which is not one of yours; if you expect "
                          "it, confirm the fingerprint with its owner and pass --key")
         return check
-    check.trusted_as = "your key" if not known[check.signed_by].retired else "your retired key"
+    else:
+        check.trusted_as = "your key" if not known[check.signed_by].retired else "your retired key"
+    own = (known or {}).get(check.signed_by)
+    if own is not None:
+        check.problem = retirement_problem(own, signed_at)
     return check

@@ -5,10 +5,15 @@ The result names each tampered file: ``edited`` (its SHA-256 or size differs), `
 not in the archive) or ``extra`` (in the archive, not listed).  A hostile or broken archive is
 refused with a reason, never unpacked and never a traceback: absolute or ``..`` paths, links,
 devices, a member named twice, a member or a whole archive over the size limits, too many
-members, or a file that is not a gzip'd tar.  The manifest is signed (``MANIFEST.sig``,
+members, or a file that is not a gzip'd tar.  The whole archive is read: after the last member
+only zero padding may follow (``tar -xzf`` reads past a bad header and would extract what follows
+it; verify refuses such an archive rather than vouch for fewer members than tar extracts).  The
+manifest is signed (``MANIFEST.sig``,
 ``signature.py``): a recomputed manifest, a file dropped with its entry, or another signer fails,
 and an unsigned (v1) bundle says "unsigned: cannot prove" and fails.  Every file the manifest's
-``required`` list and :data:`REQUIRED_FILES` name must be present.
+``required`` list and :data:`REQUIRED_FILES` name must be present.  The record names its cluster
+(``cluster_identity.py``); a record of the simulated cluster verifies only with ``demo=True``,
+against the demo's own key, and a real one only without it.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tau_tui.core.operations.audit import keys_dir
-from tau_tui.core.operations.audit_keys import SigningKeys
+from tau_tui.core.operations.audit_keys import KnownKey, SigningKeys
+from tau_tui.core.operations.demo_trust import demo_keys
 from tau_tui.core.operations.evidence.bundle import BUNDLE_FORMAT, BUNDLE_FORMAT_V1, MANIFEST_NAME, REQUIRED_FILES
+from tau_tui.core.operations.evidence.cluster_identity import KUBE_SYSTEM
 from tau_tui.core.operations.evidence.signature import (
     MAX_SIGNATURE_BYTES,
     SIGNATURE_NAME,
@@ -63,15 +70,27 @@ class BundleVerification:
     manifest_sha256: str = ""
     record: dict[str, Any] = field(default_factory=dict)
     signature: SignatureCheck = field(default_factory=SignatureCheck)
+    #: Why the record's cluster is not what was asked for (a demo bundle without --demo), or "".
+    cluster_problem: str = ""
+    #: Why the trust store proves less than the OS keyring would ("" for the keyring or --key).
+    anchor_warning: str = ""
 
     @property
     def ok(self) -> bool:
-        return not self.refused and not self.problems and not self.signature.problem
+        return not self.refused and not self.problems and not self.signature.problem and not self.cluster_problem
+
+    def cluster(self) -> str:
+        """The cluster the record says it is of, in words."""
+        server, uid = self.record.get("cluster_server"), self.record.get("cluster_uid")
+        if not server:
+            return "of an unnamed cluster (captured before records named their cluster)"
+        kind = "of the SIMULATED (demo) cluster" if self.record.get("simulated") else "of the cluster at"
+        return f"{kind} {server} ({KUBE_SYSTEM} uid {uid or 'unknown'})"
 
     def lines(self) -> list[str]:
         if self.refused:
             return [f"{self.path}: not verified: {self.refused}"]
-        lines = []
+        lines = [f"{self.path}: FAILED: {self.cluster_problem}"] if self.cluster_problem else []
         if self.signature.problem:
             lines.append(f"{self.path}: {'' if self.signature.unsigned else 'FAILED: '}{self.signature.problem}")
         if self.problems:
@@ -81,7 +100,7 @@ class BundleVerification:
             return lines
         run = f"{self.record.get('namespace', '?')}/{self.record.get('name', '?')}"
         return [f"{self.path}: OK: {self.files_checked} files match the manifest (run {run}, "
-                f"{self.record.get('outcome', '?')}); signed by {self.signature.signed_by} "
+                f"{self.record.get('outcome', '?')}, {self.cluster()}); signed by {self.signature.signed_by} "
                 f"({self.signature.trusted_as}); manifest sha256 {self.manifest_sha256}"]
 
 
@@ -121,7 +140,8 @@ class _Bounded:
 
 def _read_members(path: Path) -> tuple[dict[str, bytes | str], int]:
     """Regular files by path: their bytes for the manifest, else their SHA-256 and size as text
-    ``"sha256:size"`` (hashed while read, never kept whole).  Second value: the member count."""
+    ``"sha256:size"`` (hashed while read, never kept whole).  Second value: where the archive's end
+    (its end-of-archive blocks, or the first header that is not one) begins in the unpacked stream."""
     contents: dict[str, bytes | str] = {}
     total = 0
     count = 0
@@ -130,7 +150,7 @@ def _read_members(path: Path) -> tuple[dict[str, bytes | str], int]:
         while True:
             member = tar.next()
             if member is None:
-                break
+                return contents, tar.offset
             count += 1
             if count > MAX_MEMBERS:
                 raise _Refused(f"more than {MAX_MEMBERS} members")
@@ -162,8 +182,26 @@ def _read_members(path: Path) -> tuple[dict[str, bytes | str], int]:
                 size += len(chunk)
                 digest.update(chunk)
             contents[name] = f"{digest.hexdigest()}:{size}"
-    return contents, count
+    return contents, tar.offset  # pragma: no cover - the loop returns at the archive's end
 
+
+def _check_the_end(path: Path, end: int) -> None:
+    """Refuse anything after the archive's end but zero padding: tar reads past a header it cannot
+    parse (and past a lone zero block), so bytes there could be members that tar extracts."""
+    limit = MAX_TOTAL_BYTES + _HEADER_ALLOWANCE
+    position = 0
+    with open(path, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
+        while chunk := unzipped.read(_CHUNK):
+            chunk_start, position = position, position + len(chunk)
+            if position > limit:
+                raise _Refused(f"the archive unpacks to more than {limit} bytes")
+            skip = max(0, end - chunk_start)
+            tail = chunk[skip:]
+            if tail.strip(b"\0"):
+                offset = chunk_start + skip + len(tail) - len(tail.lstrip(b"\0"))
+                raise _Refused(f"data after the archive's last member at byte {offset} of the unpacked tar (not zero "
+                               "padding: a header verify cannot read, and tar would read past it); the archive was "
+                               "altered")
 
 def _manifest(raw: bytes) -> dict[str, Any]:
     try:
@@ -183,9 +221,12 @@ def _manifest(raw: bytes) -> dict[str, Any]:
     return doc
 
 
-def verify_bundle(path: Path | str, key: str | None = None, keys: SigningKeys | None = None) -> BundleVerification:
+def verify_bundle(path: Path | str, key: str | None = None, keys: SigningKeys | None = None,
+                  demo: bool = False) -> BundleVerification:
     """Check the bundle at ``path``: its signature (by ``key``, a fingerprint or public key, else by
-    one of the user's own keys in ``keys``, default the user's key store) and every file."""
+    one of the user's own keys in ``keys``, default the user's key store, or the demo's own key
+    with ``demo``), every file, and that its record is of a real cluster (of the simulated one with
+    ``demo``)."""
     result = BundleVerification(Path(path))
     try:
         size = result.path.stat().st_size
@@ -193,7 +234,8 @@ def verify_bundle(path: Path | str, key: str | None = None, keys: SigningKeys | 
             raise _Refused("not a regular file")
         if size > MAX_BUNDLE_BYTES:
             raise _Refused(f"the file is {size} bytes, over the {MAX_BUNDLE_BYTES} byte limit")
-        contents, _ = _read_members(result.path)
+        contents, end = _read_members(result.path)
+        _check_the_end(result.path, end)
         raw_manifest = contents.pop(MANIFEST_NAME, None)
         raw_signature = contents.pop(SIGNATURE_NAME, None)
         if not isinstance(raw_manifest, bytes):
@@ -234,10 +276,27 @@ def verify_bundle(path: Path | str, key: str | None = None, keys: SigningKeys | 
     must_hold = set(REQUIRED_FILES) | {str(p) for p in doc.get("required", [])}
     for name in sorted(must_hold - set(listed)):
         result.problems.append(FileProblem(name, "missing", "a bundle must hold it; the manifest does not list it"))
-    signature = raw_signature if isinstance(raw_signature, bytes) else None
-    try:
-        result.signature = check_signature(signature, raw_manifest, doc, key,
-                                           keys if keys is not None or key is not None else SigningKeys(keys_dir()))
-    except OSError as err:  # the key store (keyring) could not be read
-        result.signature = SignatureCheck(problem=f"cannot read your public keys to check the signer ({err})")
+    _check_signer(result, raw_manifest, raw_signature if isinstance(raw_signature, bytes) else None, doc, key,
+                  keys if keys is not None else demo_keys() if demo else SigningKeys(keys_dir()), demo)
     return result
+
+
+def _check_signer(result: BundleVerification, raw_manifest: bytes, raw_signature: bytes | None, doc: dict[str, Any],
+                  key: str | None, keys: SigningKeys, demo: bool) -> None:
+    simulated = result.record.get("simulated") is True
+    if simulated and not demo:
+        result.cluster_problem = ("a bundle of the simulated (demo) cluster: it proves nothing about a real cluster "
+                                  "(`tau-tui evidence verify --demo` checks it against the demo's own key)")
+    elif demo and not simulated:
+        result.cluster_problem = "not a bundle of the simulated (demo) cluster: verify it without --demo"
+    known: dict[str, KnownKey] | None
+    try:
+        known = keys.known()
+        anchor = keys.store.anchor_warning
+    except OSError as err:  # the key store (keyring) could not be read, or there is none
+        known, anchor = None, ""
+        if key is None:
+            result.signature = SignatureCheck(problem=f"cannot read your public keys to check the signer ({err})")
+            return
+    result.signature = check_signature(raw_signature, raw_manifest, doc, key, known, result.record.get("captured_at"))
+    result.anchor_warning = anchor if key is None else ""

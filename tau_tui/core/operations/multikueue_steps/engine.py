@@ -111,6 +111,23 @@ class Refused(Exception):
         self.message = message
 
 
+class Cancelled(Exception):
+    """The operator stopped a survey (esc in the wizard): no state is known from it."""
+
+    def __init__(self, step: Step):
+        super().__init__(f"stopped while verifying '{step.title}'")
+        self.step = step
+
+
+@dataclass
+class StepWatch:
+    """Who watches a survey or a wait for verification: told which step is being checked before each
+    check (``doing`` says how: "verifying", "waiting for"), and asked after each whether to stop."""
+
+    on_step: Callable[[Step, str], None] = lambda step, doing: None
+    stop: Callable[[], bool] = lambda: False
+
+
 class Step:
     """One step.  Subclasses fill in the five parts."""
 
@@ -309,16 +326,22 @@ class Exercise:
             return Check(False, exc.message), StepState.REFUSED
         return check, (StepState.VERIFIED if check.ok else StepState.ACTION if check.action else StepState.READY)
 
-    def survey(self) -> list[StepStatus]:
+    def survey(self, watch: StepWatch | None = None) -> list[StepStatus]:
         """Every step's state from the cluster now: verified steps, the first
-        that is not (ready), and the locked ones after it."""
+        that is not (ready), and the locked ones after it.  ``watch`` is told each step as it is
+        checked; when it says stop, :class:`Cancelled` is raised after that step (a part of a survey
+        says nothing of the steps after it)."""
         out: list[StepStatus] = []
         blocked = False
         for step in self.flow.steps:
             if blocked:
                 out.append(StepStatus(step, StepState.LOCKED, Check(False, "an earlier step does not verify yet")))
                 continue
+            if watch is not None:
+                watch.on_step(step, "verifying")
             check, state = self._check(step)
+            if watch is not None and watch.stop():
+                raise Cancelled(step)
             if state is not StepState.VERIFIED:
                 blocked = True
                 if state is StepState.READY:
@@ -387,14 +410,22 @@ class Exercise:
         self.ctx.forget_workers()
         return True, lines
 
-    def wait_verified(self, step: Step, timeout: float) -> Check:
+    def wait_verified(self, step: Step, timeout: float, watch: StepWatch | None = None) -> Check:
         """Poll ``verify`` every ``poll_seconds`` until it holds or ``timeout`` has passed on the context's
-        clock (the time ``verify`` itself takes counts too)."""
+        clock (the time ``verify`` itself takes counts too).  ``watch`` is told before each check and
+        may stop the wait between checks: the step is then not verified, and says so."""
         deadline = Deadline(self.ctx, timeout)
+        if watch is not None:
+            watch.on_step(step, "waiting for")
         check, _ = self._check(step)
         while not (check.ok or check.action):  # waiting does not do what only the operator can
+            if watch is not None and watch.stop():
+                return Check(False, f"verification stopped by the operator after {deadline.elapsed():.0f} s "
+                                    f"(last check: {check.reason})", check.evidence)
             if not deadline.wait(self.poll_seconds):
                 break
+            if watch is not None:
+                watch.on_step(step, "waiting for")
             check, _ = self._check(step)
         if not check.ok and not check.action:
             check = Check(False, f"not verified within {timeout:g} s: {check.reason}", check.evidence)

@@ -37,6 +37,9 @@ class ReplayBackend(BaseBackend):
     """Plays ``reader``'s recording.  ``realtime``: a player thread moves the clock while playing
     (the app); without it only :meth:`seek`, :meth:`step` and :meth:`play_for` move it (tests)."""
 
+    #: Its visibility answers are the recorded ones: each is asked for.
+    visibility_absent_for_s = 0.0
+
     def __init__(self, reader: RecordingReader, *, realtime: bool = False) -> None:
         self.reader = reader
         self.clock = ReplayClock(reader.start, reader.end)
@@ -118,7 +121,6 @@ class ReplayBackend(BaseBackend):
             self._goto(target)
             if target >= self.clock.end:
                 self.clock.paused = True
-        self.cache.flush()
 
     def seek(self, text: str) -> datetime:
         """``:seek TEXT`` (see :func:`parse_seek`); raises ValueError saying what to type."""
@@ -129,7 +131,6 @@ class ReplayBackend(BaseBackend):
         with self._lock:
             self._goto(t)
             self.jumps += 1
-        self.cache.flush()
         return self.clock.now()
 
     def step(self, direction: int = 1) -> datetime:
@@ -141,7 +142,6 @@ class ReplayBackend(BaseBackend):
             if target is not None:
                 self._goto(target)
                 self.jumps += 1
-        self.cache.flush()
         return self.clock.now()
 
     def _next_time(self, here: float) -> float | None:
@@ -271,7 +271,6 @@ class ReplayBackend(BaseBackend):
             self._namespace_filter = namespace
             self._member = -1  # rebuild from the keyframe with the new scope
             self._goto(self.clock.position)
-        self.cache.flush()
 
     def who_am_i(self) -> dict[str, Any] | None:
         return dict(self._identity) if self._identity else None

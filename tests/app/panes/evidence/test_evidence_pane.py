@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tau_tui.core.operations.evidence.capture import capture_live
+from tau_tui.core.operations.evidence.cluster_identity import cluster_identity
 from tau_tui.core.operations.evidence.store import EvidenceStore
 from tau_tui.core.operations.evidence.verify import verify_bundle
 from tau_tui.screens.evidence import EvidenceScreen
@@ -21,9 +22,10 @@ RUNS = [("team-nlp", "eval-mmlu-0301"), ("taugrid-default", "tokenizer-sweep"), 
 
 def app_with_records(tmp_path, readonly: bool = False):
     world, backend = demo_backend()
-    store = EvidenceStore()  # $XDG_DATA_HOME is a fresh directory per test (tests/conftest.py)
+    store = EvidenceStore.demo()  # the demo's own, under $XDG_DATA_HOME: fresh per test (tests/conftest.py)
     for namespace, name in RUNS:
-        assert capture_live(backend, store, namespace, name, world.now(), source="cli").created
+        assert capture_live(backend, store, namespace, name, world.now(), source="cli",
+                            cluster=cluster_identity(backend)).created
     return make_app(tmp_path, backend, readonly=readonly, start_pane="queue")
 
 
@@ -89,7 +91,7 @@ async def test_export_writes_a_bundle_that_verifies(tmp_path):
         dialog.query_one("Input").value = str(target)
         await pilot.press("enter")
         await settle_until(pilot, target.exists)
-    result = verify_bundle(target)
+    result = verify_bundle(target, demo=True)  # the demo's records are signed by its own key
     assert result.ok and result.files_checked == 6
 
 

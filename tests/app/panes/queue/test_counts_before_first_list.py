@@ -20,7 +20,6 @@ def before_first_lists() -> SimulatedBackend:
     for kind in ResourceKind:
         backend.cache.clear(kind)
     backend.cache.set_connection(ConnectionState(ConnectionStatus.RECONNECTING, backend.current_context, None, "connecting"))
-    backend.cache.flush()
     return backend
 
 

@@ -62,7 +62,7 @@ async def test_a_large_first_read_shows_rows_before_positions_and_reads_them_rig
             shown_first.update({key: table.cells_of(key)[1].plain for key, wl in data.workloads.items()
                                 if wl.status_word == "pending"})
             shown_first["asked"] = str(len(asked))
-            shown_first["status"] = data.status
+            shown_first["status"] = data.status if isinstance(data.status, str) else data.status.plain
 
     queue_screen.QueueScreen.apply = first_apply  # type: ignore[method-assign]
     try:
