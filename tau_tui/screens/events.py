@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 
@@ -19,7 +18,7 @@ from tau_tui.core.operations.live_selection import LiveSelection
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.kept_rows import BuiltRow, KeptRows
-from tau_tui.screens.known_counts import count_text
+from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text
 from tau_tui.screens.object_scope import (
     ObjectScope,
     RunIdentity,
@@ -55,7 +54,7 @@ class EventsData:
     events: dict[str, ObjectView] = field(default_factory=dict)
     matchable: dict[str, Matchable] = field(default_factory=dict)
     plan: TablePlan | None = None
-    status: str = ""
+    status: str | CountedStatus = ""
 
 
 class EventsScreen(PaneScreen):
@@ -88,7 +87,7 @@ class EventsScreen(PaneScreen):
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable([ColumnSpec("seen", "Seen"), ColumnSpec("type", "Type", "T"),
-                          ColumnSpec("reason", "Reason", "R", flexible=True), ColumnSpec("object", "Object", "O", flexible=True),
+                          ColumnSpec("reason", "Reason", "R", flexible=True), ColumnSpec("object", "Object", "O", flexible=True, cut="middle"),
                           ColumnSpec("ns", "Namespace", optional=True), ColumnSpec("message", "Message", flexible=True),
                           ColumnSpec("count", "Count", optional=True)], id="events-table")
 
@@ -125,7 +124,8 @@ class EventsScreen(PaneScreen):
         data = EventsData(read.rows, read.views, read.matchable)
         listed = request.freshness.views.get(ResourceKind.EVENT)
         warnings = sum(1 for e in read.views.values() if isinstance(e, EventView) and e.type == "Warning")
-        data.status = f"{count_text(len(read.rows), listed)} events ({warnings} warning) · {self.scope.label}"
+        data.status = CountedStatus((RowCount(count_text(len(read.rows), listed), "events", "events-table"),
+                                     f" ({warnings} warning) · {self.scope.label}"))
         data.plan = read.plan or request.plan_table("events-table", list(read.rows), notice, data.matchable)
         self.kept.planned(data.plan)
         return data
@@ -138,7 +138,7 @@ class EventsScreen(PaneScreen):
         else:
             rows: list[Row] = list(data.rows)
             table.apply_rows(rows, notice=self.freshness.notice(ResourceKind.EVENT), matchable=data.matchable)
-        self.set_status(Text(data.status))
+        self.set_status(data.status)
 
     def selected_event(self) -> EventView | None:
         key = self.query_one("#events-table", KeyedTable).selected_key

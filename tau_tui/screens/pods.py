@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 
@@ -17,7 +16,7 @@ from tau_tui.core.cluster.view_types import ObjectView, PodView
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.kept_rows import BuiltRow, KeptRows
-from tau_tui.screens.known_counts import count_text
+from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text
 from tau_tui.screens.object_scope import ObjectScope, RayJobsByCluster, RunIdentity, pod_in_scope, run_identity
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import since
@@ -80,7 +79,7 @@ class PodsData:
     pods: dict[str, ObjectView] = field(default_factory=dict)
     matchable: dict[str, Matchable] = field(default_factory=dict)
     plan: TablePlan | None = None
-    status: str = ""
+    status: str | CountedStatus = ""
 
 
 class PodsScreen(PaneScreen):
@@ -112,8 +111,8 @@ class PodsScreen(PaneScreen):
                              lambda pod, now: pod_row(pod, now, self._ray_jobs.by_cluster))
 
     def compose_body(self) -> ComposeResult:
-        yield KeyedTable([ColumnSpec("pod", "Pod", "N", flexible=True), ColumnSpec("ns", "Namespace", optional=True),
-                          ColumnSpec("run", "Run", optional=True), ColumnSpec("ready", "Ready"),
+        yield KeyedTable([ColumnSpec("pod", "Pod", "N", flexible=True, min_width=16, cut="middle"),
+                          ColumnSpec("ns", "Namespace", optional=True), ColumnSpec("run", "Run", optional=True, cut="middle"), ColumnSpec("ready", "Ready"),
                           ColumnSpec("status", "Status", "S"), ColumnSpec("restarts", "Restarts", "R"),
                           ColumnSpec("node", "Node", optional=True), ColumnSpec("age", "Age", "A")], id="pods-table")
 
@@ -144,9 +143,10 @@ class PodsScreen(PaneScreen):
         read = self.kept.read(backend, self.tau.now(), request.table_states.get("pods-table"), notice, request.keep_reading)
         data = PodsData(read.rows, read.views, read.matchable)
         listed = request.freshness.views.get(ResourceKind.POD)
-        data.status = f"{count_text(len(read.rows), listed)} pods · {self.scope.label}"
+        scope = f" · {self.scope.label}"
         if self.scope.run and run is not None and not run.job and not run.ray_cluster:
-            data.status += " · no Job or RayJob of that name here, or its RayCluster is not made yet"
+            scope += " · no Job or RayJob of that name here, or its RayCluster is not made yet"
+        data.status = CountedStatus((RowCount(count_text(len(read.rows), listed), "pods", "pods-table"), scope))
         data.plan = read.plan or request.plan_table("pods-table", list(read.rows), notice, data.matchable)
         self.kept.planned(data.plan)
         return data
@@ -159,7 +159,7 @@ class PodsScreen(PaneScreen):
         else:
             rows: list[Row] = list(data.rows)
             table.apply_rows(rows, notice=self.freshness.notice(ResourceKind.POD), matchable=data.matchable)
-        self.set_status(Text(data.status))
+        self.set_status(data.status)
 
     def selected_pod(self) -> PodView | None:
         key = self.query_one("#pods-table", KeyedTable).selected_key

@@ -110,3 +110,27 @@ async def test_the_logs_pane_reads_a_rayjobs_driver_output_first(tmp_path):
         assert spool.lines(0, len(driver)) == driver  # the driver's history before any container
         info = app.screen.query_one("#logs-info").render()
         assert "driver first (ray job logs ray-rlhf-ppo-" in str(info)
+
+
+@async_test
+async def test_a_filter_on_pods_or_events_says_how_many_rows_it_shows_of_how_many(tmp_path):
+    """As every pane since #43 (filtered counts): "2 of 14 pods", and the plain total once cleared."""
+    async with demo_app(tmp_path, start_pane="queue") as (world, backend, app, pilot):
+        for view, table_id, noun in (("pods", "pods-table", "pods"), ("events", "events-table", "events")):
+            await command(pilot, view)
+            await settle_until_done(pilot, lambda table_id=table_id: bool(app.screen.query(f"#{table_id}"))
+                                    and table_of(app, table_id).row_count > 0, f"the {view} view's rows")
+            total = table_of(app, table_id).row_count
+            before = app.screen.query_one("#pane-status").render().plain
+            assert before.startswith(f"{total} {noun} · ") or before.startswith(f"{total} {noun} ("), before
+            await pilot.press("slash", *"team-vision", "enter")
+            shown_line = f" of {total} {noun}"
+            await settle_until_done(pilot, lambda shown_line=shown_line: shown_line in app.screen.query_one(
+                "#pane-status").render().plain, f"the {view} view's filtered count")
+            shown = table_of(app, table_id).row_count
+            assert 0 < shown < total
+            assert app.screen.query_one("#pane-status").render().plain.startswith(f"{shown} of {total} {noun}")
+            await pilot.press("escape")
+            await settle_until_done(pilot, lambda before=before: app.screen.query_one("#pane-status").render().plain
+                                    == before, f"the {view} view's plain total again")
+            await pilot.press("escape")
