@@ -269,7 +269,7 @@ def test_a_rayjob_submitted_followed_logged_and_cancelled_under_kuberay(t2, admi
 
 def test_retry_and_resume_make_new_rayjobs_that_kuberay_runs(t2, admin, tmp_path):
     name = "ray-again"
-    resilience = "resilience:\n  max_retries: 1\n  retry_on: [OOMKilled]\n"
+    resilience = "resilience:\n  max_retries: 1\n  retry_on: [OOMKilled]\n  backoff_initial: 1s\n"
     assert cli(t2, tmp_path, "submit", str(write_config(tmp_path / "run", name, resilience)), "-n", NS).returncode == 0
     held: list[str] = []
     try:
