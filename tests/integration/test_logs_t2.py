@@ -5,6 +5,7 @@ test_rayjob_kuberay_t2.py.)"""
 
 from __future__ import annotations
 
+import datetime
 import os
 import queue
 import subprocess
@@ -70,7 +71,30 @@ def running_pod(core: k8s.CoreV1Api, job: str, not_named: set[str]) -> str:
             if pod.metadata.name not in not_named and pod.status.phase == "Running" and not pod.metadata.deletion_timestamp:
                 return pod.metadata.name
         return None
-    return wait_for(found, f"a Running pod of {job} (other than {sorted(not_named)})", timeout=180)
+    def explain() -> str:  # why no pod ran: the Job's pods, its status and its events
+        pods = [(p.metadata.name, p.status.phase, bool(p.metadata.deletion_timestamp), p.spec.node_name,
+                 p.metadata.finalizers, [(c.type, c.status, c.reason) for c in p.status.conditions or []])
+                for p in core.list_namespaced_pod(NS, label_selector=f"job-name={job}").items]
+        status = k8s.BatchV1Api(core.api_client).read_namespaced_job_status(job, NS).status
+        events = [(e.involved_object.kind, e.involved_object.name, e.reason, e.message)
+                  for e in core.list_namespaced_event(NS).items]
+        return f"pods: {pods}\njob: {status}\nevents: {events[-20:]}"
+    return wait_for(found, f"a Running pod of {job} (other than {sorted(not_named)})", timeout=180, explain=explain)
+
+
+def stopped_by_the_kubelet(core: k8s.CoreV1Api, pod_name: str) -> None:
+    """What a kubelet does with a deleted pod, which KWOK's stages do not while a finalizer holds it (the
+    Job's job-tracking one): its containers stop at SIGTERM and the pod ends Failed.  The Job waits for
+    that (tau-tui renders a podFailurePolicy, so only failed pods are replaced), then lets it go."""
+    pod = wait_for(lambda: (p := core.read_namespaced_pod(pod_name, NS)).metadata.deletion_timestamp and p,
+                   f"{pod_name} terminating", timeout=60)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stopped = [{**k8s.ApiClient().sanitize_for_serialization(cs), "ready": False, "started": False,
+                "state": {"terminated": {"exitCode": 143, "reason": "Error", "finishedAt": now,
+                                         "startedAt": k8s.ApiClient().sanitize_for_serialization(cs.state.running.started_at)
+                                         if cs.state and cs.state.running else now}}}
+               for cs in pod.status.container_statuses or []]
+    core.patch_namespaced_pod_status(pod_name, NS, {"status": {"phase": "Failed", "containerStatuses": stopped}})
 
 
 class Lines:
@@ -116,6 +140,7 @@ def test_logs_follow_a_job_across_its_next_pod_and_end_with_it(t2, admin, test_n
         out.until(lambda seen: all(line in seen for line in main_lines), f"the lines of {first}")
         # The pod is evicted (as a drain or a preemption does): the Job makes its next pod.
         core.create_namespaced_pod_eviction(first, NS, {"metadata": {"name": first, "namespace": NS}})
+        stopped_by_the_kubelet(core, first)
         second = running_pod(core, name, {first})
         second_lines = [f"[{second}/main] {text}" for text in FAKE_LOG_LINES]
         out.until(lambda seen: all(line in seen for line in second_lines), f"the lines of {second}, the next pod")
