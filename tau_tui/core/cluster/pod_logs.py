@@ -17,7 +17,7 @@ from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.logspool.log_requests import ExecRequest, LogChunkRequest, LogRequest
 from tau_tui.core.cluster.logspool.sources import ClosableIterator, DriverUnavailable
 from tau_tui.core.cluster.logspool.stream import LogStream
-from tau_tui.core.cluster.logspool.timestamps import split_timestamp
+from tau_tui.core.cluster.logspool.timestamps import without_timestamps
 
 #: The Ray head's container in TauGrid's RayJob (and in tau-tui's renderer).
 RAY_HEAD_CONTAINER = "ray-head"
@@ -163,14 +163,7 @@ class _DriverRead:
         if not self._strip:
             yield from self._stream
             return
-        buffer = b""
-        for chunk in self._stream:  # the sidecar's container log: the kubelet's timestamps off again
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            if lines:
-                yield b"".join(split_timestamp(line)[2] + b"\n" for line in lines)
-        if buffer:
-            yield split_timestamp(buffer)[2]
+        yield from without_timestamps(self._stream)  # the sidecar's container log: the kubelet's timestamps off again
 
     def close(self) -> None:
         self._stream.close()

@@ -14,7 +14,7 @@ from typing import Any
 
 from tau_tui.core.cluster.api_failure import ApiFailure
 from tau_tui.core.cluster.logspool.log_requests import ExecRequest, LogChunkRequest
-from tau_tui.core.cluster.logspool.timestamps import split_timestamp
+from tau_tui.core.cluster.logspool.timestamps import without_timestamps
 from tau_tui.core.sim.simlogs import ContainerLog, SimLogReader
 
 HEAD_CONTAINER = "ray-head"
@@ -70,14 +70,7 @@ class UntimedOutput:
         self._reader = reader
 
     def __iter__(self) -> Iterator[bytes]:
-        buffer = b""
-        for chunk in self._reader:
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            if lines:
-                yield b"".join(split_timestamp(line)[2] + b"\n" for line in lines)
-        if buffer:
-            yield split_timestamp(buffer)[2]
+        yield from without_timestamps(self._reader)
 
     def close(self) -> None:
         self._reader.close()
