@@ -141,7 +141,8 @@ class RunsScreen(PaneScreen):
         "active ◐, done ✓, warning ⚠ or skipped –, then diagnostics and what to do next.  A run a GPU fault "
         "hit reads 'GPU fault' with the node, GPU and reason.  r retries a failed run as its resilience.* "
         "allows (retry_on, max_retries, backoff; ↻ now, ◷ later, – never); R resumes it from its last "
-        "checkpoint under a new submission, away from the faulty node.  Both are previewed and confirmed."
+        "checkpoint under a new submission, away from the faulty node.  Both are previewed and confirmed.  "
+        "p lists the run's pods and e the Events about it (l, d and y from there)."
     )
     MUTATING_ACTIONS = frozenset({"cancel", "retry", "resume"})
     VIEW_KINDS = (ResourceKind.JOB, ResourceKind.RAY_JOB, ResourceKind.WORKLOAD, ResourceKind.POD, ResourceKind.EVENT)
@@ -152,8 +153,9 @@ class RunsScreen(PaneScreen):
         Binding("a", "logs_all", "Logs (all ctrs)", id="runs.logs_all"),
         Binding("d", "describe", "Describe", id="runs.describe"),
         Binding("y", "yaml", "YAML", id="runs.yaml"),
-        Binding("p", "pods", "Pods", id="runs.pods"),
-        Binding("e", "events", "Events", id="runs.events"),
+        # told in HELP; kept off the footer, where at 80 columns they pushed Resume and Help out
+        Binding("p", "pods", "Pods", id="runs.pods", show=False),
+        Binding("e", "events", "Events", id="runs.events", show=False),
         Binding("ctrl+d", "cancel", "Cancel", id="runs.cancel"),
         Binding("r", "retry", "Retry", id="runs.retry"),
         Binding("R", "resume", "Resume", id="runs.resume"),
