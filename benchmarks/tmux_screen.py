@@ -38,6 +38,10 @@ class Screen:
     def _tmux(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True, timeout=30)
 
+    def tmux(self, *args: str) -> str:
+        """A tmux command on this tool's server (``-t bench`` names its pane); its output."""
+        return self._tmux(*args).stdout
+
     def start(self) -> float:
         exit_on_termination()
         started = time.monotonic()

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds the local control plane binaries for the test harness from Go modules:
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kueue, kwok, the KubeRay operator;
+#   promtool is unpacked from Debian's prometheus package instead (no Go build);
 #   and on request the benchmark peers k9s and kueuectl and the delaying proxy toxiproxy
 #   (never in the default run CI uses).
 # Output: $XDG_CACHE_HOME/tau-tui/harness/<component>-<version>/ (outside the repo),
 # skipped when that directory is complete. Versions come from harness/versions.env only.
-# Usage: bash harness/build.sh [component...]   (components: modules etcd k8s k8s-upgrade kueue kwok kuberay k9s
-#        kueuectl toxiproxy; none given: modules etcd kueue k8s k8s-upgrade kwok kuberay)
+# Usage: bash harness/build.sh [component...]   (components: modules etcd k8s k8s-upgrade kueue kwok kuberay
+#        promtool k9s kueuectl toxiproxy; none given: modules etcd kueue k8s k8s-upgrade kwok kuberay promtool)
 # TAU_HARNESS_CELL=<cell> builds a version-matrix cell of harness/matrix.tsv instead of the default
 # (scripts/matrix.sh sets it); a Kueue release the module proxy lacks is built from its git tag,
 # read from $KUEUE_GIT (a clone or bare repository; default the public repository).
@@ -279,6 +280,37 @@ build_kuberay() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# promtool, which the monitoring tests run (check rules, test rules, check config): Debian's packaged
+# Prometheus at PROMETHEUS_DEBIAN_VERSION, its .deb fetched with `apt-get download` (checked against the
+# signed archive index) and unpacked with `dpkg-deb -x`: nothing installed, no service, no daemon.
+# Building it from the Prometheus module instead cost 32 min wall and 338 s CPU on the loaded 2-core
+# machine (docs/testing.md), more than CI's cold-cache budget leaves.
+build_promtool() {
+  local out="$CACHE_ROOT/promtool-deb-$PROMETHEUS_DEBIAN_VERSION" package="prometheus=$PROMETHEUS_DEBIAN_VERSION"
+  local deb version
+  [[ -x "$out/usr/bin/promtool" ]] && { log "promtool $PROMETHEUS_DEBIAN_VERSION cached"; return; }
+  if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-deb >/dev/null 2>&1; then
+    echo "harness/build.sh: promtool comes from Debian's package $package; this machine has no apt-get/dpkg-deb" >&2
+    return 1
+  fi
+  log "fetching promtool from Debian ($package)"
+  rm -rf "$out.tmp" "$out.deb"; mkdir -p "$out.deb"
+  # An index older than the pinned version (a fresh CI image) is read again once, where root may.
+  if ! (cd "$out.deb" && apt-get download -q "$package" 2>&1); then
+    if [[ $(id -u) -ne 0 ]] || ! apt-get update -qq || ! (cd "$out.deb" && apt-get download -q "$package" 2>&1); then
+      echo "harness/build.sh: apt-get download $package failed: its sources need Debian bookworm (run apt-get update;" \
+           "a newer point release replaces the version in harness/versions.env)" >&2
+      return 1
+    fi
+  fi
+  deb=$(find "$out.deb" -name 'prometheus_*.deb' -print -quit)
+  version=$(dpkg-deb -f "$deb" Version)
+  [[ $version == "$PROMETHEUS_DEBIAN_VERSION" ]] || { echo "harness/build.sh: got prometheus $version, not $PROMETHEUS_DEBIAN_VERSION" >&2; return 1; }
+  dpkg-deb -x "$deb" "$out.tmp" || return 1
+  "$out.tmp/usr/bin/promtool" --version >/dev/null || return 1
+  rm -rf "$out.deb" "$out"; mv "$out.tmp" "$out"
+}
+
 # Module directories holding the YAML the fixtures load (Kueue CRDs and webhooks, KubeRay CRDs,
 # KWOK stages), recorded for tests/harness/binaries.py.
 fetch_modules() {
@@ -301,7 +333,7 @@ fetch_modules() {
 }
 
 components=("$@")
-[[ ${#components[@]} == 0 ]] && components=(modules etcd kueue k8s k8s-upgrade kwok kuberay)
+[[ ${#components[@]} == 0 ]] && components=(modules etcd kueue k8s k8s-upgrade kwok kuberay promtool)
 for c in "${components[@]}"; do
   start=$SECONDS
   case "$c" in
@@ -312,10 +344,11 @@ for c in "${components[@]}"; do
     kueue) build_kueue_command kueue ;;
     kwok) build_kwok ;;
     kuberay) build_kuberay ;;
+    promtool) build_promtool ;;
     k9s) build_k9s ;;
     kueuectl) build_kueue_command kueuectl ;;
     toxiproxy) build_toxiproxy ;;
-    *) echo "harness/build.sh: unknown component '$c' (modules etcd k8s k8s-upgrade kueue kwok kuberay k9s kueuectl toxiproxy)" >&2; exit 2 ;;
+    *) echo "harness/build.sh: unknown component '$c' (modules etcd k8s k8s-upgrade kueue kwok kuberay promtool k9s kueuectl toxiproxy)" >&2; exit 2 ;;
   esac || { echo "harness/build.sh: building '$c' failed (see the Go errors above)" >&2; exit 1; }
   log "$c done in $((SECONDS - start))s"
 done

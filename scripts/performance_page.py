@@ -302,18 +302,40 @@ def app_scales() -> list[str]:
     return out + table(["Through tmux, 160×48", "large", "xl"], rows)
 
 
+DEMO_RESTART = "demo_restart.json"
+
+
+def demo_restart_frames(data: dict | None, key: str = "launches") -> list[object]:
+    return [dig(r, "first_frame_s") for r in listed(data, key)]
+
+
+def demo_restart() -> list[str]:
+    """One line under the first-frame table: `./scripts/demo.sh` started again, the app alone beside it."""
+    data = load(DEMO_RESTART)
+    command = args_command("demo_restart.py", data or {}, {"launches": 10, "json": DEMO_RESTART})
+    frames = demo_restart_frames(data)
+    if not data or not summarize(figures(frames)).n:
+        return ["", f"`./scripts/demo.sh` started again (`{command}`): **{NOT_MEASURED}**: no raw file `{DEMO_RESTART}` yet."]
+    banners = listed(data, "banner_lines")
+    return ["", f"`./scripts/demo.sh` started again, setup up to date (`{command}`): first frame {spread(frames)}, the app "
+                f"alone in the same run {spread(demo_restart_frames(data, 'app_alone'))}, `scripts/setup.sh` alone "
+                f"{spread(data.get('setup_alone_s'))}; {len(banners)} warning banners. Raw: "
+                f"`benchmarks/results/{DEMO_RESTART}`; {date(data)}; {machine(data)}."]
+
+
 def first_frame() -> list[str]:
     raw, command = "first_frame.json", ".venv/bin/python benchmarks/first_frame.py --launches 7"
     data = load(raw)
     if not data or not isinstance(data.get("samples"), dict):
-        return absent(raw, command)
+        return absent(raw, command) + demo_restart()[1:]
     rows = []
     for scenario, launches in data["samples"].items():
         launches = launches if isinstance(launches, list) else []
         rows.append(["`--demo`" if scenario == "demo" else f"`--demo {scenario}`", spread([dig(r, "first_frame_s") for r in launches]),
                      spread([dig(r, "queue_screen_s") for r in launches]),
                      spread([dig(r, "rss_mb") for r in launches], megabytes)])
-    return header(raw, command, data) + table(["Scenario", "first frame (keys answered)", "queue screen", "RSS then"], rows)
+    return header(raw, command, data) + table(["Scenario", "first frame (keys answered)", "queue screen", "RSS then"],
+                                              rows) + demo_restart()
 
 
 def pilot() -> list[str]:
@@ -721,7 +743,9 @@ def goals() -> list[str]:
                           NOT_MEASURED if ratio is None else f"{ratio:.2f}×", verdict(ratio, 1.5)],
                          [f"harness, {scale}: first workload row, tau-tui − k9s (median)", "≤ 0 s",
                           NOT_MEASURED if lead is None else f"{lead:+.1f} s", verdict(lead, 0.0)]]
+    restart = summarize(figures(demo_restart_frames(load(DEMO_RESTART)))).p50
     rows = [
+        ["`./scripts/demo.sh` started again: first frame (median)", "≤ 3 s", seconds(restart), verdict(restart, 3.0)],
         ["xl: first workloads after the world is built", "≤ 3 s", seconds(built), verdict(built, 3.0)],
         ["xl: whole list after launch (median), with keys pressed meanwhile / without", "≤ 30 s",
          NOT_MEASURED if xl_whole is None and xl_quiet is None else f"{seconds(xl_whole)} / {seconds(xl_quiet)}", verdict(None if xl_whole is None or xl_quiet is None

@@ -38,6 +38,7 @@ from tau_tui.app_components.pane_switch_mask import PaneSwitchMask
 from tau_tui.app_components.quitting import Quitting
 from tau_tui.app_components.replay_controls import REPLAY_BINDINGS, REPLAY_HELP_KEYS, ReplayControls
 from tau_tui.app_components.scope_notice import ScopeNotice
+from tau_tui.app_components.unsaved_guard import UnsavedGuard
 from tau_tui.app_messages import BackendFailed, BackendReady, MutationApplied, MutationPreviewed
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.interfaces import ClusterBackend
@@ -71,6 +72,7 @@ if TYPE_CHECKING:  # loaded in the workers that start them, after the first fram
     from tau_tui.core.operations.recording.replay_clock import ReplayStatus
     from tau_tui.core.operations.recording.writer import SessionRecorder
     from tau_tui.mutations.mutation import Mutation
+    from tau_tui.screens.host import UnsavedWork
 
 
 #: How often the shown pane looks whether a kind it reads moved (generation counters only): a watch
@@ -169,6 +171,7 @@ class TauApp(App):
         self.scope_notice = ScopeNotice(self)
         self.command_mode = CommandMode(self, self.replay_controls)
         self.mutation_flow = MutationFlow(self)
+        self.unsaved_guard = UnsavedGuard(self)
         self.quitting = Quitting(self)
         self.found_versions = FoundVersionsCache(self)
 
@@ -459,8 +462,14 @@ class TauApp(App):
     def _close_backend(self, backend: ClusterBackend) -> None:
         backend.close()
 
-    async def action_quit(self) -> None:
-        self.quitting.quit()
+    async def action_quit(self) -> None:  # ctrl+q, ctrl+c, :q, the palette: unsaved work asks first
+        self.unsaved_guard.then("quit tau-tui", self.quitting.quit)
+
+    def register_unsaved_work(self, holder: UnsavedWork) -> None:
+        self.unsaved_guard.register(holder)
+
+    def on_unmount(self) -> None:  # however the app ends, a crash too: unsaved work is kept as a draft
+        self.unsaved_guard.app_ended(self.return_code)
 
     def quit_on_signal(self, signum: int) -> None:
         """SIGINT, SIGTERM, SIGHUP (on the event loop; see startup/app_loop.py): quit as ctrl+q does."""

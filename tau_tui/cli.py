@@ -24,6 +24,9 @@ from .commands.parser import (
 from .core.exit_signals import install_exit_on_signals
 from .startup.leaving import leave_now
 
+#: The hidden command the completion scripts ask for names (tau_tui/commands/completion_names.py).
+COMPLETE_NAMES = "__complete"
+
 
 def run_command(argv: list[str]) -> int:
     # Imported here: the app never loads the headless commands (start to the first frame).
@@ -116,6 +119,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         install_exit_on_signals()  # SIGTERM/SIGHUP run the exit clean-up (spools, private files)
+        if argv == ["--version"]:  # before any parser: it loads nothing of the app
+            from .version import version_line
+
+            print(version_line())
+            return EXIT_OK
+        if argv[:1] == [COMPLETE_NAMES]:  # the completion scripts' hidden helper
+            from .commands.completion_names import complete_names
+
+            return complete_names(argv[1:])
         if not argv or argv[0] not in COMMANDS:
             # No sub-command (or only app flags such as --demo): the interactive app.
             return run_app(argv)

@@ -32,7 +32,8 @@ APP_BINDINGS: list[BindingType] = [
     Binding("slash", "filter", "/filter", id="app.filter", key_display="/", priority=True),
     Binding("escape", "back", "Back", id="app.back", show=False),
     Binding("question_mark,f1", "help", "Help", id="app.help", key_display="?"),
-    Binding("ctrl+q", "quit", "Quit", id="app.quit", show=False, priority=True),
+    # ctrl+c quits as in k9s (through the unsaved-work guard), even from a text field
+    Binding("ctrl+q,ctrl+c", "quit", "Quit", id="app.quit", show=False, priority=True),
     *[Binding(key, f"switch_pane('{mode}')", label, id=f"app.pane.{mode}", show=False) for key, mode, label in PANES],
     # alt+digit switches from inside a text field too, and never types the digit (priority: before the Input).
     *[Binding(f"alt+{key}", f"switch_pane('{mode}')", label, id=f"app.pane_alt.{mode}", show=False, priority=True)

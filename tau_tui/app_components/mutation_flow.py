@@ -20,6 +20,18 @@ if TYPE_CHECKING:
     from tau_tui.app_components.shell import AppShell
 
 
+#: How much of a failed preview the second confirmation quotes.
+FAILURE_CHARS = 600
+
+
+def failure_of(preview_text: str) -> str:
+    """The failure a preview reports: from its last "⚠" on (the server dry-run's own words), else its end."""
+    at = preview_text.rfind("⚠")
+    failure = preview_text[at:] if at >= 0 else "\n".join(preview_text.strip().splitlines()[-4:])
+    failure = failure.strip()
+    return failure if len(failure) <= FAILURE_CHARS else failure[:FAILURE_CHARS - 1] + "…"
+
+
 class MutationFlow:
     """Previews, confirms, applies and audits every change the panes ask for."""
 
@@ -122,8 +134,26 @@ class MutationFlow:
                 self._audit_in_thread("declined", mutation.verb, mutation.target, ok=False,
                                       message="declined at the confirmation", namespace=mutation.namespace)
 
-        self.app.push_screen(ConfirmDialog(mutation.title, preview, verb=mutation.verb.capitalize(),
-                                           decline=mutation.decline), answered)
+        verb = mutation.verb.capitalize()
+        if message.ok:
+            self.app.push_screen(ConfirmDialog(mutation.title, preview, verb=verb, decline=mutation.decline), answered)
+            return
+
+        # The preview failed (a server dry-run FAILED): going on takes a second, explicit yes on
+        # another key, in a dialog that names the failure.
+        def first_answer(yes: bool | None) -> None:
+            if not yes:
+                answered(False)
+                return
+            failure = failure_of(message.text)
+            self.app.push_screen(ConfirmDialog(
+                f"{verb} {mutation.target} although its preview failed?",
+                Text(f"The preview of this {mutation.verb} failed:\n\n{failure}\n\nThe server may refuse it, or do "
+                     f"what the preview could not show. {verb} anyway?"),
+                verb=f"{verb} anyway", decline=mutation.decline, confirm_key="a"), answered)
+
+        self.app.push_screen(ConfirmDialog(mutation.title, preview, verb=f"{verb} despite the failure…",
+                                           decline=mutation.decline), first_answer)
 
     def _apply(self, mutation: Mutation) -> None:
         """Worker thread."""

@@ -1,5 +1,6 @@
-"""Quitting in bounded time whatever the server does: ctrl+q, ``:q``, the palette's Quit and the
-quit signals (SIGINT, SIGTERM, SIGHUP; see ``startup/app_loop.py``).
+"""Quitting in bounded time whatever the server does: ctrl+q, ctrl+c, ``:q``, the palette's Quit
+(each through the unsaved-work guard, ``unsaved_guard.py``) and the quit signals (SIGINT, SIGTERM,
+SIGHUP; see ``startup/app_loop.py``), which keep unsaved work as a draft before anything else.
 
 What must be kept is on the local disk and written before the app ends: the session recording's
 end here; audit entries as they happen; log spools and private files by the exit clean-up.
@@ -9,6 +10,7 @@ quit waits for at most CLOSE_WAIT_S; what is still running then ends with the pr
 
 from __future__ import annotations
 
+import signal
 import sys
 import termios
 import threading
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tau_tui.startup.leaving import leave_now
 
 if TYPE_CHECKING:
+    from tau_tui.app_components.unsaved_guard import UnsavedGuard
     from tau_tui.core.cluster.interfaces import ClusterBackend
     from tau_tui.core.operations.evidence.recorder import EvidenceRecorder
     from tau_tui.core.operations.recording.writer import SessionRecorder
@@ -32,6 +35,7 @@ class QuittingApp(Protocol):
     backend: ClusterBackend | None
     evidence_recorder: EvidenceRecorder | None
     session_recorder: SessionRecorder | None
+    unsaved_guard: UnsavedGuard
 
     def exit(self, result: Any = ..., return_code: int = ..., message: Any = ...) -> None: ...
 
@@ -76,10 +80,12 @@ class Quitting:
         self.app.exit(return_code=return_code)
 
     def signalled(self, signum: int) -> None:
-        """On the event loop, for a quit signal: the same quit as ctrl+q, exit code 128 + signum.
+        """On the event loop, for a quit signal: the same quit as ctrl+q, exit code 128 + signum,
+        except that nobody can be asked about unsaved work: it is kept as a draft, first.
         When the terminal is gone (a closed window hangs it up) there is nothing to restore, and
         Textual's last writes to it would block its shutdown: the process leaves at once."""
         self.signal = signum
+        self.app.unsaved_guard.keep_drafts(signal.Signals(signum).name)
         if terminal_gone():
             self._close()
             leave_now(SIGNAL_EXIT_BASE + signum)

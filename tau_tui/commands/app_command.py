@@ -19,7 +19,7 @@ def build_app_parser() -> argparse.ArgumentParser:
         prog="tau-tui",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="app keys: : command mode, / filter, ? help, esc back, 1-7 panes, ctrl+p palette, ctrl+q quit",
+        epilog="app keys: : command mode, / filter, ? help, esc back, 1-7 panes, ctrl+p palette, ctrl+q or ctrl+c quit",
     )
     parser.add_argument("--context", help="kubeconfig context (default: current)")
     parser.add_argument("-n", "--namespace",
@@ -36,7 +36,21 @@ def build_app_parser() -> argparse.ArgumentParser:
                         help="how long an API request may wait for an answer (30s, 1m, 0 = no limit; "
                              "default: request_timeout in config.yaml, else 30s)")
     add_session_recording_options(parser)
+    parser.add_argument("--version", action=_PrintVersion, help="print the version and the commit it was built from")
     return parser
+
+
+class _PrintVersion(argparse.Action):
+    """``--version``, read only when asked (it may run git)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kwargs.get("help"))
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ..version import version_line
+
+        print(version_line())
+        parser.exit()
 
 
 def check_session_files(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
@@ -118,6 +132,8 @@ def run_app(argv: list[str]) -> int:
         # SIGINT, SIGTERM and SIGHUP quit the app as ctrl+q does (app.quit_on_signal); its workers'
         # threads are daemons that a quit does not wait for.
         run_on_app_loop(app.run_async(), app.quit_on_signal)
+        for line in app.unsaved_guard.farewell():  # the terminal is restored: say where the drafts are
+            print(line, file=sys.stderr)
         code = 0 if app.return_code in (None, 0) else int(app.return_code)
     except KeyboardInterrupt:  # a Ctrl-C outside the app's loop, or a second one while it quits
         print(INTERRUPTED, file=sys.stderr)

@@ -14,7 +14,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 #: The one line a Ctrl-C prints (on stderr), in the app and in every command.
 INTERRUPTED = "tau-tui: interrupted"
 COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel", "evidence",
-            "logs")
+            "logs", "completion")
 #: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
 EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
 #: The server's Kueue serves no kueue.x-k8s.io/v1beta2 (v0.14 or older): every command that reads it.
@@ -89,6 +89,9 @@ back read-only). The headless commands use the same core and rules as the app:
                                         resubmit from the last checkpoint (TAU_RESUME_FROM) under a new
                                         submission, away from a node whose GPU fault hit the run;
                                         --force after OOMKilled; warns on config drift with -c
+  tau-tui completion bash|zsh|fish      the shell completion script (sub-commands, flags, and the names of
+                                        runs, namespaces and contexts read when you press tab)
+  tau-tui --version                     the version and the commit it was built from
 
 Commands that talk to the cluster take --request-timeout DURATION (as kubectl: 30s, 1m, 0 = no
 limit; default request_timeout in the app's config.yaml, else 30s; connecting, TLS included,
@@ -221,6 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
             add_recovery_parsers(cmd, lambda action: _run_connection_options(action, suppress=True))
     add_evidence_parser(sub)
     add_logs_parser(sub, duration_arg)
+    completion = sub.add_parser("completion", help="print the shell completion script")
+    completion.add_argument("shell", choices=["bash", "zsh", "fish"],
+                            help="bash: source it or save it as ~/.local/share/bash-completion/completions/tau-tui; "
+                                 "zsh: save it as _tau-tui in a folder on $fpath; fish: save it as "
+                                 "~/.config/fish/completions/tau-tui.fish")
     return parser
 
 

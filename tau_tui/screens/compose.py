@@ -7,9 +7,10 @@ file's comments and key order."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -21,6 +22,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.admission_fit import quota_warnings, request_totals, summary_line
+from tau_tui.core.operations.compose_drafts import find_draft
 from tau_tui.core.operations.evidence.submission import keep_submission
 from tau_tui.core.runconfig.diagnostics import (
     MAX_MESSAGES,
@@ -31,18 +33,16 @@ from tau_tui.core.runconfig.diagnostics import (
     escape_control,
     report_lines,
 )
-from tau_tui.core.runconfig.document import ComposeDocument, SaveRefused
-from tau_tui.core.runconfig.loader import load_config_text
-from tau_tui.core.runconfig.manifests import to_yaml
-from tau_tui.core.runconfig.pipeline import render_run, snapshot_path
-from tau_tui.core.runconfig.profiles import Caller, ProfileSet, explain, load_snapshot, profile_set_from_taucluster
-from tau_tui.core.runconfig.resolve import RenderOptions
+from tau_tui.core.runconfig.document import ComposeDocument, EditRefused
+from tau_tui.core.runconfig.form_text import EntryError
 from tau_tui.core.runconfig.yamlsource import read_text_file
 from tau_tui.mutations.mutation import Mutation, describe_result
 from tau_tui.screens.base import PaneScreen
-from tau_tui.screens.compose_form import FORM, IMPLICIT_PROFILE, QUOTA_FIELDS, Validation, field_for
-from tau_tui.screens.messages import FileOpened, FileSaved, ServerDryRunDone, Validated
-from tau_tui.widgets.form_field import EntryError, FormField
+from tau_tui.screens.compose_check import ComposeCheck, form_policy
+from tau_tui.screens.compose_form import FORM, IMPLICIT_PROFILE, Validation, field_for
+from tau_tui.screens.compose_save import ComposeKeeper, write_document
+from tau_tui.screens.messages import DraftFound, FileOpened, FileSaved, ServerDryRunDone, Validated
+from tau_tui.widgets.form_field import FormField
 from tau_tui.widgets.input_dialog import InputDialog
 from tau_tui.widgets.status_text import style_of
 from tau_tui.widgets.yaml_preview import YamlPreview
@@ -63,7 +63,10 @@ class ComposeScreen(PaneScreen):
         "picker offers only profiles that are ready and applicable to the namespace/team/lane in the form; "
         "the others are listed with the reason.  ctrl+r client dry-run, ctrl+t server dry-run (dryRun=All, "
         "nothing is created), ctrl+g submit (server dry-run preview, confirmation, audit log), ctrl+s save "
-        "(keeps comments and key order; refuses if it would lose anything), ctrl+o open, ctrl+n new.  "
+        "(writes only the keys you changed, in place; a field that cannot be written is named and nothing is "
+        "written), ctrl+o open, ctrl+n new.  Before ctrl+o, ctrl+n or a quit, changes not saved ask: save, "
+        "discard or cancel.  If the app ends without asking (a signal, a crash), the form is kept as a draft "
+        "and offered the next time the file is opened.  "
         "In a field, digits are text: esc leaves the field, then 1-7 switch panes; alt+1..7 switch from anywhere."
     )
     MUTATING_ACTIONS = frozenset({"submit", "save"})  # save writes a file: read-only refuses it too
@@ -83,15 +86,22 @@ class ComposeScreen(PaneScreen):
         self.validation = Validation(False)
         self._debounce: Timer | None = None
         self._generation = 0
+        self._validated_generation = 0
+        self._validation_pending = False
         self._profile_options: list[tuple[str, str]] = []
         #: fields whose text cannot be parsed (not written to the document): path → message
-        self._entry_errors: dict[str, str] = {}
+        self.entry_errors: dict[str, str] = {}
+        #: what each field shows (path → text), kept as it changes: a draft at a crash reads it here
+        self.field_texts: dict[str, str] = {}
+        #: what runs once a validation of the form as it is now arrives (ctrl+r, ctrl+t, ctrl+g)
+        self._when_validated: list[Callable[[], None]] = []
+        self.keeper = ComposeKeeper(self)
 
     def needs_backend(self) -> bool:
         return False
 
     def crumbs(self) -> str:
-        return f"Compose › {self.document.label}" + (" (modified)" if self.document.dirty else "")
+        return f"Compose › {self.document.label}" + (" (modified)" if self.keeper.has_unsaved_work() else "")
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="compose-main"):
@@ -123,25 +133,44 @@ class ComposeScreen(PaneScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
+        self.check = ComposeCheck(self.tau)
+        self.tau.register_unsaved_work(self.keeper)
         if self.tau.readonly:
             self.query_one("#btn-submit", Button).display = False
             self.query_one("#btn-save", Button).display = False
         if self.tau.compose_file:
             self.open_file(self.tau.compose_file)
         else:
-            self._show_document()
+            self.new_document()
 
     # -- document <-> form ----------------------------------------------------------
 
     def open_file(self, path: str) -> None:
+        """Read ``path`` and the draft kept for it, in a worker."""
         self._open_worker(path)
+
+    def new_document(self) -> None:
+        self.document = ComposeDocument.new()
+        self.show_document()
+        self._new_draft_worker()
+
+    @work(description="_new_draft_worker", thread=True, exclusive=True, exit_on_error=False, group="compose-open")
+    def _new_draft_worker(self) -> None:
+        draft = find_draft(None)
+        if draft is not None:
+            self.post_message(DraftFound(draft))
+
+    @on(DraftFound)
+    def _on_draft_found(self, message: DraftFound) -> None:
+        if self.document.path is None:
+            self.keeper.offer_draft(message.draft)
 
     @work(description="_open_worker", thread=True, exclusive=True, exit_on_error=False, group="compose-open")
     def _open_worker(self, path: str) -> None:
         try:
             # The loader's bounded read: a FIFO, /dev/zero or a huge file is refused, never read.
             file = Path(path).expanduser()
-            self.post_message(FileOpened(ComposeDocument(read_text_file(file), file)))
+            self.post_message(FileOpened(ComposeDocument(read_text_file(file), file), draft=find_draft(file)))
         except DiagnosticError as err:
             self.post_message(FileOpened(None, " ".join(report_lines(err.diagnostics, 3))))
         except FileNotFoundError:
@@ -161,145 +190,119 @@ class ComposeScreen(PaneScreen):
             self.query_one(YamlPreview).show_text(Text(f"no preview: {error}", style="dim"))
             return
         self.document = message.document
-        self._show_document()
+        self.show_document()
+        if message.draft is not None:
+            self.keeper.offer_draft(message.draft)
 
-    def _show_document(self) -> None:
-        self._entry_errors.clear()
+    def show_document(self, validate: bool = True) -> None:
+        self.entry_errors.clear()
         for form_field in self.query(FormField):
             form_field.show_value(self.document.get(form_field.path))
-        self._update_file_line()
-        self.update_header()
-        self._schedule_validation(immediate=True)
+            self.field_texts[form_field.path] = form_field.input.value
+        self.document_changed()
+        if validate:
+            self._schedule_validation(immediate=True)
 
-    def _update_file_line(self) -> None:
+    def document_changed(self) -> None:
+        """The file line and the header follow the document (its name, whether it differs)."""
         text = Text()
+        if self.keeper.has_unsaved_work():  # first: a long path must not push it out of sight
+            text.append("● modified  ", style=style_of("pending"))
         text.append("file ", style="dim")
         text.append(self.document.label, style="bold")
-        if self.document.dirty:
-            text.append("  ● modified", style=style_of("pending"))
         self.query_one("#compose-file", Static).update(text)
+        self.update_header()
 
     @on(Input.Changed)
     def _on_input_changed(self, event: Input.Changed) -> None:
         form_field = next((a for a in event.input.ancestors if isinstance(a, FormField)), None)
         if form_field is None:
             return
+        self.field_texts[form_field.path] = event.value
         try:
-            value = form_field.parsed_value()
-        except EntryError as err:
+            self.document.set(form_field.path, form_field.parsed_value())
+        except (EntryError, EditRefused) as err:
             # The file keeps its last good value (and its comments); the form says what is wrong.
-            self._entry_errors[form_field.path] = str(err)
+            self.entry_errors[form_field.path] = str(err)
             form_field.set_messages([("error", str(err))])
             self.validation = Validation(False)
-            self._schedule_validation()
-            return
-        self._entry_errors.pop(form_field.path, None)
-        self.document.set(form_field.path, value)
-        self._update_file_line()
+        else:
+            self.entry_errors.pop(form_field.path, None)
+        self.document_changed()
         self._schedule_validation()
 
     @on(Select.Changed, "#profile-picker")
     def _on_profile_changed(self, event: Select.Changed) -> None:
         value = event.value
-        wanted = None if value in (Select.NULL, IMPLICIT_PROFILE) else str(value)
+        self.set_profile(None if value in (Select.NULL, IMPLICIT_PROFILE) else str(value))
+
+    def set_profile(self, wanted: str | None) -> None:
         if self.document.get("policy.profile") != wanted:
             self.document.set("policy.profile", wanted)
-            self._update_file_line()
+            self.document_changed()
             self._schedule_validation()
+
+    def set_field_text(self, path: str, text: str) -> None:
+        """``text`` into the field of ``path``: it goes through the form as typed keys do."""
+        for form_field in self.query(FormField):
+            if form_field.path == path:
+                form_field.input.value = text
+                return
 
     # -- validation + preview (debounced, in a worker) ------------------------------
 
     def _schedule_validation(self, immediate: bool = False) -> None:
         if self._debounce is not None:
             self._debounce.stop()
+        self._validation_pending = True
         self._debounce = self.set_timer(0.01 if immediate else DEBOUNCE_S, self._validate_now)
 
     def _validate_now(self) -> None:
+        self._validation_pending = False
         self._generation += 1
-        self._validate_worker(self.document.text(), self.document.label, self.document.base_dir, self._generation)
+        self._validate_worker(self.document.text(), self.document.label, self.document.base_dir, self._generation,
+                              form_policy(self.document.get))
 
-    def _profile_set(self, loaded) -> tuple[ProfileSet | None, str]:
-        if loaded is not None:
-            snapshot = snapshot_path(loaded, None)
-            if snapshot is not None:
-                return load_snapshot(snapshot), f"snapshot {snapshot}"
-        backend = self.tau.backend
-        tau_cluster = backend.tau_cluster() if backend is not None else None
-        if tau_cluster is None:
-            return None, "no TauCluster/cluster (no cluster connected, or TauGrid not installed)"
-        return profile_set_from_taucluster(dict(tau_cluster.raw)), f"TauCluster/cluster generation {tau_cluster.generation}"
+    def _validated_as_shown(self) -> bool:
+        """Whether the last validation is of the form as it is now (no key typed since)."""
+        return (not self._validation_pending and self._validated_generation == self._generation
+                and self.validation.text == self.document.text())
+
+    def _after_validation(self, action: Callable[[], None]) -> None:
+        """``action`` once a validation of the form as it is now is in: never on a result from before the last key."""
+        if self._validated_as_shown():
+            action()
+            return
+        self._when_validated.append(action)
+        self._schedule_validation(immediate=True)
 
     @work(description="_validate_worker", thread=True, exclusive=True, exit_on_error=False, group="compose-validate")
-    def _validate_worker(self, text: str, label: str, base_dir: Path, generation: int) -> None:
+    def _validate_worker(self, text: str, label: str, base_dir: Path, generation: int, policy) -> None:
         # Every run posts a result: a worker that died silently left the preview on "…" for ever.
         try:
-            result = self._validation(text, label, base_dir)
+            result = self.check.check(text, label, base_dir, policy)
         except Exception as err:
-            result = Validation(False)
+            result = Validation(False, text=text)
             result.diagnostics.append(Diagnostic(label, f"cannot check this file: {type(err).__name__}: {str(err)[:300]}", hint="fix the file; if it looks right, report this as a bug"))
         self.post_message(Validated(result, generation))
 
-    def _validation(self, text: str, label: str, base_dir: Path) -> Validation:
-        result = Validation(False)
-        loaded = None
-        try:
-            loaded = load_config_text(text, label, base_dir)
-            result.diagnostics += loaded.warnings
-        except DiagnosticError as err:
-            result.diagnostics += err.diagnostics
-        try:
-            profile_set, source = self._profile_set(loaded)
-        except DiagnosticError as err:
-            profile_set, source = None, "; ".join(str(d) for d in err.diagnostics)
-        result.profile_source = source
-        if profile_set is not None:
-            policy = loaded.config.policy if loaded is not None else None
-            namespace = (policy.namespace if policy else None) or self.tau.namespace_name
-            team = (policy.team if policy else None) or self.tau.settings.team or os.environ.get("TAU_TEAM")
-            lane = (policy.lane if policy else None) or self.tau.settings.lane
-            for item in explain(profile_set, Caller(namespace, team, lane)):
-                if item.selectable:
-                    result.profile_options.append((f"✓ {item.name}", item.name))
-                else:
-                    result.excluded.append((item.name, "; ".join(item.reasons)))
-        if loaded is not None and profile_set is not None:
-            try:
-                run = render_run(loaded, profile_set, RenderOptions(None, self.tau.settings.team, self.tau.settings.lane))
-                result.manifests = run.manifests
-                result.manifests_yaml = to_yaml(run.manifests)
-                result.submission_id = run.submission_id
-                result.rendered = True
-                self._check_quota(result, label, loaded.engine)
-            except DiagnosticError as err:
-                result.diagnostics += err.diagnostics
-            except Exception as err:  # a renderer bug must not take the pane down
-                result.diagnostics.append(Diagnostic(label, f"rendering failed: {type(err).__name__}: {err}"))
-        result.ok = result.rendered and not any(d.severity == "error" for d in result.diagnostics)
-        return result
-
-    def _check_quota(self, result: Validation, label: str, engine: str) -> None:
-        """Warn (next to the field) when no flavor of the queue's ClusterQueue can ever hold the request."""
-        totals = request_totals(result.manifests)
-        result.request_summary = summary_line(totals)
-        backend = self.tau.backend
-        if backend is None:
-            return
-        result.quota_warnings = quota_warnings(totals, backend.local_queues(totals.namespace or None), backend.cluster_queues())
-        for warning in result.quota_warnings:
-            resource = warning.split(" ", 1)[0]
-            path = QUOTA_FIELDS.get(resource) or ("compute.gpus" if engine == "job" else "compute.gpus_per_worker")
-            result.diagnostics.append(Diagnostic(label, warning, path=path, severity="warning",
-                                                 hint="ask for less, or pick a profile/queue with more quota"))
+    def apply(self, data: Any) -> None:
+        """The pane's tick: the profiles' source moved (the cluster connected, the TauCluster view
+        listed or changed) since the form was validated: validate again."""
+        if (0 < self._validated_generation == self._generation
+                and self.validation.profile_key != self.check.profile_key()):
+            self._schedule_validation(immediate=True)
 
     @on(Validated)
     def _on_validated(self, message: Validated) -> None:
         if message.generation != self._generation:
             return  # an older edit's result
+        self._validated_generation = message.generation
         result = message.result
-        if self._entry_errors:
+        if self.entry_errors:
             result.ok = False  # a field's text is not in the file yet
         self.validation = result
-        by_field: dict[str, list[tuple[str, str]]] = {path: [("error", text)] for path, text in self._entry_errors.items()}
+        by_field: dict[str, list[tuple[str, str]]] = {path: [("error", text)] for path, text in self.entry_errors.items()}
         general: list[Diagnostic] = []
         for diagnostic in result.diagnostics:
             target = field_for(diagnostic.path)
@@ -325,7 +328,7 @@ class ComposeScreen(PaneScreen):
                                 style=style_of("failed" if d.severity == "error" else "warning"))
             if len(general) > MAX_MESSAGES:
                 messages.append(f"… and {len(general) - MAX_MESSAGES:,} more\n", style=style_of("failed"))
-        errors = sum(1 for d in result.diagnostics if d.severity == "error") + len(self._entry_errors)
+        errors = sum(1 for d in result.diagnostics if d.severity == "error") + len(self.entry_errors)
         if result.ok:
             messages.append(f"✓ valid · {len(result.manifests)} manifest(s) · submission id {result.submission_id}",
                             style=style_of("done"))
@@ -335,9 +338,17 @@ class ComposeScreen(PaneScreen):
         preview = self.query_one(YamlPreview)
         if result.rendered:
             preview.show_yaml(result.manifests_yaml, self.app.current_theme.dark)
+        elif result.waiting:
+            preview.show_text(Text(f"no preview yet: {result.profile_source}; it renders once the profiles are in",
+                                   style="dim"))
         else:
             preview.show_text(Text("no preview: fix the problems on the left", style="dim"))
         self.update_header()
+        if not self._validated_as_shown():
+            return  # keys came since: their validation is on its way
+        waiting, self._when_validated = self._when_validated, []
+        for action in waiting:
+            action()
 
     def _update_profiles(self, result: Validation) -> None:
         picker = self.query_one("#profile-picker", Select)
@@ -356,7 +367,7 @@ class ComposeScreen(PaneScreen):
         for name, why in result.excluded:
             excluded.append(f"✗ {name}: ", style=style_of("failed"))
             excluded.append(f"{why}\n")
-        if not result.profile_options:
+        if not result.profile_options and not result.waiting and result.profile_source.startswith(("TauCluster", "snapshot")):
             excluded.append("no profile is ready and applicable to this namespace/team/lane\n", style=style_of("warning"))
         self.query_one("#profile-excluded", Static).update(excluded)
 
@@ -369,26 +380,37 @@ class ComposeScreen(PaneScreen):
         if handler:
             handler()
 
-    def _result_line(self, text: str, ok: bool) -> None:
+    def show_result(self, text: str, ok: bool) -> None:
         self.query_one("#compose-result", Static).update(Text(text, style=style_of("done" if ok else "failed")))
 
     def action_client_dry_run(self) -> None:
+        """ctrl+r: validate now, with the profiles as they are now, and say what it renders."""
+        self.show_result("… client dry-run", True)
+        self._when_validated.append(self._report_client_dry_run)
+        self._schedule_validation(immediate=True)
+
+    def _report_client_dry_run(self) -> None:
         v = self.validation
         if v.ok:
             kinds = ", ".join(f"{m.get('kind')} {m.get('metadata', {}).get('namespace', '')}/{m.get('metadata', {}).get('name', '')}"
                               for m in v.manifests)
-            self._result_line(f"✓ client dry-run: renders {kinds}", True)
+            self.show_result(f"✓ client dry-run: renders {kinds}", True)
+        elif v.waiting:
+            self.show_result(f"✗ client dry-run: {v.profile_source}", False)
         else:
-            self._result_line("✗ client dry-run: the file has problems (see the form)", False)
+            self.show_result("✗ client dry-run: the file has problems (see the form)", False)
 
     def action_server_dry_run(self) -> None:
+        self._after_validation(self._server_dry_run_now)
+
+    def _server_dry_run_now(self) -> None:
         if not self.validation.ok:
-            self._result_line("✗ server dry-run needs a valid file first", False)
+            self.show_result("✗ server dry-run needs a valid file first", False)
             return
         if self.tau.backend is None:
-            self._result_line("✗ no cluster connected", False)
+            self.show_result("✗ no cluster connected", False)
             return
-        self._result_line("… server dry-run (dryRun=All)", True)
+        self.show_result("… server dry-run (dryRun=All)", True)
         self._server_dry_run_worker(list(self.validation.manifests))
 
     @work(description="_server_dry_run_worker", thread=True, exclusive=True, exit_on_error=False, group="compose-server-dry-run")
@@ -402,7 +424,7 @@ class ComposeScreen(PaneScreen):
 
     @on(ServerDryRunDone)
     def _on_server_dry_run(self, message: ServerDryRunDone) -> None:
-        self._result_line(("✓ server dry-run passed:\n" if message.ok else "✗ server dry-run failed:\n") + message.text, message.ok)
+        self.show_result(("✓ server dry-run passed:\n" if message.ok else "✗ server dry-run failed:\n") + message.text, message.ok)
 
     def action_back(self) -> bool:
         """Esc in a field leaves the field (digits then switch panes); otherwise the usual back."""
@@ -412,16 +434,19 @@ class ComposeScreen(PaneScreen):
         return super().action_back()
 
     def action_submit(self) -> None:
-        # The confirmation hands focus back to what had it: not a field, so a digit typed
-        # after the submit switches panes instead of editing the form.
-        self.set_focus(None)
         if self.tau.readonly:
             self.tau.block_mutation("submit", self.document.label)
             return
+        self._after_validation(self._submit_now)
+
+    def _submit_now(self) -> None:
         v = self.validation
-        if not v.ok:
-            self._result_line("✗ cannot submit: fix the problems first", False)
+        if not v.ok:  # refused: focus stays where it was, so typing goes on into the field
+            self.show_result("✗ cannot submit: fix the problems first", False)
             return
+        # The confirmation hands focus back to what had it: not a field, so a digit typed
+        # after the submit switches panes instead of editing the form.
+        self.set_focus(None)
         manifests = list(v.manifests)
         main = manifests[-1] if manifests else {}
         meta = main.get("metadata", {})
@@ -444,7 +469,7 @@ class ComposeScreen(PaneScreen):
             return results
 
         def done(ok: bool, text: str) -> None:
-            self._result_line(("✓ submitted:\n" if ok else "✗ submit failed:\n") + text, ok)
+            self.show_result(("✓ submitted:\n" if ok else "✗ submit failed:\n") + text, ok)
 
         def affected() -> list[str]:
             backend = self.tau.backend
@@ -464,44 +489,28 @@ class ComposeScreen(PaneScreen):
         ))
 
     def action_save(self) -> None:
-        if self.tau.readonly:
-            self.tau.block_mutation("save", str(self.document.path or "a new tau.yaml"))
-            return
-        if self.document.path is None:
-            def save_as(path: str | None) -> None:
-                if path:
-                    self._save_worker(path)
-            self.app.push_screen(InputDialog("Save the new tau.yaml as:", str(Path.cwd() / "tau.yaml")), save_as)
-            return
-        self._save_worker(None)
+        self.keeper.save()
+
+    def save_in_worker(self, path: str | None) -> None:
+        """Write the form as it is now; keys typed while it writes stay edits of the saved file."""
+        self._save_worker(self.document, self.document.snapshot(), path)
 
     @work(description="_save_worker", thread=True, exclusive=True, exit_on_error=False, group="compose-save")
-    def _save_worker(self, path: str | None) -> None:
-        try:
-            if path is not None and Path(path).expanduser().exists() and self.document.path != Path(path).expanduser():
-                raise SaveRefused(f"{path} exists; open it (ctrl+o) to edit it, or choose another name")
-            saved = self.document.save(Path(path).expanduser() if path else None)
-        except SaveRefused as err:
-            self.post_message(FileSaved(path or str(self.document.path), str(err)))
-            return
-        except OSError as err:
-            self.post_message(FileSaved(path or str(self.document.path), f"cannot write: {err}"))
-            return
-        self.post_message(FileSaved(str(saved)))
+    def _save_worker(self, source: ComposeDocument, snapshot: ComposeDocument, path: str | None) -> None:
+        message = write_document(snapshot, path)
+        message.source = source
+        self.post_message(message)
 
     @on(FileSaved)
     def _on_saved(self, message: FileSaved) -> None:
-        if message.error:
-            self.notify(message.error, title="not saved", severity="error", timeout=10)
-            return
-        self.notify(f"saved {message.path}")
-        self._update_file_line()
-        self.update_header()
+        self.keeper.saved(message)
 
     def action_open(self) -> None:
-        self.app.push_screen(InputDialog("Open tau.yaml:", str(self.document.path or Path.cwd() / "tau.yaml")),
-                             lambda path: self.open_file(path) if path else None)
+        def ask_for_a_file() -> None:
+            self.app.push_screen(InputDialog("Open tau.yaml:", str(self.document.path or Path.cwd() / "tau.yaml")),
+                                 lambda path: self.open_file(path) if path else None)
+
+        self.keeper.ask_then("open another file", ask_for_a_file)
 
     def action_new(self) -> None:
-        self.document = ComposeDocument.new()
-        self._show_document()
+        self.keeper.ask_then("start a new form", self.new_document)

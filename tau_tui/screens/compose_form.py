@@ -97,3 +97,9 @@ class Validation:
     #: "2 pod(s): nvidia.com/gpu 16, ..." and the quota lines for the submit confirmation.
     request_summary: str = ""
     quota_warnings: list[str] = field(default_factory=list)
+    #: The profiles are not there yet (no cluster yet, or the TauCluster view still lists).
+    waiting: bool = False
+    #: What the profiles came from (backend, TauCluster generation, view state): checked again when it moves.
+    profile_key: tuple = ()
+    #: The document text this result is for.
+    text: str | None = None

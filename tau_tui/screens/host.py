@@ -7,6 +7,8 @@ never the other way round.  Textual's own ``App`` API (``push_screen``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tau_tui.mutations.mutation import ClusterHost, Mutation
@@ -22,6 +24,21 @@ if TYPE_CHECKING:  # names for the protocol's types only: the evidence recorder 
     from tau_tui.core.operations.run_status_memo import RunStatusMemo
     from tau_tui.settings.settings_file import AppSettings
     from tau_tui.widgets.header_bar import HeaderState
+
+
+class UnsavedWork(Protocol):
+    """Work a pane holds that is not on disk yet (the Compose form): the app asks before it quits,
+    and keeps it as a draft when it ends without asking."""
+
+    def has_unsaved_work(self) -> bool: ...
+
+    def ask_then(self, doing: str, proceed: Callable[[], None]) -> None:
+        """``proceed`` at once when nothing is unsaved; else save / discard / cancel first."""
+        ...
+
+    def keep_draft(self, reason: str) -> Path | None:
+        """Keep the unsaved work on disk (the app ends without asking); where, or None."""
+        ...
 
 
 class PaneHost(ClusterHost, Protocol):
@@ -81,6 +98,10 @@ class PaneHost(ClusterHost, Protocol):
         ...
 
     def header_state(self, pane: str, crumbs: str, filter_text: str) -> HeaderState: ...
+
+    def register_unsaved_work(self, holder: UnsavedWork) -> None:
+        """The app's quit asks ``holder`` first, and keeps its draft if it ends without asking."""
+        ...
 
     def action_open_demo(self) -> None:
         """Switch to the embedded demo cluster (offered when no cluster is reachable)."""

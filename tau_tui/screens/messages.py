@@ -16,6 +16,7 @@ from tau_tui.screens.pane_reader import PaneRead, ReadAbandoned, ReadFailed, Rea
 if TYPE_CHECKING:  # the types of fields only: the compose and logs panes load when first opened
     from tau_tui.core.cluster.logspool.log_requests import LogRequest
     from tau_tui.core.cluster.logspool.stream import LogStream
+    from tau_tui.core.operations.compose_drafts import Draft
     from tau_tui.core.runconfig.document import ComposeDocument
     from tau_tui.screens.compose_form import Validation
 
@@ -68,16 +69,31 @@ class ServerDryRunDone(Message, namespace="compose_screen"):
 
 @dataclass
 class FileOpened(Message, namespace="compose_screen"):
-    """A tau.yaml was read (``document``), or why not (``error``)."""
+    """A tau.yaml was read (``document``), or why not (``error``); ``draft``: the unsaved form a
+    session that ended kept for it."""
 
     document: ComposeDocument | None
     error: str = ""
+    draft: Draft | None = None
+
+
+@dataclass
+class DraftFound(Message, namespace="compose_screen"):
+    """The draft a session that ended kept for the new, unsaved form."""
+
+    draft: Draft
 
 
 @dataclass
 class FileSaved(Message, namespace="compose_screen"):
+    """``saved`` (a snapshot of ``source``, the form's document) was written to ``path``, or why
+    not (``error``); ``warning``: written as typed, but it will not validate."""
+
     path: str
     error: str = ""
+    source: ComposeDocument | None = None
+    saved: ComposeDocument | None = None
+    warning: str = ""
 
 
 # -- the logs pane (logs.py) -------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -29,10 +30,13 @@ class ConfirmDialog(ModalScreen[bool]):
     ]
 
     def __init__(self, title: str, preview: str | Text, verb: str = "Confirm", danger: bool = True,
-                 can_confirm: bool = True, decline: str = "Back") -> None:
+                 can_confirm: bool = True, decline: str = "Back", confirm_key: str = "y") -> None:
         """``can_confirm=False``: the preview says why the change is refused; only "close" is offered.
-        ``decline`` names the way out; it must not repeat the verb ("Cancel" a run → "Keep")."""
+        ``decline`` names the way out; it must not repeat the verb ("Cancel" a run → "Keep").
+        ``confirm_key``: the yes key; a second confirmation takes another one than the first's ``y``, so
+        that a doubled ``y`` never answers both."""
         super().__init__()
+        self.confirm_key = confirm_key
         self.decline = decline
         self.can_confirm = can_confirm
         self.title_text = title
@@ -47,7 +51,8 @@ class ConfirmDialog(ModalScreen[bool]):
                 yield Static(self.preview, id="confirm-preview")
             with Horizontal(id="confirm-buttons"):
                 if self.can_confirm:
-                    yield Button(f"{self.verb} (y)", id="confirm-yes", variant="error" if self.danger else "primary")
+                    yield Button(f"{self.verb} ({self.confirm_key})", id="confirm-yes",
+                                 variant="error" if self.danger else "primary")
                 yield Button(f"{self.decline} (n)" if self.can_confirm else "Close (n)", id="confirm-no")
 
     def on_mount(self) -> None:
@@ -56,5 +61,12 @@ class ConfirmDialog(ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "confirm-yes")
 
+    def on_key(self, event: events.Key) -> None:
+        if self.confirm_key != "y" and event.key == self.confirm_key and self.can_confirm:
+            event.stop()
+            self.dismiss(True)
+
     def action_answer(self, yes: bool) -> None:
+        if yes and self.confirm_key != "y":
+            return  # not this dialog's yes: a y typed twice must not answer a second confirmation
         self.dismiss(yes and self.can_confirm)

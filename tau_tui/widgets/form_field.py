@@ -7,24 +7,10 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Static
 
+from tau_tui.core.runconfig.form_text import EntryError, field_text, parse_field_text, parse_key_values
 from tau_tui.widgets.status_text import style_of
 
-
-class EntryError(ValueError):
-    """A field's text cannot become a value (shown under the field; the file is left alone)."""
-
-
-def parse_key_values(raw: str) -> dict[str, str]:
-    """``KEY=value, OTHER=value`` → dict; raises :class:`EntryError` naming a bad entry."""
-    out: dict[str, str] = {}
-    for part in (p.strip() for p in raw.split(",")):
-        if not part:
-            continue
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            raise EntryError(f"{part!r} is not KEY=value; write entries as KEY=value, separated by commas")
-        out[key.strip()] = value.strip()
-    return out
+__all__ = ["EntryError", "FormField", "parse_key_values", "placeholder_hint"]
 
 
 def placeholder_hint(example: str) -> str:
@@ -71,32 +57,14 @@ class FormField(Vertical):
         return self.query_one(Input)
 
     def show_value(self, value) -> None:
-        if value is None:
-            text = ""
-        elif isinstance(value, list):
-            text = ", ".join(str(v) for v in value)
-        elif isinstance(value, dict):
-            text = ", ".join(f"{k}={v}" for k, v in value.items())
-        else:
-            text = str(value)
+        text = field_text(value)
         if self.input.value != text:
             with self.input.prevent(Input.Changed):
                 self.input.value = text
 
     def parsed_value(self):
-        raw = self.input.value.strip()
-        if not raw:
-            return None
-        if self.kind == "int":
-            try:
-                return int(raw)
-            except ValueError:
-                return raw  # validation reports it next to the field
-        if self.kind == "list":
-            return [part.strip() for part in raw.split(",") if part.strip()]
-        if self.kind == "map":
-            return parse_key_values(raw)
-        return raw
+        """The value the field's text stands for (:class:`EntryError` when it stands for none)."""
+        return parse_field_text(self.kind, self.input.value)
 
     def set_messages(self, messages: list[tuple[str, str]]) -> None:
         """``(severity, text)`` pairs; empty clears."""

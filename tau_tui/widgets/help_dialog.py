@@ -20,7 +20,7 @@ GLOBAL_KEYS = (
     ("1-7", "switch pane"),
     ("? / F1", "this help"),
     ("ctrl+p", "command palette (this pane's commands)"),
-    ("ctrl+q", "quit"),
+    ("ctrl+q, ctrl+c", "quit"),
 )
 
 

@@ -139,14 +139,14 @@ def _take_terminal() -> None:
 class AppInPty:
     """``tau-tui`` (the app) in a pseudo-terminal of 160x48; everything it writes is kept."""
 
-    def __init__(self, tmp_path: Path, kubeconfig_path: str) -> None:
+    def __init__(self, tmp_path: Path, kubeconfig_path: str, args: tuple[str, ...] = ()) -> None:
         self.master, self.slave = pty.openpty()
         fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
         self.attrs_before = termios.tcgetattr(self.slave)
         env = dict(os.environ, KUBECONFIG=kubeconfig_path, TERM="xterm-256color",
                    XDG_STATE_HOME=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "config"))
         env.pop("KUBERNETES_SERVICE_HOST", None)
-        self.proc = subprocess.Popen([sys.executable, "-m", "tau_tui.cli"], stdin=self.slave, stdout=self.slave,
+        self.proc = subprocess.Popen([sys.executable, "-m", "tau_tui.cli", *args], stdin=self.slave, stdout=self.slave,
                                      stderr=self.slave, env=env, start_new_session=True, preexec_fn=_take_terminal)
         self._output = bytearray()
         self._lock = threading.Lock()
@@ -303,12 +303,10 @@ def test_a_closed_terminal_ends_the_app(request, tmp_path, state):
     assert code == 128 + signal.SIGHUP
 
 
-def test_ctrl_c_key_in_the_app_asks_for_ctrl_q_and_quits_nothing(request, tmp_path):
-    """In the app, ctrl+c is a key (the terminal is raw): Textual's one-line hint, and the app goes on."""
+def test_ctrl_c_key_in_the_app_quits_as_in_k9s(request, tmp_path):
+    """In the app, ctrl+c is a key (the terminal is raw): it quits as ctrl+q does (exit 0, not the
+    128 + SIGINT of a signal), through the unsaved-work guard (tests/app/panes/compose/test_unsaved_guard.py)."""
     app = _started(request, tmp_path, "never_answers")
     app.keys(b"\x03")
-    app.wait_for_text("to quit the app")
-    assert app.proc.poll() is None
-    _ask_to_quit(app, "ctrl+q")
     assert app.wait_exit() == 0
-    assert app.text().count("Traceback") == 0
+    assert app.text().count("Traceback") == 0 and "tau-tui: interrupted" not in app.text()

@@ -70,7 +70,7 @@ async def test_a_burst_after_clearing_a_field_is_typed_in_order(tmp_path, worksp
         if value is not None:
             await settle_until_done(pilot, lambda: screen.document.get(path) == value, f"the document's {path}")
         else:
-            assert path in screen._entry_errors  # said under the field, not written
+            assert path in screen.entry_errors  # said under the field, not written
 
 
 @async_test

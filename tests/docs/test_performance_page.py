@@ -61,7 +61,7 @@ def test_without_raw_files_every_table_says_not_measured_and_names_no_raw_file(g
 def test_a_raw_file_without_the_fields_a_table_needs_says_not_measured(generator, tmp_path: Path, monkeypatch) -> None:
     names = ("agent_poll.json", "cluster_large.json", "recording_large.json", "logs_throughput.json", "remote_link.json",
              "staleness_watch.json", "app_keys_tmux.json", "app_keys_tmux_xl.json", "side_by_side.json",
-             "event_to_screen.json", "first_frame.json", "app_keys.json", "soak.json")
+             "event_to_screen.json", "first_frame.json", "app_keys.json", "demo_restart.json", "soak.json")
     for name in names:
         (tmp_path / name).write_text('{"machine": {"date": "2026-12-05 02:00 UTC"}, "args": {}}')
     monkeypatch.setattr(generator, "RESULTS", tmp_path)

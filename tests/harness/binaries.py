@@ -86,6 +86,9 @@ class Binaries:
     kueuectl: Path
     # The delaying TCP proxy of benchmarks/remote_link.py (`bash harness/build.sh toxiproxy`).
     toxiproxy: Path
+    # Prometheus' rule and config checker, for tests/monitoring (`bash harness/build.sh promtool` unpacks
+    # Debian's prometheus package).
+    promtool: Path
 
     @property
     def k8s_version(self) -> str:
@@ -135,4 +138,5 @@ def locate() -> Binaries:
         k9s=root / f"k9s-{versions['K9S_VERSION']}" / "k9s",
         kueuectl=root / f"kueuectl-{kueue_build}" / "kueuectl",
         toxiproxy=root / f"toxiproxy-{versions['TOXIPROXY_VERSION']}" / "toxiproxy",
+        promtool=root / f"promtool-deb-{versions['PROMETHEUS_DEBIAN_VERSION']}" / "usr" / "bin" / "promtool",
     )

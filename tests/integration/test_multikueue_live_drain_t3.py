@@ -180,7 +180,10 @@ def owner(t3, tmp_path_factory):
     for worker in workers.values():
         prepare_worker_queue(worker.api_client())
     ensure_tau_cluster(t3.manager.api_client())
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # A module fixture: tests/conftest.py's per-test environment is not in place yet, so the CLIs get
+    # the file key store (no keyring here) and the fail keyring explicitly.
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TAU_TUI_ALLOW_FILE_KEY_STORE": "1",
+           "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
     for var in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
         env[var] = str(root / "app" / var.lower())
     files = [t3.manager.kubeconfig, *(w.kubeconfig for w in t3.workers)]

@@ -27,7 +27,7 @@ def test_a_replaced_tau_yaml_keeps_its_mode(tmp_path):
     ComposeDocument.new().save(path)
     os.chmod(path, 0o640)
     doc = ComposeDocument.open(path)
-    doc.dirty = True
+    doc.set("run.name", "another-run")
     old = os.umask(0o077)
     try:
         doc.save()

@@ -1,17 +1,20 @@
-"""The tau.yaml the compose pane edits, as a round-trip document.
+"""The tau.yaml the compose pane edits: the file's text and the form's edits to it.
 
-Edits go through ruamel.yaml's round-trip model, so the user's comments, key
-order and aliases (``name:`` at the top level stays there) survive.  Saving is
-careful: the new text must parse back to the same data, must keep every
-comment line the file had, and the file must not have changed on disk since it
-was opened; then it is written to a temporary file in the same directory and
-renamed over the original.  No Textual here.
+The document keeps the text it was opened with and, per form field, the value typed where it
+differs from the file (compared as the field shows them: ``4`` and ``"4"`` are the same).  Its text
+is always the opened text with only those keys rewritten, in place (:mod:`yaml_splice`): a key
+keeps its position, spelling and alias form (a top-level ``name:`` stays top-level, even cleared
+and typed again), and comments, order and untouched keys stay byte for byte.  Saving is careful:
+the new text must parse back to the form's values and to the file's data everywhere else, must
+keep every comment line outside the removed keys, and the file must not have changed on disk
+since it was opened; then it is written to a temporary file in the same directory and renamed
+over the original.  No Textual here.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
-import io
 import os
 import secrets
 from dataclasses import dataclass
@@ -22,6 +25,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
 from tau_tui.core.runconfig.config import ALIASES
+from tau_tui.core.runconfig.form_text import field_text
+from tau_tui.core.runconfig.yaml_splice import AnchorInUse, Splice
 
 NEW_TEMPLATE = """\
 # tau.yaml: a direct run config (see `tau-tui validate`).
@@ -44,12 +49,13 @@ class SaveRefused(Exception):
     """Saving would lose data or overwrite someone else's change; the message says which."""
 
 
-def _yaml() -> YAML:
+class EditRefused(ValueError):
+    """An edit that cannot be written into the file in place; the message says why."""
+
+
+def _load(text: str) -> Any:
     yaml = YAML(typ="rt")
-    yaml.preserve_quotes = True
-    yaml.width = 4096
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    return yaml
+    return yaml.load(text) if text.strip() else CommentedMap()
 
 
 def _plain(value: Any) -> Any:
@@ -68,26 +74,66 @@ def parse_path(path: str) -> tuple[str, ...]:
     return tuple(path.split("."))
 
 
-@dataclass
-class LoadProblem:
-    message: str
+def _get(data: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
+    node: Any = data
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _without(data: Any, paths: list[tuple[str, ...]]) -> Any:
+    """``data`` (plain) less ``paths``, and less the maps that removing them emptied."""
+    for path in paths:
+        parents = []
+        node = data
+        for part in path[:-1]:
+            if not isinstance(node, dict) or part not in node:
+                break
+            parents.append((node, part))
+            node = node[part]
+        else:
+            if isinstance(node, dict):
+                node.pop(path[-1], None)
+            for parent, key in reversed(parents):  # an empty section ("policy:" or "policy: {}") too
+                if parent[key] is None or (isinstance(parent[key], dict) and not parent[key]):
+                    del parent[key]
+    return data
+
+
+@dataclass(frozen=True)
+class Change:
+    """One key the form changed: canonical and written path, and what the file and the form say."""
+
+    path: str
+    written: str
+    before: str
+    after: str
 
 
 class ComposeDocument:
-    """A round-trip tau.yaml.  ``path`` None means a new, unsaved file."""
+    """A tau.yaml and the form's edits.  ``path`` None means a new, unsaved file."""
 
     def __init__(self, text: str, path: Path | None = None):
         self.path = path
-        self.original_text = text
-        self.original_hash = hashlib.sha256(text.encode()).hexdigest()
-        self.yaml = _yaml()
-        data = self.yaml.load(text) if text.strip() else CommentedMap()
+        self._opened(text)
+
+    def _opened(self, text: str) -> None:
+        data = _load(text)
         if data is None:
             data = CommentedMap()
         if not isinstance(data, CommentedMap):
             raise ValueError("the top level of tau.yaml must be a mapping (key: value)")
-        self.data: CommentedMap = data
-        self.dirty = False
+        self.original_text = text
+        self.original_hash = hashlib.sha256(text.encode()).hexdigest()
+        self.original: CommentedMap = data
+        self._data: CommentedMap | None = data
+        #: canonical path → the value typed, for each key whose field reads otherwise than the file
+        self.edits: dict[str, Any] = {}
+        #: (text, dropped comment lines) before each edit is applied, the last one after all of them:
+        #: typing into the field edited last rewrites from the text before its edit only
+        self._steps: list[tuple[str, list[str]]] = [(text, [])]
 
     @classmethod
     def open(cls, path: Path | str) -> ComposeDocument:
@@ -98,6 +144,10 @@ class ComposeDocument:
     @classmethod
     def new(cls) -> ComposeDocument:
         return cls(NEW_TEMPLATE, None)
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.edits)
 
     @property
     def label(self) -> str:
@@ -111,96 +161,127 @@ class ComposeDocument:
 
     def _locate(self, canonical: tuple[str, ...]) -> tuple[str, ...]:
         for source in ALIASES.get(canonical, [canonical]):
-            if self._get(source)[0]:
+            if _get(self.original, source)[0]:
                 return source
         return canonical
 
-    def _get(self, path: tuple[str, ...]) -> tuple[bool, Any]:
-        node: Any = self.data
-        for part in path:
-            if not isinstance(node, dict) or part not in node:
-                return False, None
-            node = node[part]
-        return True, node
+    @property
+    def data(self) -> CommentedMap:
+        """The document as the form reads it (loaded on first use after a change)."""
+        if self._data is None:
+            loaded = _load(self.text())
+            self._data = loaded if isinstance(loaded, CommentedMap) else CommentedMap()
+        return self._data
+
+    @property
+    def dropped(self) -> list[str]:
+        """Comment lines inside the entries the edits removed."""
+        return self._steps[-1][1]
 
     def get(self, canonical: str) -> Any:
-        return self._get(self._locate(parse_path(canonical)))[1]
+        return _get(self.data, self._locate(parse_path(canonical)))[1]
+
+    def saved_value(self, canonical: str) -> Any:
+        """What the file says (as opened or last saved)."""
+        return _get(self.original, self._locate(parse_path(canonical)))[1]
 
     def written_path(self, canonical: str) -> str:
         return ".".join(self._locate(parse_path(canonical)))
 
     def set(self, canonical: str, value: Any) -> None:
-        """Set (or with None / "" remove) a value where the file keeps it."""
-        path = self._locate(parse_path(canonical))
-        if value is None or value == "" or value == []:
-            self._remove(path)
-            return
-        node = self.data
-        for part in path[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = CommentedMap()
-                node[part] = child
-            node = child
-        existing = node.get(path[-1])
-        if isinstance(value, dict) and isinstance(existing, CommentedMap):
-            # edit the map in place: its comments and key order survive
-            changed = False
-            for key in [k for k in existing if k not in value]:
-                del existing[key]
-                changed = True
-            for key, item in value.items():
-                if existing.get(key) != item:
-                    existing[key] = item
-                    changed = True
-            self.dirty = self.dirty or changed
-        elif existing != value:
-            node[path[-1]] = value
-            self.dirty = True
+        """Set (or with None / "" / [] / {} remove) a value where the file keeps it."""
+        if value == "" or value == [] or value == {}:
+            value = None
+        edits = dict(self.edits)
+        if field_text(value) == field_text(self.saved_value(canonical)):
+            edits.pop(canonical, None)  # as the file has it: the file's own text comes back
+        else:
+            # the key typed into goes last: each further key rewrites from the text before its edit only
+            edits.pop(canonical, None)
+            edits[canonical] = value
+        if edits != self.edits:
+            self._rebuild(edits)
 
-    def _remove(self, path: tuple[str, ...]) -> None:
-        parents = []
-        node: Any = self.data
-        for part in path[:-1]:
-            if not isinstance(node, dict) or part not in node:
-                return
-            parents.append((node, part))
-            node = node[part]
-        if isinstance(node, dict) and path[-1] in node:
-            del node[path[-1]]
-            self.dirty = True
-            # a section our removal emptied goes too (no stray "resilience: {}")
-            for parent, key in reversed(parents):
-                if isinstance(parent[key], dict) and not parent[key]:
-                    del parent[key]
-                else:
-                    break
+    def revert(self) -> None:
+        """Drop every edit: the document reads as the file again."""
+        self._rebuild({})
+
+    def _rebuild(self, edits: dict[str, Any]) -> None:
+        old = list(self.edits.items())
+        new = list(edits.items())
+        same = 0  # the edits before the first that differs are applied already
+        while same < min(len(old), len(new)) and old[same][0] == new[same][0] and old[same][1] is new[same][1]:
+            same += 1
+        steps = self._steps[:same + 1]
+        text, dropped = steps[-1]
+        splice = Splice(text, list(dropped))
+        try:
+            for canonical, value in new[same:]:
+                splice.apply(self._locate(parse_path(canonical)), value)
+                steps.append((splice.text, list(splice.dropped)))
+        except AnchorInUse as err:
+            raise EditRefused(str(err)) from None
+        except Exception as err:  # a shape the in-place writer cannot handle: the edit is not taken
+            raise EditRefused(f"cannot write this into the file in place ({type(err).__name__}: {err})") from None
+        self.edits = edits
+        self._steps = steps
+        self._data = None
+
+    def snapshot(self) -> ComposeDocument:
+        """A copy for a save to write from: edits made meanwhile (UI thread) leave it alone."""
+        return copy.copy(self)
+
+    def adopt_save(self, saved: ComposeDocument) -> dict[str, str]:
+        """``saved``, a :meth:`snapshot` of this document, was written: the file now reads as
+        written, and what was typed since stays an edit.  Returns the edits that no longer apply
+        (path → why), for the form to show under their fields."""
+        typed = dict(self.edits)
+        self.path = saved.path
+        self._opened(saved.original_text)
+        refused: dict[str, str] = {}
+        for canonical, value in typed.items():
+            try:
+                self.set(canonical, value)
+            except EditRefused as err:
+                refused[canonical] = str(err)
+        return refused
+
+    def changes(self) -> list[Change]:
+        return [Change(path, self.written_path(path), field_text(self.saved_value(path)), field_text(value))
+                for path, value in self.edits.items()]
 
     # -- text and saving -------------------------------------------------------------
 
     def text(self) -> str:
-        buffer = io.StringIO()
-        self.yaml.dump(self.data, buffer)
-        return buffer.getvalue()
+        return self._steps[-1][0]
 
     def check_save(self, text: str, target: Path) -> None:
         """Raise :class:`SaveRefused` unless writing ``text`` to ``target`` is safe."""
         try:
-            reparsed = _yaml().load(text)
+            reparsed = _load(text)
         except Exception as err:
             raise SaveRefused(f"the edited document does not parse back ({err}); nothing was written") from None
-        if _plain(reparsed) != _plain(self.data):
-            raise SaveRefused("the edited document does not round-trip to the same data; nothing was written")
+        if reparsed is None:
+            reparsed = CommentedMap()
+        for path, value in self.edits.items():
+            written = _get(reparsed, self._locate(parse_path(path)))[1]
+            if field_text(written) != field_text(value):
+                raise SaveRefused(f"{self.written_path(path)} would read {field_text(written)!r}, not the form's "
+                                  f"{field_text(value)!r}; nothing was written")
+        edited = [self._locate(parse_path(path)) for path in self.edits]
+        if _without(_plain(reparsed), edited) != _without(_plain(self.original), edited):
+            raise SaveRefused("the edited document would change keys the form did not edit; nothing was written")
+        kept = comment_lines(text)
+        missing = [c for c in comment_lines(self.original_text) if c not in kept and c not in self.dropped]
+        if missing:
+            raise SaveRefused(
+                "saving would drop comment line(s) from the file: " + "; ".join(missing[:3])
+                + ". Nothing was written; save under another name to keep both"
+            )
         if target == self.path and target.exists():
             on_disk = target.read_text(encoding="utf-8")
             if hashlib.sha256(on_disk.encode()).hexdigest() != self.original_hash:
                 raise SaveRefused(f"{target} changed on disk since it was opened; reopen it (ctrl+o) or save under another name")
-            missing = [c for c in comment_lines(self.original_text) if c not in set(comment_lines(text))]
-            if missing:
-                raise SaveRefused(
-                    "saving would drop comment line(s) from the file: " + "; ".join(missing[:3])
-                    + ". Nothing was written; save under another name to keep both"
-                )
 
     def save(self, target: Path | str | None = None) -> Path:
         target = Path(target) if target is not None else self.path
@@ -228,7 +309,5 @@ class ComposeDocument:
                 pass
             raise
         self.path = target
-        self.original_text = text
-        self.original_hash = hashlib.sha256(text.encode()).hexdigest()
-        self.dirty = False
+        self._opened(text)
         return target

@@ -18,7 +18,7 @@ from tau_tui.core.runconfig.config import LoadedConfig, canonicalise, pydantic_d
 from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
 from tau_tui.core.runconfig.rules import check_rules, infer_engine
 from tau_tui.core.runconfig.schema import TauConfig
-from tau_tui.core.runconfig.yamlsource import SourceMap, load_mapping_file, load_mapping_text
+from tau_tui.core.runconfig.yamlsource import SourceMap, format_path, load_mapping_file, load_mapping_text
 
 
 def config_hash(config: TauConfig, engine: str) -> str:
@@ -76,5 +76,10 @@ def _rules_beside_shape_errors(data: dict[str, Any], err: ValidationError, smap:
         return []  # the shape errors are all we can say
     engine = infer_engine(config)
     loaded = LoadedConfig(config, engine, file, base_dir, smap, config_hash(config, engine), origins)
-    return [p for p in check_rules(loaded)
-            if p.severity == "error" and p.path.split(".", 1)[0].split("[", 1)[0] not in broken]
+    # A message names the key as written (a top-level `name:` for run.name): its section is the canonical one's.
+    section_of = {format_path(written): canonical[0] for canonical, written in origins.items()}
+
+    def section(path: str) -> str:
+        return section_of.get(path) or path.split(".", 1)[0].split("[", 1)[0]
+
+    return [p for p in check_rules(loaded) if p.severity == "error" and section(p.path) not in broken]

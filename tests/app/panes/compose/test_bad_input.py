@@ -3,7 +3,7 @@ unexpected way, still ends in messages on the left and a preview that says why t
 
 from __future__ import annotations
 
-import tau_tui.screens.compose as compose_module
+import tau_tui.screens.compose_check as compose_check
 from tau_tui.screens import messages as screen_messages
 from tau_tui.screens.compose import ComposeScreen
 from tests.app.conftest import VALID_TAU_YAML
@@ -57,7 +57,7 @@ async def test_an_unexpected_failure_in_the_check_still_posts_a_result(tmp_path,
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(compose_module, "load_config_text", broken)
+    monkeypatch.setattr(compose_check, "load_config_text", broken)
     result, preview, messages = await _validated(tmp_path, workspace, VALID_TAU_YAML)
     assert not result.ok
     assert any("cannot check this file: RuntimeError: boom" in d.message for d in result.diagnostics)

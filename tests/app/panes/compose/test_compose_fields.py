@@ -80,7 +80,9 @@ async def test_placeholders_are_never_shown_as_values(tmp_path, workspace):
         assert image.input.placeholder == "e.g. python:3.12-slim"
         style = image.input.get_component_rich_style("input--placeholder")
         assert style.italic
-        await pilot.press("ctrl+n")  # a new form: the namespace is empty and says so
+        await pilot.press("ctrl+n")  # the cleared image is a change: the form asks first
+        await settle(pilot)
+        await pilot.press("d")  # discard it: a new form, whose namespace is empty and says so
         await settle(pilot)
         namespace = screen.query_one("#field-policy-namespace", FormField)
         assert namespace.input.value == ""
