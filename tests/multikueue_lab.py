@@ -173,3 +173,69 @@ def without_admin(plan: MultiKueuePlan) -> MultiKueuePlan:
     """The plan without adminContext: the tool cannot revoke on the workers (setup reads the matrix with it)."""
     return plan.__class__(**{**plan.__dict__, "workers": tuple(
         w.__class__(**{**w.__dict__, "admin_context": None}) for w in plan.workers)})
+
+
+def route_cli_to(lab: Lab, tmp_path: Path, monkeypatch) -> None:
+    """Every `tau-tui` command in this test works on ``lab``: `multikueue` gets its manager and workers;
+    `profiles`, `render` and `submit` read TauCluster/cluster from its manager (the kubernetes client's
+    CustomObjectsApi answered by the simulated API), and `submit` sends through its backend; records,
+    state and config under ``tmp_path``."""
+    from types import SimpleNamespace
+
+    from tau_tui.commands import config_commands, multikueue_command
+    from tau_tui.core.operations.multikueue_steps.access import BackendAccess
+
+    for var in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(var, str(tmp_path / var.lower()))
+    monkeypatch.delenv("TAU_TEAM", raising=False)
+    manager = BackendAccess(lab.backend, "manager")
+
+    class SimCustomObjects:
+        def __init__(self, api_client: object) -> None:
+            pass
+
+        def get_cluster_custom_object(self, group: str, version: str, plural: str, name: str) -> dict | None:
+            return manager.get(R.TAU_CLUSTER.type, name)
+
+    monkeypatch.setattr(multikueue_command, "multikueue_environment", lambda args: (lab.backend, lab.connector, lab.world.advance))
+    monkeypatch.setattr("kubernetes.client.CustomObjectsApi", SimCustomObjects)
+    monkeypatch.setattr(config_commands, "api_client", lambda context, timeouts=None: object())
+    lab.backend.http = SimpleNamespace(api_client=object())
+    monkeypatch.setattr("tau_tui.core.cluster.real.KubernetesBackend", lambda **kwargs: lab.backend)
+    lab.records = tmp_path / "xdg_data_home" / "tau-tui" / "multikueue" / "records"
+
+
+def tau_project(tmp_path: Path, profile: str, *, team: str | None = None, name: str = "mk-train") -> Path:
+    """A tau.yaml (and its train.py) in the tenant namespace naming ``profile`` (and ``team``)."""
+    project = tmp_path / f"project-{name}"
+    project.mkdir(exist_ok=True)
+    lines = [f"name: {name}", "image: python:3.12-slim", "entrypoint: train.py", "policy:", "  namespace: team-nlp",
+             f"  profile: {profile}"] + ([f"  team: {team}"] if team else [])
+    (project / "tau.yaml").write_text("\n".join(lines) + "\n")
+    (project / "train.py").write_text("print('train')\n")
+    return project / "tau.yaml"
+
+
+def cli_lab(tmp_path: Path, monkeypatch, *, retire: bool = False) -> Lab:
+    """A lab that `tau-tui multikueue` drives (:func:`drive_cli_with`), the lab plan written to
+    ``lab.plan_path``; ``retire``: without the demo's own MultiKueue wiring (a drain discovers it)."""
+    lab = drive_cli_with(make_lab(tmp_path), tmp_path, monkeypatch)
+    if retire:
+        retire_demo_multikueue(lab)
+    (tmp_path / "plan.yaml").write_text(LAB_PLAN)
+    lab.plan_path = str(tmp_path / "plan.yaml")
+    lab.records = tmp_path / "data" / "tau-tui" / "multikueue" / "records"
+    return lab
+
+
+def lab_with_a_run_placed(tmp_path: Path, monkeypatch) -> Lab:
+    """The lab set up, with its state under ``tmp_path`` and `mk-train` submitted and placed on a worker."""
+    from tau_tui.core.operations.multikueue_steps.engine import Outcome
+
+    for var, sub in (("XDG_STATE_HOME", "state"), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data")):
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    lab = make_lab(tmp_path)
+    assert lab.exercise("setup").run(YES, timeout=30) is Outcome.VERIFIED
+    assert all(r.ok for r in lab.backend.submit([lab_job()]))
+    lab.world.advance(15)
+    return lab

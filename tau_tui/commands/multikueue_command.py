@@ -55,6 +55,12 @@ def demo_environment():
     return backend, SimFleetConnector(fleet), world.advance
 
 
+class RecordUnreadable(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
 def flow_in_force(cluster: str, directory: Path | None = None) -> tuple[str, str]:
     """The flow `status` reports for ``cluster``, and why: the flow of its latest setup or drain
     record (the one last written to, finished or not), else setup."""
@@ -62,13 +68,17 @@ def flow_in_force(cluster: str, directory: Path | None = None) -> tuple[str, str
 
     latest: tuple[tuple[str, int], Path, str, str] | None = None
     for rec in list_records(directory):
+        if rec.unreadable and any(f"-{flow}-{cluster.replace('/', '_')}" in rec.path.name for flow in ("setup", "drain", "rollback")):
+            raise RecordUnreadable(f"cannot tell the flow in force on {cluster}: record {rec.path} cannot be read "
+                                   f"({rec.unreadable}); move it aside, or name the flow with --flow setup|drain|rotate")
         if rec.cluster != cluster or rec.flow not in ("setup", "drain", "rollback"):
             continue
         try:
             data = json.loads(rec.path.read_text())
             written_ns = rec.path.stat().st_mtime_ns
-        except (OSError, ValueError):
-            continue
+        except (OSError, ValueError) as exc:
+            raise RecordUnreadable(f"cannot tell the flow in force on {cluster}: record {rec.path} cannot be read "
+                                   f"({exc}); move it aside, or name the flow with --flow setup|drain|rotate") from None
         # Last written to: a resumed record keeps the name of its start. Times in a record are to the
         # second; the file's own time tells apart two records written within one.
         touched = max([str(data.get("started") or ""), str(data.get("finished") or ""),
@@ -109,6 +119,16 @@ def _ask(preview) -> bool:
     return answer in ("y", "yes")
 
 
+def _unknown_worker(args: argparse.Namespace, plan) -> bool:
+    """--worker names a worker the plan does not list: said on stderr (exit 2, not a KeyError later)."""
+    if not args.worker or plan.worker(args.worker) is not None:
+        return False
+    from ..core.operations.multikueue_steps.rotate import unknown_worker
+
+    print(f"tau-tui: multikueue {args.action} --worker: {unknown_worker(plan, args.worker)}", file=sys.stderr)
+    return True
+
+
 def cmd_multikueue(args: argparse.Namespace) -> int:
     from ..core.operations.multikueue_steps import REMOVED_FLOW, open_exercise, removed_flow_message
     from ..core.operations.multikueue_steps.engine import Outcome
@@ -125,14 +145,16 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
     if args.action == "records":
         records = list_records()
         for rec in records:
-            if args.json:
+            if rec.unreadable:
+                print(f"tau-tui: {rec.path}: not a readable exercise record ({rec.unreadable})", file=sys.stderr)
+            elif args.json:
                 print(json.dumps({"path": str(rec.path), "flow": rec.flow, "cluster": rec.cluster, "started": rec.started,
                                   "outcome": rec.outcome, "steps": rec.steps, "identity": rec.identity}))
             else:
                 print(f"{rec.started}  {rec.flow:<8} {rec.cluster:<20} {rec.outcome:<13} {rec.steps:>3} steps  {rec.path}")
         if not records and not args.json:
             print("no exercise records yet", file=sys.stderr)
-        return EXIT_OK
+        return EXIT_FAILED if any(rec.unreadable for rec in records) else EXIT_OK
     if args.flow and args.action != "status":
         print(f"tau-tui: multikueue {args.action}: --flow is for status only", file=sys.stderr)
         return EXIT_INVALID
@@ -141,6 +163,8 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
               "simulated demo cluster and its built-in lab plan", file=sys.stderr)
         return EXIT_INVALID
     plan = load_plan(args.plan) if args.plan else None
+    if plan is not None and _unknown_worker(args, plan):
+        return EXIT_INVALID
     if args.demo:
         print(DEMO_NOTE)
     backend, connector, wait = multikueue_environment(args)
@@ -152,18 +176,25 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
         fleet = backend.world.multikueue.fleet
         plan = demo_plan(args.flow or ("setup" if args.action == "status" else args.action), backend.world, fleet)
         demo_keyring = keyring_of(fleet)
+        if _unknown_worker(args, plan):
+            return EXIT_INVALID
     if args.action == "status":
         if args.flow:
             flow, why = args.flow, "--flow"
         elif args.demo:
             flow, why = "setup", "a fresh demo has no records"
         else:
-            flow, why = flow_in_force(backend.current_context or "cluster")
+            try:
+                flow, why = flow_in_force(backend.current_context or "cluster")
+            except RecordUnreadable as err:
+                print(f"tau-tui: {err.message}", file=sys.stderr)
+                return EXIT_FAILED
         # the keyring: where a revoked credential waits for its 401 (drain step 5, rotation)
-        exercise = open_exercise(flow, backend, connector, plan, wait=wait, record=False,
+        exercise = open_exercise(flow, backend, connector, plan, wait=wait, record=False, inputs={"worker": args.worker},
                                  vault=CredentialVault(backend.current_context or "cluster", store=demo_keyring))
         statuses = exercise.survey()
-        print(f"{exercise.flow.title} (the flow in force: {why}; --flow setup|drain for the other):")
+        which = f" of worker {args.worker or plan.workers[0].name}" if flow == "rotate" else ""
+        print(f"{exercise.flow.title}{which} (the flow in force: {why}; --flow setup|drain|rotate for another):")
         for status in statuses:
             print(f"  {status.mark} {status.step.title}" + (f"\n      {status.check.reason}" if status.check.reason else "")
                   + (f"\n      ⚠ to do: {status.check.action}" if status.check.action else ""))
@@ -189,9 +220,12 @@ def cmd_multikueue(args: argparse.Namespace) -> int:
     exercise = open_exercise(args.action, backend, connector, plan, wait=wait, inputs=inputs, vault=vault,
                              record=not args.demo)
     outcome = exercise.run(_print_and_apply if args.yes else _ask, timeout=args.timeout)
+    if exercise.unidentified:
+        print(f"tau-tui: {exercise.unidentified}", file=sys.stderr)
     for status in exercise.survey():
         print(f"{status.mark} {status.step.title}" + (f"\n    {status.check.reason}" if status.check.reason else "")
               + (f"\n    ⚠ to do: {status.check.action}" if status.check.action else ""))
-    print(f"{exercise.flow.title}: {outcome.value}; record {exercise.recorder.path if exercise.recorder else 'none (demo)'}")
+    summary = exercise.flow.summary(exercise.ctx) if outcome is Outcome.VERIFIED and exercise.flow.summary else ""
+    print(f"{exercise.flow.title}: {outcome.value}" + (f" ({summary})" if summary else "") + f"; record {exercise.recorder.path if exercise.recorder else 'none (demo)'}")
     return {Outcome.VERIFIED: EXIT_OK, Outcome.REFUSED: EXIT_REFUSED, Outcome.NOT_VERIFIED: EXIT_NOT_VERIFIED,
             Outcome.DECLINED: EXIT_DECLINED, Outcome.FAILED: EXIT_FAILED}[outcome]

@@ -45,8 +45,9 @@ back read-only). The headless commands use the same core and rules as the app:
                                         drain (the seed's "Drain and rollback" 1-5), rotate (a worker
                                         credential); exit 0 verified, 3 refused, 4 not verified in time,
                                         5 not confirmed (use --yes), 6 no OS keyring (rotate), 1 failure,
-                                        2 bad input. status [--flow setup|drain]: the flow in force (default:
-                                        the flow of this cluster's latest setup or drain record, else setup);
+                                        2 bad input, 7 Kueue too old. status [--flow setup|drain|rotate]: the
+                                        flow in force (default: the flow of this cluster's latest setup or
+                                        drain record, else setup; rotate: the last rotation of --worker);
                                         exit 0 only if every step of it verifies, 3 if one is refused, 4 if
                                         not verified, 1 if the cluster could not be asked. --demo: the
                                         simulated demo cluster with two simulated workers and the built-in
@@ -171,9 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
     mk.add_argument("--demo", action="store_true",
                     help="the simulated demo cluster with two simulated workers (lab-worker-1, lab-worker-2), "
                          "started in this process: its state lives only for that process and no record is written")
-    mk.add_argument("--flow", choices=["setup", "drain"],
+    mk.add_argument("--flow", choices=["setup", "drain", "rotate"],
                     help="status: the flow to report and take the exit code from (default: the flow of this "
-                         "cluster's latest setup or drain record, else setup)")
+                         "cluster's latest setup or drain record, else setup); rotate: the last rotation of "
+                         "--worker (exit 4 while its old credential is not proven revoked)")
     mk.add_argument("--context", help="the manager's kubeconfig context (default: current)")
     mk.add_argument("--kubeconfig", help="kubeconfig file(s) for the manager and worker contexts (default: $KUBECONFIG)")
     mk.add_argument("--yes", action="store_true", help="apply every step without asking (scripts, CI)")
@@ -181,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     mk.add_argument("--cancel", action="append", default=[], metavar="NS/KIND/NAME",
                     help="drain: a pending owner to cancel (repeatable)")
     mk.add_argument("--cancel-pending", action="store_true", help="drain: cancel every pending owner of the dedicated queue")
-    mk.add_argument("--worker", help="rotate: which worker (default: the plan's first)")
+    mk.add_argument("--worker", help="rotate, status --flow rotate: which worker (default: the plan's first)")
     mk.add_argument("--new-kubeconfig", help="rotate: the new credential's kubeconfig file")
     mk.add_argument("--new-context", help="rotate: the new credential as a kubeconfig context")
     mk.add_argument("--json", action="store_true", help="records: JSON lines instead of a table")

@@ -175,8 +175,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         reads = [read_pods_on_worker(w, worker_backends[w], namespace, args.run, ray_job=objs.ray_job is not None,
                                      ray_cluster=ray_cluster) for w in dispatch.workers]
         unknown = [r for r in reads if r.pods is None]
-        statuses = [compute_run_status(replace(manager, worker=r.worker, worker_pods=r.pods)) for r in reads
-                    if r.pods is not None] or [compute_run_status(manager)]
+        statuses = [compute_run_status(replace(manager, worker=r.worker, worker_pods=r.pods, worker_owners=r.owners))
+                    for r in reads if r.pods is not None] or [compute_run_status(manager)]
         pending = [s for s in statuses if s.state != "cancelled"]
         if not pending and not unknown:
             print(f"{namespace}/{args.run}: cancelled; compute released")

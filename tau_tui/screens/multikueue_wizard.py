@@ -93,9 +93,6 @@ class MultiKueueWizardScreen(PaneScreen):
         self._ticks = 0
         self.last_statuses: list = []
         self._placed = False
-        #: The steps as they stood when the flow completed, for a flow whose completion forgets its state
-        #: (rotation drops its keyring entries, so a survey afterwards would start it over).
-        self.completed: list | None = None
         #: The long action running now (a survey, preview or apply), what it does, and what it sent.
         self._work: WizardWork | None = None
         #: The apply running now (its wait verifies the step; no survey runs beside it).
@@ -177,7 +174,8 @@ class MultiKueueWizardScreen(PaneScreen):
         data.title = (f"{self.keyring_note} · " if self.keyring_note else "") + (
             f"{exercise.flow.title} · plan {exercise.ctx.plan.source}")
         watch = watched(self.post_message, work)
-        statuses = self.completed if self.completed is not None else exercise.survey(watch)
+        # Always the cluster now: a finished rotation verifies from the manager's ledger and the record, live.
+        statuses = exercise.survey(watch)
         for status in statuses:
             word = STATE_WORD[status.state]
             data.rows.append((status.step.key, [Text(f"{status.mark} {status.state.value}", style=style_of(word)),
@@ -387,8 +385,5 @@ class MultiKueueWizardScreen(PaneScreen):
         if not check.ok:
             exercise.finish(Outcome.NOT_VERIFIED)
             return
-        statuses = exercise.survey()
-        if all(s.state is StepState.VERIFIED for s in statuses):
-            if exercise.flow.on_complete is not None:
-                self.completed = statuses
+        if all(s.state is StepState.VERIFIED for s in exercise.survey()):
             exercise.finish(Outcome.VERIFIED)

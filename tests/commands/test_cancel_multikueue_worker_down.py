@@ -12,10 +12,9 @@ import yaml
 from tau_tui import cli
 from tau_tui.commands import run_commands
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.operations.multikueue_steps.engine import Outcome
 from tau_tui.core.operations.rundocument import read_run
 from tests import builders
-from tests.multikueue_lab import YES, lab_job, lab_pod, make_lab
+from tests.multikueue_lab import lab_pod, lab_with_a_run_placed
 
 R = ResourceKind
 NS, RUN = "team-nlp", "mk-train"
@@ -32,12 +31,7 @@ def workload(lab) -> dict:
 def evicted(tmp_path, monkeypatch):
     """Set up, a run placed on a worker with a Running pod there, then HoldAndDrain on the dedicated
     ClusterQueue: the eviction clears the Workload's clusterName; the pod stays on the worker."""
-    for var, sub in (("XDG_STATE_HOME", "state"), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data")):
-        monkeypatch.setenv(var, str(tmp_path / sub))
-    lab = make_lab(tmp_path)
-    assert lab.exercise("setup").run(YES, timeout=30) is Outcome.VERIFIED
-    assert all(r.ok for r in lab.backend.submit([lab_job()]))
-    lab.world.advance(15)
+    lab = lab_with_a_run_placed(tmp_path, monkeypatch)
     worker = (workload(lab).get("status") or {}).get("clusterName")
     assert worker in WORKERS, workload(lab).get("status")
     lab.fleet.workers[worker].store.put(R.POD.type, lab_pod(f"{worker}-gpu-0"))
@@ -105,7 +99,12 @@ class _WorkerPods:
         from tau_tui.core.sim.store import _selector_matches
 
         self.selectors.append(label_selector)
+        if kind is not ResourceKind.POD:
+            return []  # no Job, RayJob or RayCluster of the run left on this worker
         return [pod_view(p) for p in self.pods if _selector_matches(p["metadata"].get("labels") or {}, label_selector)]
+
+    def _api_list(self, rt, namespace=None, label_selector=None):
+        return []
 
 
 def _pod(name: str, labels: dict) -> dict:

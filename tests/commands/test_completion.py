@@ -93,7 +93,7 @@ def test_bash_follows_nested_commands_and_their_flags(bash_script):
 
 def test_bash_completes_choices_of_flags(bash_script):
     assert tab(bash_script, "status", "-o", "") == ["table", "json", "yaml"]
-    assert tab(bash_script, "multikueue", "status", "--flow", "") == ["setup", "drain"]
+    assert tab(bash_script, "multikueue", "status", "--flow", "") == ["setup", "drain", "rotate"]
     assert tab(bash_script, "submit", "f.yaml", "--dry-run", "") == ["server", "none"]
     assert tab(bash_script, "--theme", "") == ["tau-dark", "tau-high-contrast", "tau-light"]
     assert "nodes" in tab(bash_script, "--pane", "")

@@ -18,15 +18,12 @@ from tau_tui.commands.parser import (
     EXIT_REFUSED,
 )
 from tau_tui.core.operations.multikueue_steps.access import SECRET
-from tests.multikueue_lab import LAB_PLAN, MemoryKeyring, drive_cli_with, lab_job, make_lab, retire_demo_multikueue
+from tests.multikueue_lab import LAB_PLAN, MemoryKeyring, cli_lab, lab_job, retire_demo_multikueue
 
 
 @pytest.fixture
 def lab(tmp_path, monkeypatch):
-    lab = drive_cli_with(make_lab(tmp_path), tmp_path, monkeypatch)
-    (tmp_path / "plan.yaml").write_text(LAB_PLAN)
-    lab.plan_path = str(tmp_path / "plan.yaml")
-    return lab
+    return cli_lab(tmp_path, monkeypatch)
 
 
 def run(*argv: str) -> int:

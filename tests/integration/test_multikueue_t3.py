@@ -31,13 +31,12 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from tau_tui.core.cluster.convert import admission_check_view, multikueue_cluster_view, multikueue_config_view
+from tau_tui.core.cluster.convert import multikueue_cluster_view
 from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.logspool.log_requests import LogRequest
 from tau_tui.core.cluster.logspool.spool_dirs import process_spool_dir
 from tau_tui.core.cluster.real import KubernetesBackend
 from tau_tui.core.operations.audit import state_dir
-from tau_tui.core.operations.multikueue import evaluate_multikueue_ready
 from tau_tui.core.operations.multikueue_steps import open_exercise
 from tau_tui.core.operations.multikueue_steps.access import SECRET, AccessError, BackendAccess
 from tau_tui.core.operations.multikueue_steps.credentials import (
@@ -45,14 +44,11 @@ from tau_tui.core.operations.multikueue_steps.credentials import (
     WorkerCredential,
     credential_from_secret,
 )
-from tau_tui.core.operations.multikueue_steps.drain import remote_leftovers
 from tau_tui.core.operations.multikueue_steps.engine import Outcome, StepState
 from tau_tui.core.operations.multikueue_steps.matrix import dependency_matrix
 from tau_tui.core.operations.multikueue_steps.plan import MultiKueuePlan, WorkerPlan
 from tau_tui.core.operations.multikueue_steps.rotate import CredentialVault
 from tau_tui.core.operations.multikueue_steps.worker_logs import worker_log_backend
-from tau_tui.core.operations.rundocument import read_run
-from tau_tui.core.operations.runstatus import compute_run_status
 from tau_tui.core.runconfig.profiles import (
     Caller,
     SelectionError,
@@ -106,11 +102,50 @@ def profiles_ready(t3) -> bool:
                                       for c in p.get("conditions") or ()) for p in profiles)
 
 
-def live_readiness(access: BackendAccess):
-    return evaluate_multikueue_ready(
-        [admission_check_view(o) for o in access.list(R.ADMISSION_CHECK.type)],
-        [multikueue_config_view(o) for o in access.list(R.MULTIKUEUE_CONFIG.type)],
-        [multikueue_cluster_view(o) for o in access.list(R.MULTIKUEUE_CLUSTER.type)])
+def _true(obj: dict | None, cond_type: str) -> bool:
+    return any(c.get("type") == cond_type and c.get("status") == "True" for c in ((obj or {}).get("status") or {}).get("conditions") or ())
+
+
+def seed_rule_ready(t3) -> bool:
+    """The seed's rule for MultiKueueReady, written out here over raw objects (an oracle independent of
+    tau-tui): "a correctly controlled and active AdmissionCheck, its referenced MultiKueueConfig, and at
+    least one active MultiKueueCluster must all resolve"."""
+    custom = k8s.CustomObjectsApi(t3.manager.api_client())
+
+    def cluster_object(plural: str, name: str) -> dict | None:
+        try:
+            return custom.get_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural, name)
+        except k8s.ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+    for check in custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "admissionchecks")["items"]:
+        spec = check.get("spec") or {}
+        params = spec.get("parameters") or {}
+        if spec.get("controllerName") != "kueue.x-k8s.io/multikueue" or not _true(check, "Active"):
+            continue
+        if (params.get("apiGroup"), params.get("kind")) != ("kueue.x-k8s.io", "MultiKueueConfig"):
+            continue
+        config = cluster_object("multikueueconfigs", str(params.get("name")))
+        if config and any(_true(cluster_object("multikueueclusters", c), "Active")
+                          for c in (config.get("spec") or {}).get("clusters") or ()):
+            return True
+    return False
+
+
+def tau_cluster_ready(t3) -> dict:
+    """TauCluster/cluster's own MultiKueueReady condition (current or not), read with the raw client."""
+    tc = k8s.CustomObjectsApi(t3.manager.api_client()).get_cluster_custom_object(*TAU, "clusters", TAUCLUSTER)
+    found = next((c for c in (tc.get("status") or {}).get("conditions") or () if c.get("type") == "MultiKueueReady"), {})
+    return {**found, "current": found.get("observedGeneration") == tc["metadata"]["generation"]}
+
+
+def readiness(t3, fleet) -> tuple[bool, str | None]:
+    """(the seed's rule now, TauCluster's MultiKueueReady status once republished after that read)."""
+    expected = seed_rule_ready(t3)
+    publish_tau_status(fleet)
+    condition = tau_cluster_ready(t3)
+    return expected, condition.get("status") if condition.get("current") else None
 
 
 def write_kubeconfig(path: Path, doc: dict) -> str:
@@ -221,12 +256,53 @@ def placed(fleet, name: str, timeout: float = TIMEOUT) -> tuple[str, str]:
     raise AssertionError(f"Job {name} was not placed on a worker in {timeout:g}s")
 
 
+MULTIKUEUE_LABELS = ("kueue.x-k8s.io/multikueue-origin", "kueue.x-k8s.io/prebuilt-workload-name")
+
+
 def clean_on_every_worker(t3, fleet) -> dict[str, list[str]]:
+    """The seed's "Verify worker Jobs/RayJobs and pods directly", written out with the raw client on each
+    worker (its admin access): no Job, RayJob, RayCluster or Workload that MultiKueue dispatched (its labels)
+    and no pod of this module's runs (`t3-` Jobs) left in the tenant namespace."""
     out = {}
-    connector = fleet["connector"]
     for name in t3.worker_names:
-        out[name] = remote_leftovers(connector.admin(name), [NAMESPACE])
+        api = t3.worker(name).api_client()
+        custom, left = k8s.CustomObjectsApi(api), []
+
+        def dispatched(meta) -> bool:
+            labels = (meta.get("labels") if isinstance(meta, dict) else meta.labels) or {}
+            return any(label in labels for label in MULTIKUEUE_LABELS)
+        left += [f"Job {j.metadata.name}" for j in k8s.BatchV1Api(api).list_namespaced_job(NAMESPACE).items
+                 if dispatched(j.metadata) or j.metadata.name.startswith("t3-")]
+        for group, version, plural in (("ray.io", "v1", "rayjobs"), ("ray.io", "v1", "rayclusters"),
+                                       ("kueue.x-k8s.io", "v1beta2", "workloads")):
+            try:
+                items = custom.list_namespaced_custom_object(group, version, NAMESPACE, plural)["items"]
+            except k8s.ApiException as err:
+                if err.status != 404:
+                    raise
+                items = []
+            left += [f"{plural} {o['metadata']['name']}" for o in items if dispatched(o["metadata"])]
+        left += [f"Pod {p.metadata.name}" for p in k8s.CoreV1Api(api).list_namespaced_pod(NAMESPACE).items
+                 if dispatched(p.metadata) or (p.metadata.labels or {}).get("job-name", "").startswith("t3-")]
+        out[name] = left
     return out
+
+
+def placement(t3, fleet, job: str) -> tuple[str | None, str]:
+    """(the worker the manager's Workload of ``job`` names in status.clusterName, its MultiKueue check's
+    state), read raw; and the worker must hold the Job (checked by the caller)."""
+    access = BackendAccess(fleet["backend"], "manager")
+    for wl in access.list(R.WORKLOAD.type, NAMESPACE):
+        if any(o.get("name") == job for o in wl["metadata"].get("ownerReferences") or ()):
+            st = wl.get("status") or {}
+            state = next((c.get("state") for c in st.get("admissionChecks") or () if c.get("name") == fleet["plan"].admission_check), "")
+            return st.get("clusterName"), str(state)
+    return None, ""
+
+
+def job_on_worker(t3, worker: str, job: str) -> bool:
+    jobs = k8s.BatchV1Api(t3.worker(worker.removeprefix("tau-")).api_client()).list_namespaced_job(NAMESPACE).items
+    return any(j.metadata.name == job for j in jobs)
 
 
 def active_status(access: BackendAccess, cluster: str) -> str | None:
@@ -258,11 +334,6 @@ def reasons(ex) -> list[str]:
 
 def live_profiles(backend):
     return profile_set_from_taucluster(BackendAccess(backend, "manager").get(R.TAU_CLUSTER.type, "cluster"))
-
-
-def run_status(backend, name: str):
-    """What `tau-tui status RUN` computes, read live from the manager."""
-    return compute_run_status(read_run(backend, NAMESPACE, name))
 
 
 def log_targets(backend, worker: str, job: str) -> list[tuple[str, str]]:
@@ -300,6 +371,7 @@ def test_enablement_dispatch_status_logs_cancel_then_drain_setup_again_drain(t3,
     manager = BackendAccess(backend, "manager")
     setup = exercise(fleet, "setup", tmp_path)
     assert setup.run(YES, timeout=TIMEOUT) is Outcome.VERIFIED, reasons(setup)
+    assert readiness(t3, fleet) == (True, "True")  # TauCluster's own MultiKueueReady, and the seed's rule
     for wp in plan.workers:
         remember_stored(manager, wp.name)
     # a tenant outside the profile's applicability cannot select it (the select() of render and submit)
@@ -309,9 +381,9 @@ def test_enablement_dispatch_status_logs_cancel_then_drain_setup_again_drain(t3,
     name = job["metadata"]["name"]
     worker, workload = placed(fleet, name)
     assert worker in {wp.name for wp in plan.workers}
-    # status from the manager: the run is placed on that worker
-    placement = run_status(backend, name).phase("MultiKueue placement")
-    assert placement is not None and placement.status == "done" and worker in placement.detail, placement
+    # placed, read raw: the manager's Workload names the worker, its MultiKueue check is Ready, the worker holds the Job
+    assert placement(t3, fleet, name) == (worker, "Ready")
+    assert job_on_worker(t3, worker, name)
     # logs resolve on the worker through the mapped context
     targets = log_targets(backend, worker, name)
     assert targets and targets[0][1] == "trainer", targets
@@ -320,11 +392,10 @@ def test_enablement_dispatch_status_logs_cancel_then_drain_setup_again_drain(t3,
     drain = exercise(fleet, "drain", tmp_path, inputs={"cancel": "all-pending"})
     assert drain.run_step(drain.flow.steps[0], YES, timeout=TIMEOUT) is Outcome.VERIFIED, reasons(drain)
     publish_tau_status(fleet)
-    with pytest.raises(SelectionError, match="not applicable to team nlp"):
-        select(live_profiles(backend), plan.profile, Caller(NAMESPACE, "nlp", None))
-    with pytest.raises(SelectionError, match="team is not set"):
-        select(live_profiles(backend), plan.profile, Caller(NAMESPACE, None, None))
-    assert worker in run_status(backend, name).phase("MultiKueue placement").detail
+    for team in ("nlp", None, "tau-multikueue-drained"):  # a tenant's team, none, and one claiming the reserved name
+        with pytest.raises(SelectionError, match="its team tau-multikueue-drained is a reserved name no caller can claim"):
+            select(live_profiles(backend), plan.profile, Caller(NAMESPACE, team, None))
+    assert placement(t3, fleet, name)[0] == worker  # the run keeps its placement
     assert FAKE_LOG_LINES[-1] in " ".join(read_log_lines(backend, worker, name))
     revoke = drain.flow.steps[4]
     assert workload in (revoke.refusal(drain.ctx) or "")  # revocation refused while remote work is active
@@ -520,9 +591,6 @@ def test_readiness_follows_worker_outages(t3, fleet, tmp_path):
     enable(t3, fleet, tmp_path)
     access = BackendAccess(fleet["backend"], "manager")
 
-    def live():
-        return live_readiness(access)
-
     def pane_cells(cluster: str) -> list[str]:
         """The Active cells the MultiKueue pane shows for MultiKueueCluster ``cluster``."""
         view = multikueue_cluster_view(access.get(R.MULTIKUEUE_CLUSTER.type, cluster) or {"metadata": {"name": cluster}})
@@ -542,16 +610,17 @@ def test_readiness_follows_worker_outages(t3, fleet, tmp_path):
         wait(lambda: active_status(access, f"tau-{one}") == "False", f"tau-{one} inactive")
         shown = pane_cells(f"tau-{one}")
         assert "Active=False" in shown[0] and shown[1] == "ClientConnectionFailed", shown
-        assert live().ready  # the other worker keeps MultiKueue ready
+        # the other worker keeps MultiKueue ready: the seed's rule over the raw objects, and TauCluster's condition
+        wait(lambda: readiness(t3, fleet) == (True, "True"), "MultiKueueReady True with one worker down")
         for name in t3.worker_names[1:]:
             t3.stop_worker_apiserver(name)
-        wait(lambda: not live().ready, "MultiKueueReady live False with both workers down")
-        down = live()
-        assert down.status == "False" and down.reason and "Active=False" in down.message, down
+        wait(lambda: readiness(t3, fleet) == (False, "False"), "MultiKueueReady False with both workers down")
+        down = tau_cluster_ready(t3)
+        assert down["reason"] == "PrerequisitesNotReady" and down["message"], down
     finally:
         for name in t3.worker_names:
             t3.start_worker_apiserver(name)
-    wait(lambda: live().ready, "MultiKueueReady live True again")
+    wait(lambda: readiness(t3, fleet) == (True, "True"), "MultiKueueReady True again")
     # Kueue retries a lost worker after 5 s, 10 s, 20 s ... up to ~320 s; the bound covers the longest wait.
     wait(lambda: all(active_status(access, f"tau-{n}") == "True" for n in t3.worker_names), "both workers Active again",
          timeout=RECONNECT_TIMEOUT)

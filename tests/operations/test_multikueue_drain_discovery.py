@@ -16,7 +16,7 @@ from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.operations.multikueue_steps import drain as drain_steps
 from tau_tui.core.operations.multikueue_steps import open_exercise
 from tau_tui.core.operations.multikueue_steps.engine import Check, Outcome, Step, StepState
-from tau_tui.core.operations.multikueue_steps.setup import DRAINED_TEAM
+from tau_tui.core.runconfig.profiles import DRAINED_TEAM
 from tests.multikueue_lab import (
     DEMO_MULTIKUEUE,
     LAB_PLAN,

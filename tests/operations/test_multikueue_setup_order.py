@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import json
 from itertools import product
-from types import SimpleNamespace
 
 import pytest
 
 from tau_tui import cli
-from tau_tui.commands import config_commands, multikueue_command
 from tau_tui.commands.parser import EXIT_INVALID, EXIT_NOT_VERIFIED, EXIT_OK, EXIT_REFUSED
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.operations.multikueue_steps.access import BackendAccess
 from tau_tui.core.operations.multikueue_steps.engine import Outcome, StepState
 from tau_tui.core.operations.multikueue_steps.plan import plan_from_mapping
 from tau_tui.core.operations.multikueue_steps.simulated_fleet import WORKER_IDENTITY
 from tau_tui.core.runconfig.profiles import Caller, SelectionError, profile_set_from_taucluster, select
-from tests.multikueue_lab import YES, Lab, make_lab
+from tests.multikueue_lab import YES, Lab, make_lab, route_cli_to
 
 R = ResourceKind
 PROFILE = "azure.research.multicluster.lab"
@@ -107,9 +104,12 @@ def test_setup_after_a_partial_drain_republishes_unauthorised_and_step_5_authori
     assert "removed by a drain" in again.survey()[3].check.reason
     assert again.run_step(again.flow.steps[3], YES, timeout=30) is Outcome.VERIFIED
     refused_to_everyone(lab)  # step 4 gives nothing back to tenants
-    assert lab.world.store.read(R.LOCAL_QUEUE.type, "mk-lab-queue", "team-nlp")["spec"]["stopPolicy"] == "None"
+    # the LocalQueue stays held until step 5 verifies (#44 item 1); the ClusterQueue is resumed
+    assert lab.world.store.read(R.LOCAL_QUEUE.type, "mk-lab-queue", "team-nlp")["spec"]["stopPolicy"] == "Hold"
+    assert lab.world.store.read(R.CLUSTER_QUEUE.type, "mk-lab-cq")["spec"].get("stopPolicy", "None") == "None"
     assert again.run(YES, timeout=30) is Outcome.VERIFIED
     selectable_by_the_tenants(lab)
+    assert lab.world.store.read(R.LOCAL_QUEUE.type, "mk-lab-queue", "team-nlp")["spec"]["stopPolicy"] == "None"
 
 
 def test_setup_after_a_full_drain_authorises_only_at_step_5(lab):
@@ -208,27 +208,9 @@ policy:
 
 @pytest.fixture
 def cli_lab(tmp_path, monkeypatch):
-    """The CLI on the simulated fleet: `multikueue` gets the lab's manager and workers; `profiles` and
-    `submit` read TauCluster/cluster from the lab's manager (the kubernetes client's CustomObjectsApi
-    answered by the simulated API), and `submit` sends through the lab's backend."""
-    for var in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
-        monkeypatch.setenv(var, str(tmp_path / var.lower()))
-    monkeypatch.delenv("TAU_TEAM", raising=False)
+    """The CLI on the simulated fleet (tests/multikueue_lab.route_cli_to) and a tenant's tau.yaml."""
     lab = make_lab(tmp_path)
-    manager = BackendAccess(lab.backend, "manager")
-
-    class SimCustomObjects:
-        def __init__(self, api_client):
-            pass
-
-        def get_cluster_custom_object(self, group, version, plural, name):
-            return manager.get(R.TAU_CLUSTER.type, name)
-
-    monkeypatch.setattr(multikueue_command, "multikueue_environment", lambda args: (lab.backend, lab.connector, lab.world.advance))
-    monkeypatch.setattr("kubernetes.client.CustomObjectsApi", SimCustomObjects)
-    monkeypatch.setattr(config_commands, "api_client", lambda context, timeouts=None: object())
-    lab.backend.http = SimpleNamespace(api_client=object())
-    monkeypatch.setattr("tau_tui.core.cluster.real.KubernetesBackend", lambda **kwargs: lab.backend)
+    route_cli_to(lab, tmp_path, monkeypatch)
     project = tmp_path / "project"
     project.mkdir()
     (project / "tau.yaml").write_text(TAU_YAML)

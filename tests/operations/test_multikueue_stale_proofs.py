@@ -73,4 +73,4 @@ def test_a_drain_without_admin_context_verifies_once_the_owner_revoked_by_hand(l
     assert states[2] is StepState.VERIFIED, again.survey()[2].check
     assert again.run(YES, timeout=30) is Outcome.VERIFIED
     evidence = " ".join(again.survey()[2].check.evidence)
-    assert "rejects the drained credential (401)" in evidence
+    assert "rejects the drained credential sha256:" in evidence and "(401)" in evidence

@@ -35,6 +35,9 @@ class RunObjects:
     #: That worker's pods of the run, read on the worker; None when they could not be read (no
     #: context mapped to the worker, or it is unreachable): then the release is never confirmed.
     worker_pods: Sequence[PodView] | None = None
+    #: The run's objects still on that worker that may start pods again (its Job or RayJob not finished, its
+    #: RayCluster), described; read with ``worker_pods``.
+    worker_owners: Sequence[str] = ()
 
 
 def objects_for_run(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from tau_tui.core.cluster.view_types import PodView
 from tau_tui.core.operations.gpufaults import gpu_hits
 from tau_tui.core.operations.recovery_manifests import RESUMED_AS_ANNOTATION, RETRIED_AS_ANNOTATION
 from tau_tui.core.operations.run_objects import RunObjects
@@ -38,6 +39,20 @@ from tau_tui.core.operations.run_status_types import (
 )
 
 
+def _left_on_worker(worker: str, pods: list[PodView], owners: list[str]) -> str:
+    """What a cancelled run still has on its MultiKueue worker, for the Compute release phase."""
+    scheduled = [p for p in pods if p.node_name]
+    parts = []
+    if scheduled:
+        nodes = sorted({p.node_name or "" for p in scheduled})
+        parts.append(f"{len(scheduled)} pod(s) still hold GPUs on worker {worker} ({', '.join(nodes)})")
+    if len(scheduled) < len(pods):
+        parts.append(f"{len(pods) - len(scheduled)} pod(s) on worker {worker} not scheduled yet (they may still take GPUs)")
+    if owners:
+        parts.append(f"{', '.join(owners)} still on worker {worker} (it may start pods again)")
+    return "; ".join(parts) + "; waiting for them to go"
+
+
 def compute_run_status(objs: RunObjects) -> RunStatus:
     owner = objs.job or objs.ray_job
     if owner is not None and (owner.raw.get("metadata") or {}).get("deletionTimestamp"):
@@ -53,21 +68,21 @@ def compute_run_status(objs: RunObjects) -> RunStatus:
         return RunStatus(objs.namespace, objs.name, "unknown", "releasing", "releasing compute", phases,
                          actions=_list_action(objs) + _resume_cancelled(objs))
     if owner is None and objs.worker is not None:
-        on_worker = None if objs.worker_pods is None else [p for p in objs.worker_pods if p.node_name and not p.terminal]
-        if on_worker is None or on_worker:
+        # Every pod not finished holds GPUs or may still take them (a Pending one is scheduled any moment), and an
+        # unfinished Job or RayJob left on the worker may start new ones: released only when neither is left.
+        on_worker = None if objs.worker_pods is None else [p for p in objs.worker_pods if not p.terminal]
+        owners = list(objs.worker_owners)
+        if on_worker is None or on_worker or owners:
             if on_worker is None:
                 release = Phase("Compute release", "warning",
                                 f"cancelled on the manager; its pods ran on MultiKueue worker {objs.worker}, which "
                                 "cannot be read from here, so the release is not confirmed",
                                 f"map {objs.worker} to a kubeconfig context in config.yaml (worker_contexts)")
             else:
-                nodes = sorted({p.node_name or "" for p in on_worker})
-                release = Phase("Compute release", "active",
-                                f"{len(on_worker)} pod(s) still hold GPUs on worker {objs.worker} ({', '.join(nodes)}); "
-                                "waiting for them to terminate")
+                release = Phase("Compute release", "active", _left_on_worker(objs.worker, on_worker, owners))
             phases = tuple(release if name == "Compute release" else Phase(name, "skipped", "the run was deleted")
                            for name in PHASE_ORDER)
-            display = "releasing compute" if on_worker else "releasing compute (unconfirmed)"
+            display = "releasing compute (unconfirmed)" if on_worker is None else "releasing compute"
             return RunStatus(objs.namespace, objs.name, "unknown", "releasing", display, phases,
                              actions=(RunAction("list", "list runs in this namespace", ":runs", ("tau-tui", "runs", "-n", objs.namespace)),),
                              cluster=objs.worker, multikueue=True)

@@ -33,6 +33,12 @@ SUB_CONDITIONS = (
     "TopologiesReady",
     "PriorityClassesReady",
 )
+#: Teams tau-tui's MultiKueue steps publish a profile to when it must reach no tenant: setup step 4
+#: (before the dependency matrix verifies) and a drain's step 1. A team is a word a tenant writes
+#: (policy.team, --team, $TAU_TEAM), so these names match no caller, whoever claims them.
+NOT_YET_AUTHORIZED_TEAM = "tau-multikueue-not-yet-authorized"
+DRAINED_TEAM = "tau-multikueue-drained"
+RESERVED_TEAMS = (DRAINED_TEAM, NOT_YET_AUTHORIZED_TEAM)
 # Declared text fields that are free-form and therefore not normalised before hashing.
 UNNORMALISED_FIELDS = {"description", "message", "reason"}
 
@@ -336,6 +342,17 @@ def _applicability(profile: Profile, caller: Caller) -> list[str]:
     for what, allowed, value, norm in checks:
         if not allowed:
             continue
+        if what == "team":
+            reserved = [t for t in allowed if t in RESERVED_TEAMS]
+            if reserved and len(reserved) == len(allowed):
+                reasons.append(f"published to no tenant: its team{'s' if len(reserved) > 1 else ''} "
+                               f"{', '.join(reserved)} {'are' if len(reserved) > 1 else 'is a'} reserved "
+                               f"name{'s' if len(reserved) > 1 else ''} no caller can claim")
+                continue
+            if value is not None and norm(value) in RESERVED_TEAMS:
+                reasons.append(f"team {value} is reserved by tau-tui for 'no tenant' and no caller may claim it")
+                continue
+            allowed = tuple(t for t in allowed if t not in RESERVED_TEAMS)
         if value is None:
             reasons.append(f"limited to {what}s {', '.join(allowed)} and the {what} is not set")
         elif norm(value) not in allowed:

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tau_tui.core.operations.multikueue_steps.access import BackendAccess
+from tau_tui.core.operations.multikueue_steps.access import AccessError, BackendAccess
 from tau_tui.core.operations.multikueue_steps.engine import Exercise, Flow, Outcome, StepContext
 from tau_tui.core.operations.multikueue_steps.records import Recorder, RecordJournal
 
@@ -55,14 +55,19 @@ def open_exercise(flow_name: str, backend: Any, connector: Any, plan: Any, *, wa
     manager = BackendAccess(backend, f"manager {cluster}")
     ctx = StepContext(manager, connector, plan, wait, now, inputs=dict(inputs or {}), keyring=vault)
     recorder = None
+    unidentified = ""
     if record:
         try:
             identity = manager.whoami()
-        except Exception as exc:  # the record says who could not be identified, and why
-            identity = f"unknown ({getattr(exc, 'message', exc)})"
+        except AccessError as exc:  # the record says who could not be identified, and why; nothing is applied
+            identity, unidentified = f"unknown ({exc.message})", exc.message
         recorder = Recorder(flow_name, cluster, identity, directory=records_dir, clock=clock, plan=plan.source)
     ctx.journal = recorder or RecordJournal.latest(flow_name, cluster, records_dir)
-    return Exercise(flow_for(flow_name), ctx, recorder, poll_seconds=poll_seconds)
+    exercise = Exercise(flow_for(flow_name), ctx, recorder, poll_seconds=poll_seconds)
+    if unidentified:
+        exercise.unidentified = (f"the manager could not say who you are (SelfSubjectReview: {unidentified}); an "
+                                 "exercise record must name who ran it, so nothing is applied")
+    return exercise
 
 
 __all__ = ["Exercise", "Flow", "Outcome", "StepContext", "FLOW_NAMES", "REMOVED_FLOW", "flow_for", "open_exercise",

@@ -1,8 +1,8 @@
 """Drain and rollback, the seed's five steps in order, enforced:
 
 1. remove tenant authorization and stop new submissions to every dedicated
-   profile/queue: every multiKueue profile is limited to a team no tenant is
-   in, every LocalQueue of a MultiKueue ClusterQueue is held; the default
+   profile/queue: every multiKueue profile is limited to a reserved team
+   select() matches to no caller, every LocalQueue of a MultiKueue ClusterQueue is held; the default
    queue is never touched;
 2. HoldAndDrain every dedicated ClusterQueue and cancel the pending owners the
    operator picks; verified by each ClusterQueue's counts at zero *and* by the
@@ -31,8 +31,9 @@ from typing import Any
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.operations.multikueue_steps.access import AccessError, BackendAccess
 from tau_tui.core.operations.multikueue_steps.checks import condition
+from tau_tui.core.operations.multikueue_steps.credential_ledger import ledger_entry
+from tau_tui.core.operations.multikueue_steps.credentials import CredentialError
 from tau_tui.core.operations.multikueue_steps.drain_discovery import (
-    HELD,
     REMOVED_ANNOTATION,
     Discovery,
     discover,
@@ -53,13 +54,16 @@ from tau_tui.core.operations.multikueue_steps.engine import (
     apply_change,
 )
 from tau_tui.core.operations.multikueue_steps.revocation import RevokeStep
-from tau_tui.core.operations.multikueue_steps.setup import DRAINED_TEAM, declared_profiles
+from tau_tui.core.operations.multikueue_steps.tenancy import HELD, declared_profiles, refused_to_every_tenant
+from tau_tui.core.runconfig.profiles import DRAINED_TEAM
 
 R = ResourceKind
 RAY_CLUSTER = ResourceType(R.RAY_JOB.type.group, R.RAY_JOB.type.version, "rayclusters", "RayCluster", True)
 #: How long step 2 waits for HoldAndDrain's evictions before it cancels the picked owners (on the context's clock).
 EVICTION_TIMEOUT = 30.0
 EVICTION_POLL = 2.0
+#: How long step 4 waits for TauCluster's status to stop publishing the removed profiles before the wiring goes.
+UNPUBLISH_TIMEOUT = 30.0
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 CANCELLABLE = {"Job": R.JOB.type, "RayJob": R.RAY_JOB.type}
@@ -204,6 +208,19 @@ def drained_away(found: Discovery, worker: str) -> bool:
     return f"MultiKueueCluster {worker}" in found.removed and worker not in found.clusters
 
 
+def _drained_credential(ctx: StepContext, wp: Any) -> str | None:
+    """The fingerprint of the credential step 3 reads ``wp`` with, when that is the one the drain revoked (no
+    adminContext, and the manager's ledger notes it as the credential it stored); None otherwise: a 401 then
+    says the reader does not work, nothing about the worker."""
+    if wp.admin_context:
+        return None
+    try:
+        reader = ctx.worker_credential(wp.name).fingerprint
+    except CredentialError:
+        return None
+    return reader if ledger_entry(ctx, wp.name).get("stored") == reader else None
+
+
 def _workers_directly(ctx: StepContext, found: Discovery | None = None) -> tuple[list[str], list[str], list[str]]:
     """(evidence, leftovers, unreachable) over every worker of the plan, asked directly."""
     found = found or discover(ctx)
@@ -214,11 +231,12 @@ def _workers_directly(ctx: StepContext, found: Discovery | None = None) -> tuple
             worker = ctx.inspector(wp.name)
             left = remote_leftovers(worker, namespaces)
         except AccessError as exc:
-            if exc.code == 401 and drained_away(found, wp.name):
-                # Without adminContext the worker is read with the credential the drain revoked; it was
-                # checked clean before step 4 could remove its MultiKueueCluster, and nothing reaches it since.
-                evidence.append(f"worker {wp.name} rejects the drained credential (401): its MultiKueueCluster was "
-                                "removed by this drain's step 4, after step 3 had checked it clean; not read again")
+            drained = _drained_credential(ctx, wp) if exc.code == 401 and drained_away(found, wp.name) else None
+            if drained:
+                # Read with the very credential the drain revoked (no adminContext): it was checked clean before
+                # step 4 could remove its MultiKueueCluster, and nothing reaches the worker since.
+                evidence.append(f"worker {wp.name} rejects the drained credential {drained} (401): its MultiKueueCluster "
+                                "was removed by this drain's step 4, after step 3 had checked it clean; not read again")
                 continue
             unreachable.append(f"{wp.name}: {exc.message}")
             continue
@@ -246,8 +264,9 @@ class DeauthorizeStep(DiscoveryGuardedStep):
     kind = "deauthorize"
     title = "1. Remove tenant authorization, stop new submissions"
     explanation = (
-        "Every multiKueue profile found on the manager (the plan's and any other) is limited to a team no tenant "
-        "belongs to, so the client refuses new TauGrid submissions through it, and every LocalQueue of a MultiKueue "
+        f"Every multiKueue profile found on the manager (the plan's and any other) is limited to team {DRAINED_TEAM}, "
+        "a reserved name select() matches to no caller (whoever claims it), so the client refuses new TauGrid "
+        "submissions through it, and every LocalQueue of a MultiKueue "
         "ClusterQueue is held. Existing runs keep their status, logs and cancel. The default queue is never "
         "repointed or touched.")
 
@@ -285,6 +304,13 @@ class DeauthorizeStep(DiscoveryGuardedStep):
                                     f"(teams {teams_of(profile) or 'all'})")
         elif found.published:
             evidence.append("TauCluster status is not current: the client refuses every profile until TauGrid catches up")
+        # What the client answers now, to the plan's tenants and to anyone claiming a reserved team.
+        for name in sorted(set(found.profiles) | set(found.published)):
+            accepted, line = refused_to_every_tenant(found.tau_cluster or {}, ctx.plan, name)
+            if accepted:
+                problems.append(f"select() still gives profile {name} to " + ", ".join(accepted))
+            else:
+                evidence.append(f"profile {name}: {line}")
         for (ns, name), lq in sorted(found.local_queues.items()):
             policy = spec_of(lq).get("stopPolicy")
             if policy not in HELD:
@@ -411,9 +437,11 @@ class RemoveRoutingStep(Step):
     kind = "remove"
     title = "4. Remove the profiles, then the AdmissionCheck and queue wiring"
     explanation = (
-        "Removes every multiKueue profile from TauCluster/cluster, then the dedicated LocalQueues, ClusterQueues, "
-        "AdmissionChecks, MultiKueueConfigs and MultiKueueClusters found on the manager, and notes on "
-        "TauCluster/cluster what the drain removed. Refused while any Workload still references them.")
+        "Removes every multiKueue profile from TauCluster/cluster, waits (up to 30 s) until TauCluster's status is "
+        "current and publishes none of them, then removes the dedicated LocalQueues, ClusterQueues, AdmissionChecks, "
+        "MultiKueueConfigs and MultiKueueClusters found on the manager, and notes on TauCluster/cluster what the drain "
+        "removed. Refused while any Workload still references them. Verification: nothing left, and a current status "
+        "that publishes no multiKueue profile.")
 
     def refusal(self, ctx: StepContext) -> str | None:
         found = discover(ctx)
@@ -442,19 +470,54 @@ class RemoveRoutingStep(Step):
         out += [Change("delete", R.MULTIKUEUE_CLUSTER.type, name) for name in sorted(found.clusters)]
         return out
 
+    def apply(self, ctx: StepContext, dry_run: bool) -> list[str]:
+        changes = self.changes(ctx)
+        if dry_run:
+            return [apply_change(ctx, change, True) for change in changes]
+        profiles = [c for c in changes if c.rt == R.TAU_CLUSTER.type]
+        wiring = [c for c in changes if c.rt != R.TAU_CLUSTER.type]
+        lines = [apply_change(ctx, change, False) for change in profiles]
+        if not wiring:
+            return lines
+        # Seed: remove the profiles, *then* the wiring: TauGrid must have stopped publishing them first.
+        deadline = Deadline(ctx, UNPUBLISH_TIMEOUT)
+        why = _still_published(discover(ctx))
+        while why and deadline.wait(EVICTION_POLL):
+            why = _still_published(discover(ctx))
+        if why:
+            return lines + [f"{why} after {UNPUBLISH_TIMEOUT:g} s: the queue and AdmissionCheck wiring is left in place; "
+                            "apply this step again once TauGrid has caught up"]
+        lines.append("TauCluster status is current and publishes no multiKueue profile")
+        return lines + [apply_change(ctx, change, False) for change in wiring]
+
     def verify(self, ctx: StepContext) -> Check:
         found = discover(ctx)
         problems = []
         left = found.present_refs()
         if left:
             problems.append("still present: " + ", ".join(left))
-        if found.status_current and found.published:
-            problems.append("still published in TauCluster status: " + ", ".join(f"profile {n}" for n in sorted(found.published)))
+        published = _still_published(found)
+        if published:
+            problems.append(published)
         evidence = ["no multiKueue profile, dedicated LocalQueue or ClusterQueue, MultiKueue AdmissionCheck, "
                     "MultiKueueConfig or MultiKueueCluster is left on the manager"] if not left else []
         if found.removed:
             evidence.append(f"removed by the drain ({REMOVED_ANNOTATION} on TauCluster/cluster): {', '.join(sorted(found.removed))}")
         return discovery_check(found, problems, evidence, ctx.plan)
+
+
+def _still_published(found: Discovery) -> str:
+    """Why TauCluster's status may still offer a multiKueue profile: it publishes one, or it is not current
+    (an older status proves nothing about the spec now); "" when neither."""
+    if found.tau_cluster is None:
+        return ""
+    if not found.status_current:
+        status = (found.tau_cluster.get("status") or {}).get("workloadProfiles") or {}
+        return (f"TauCluster status is not current (workloadProfiles observedGeneration {status.get('observedGeneration')}, "
+                f"generation {(found.tau_cluster.get('metadata') or {}).get('generation')}): it cannot show the profiles gone")
+    if found.published:
+        return "still published in TauCluster status: " + ", ".join(f"profile {n}" for n in sorted(found.published))
+    return ""
 
 
 def remote_needs(ctx: StepContext) -> list[str]:

@@ -41,7 +41,7 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.operations.multikueue_steps.checks import check_from, condition
 from tau_tui.core.operations.multikueue_steps.engine import Check, StepContext
-from tau_tui.core.operations.multikueue_steps.setup import (
+from tau_tui.core.operations.multikueue_steps.tenancy import (
     declared_profiles,
     default_queues,
     tau_cluster,
@@ -50,7 +50,6 @@ from tau_tui.core.operations.multikueue_steps.setup import (
 R = ResourceKind
 #: Written by step 4 onto TauCluster/cluster before it deletes: the objects a drain removed (JSON list).
 REMOVED_ANNOTATION = "tau.azure.com/multikueue-drain-removed"
-HELD = ("Hold", "HoldAndDrain")
 
 
 def is_terminal(wl: dict[str, Any]) -> bool:

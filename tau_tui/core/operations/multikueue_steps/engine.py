@@ -201,15 +201,19 @@ class StepContext:
             self._credentials[worker] = self.connector.load(worker, wp.kubeconfig, wp.context)
         return self._credentials[worker]
 
+    def worker_credential(self, name: str) -> WorkerCredential:
+        """The credential ``worker`` reads with: the one stored on the manager, else the plan's."""
+        from tau_tui.core.operations.multikueue_steps.access import SECRET
+        from tau_tui.core.operations.multikueue_steps.credentials import credential_from_secret
+
+        wp = self.plan.worker(name)
+        stored = credential_from_secret(name, self.manager.get(SECRET, wp.secret_name, self.plan.kueue_namespace))
+        return stored or self.credential(name)
+
     def worker(self, name: str) -> BackendAccess:
         """The worker reached with the credential stored on the manager (or the plan's, before it is stored)."""
         if name not in self._workers:
-            from tau_tui.core.operations.multikueue_steps.access import SECRET
-            from tau_tui.core.operations.multikueue_steps.credentials import credential_from_secret
-
-            wp = self.plan.worker(name)
-            stored = credential_from_secret(name, self.manager.get(SECRET, wp.secret_name, self.plan.kueue_namespace))
-            self._workers[name] = self.connector.connect(stored or self.credential(name))
+            self._workers[name] = self.connector.connect(self.worker_credential(name))
         return self._workers[name]
 
     def inspector(self, name: str) -> BackendAccess:
@@ -306,6 +310,8 @@ class Flow:
     steps: list[Step]
     #: Runs once every step verified (rotation forgets its keyring entries here).
     on_complete: Callable[[StepContext], None] | None = None
+    #: What a verified run verified, in a few words (rotation: the fingerprints), for the verdict line.
+    summary: Callable[[StepContext], str] | None = None
 
 
 class Exercise:
@@ -316,6 +322,8 @@ class Exercise:
         self.ctx = ctx
         self.recorder = recorder
         self.poll_seconds = poll_seconds
+        #: Why this exercise may apply nothing: the identity its record must name could not be read.
+        self.unidentified = ""
 
     def _check(self, step: Step) -> tuple[Check, StepState]:
         try:
@@ -394,6 +402,8 @@ class Exercise:
 
     def apply(self, step: Step) -> tuple[bool, list[str]]:
         """Apply after confirmation.  Refuses again if a guard now says no."""
+        if self.unidentified:
+            raise Refused(self.unidentified)
         if not self.unlocked(step):
             raise Refused(f"step '{step.title}' is locked: an earlier step does not verify yet")
         why = step.refusal(self.ctx)
@@ -469,6 +479,10 @@ class Exercise:
 
     def run(self, confirm: Callable[[Preview], bool], timeout: float = 120.0) -> Outcome:
         """Headless: from the first step that does not verify, to the end or the first failure."""
+        if self.unidentified:  # nothing is applied, and the record cannot end verified
+            self.record_step(self.flow.steps[0], "error", Check(False, self.unidentified))
+            self.finish(Outcome.FAILED)
+            return Outcome.FAILED
         for status in self.survey():
             if status.state is StepState.VERIFIED:
                 self.record_step(status.step, "already verified", status.check)
@@ -481,6 +495,8 @@ class Exercise:
         return Outcome.VERIFIED
 
     def finish(self, outcome: Outcome) -> None:
+        if outcome is Outcome.VERIFIED and self.unidentified:
+            outcome = Outcome.FAILED  # a record that cannot name who ran it never ends verified
         if outcome is Outcome.VERIFIED and self.flow.on_complete is not None:
             self.flow.on_complete(self.ctx)
         if self.recorder is not None:

@@ -449,12 +449,31 @@ def worker_row(manager: BackendAccess, worker: BackendAccess, name: str, plan: M
     return MatrixRow(name, tuple(cells))
 
 
+def eligible_workers(ctx: StepContext) -> list[str]:
+    """Every worker Kueue may dispatch to: the plan's, and every cluster the live MultiKueueConfig lists."""
+    config = ctx.manager.get(R.MULTIKUEUE_CONFIG.type, ctx.plan.config)
+    listed = [str(c) for c in ((config or {}).get("spec") or {}).get("clusters") or ()]
+    return list(dict.fromkeys([*(w.name for w in ctx.plan.workers), *listed]))
+
+
 def dependency_matrix(ctx: StepContext) -> list[MatrixRow]:
+    """One row per eligible worker. A cluster of the config that the plan does not list cannot be read (the
+    plan gives neither a credential nor an adminContext for it): every cell of its row is unknown."""
     rows = []
-    for wp in ctx.plan.workers:
+    try:
+        names = eligible_workers(ctx)
+    except AccessError as exc:
+        names = [w.name for w in ctx.plan.workers]
+        rows.append(MatrixRow(f"MultiKueueConfig {ctx.plan.config}", tuple((col, unknown(exc.message)) for col in COLUMNS)))
+    for name in names:
+        if ctx.plan.worker(name) is None:
+            why = unknown(f"{name} is in MultiKueueConfig {ctx.plan.config} but not in the plan: no credential or "
+                          "adminContext to read it with; add it to the plan's workers")
+            rows.append(MatrixRow(name, tuple((col, why) for col in COLUMNS)))
+            continue
         try:
-            worker = ctx.inspector(wp.name)
-            rows.append(worker_row(ctx.manager, worker, wp.name, ctx.plan))
+            worker = ctx.inspector(name)
+            rows.append(worker_row(ctx.manager, worker, name, ctx.plan))
         except AccessError as exc:
-            rows.append(MatrixRow(wp.name, tuple((col, unknown(exc.message)) for col in COLUMNS)))
+            rows.append(MatrixRow(name, tuple((col, unknown(exc.message)) for col in COLUMNS)))
     return rows

@@ -13,9 +13,11 @@ Revocation evidence (``revocations``) is what a revoke step must still know
 after a restart: per worker, the revoked credential's fingerprint, how it was
 revoked, and the proof (time, HTTP status 401).  The credential itself is kept
 only in the OS keyring while its proof is pending (``rotate.CredentialVault``),
-never here.  A new record starts from the latest earlier record's evidence,
-so a drain verified yesterday still proves today what it revoked, unless a
-setup ran since (it stored other credentials, which that proof says nothing of).
+never here.  A record reads the evidence of every earlier record of its flow
+and cluster, and a proof counts only for the fingerprint the manager says it
+last stored (``credential_ledger.py``): a drain verified yesterday still
+proves today what it revoked, and proves nothing about a credential stored
+since, from this machine or any other.
 """
 
 from __future__ import annotations
@@ -65,34 +67,20 @@ def _newest_first(directory: Path, flow: str) -> list[Path]:
 
 
 def _earlier_revocations(directory: Path, flow: str, cluster: str, skip: Path | None = None) -> list[dict[str, Any]]:
-    """The revocation evidence of the newest record of ``flow`` on ``cluster`` that has any."""
-    for path in _newest_first(directory, flow):
+    """The revocation evidence of every earlier record of ``flow`` on ``cluster``, oldest first.  A proof
+    binds to a fingerprint (:func:`RevocationEvidence.proof`), never to a record: which credential still has
+    to be proven revoked is the manager's to say (``credential_ledger.py``), not this directory's."""
+    out: list[dict[str, Any]] = []
+    for path in reversed(_newest_first(directory, flow)):
         if path == skip:
             continue
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
-            continue
-        if data.get("cluster") == cluster and data.get("flow") == flow and data.get(REVOCATIONS):
-            if _set_up_since(directory, cluster, path):
-                return []  # a setup since then stored other credentials: that proof is about the ones before
-            return [dict(e) for e in data[REVOCATIONS]]
-    return []
-
-
-def _set_up_since(directory: Path, cluster: str, record: Path) -> bool:
-    """Whether a setup exercise on ``cluster`` was written after ``record``."""
-    try:
-        since = record.stat().st_mtime_ns
-    except OSError:
-        return True
-    for path in directory.glob("*-setup-*.json"):
-        try:
-            if path.stat().st_mtime_ns > since and json.loads(path.read_text()).get("cluster") == cluster:
-                return True
-        except (OSError, ValueError):
-            continue
-    return False
+            continue  # `tau-tui multikueue records` names an unreadable record
+        if isinstance(data, dict) and data.get("cluster") == cluster and data.get("flow") == flow:
+            out += [dict(e) for e in data.get(REVOCATIONS) or () if isinstance(e, dict)]
+    return out
 
 
 class RevocationEvidence:
@@ -117,6 +105,11 @@ class RevocationEvidence:
 
     def revocation(self, worker: str) -> dict[str, Any] | None:
         return next((e for e in reversed([*self.earlier, *self._entries()]) if e.get("worker") == worker), None)
+
+    def proof(self, worker: str, fingerprint: str) -> dict[str, Any] | None:
+        """The newest 401 seen for ``fingerprint`` on ``worker``, in this record or an earlier one."""
+        return next((e for e in reversed([*self.earlier, *self._entries()]) if e.get("worker") == worker
+                     and e.get("fingerprint") == fingerprint and e.get("http_status") == 401), None)
 
     def note_revocation(self, worker: str, fingerprint: str, how: str) -> None:
         """``fingerprint`` was revoked on ``worker`` (``how``; empty: left to the operator), proof pending."""
@@ -188,7 +181,7 @@ class Recorder(RevocationEvidence):
             self.data = {"flow": flow, "cluster": cluster, "identity": identity, "started": started, "finished": None,
                          "outcome": IN_PROGRESS, "plan": plan, "steps": []}
         self.data["identity"] = identity
-        self.earlier = [] if self.data.get(REVOCATIONS) else _earlier_revocations(self.directory, flow, cluster, self.path)
+        self.earlier = _earlier_revocations(self.directory, flow, cluster, self.path)
         self._save()
 
     def _now(self) -> str:
@@ -275,15 +268,22 @@ class RecordSummary:
     outcome: str
     steps: int
     identity: str
+    #: Why the file cannot be read as a record ("" when it can): listed, never skipped.
+    unreadable: str = ""
 
 
 def list_records(directory: Path | None = None) -> list[RecordSummary]:
+    """Every record file, oldest name first; one that cannot be read is listed with the reason."""
     out = []
     for path in sorted((directory or data_dir()).glob("*.json")):
         try:
             data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        out.append(RecordSummary(path, data.get("flow", "?"), data.get("cluster", "?"), data.get("started", "?"),
-                                 data.get("outcome", "?"), len(data.get("steps") or ()), data.get("identity", "?")))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            out.append(RecordSummary(path, str(data.get("flow", "?")), str(data.get("cluster", "?")),
+                                     str(data.get("started", "?")), str(data.get("outcome", "?")),
+                                     len(data.get("steps") or ()), str(data.get("identity", "?"))))
+        except (OSError, ValueError, TypeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            out.append(RecordSummary(path, "?", "?", "?", "unreadable", 0, "?", unreadable=why or type(exc).__name__))
     return out

@@ -12,7 +12,12 @@ per worker, the revoked credential's fingerprint and the proof (time, HTTP
 status); the credential itself is kept only in the OS keyring (slot
 ``revoking``, or rotation's ``old``) while its proof is pending, so a rerun
 can still ask the worker.  Without a keyring, a proof still pending after a
-restart cannot be made: the step says so (⚠), it never passes."""
+restart cannot be made: the step says so (⚠), it never passes.
+
+Which credential must be proven revoked is the manager's to say: the ledger on
+TauCluster/cluster (``credential_ledger.py``) names the fingerprint last stored
+(drain step 5) or replaced (rotation step 3); a 401 recorded or seen for any
+other fingerprint proves nothing."""
 
 from __future__ import annotations
 
@@ -22,8 +27,9 @@ from collections.abc import Callable
 
 from tau_tui.core.operations.multikueue_steps.access import SECRET, AccessError, BackendAccess
 from tau_tui.core.operations.multikueue_steps.checks import check_from, refuted, verified
+from tau_tui.core.operations.multikueue_steps.credential_ledger import ledger_change, ledger_entry, where
 from tau_tui.core.operations.multikueue_steps.credentials import WorkerCredential, credential_from_secret
-from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Step, StepContext
+from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Step, StepContext, apply_change
 from tau_tui.core.operations.multikueue_steps.records import RecordJournal, RevocationEvidence
 
 #: The OS keyring slot that holds a drained credential until the worker is seen rejecting it.
@@ -98,18 +104,19 @@ def by_hand(fingerprint: str, worker: str) -> str:
             "then run again: it verifies on the worker's 401")
 
 
-def prove_revoked(ctx: StepContext, worker: str, credential: WorkerCredential | None, *, admin: bool) -> Check:
-    """Verified only by a 401 from ``worker`` for the revoked credential, seen now or kept in the record."""
+def prove_revoked(ctx: StepContext, worker: str, credential: WorkerCredential | None, bound: str, *, admin: bool) -> Check:
+    """Verified only by a 401 from ``worker`` for the credential of fingerprint ``bound`` (the one the
+    manager's ledger names), seen now with that credential or kept in an exercise record.  A credential at
+    hand with another fingerprint, or a recorded 401 of another, proves nothing about it."""
     evidence = journal(ctx)
-    entry = evidence.revocation(worker)
-    if entry and entry.get("http_status") == 401 and (credential is None or entry.get("fingerprint") == credential.fingerprint):
-        return verified((f"{entry['fingerprint']} was rejected by worker {worker} (HTTP 401) at {entry['proven_at']} "
+    entry = evidence.proof(worker, bound)
+    if entry is not None:
+        return verified((f"{bound} was rejected by worker {worker} (HTTP 401) at {entry['proven_at']} "
                          "(exercise record)",))
-    if credential is None:
-        fingerprint = entry["fingerprint"] if entry else "its credential"
-        return refuted(f"revocation unproven: worker {worker}'s revoked credential {fingerprint} is no longer at "
-                       "hand to ask the worker with (no keyring entry survived)",
-                       action=f"make sure {fingerprint} is revoked in your identity system")
+    if credential is None or credential.fingerprint != bound:
+        return refuted(f"revocation unproven: worker {worker}'s credential {bound} (the last the manager stored, "
+                       f"{where()}) is not at hand to ask the worker with (no keyring entry survived), and no record "
+                       "here holds its 401", action=f"make sure {bound} is revoked in your identity system")
     state, text = probe(ctx, credential)
     if state == "rejected":
         proven = evidence.note_proof(worker, credential.fingerprint, 401, text)
@@ -147,8 +154,15 @@ class RevokeStep(Step):
         lines = []
         if not dry_run:
             evidence = journal(ctx)
+            deleting = {}
             for wp in ctx.plan.workers:
                 stored = credential_from_secret(wp.name, ctx.manager.get(SECRET, wp.secret_name, ctx.plan.kueue_namespace))
+                if stored is not None:
+                    deleting[wp.name] = stored
+            if deleting:  # the manager notes what it held before the Secrets go: the proofs bind to it
+                lines.append(apply_change(ctx, ledger_change(ctx, {w: {"stored": c.fingerprint} for w, c in deleting.items()}), False))
+            for wp in ctx.plan.workers:
+                stored = deleting.get(wp.name)
                 if stored is None:
                     continue
                 self._keep(ctx, stored)
@@ -183,12 +197,14 @@ class RevokeStep(Step):
         evidence, problems, actions = ["every worker credential Secret is deleted from the manager"], [], []
         for wp in ctx.plan.workers:
             kept = self._kept(ctx, wp.name)
-            if kept is None and journal(ctx).revocation(wp.name) is None:
-                check = refuted(f"revocation unproven: Secret {wp.secret_name} was deleted without this tool "
-                                f"revoking the credential it held", action=f"revoke worker {wp.name}'s credential "
-                                "in your identity system; this tool cannot tell which it was")
+            bound = ledger_entry(ctx, wp.name).get("stored")
+            if bound is None:
+                check = refuted(f"revocation unproven: the manager notes no credential stored for worker {wp.name} "
+                                f"({where()}), so no proof can say the deleted Secret's credential is revoked",
+                                action=f"revoke worker {wp.name}'s credential in your identity system; this tool "
+                                       "cannot tell which it was")
             else:
-                check = prove_revoked(ctx, wp.name, kept, admin=bool(wp.admin_context))
+                check = prove_revoked(ctx, wp.name, kept, bound, admin=bool(wp.admin_context))
             evidence += check.evidence
             if check.ok:
                 # the proof is on disk now: the credential is no longer needed (a read-only survey keeps it)

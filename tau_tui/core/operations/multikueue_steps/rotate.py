@@ -35,12 +35,19 @@ from tau_tui.core.cluster.kinds import ResourceKind
 from tau_tui.core.operations.keyring_policy import chosen_keyring
 from tau_tui.core.operations.multikueue_steps.access import SECRET
 from tau_tui.core.operations.multikueue_steps.checks import condition, describe_condition, refuted, verified
+from tau_tui.core.operations.multikueue_steps.credential_ledger import (
+    FINGERPRINT_ANNOTATION,
+    ledger_change,
+    ledger_entry,
+    where,
+)
 from tau_tui.core.operations.multikueue_steps.credentials import WorkerCredential, credential_from_secret
 from tau_tui.core.operations.multikueue_steps.engine import (
     Change,
     Check,
     Deadline,
     Flow,
+    Refused,
     Step,
     StepContext,
     apply_change,
@@ -51,7 +58,6 @@ from tau_tui.core.operations.multikueue_steps.worker_access import review_worker
 
 R = ResourceKind
 SERVICE = "tau-tui-multikueue"
-FINGERPRINT_ANNOTATION = "tau.azure.com/credential-fingerprint"
 #: When the new credential was written (this machine's clock; for the reader).
 WRITTEN_ANNOTATION = "tau.azure.com/credential-written-at"
 #: The lastTransitionTime of the Active=False that Kueue reported while the kubeconfig was withheld (the server's clock).
@@ -132,8 +138,61 @@ def _worker(ctx: StepContext) -> WorkerPlan:
     name = ctx.inputs.get("worker") or ctx.plan.workers[0].name
     wp: WorkerPlan | None = ctx.plan.worker(name)
     if wp is None:
-        raise KeyError(name)
+        raise Refused(unknown_worker(ctx.plan, name))
     return wp
+
+
+def unknown_worker(plan: Any, name: str) -> str:
+    return f"worker {name!r} is not in the plan; its workers: {', '.join(w.name for w in plan.workers)}"
+
+
+def _given(ctx: StepContext, wp: WorkerPlan) -> WorkerCredential | None:
+    """The new credential the owner names now (a kubeconfig file or context), or None."""
+    if not ctx.inputs.get("new_kubeconfig") and not ctx.inputs.get("new_context"):
+        return None
+    given: WorkerCredential = ctx.connector.load(wp.name, ctx.inputs.get("new_kubeconfig"), ctx.inputs.get("new_context"))
+    return given
+
+
+def _conflict(pending: WorkerCredential | None, given: WorkerCredential | None, worker: str, where: str) -> str | None:
+    """Why a pending credential left by an earlier, stopped rotation must not stand in for the one named now."""
+    if pending is None or given is None or pending.kubeconfig == given.kubeconfig:
+        return None
+    return (f"an earlier rotation of {worker}, stopped before it ended, left {pending.fingerprint} pending in "
+            f"{where}; you named {given.fingerprint}. Finish that rotation first (`tau-tui multikueue rotate --worker "
+            f"{worker}` with no new credential resumes it), then rotate to {given.fingerprint}; or, if it was never "
+            f"written to the Secret, delete the keyring entry {SERVICE} <cluster>/{worker}/pending and start again")
+
+
+def _pending(ctx: StepContext, wp: WorkerPlan) -> WorkerCredential | None:
+    """The rotation's new credential in flight: the keyring's pending one. Refused when the owner names another."""
+    pending: WorkerCredential | None = ctx.keyring.get(wp.name, "pending") if ctx.keyring else None
+    why = _conflict(pending, _given(ctx, wp), wp.name, ctx.keyring.where if ctx.keyring else "the OS keyring")
+    if why:
+        raise Refused(why)
+    return pending
+
+
+def _stored(ctx: StepContext, wp: WorkerPlan) -> WorkerCredential | None:
+    return credential_from_secret(wp.name, ctx.manager.get(SECRET, wp.secret_name, ctx.plan.kueue_namespace))
+
+
+def completed_rotation(ctx: StepContext, wp: WorkerPlan) -> tuple[WorkerCredential, str] | None:
+    """(the credential the last rotation of ``wp`` stored, the fingerprint it replaced), when the manager's
+    ledger says a rotation stored what the Secret holds now; None otherwise."""
+    entry = ledger_entry(ctx, wp.name)
+    stored = _stored(ctx, wp)
+    if stored is not None and entry.get("replaced") and entry.get("stored") == stored.fingerprint:
+        return stored, entry["replaced"]
+    return None
+
+
+def rotation_summary(ctx: StepContext) -> str:
+    """What a verified rotation verified, by fingerprint."""
+    wp = _worker(ctx)
+    entry = ledger_entry(ctx, wp.name)
+    return (f"worker {wp.name} uses {entry.get('stored') or 'an unknown credential'}; "
+            f"{entry.get('replaced') or 'the old credential'} rejected by the worker (401)")
 
 
 class TakeNewCredentialStep(Step):
@@ -145,13 +204,8 @@ class TakeNewCredentialStep(Step):
         "needs and no more. Until the rotation ends, the new and the old credential are kept in the OS keyring "
         "only, so a restart resumes the rotation; without a keyring the flow asks again rather than write a file.")
 
-    def _new(self, ctx: StepContext) -> WorkerCredential:
-        wp = _worker(ctx)
-        pending: WorkerCredential | None = ctx.keyring.get(wp.name, "pending") if ctx.keyring else None
-        if pending is not None:
-            return pending
-        loaded: WorkerCredential = ctx.connector.load(wp.name, ctx.inputs.get("new_kubeconfig"), ctx.inputs.get("new_context"))
-        return loaded
+    def _new(self, ctx: StepContext, wp: WorkerPlan) -> WorkerCredential | None:
+        return _pending(ctx, wp) or _given(ctx, wp)
 
     def refusal(self, ctx: StepContext) -> str | None:
         wp = _worker(ctx)
@@ -161,10 +215,13 @@ class TakeNewCredentialStep(Step):
             ctx.keyring.require()
         except KeyringUnavailable as exc:
             return exc.message
-        if not ctx.inputs.get("new_kubeconfig") and not ctx.inputs.get("new_context") and ctx.keyring.get(wp.name, "pending") is None:
+        try:
+            new = self._new(ctx, wp)
+        except Refused as exc:
+            return exc.message
+        if new is None:
             return "name the new credential: a kubeconfig file or a kubeconfig context"
-        new = self._new(ctx)
-        old = credential_from_secret(wp.name, ctx.manager.get(SECRET, wp.secret_name, ctx.plan.kueue_namespace))
+        old = _stored(ctx, wp)
         if old is None:
             return f"Secret {ctx.plan.kueue_namespace}/{wp.secret_name} does not exist: run setup first"
         if old.kubeconfig == new.kubeconfig:
@@ -176,10 +233,12 @@ class TakeNewCredentialStep(Step):
 
     def apply(self, ctx: StepContext, dry_run: bool) -> list[str]:
         wp = _worker(ctx)
-        new = self._new(ctx)
+        new = self._new(ctx, wp)
+        if new is None:
+            raise Refused("name the new credential: a kubeconfig file or a kubeconfig context")
         if dry_run:
             return [f"would keep {new.fingerprint} (new) and the current credential (old) in {ctx.keyring.where}"]
-        old = credential_from_secret(wp.name, ctx.manager.get(SECRET, wp.secret_name, ctx.plan.kueue_namespace))
+        old = _stored(ctx, wp)
         ctx.keyring.put(wp.name, "pending", new)
         if old is not None:
             ctx.keyring.put(wp.name, "old", old)
@@ -187,11 +246,18 @@ class TakeNewCredentialStep(Step):
 
     def verify(self, ctx: StepContext) -> Check:
         wp = _worker(ctx)
-        pending = ctx.keyring.get(wp.name, "pending") if ctx.keyring else None
-        if pending is None:
-            return refuted("no rotation in flight: no pending credential in the keyring")
-        old = ctx.keyring.get(wp.name, "old")
-        return verified((f"{ctx.keyring.where} holds pending {pending.fingerprint} and old {old.fingerprint if old else 'none'}",))
+        pending = _pending(ctx, wp)
+        if pending is not None:
+            old = ctx.keyring.get(wp.name, "old")
+            return verified((f"{ctx.keyring.where} holds pending {pending.fingerprint} and old {old.fingerprint if old else 'none'}",))
+        given, done = _given(ctx, wp), completed_rotation(ctx, wp)
+        if done is not None and (given is None or given.kubeconfig == done[0].kubeconfig):
+            return verified((f"the last rotation of {wp.name} took {done[0].fingerprint} (replacing {done[1]}); "
+                             f"the manager stores it ({where()}); its keyring entries were forgotten when it ended",))
+        if given is not None:
+            return refuted(f"take {given.fingerprint} for {wp.name}: no rotation to it in flight")
+        return refuted(f"no rotation of {wp.name} in flight (no pending credential in the keyring) and none recorded "
+                       f"on the manager ({where()})")
 
 
 def _disconnected(mkc: dict[str, Any] | None) -> str | None:
@@ -214,9 +280,10 @@ class ReplaceSecretStep(Step):
 
     def _changes(self, ctx: StepContext, disconnected_at: str, written_at: str) -> list[Change]:
         wp = _worker(ctx)
-        pending = ctx.keyring.get(wp.name, "pending")
+        pending = _pending(ctx, wp)
         if pending is None:
             return []
+        old = ctx.keyring.get(wp.name, "old")
         ns = ctx.plan.kueue_namespace
         withhold = Change("patch", SECRET, wp.secret_name, ns, {
             "data": {"kubeconfig": None},
@@ -225,7 +292,9 @@ class ReplaceSecretStep(Step):
             "data": {"kubeconfig": pending.secret_data()},
             "metadata": {"annotations": {FINGERPRINT_ANNOTATION: pending.fingerprint, WRITTEN_ANNOTATION: written_at,
                                          DISCONNECTED_ANNOTATION: disconnected_at}}}, redact=("data.kubeconfig",))
-        return [withhold, write]
+        # The manager notes what it stores now and what it replaced: step 3's proof binds to the replaced one.
+        noted = ledger_change(ctx, {wp.name: {"stored": pending.fingerprint, **({"replaced": old.fingerprint} if old else {})}})
+        return [withhold, write, noted]
 
     def changes(self, ctx: StepContext) -> list[Change]:
         return self._changes(ctx, "<when Kueue reports Active=False>", "<now>")
@@ -248,16 +317,23 @@ class ReplaceSecretStep(Step):
                      "(no Active=False, BadKubeConfig): "
                      "is its MultiKueue controller running? The new credential is written; apply again to prove it")
         written_at = datetime.now(UTC).isoformat(timespec="seconds")
-        lines.append(apply_change(ctx, self._changes(ctx, disconnected_at or "", written_at)[1], False))
+        lines += [apply_change(ctx, change, False) for change in self._changes(ctx, disconnected_at or "", written_at)[1:]]
         return lines
 
     def verify(self, ctx: StepContext) -> Check:
         wp = _worker(ctx)
-        pending = ctx.keyring.get(wp.name, "pending")
+        pending = _pending(ctx, wp)
+        done = completed_rotation(ctx, wp) if pending is None else None
+        new = pending or (done[0] if done else None)
         secret = ctx.manager.get(SECRET, wp.secret_name, ctx.plan.kueue_namespace)
         stored = credential_from_secret(wp.name, secret)
-        if pending is None or stored is None or stored.kubeconfig != pending.kubeconfig:
+        if new is None or stored is None or stored.kubeconfig != new.kubeconfig:
             return refuted(f"Secret {wp.secret_name} does not hold the new credential yet")
+        old = ctx.keyring.get(wp.name, "old") if pending is not None else None
+        entry = ledger_entry(ctx, wp.name)
+        if entry.get("stored") != stored.fingerprint or (old is not None and entry.get("replaced") != old.fingerprint):
+            return refuted(f"the manager notes {entry or 'nothing'} for {wp.name} ({where()}), not {stored.fingerprint} "
+                           f"replacing {old.fingerprint if old else 'the old credential'}: apply this step again")
         annotations = ((secret or {}).get("metadata") or {}).get("annotations") or {}
         dropped = annotations.get(DISCONNECTED_ANNOTATION) or ""
         active = condition(ctx.manager.get(R.MULTIKUEUE_CLUSTER.type, wp.name), "Active")
@@ -309,11 +385,16 @@ class RevokeOldStep(Step):
     def verify(self, ctx: StepContext) -> Check:
         wp = _worker(ctx)
         old = ctx.keyring.get(wp.name, "old")
-        if old is None:
+        replaced = ledger_entry(ctx, wp.name).get("replaced")
+        if old is not None and replaced is not None and old.fingerprint != replaced:
+            raise Refused(f"the keyring's old credential {old.fingerprint} is not the one the manager replaced "
+                          f"({replaced}, {where()}): another rotation ran since; revoke both in your identity system")
+        bound = replaced or (old.fingerprint if old is not None else None)
+        if bound is None:
             return refuted("no old credential in flight")
-        return prove_revoked(ctx, wp.name, old, admin=bool(wp.admin_context))
+        return prove_revoked(ctx, wp.name, old, bound, admin=bool(wp.admin_context))
 
 
 def rotate_flow() -> Flow:
     return Flow("rotate", "MultiKueue credential rotation", [TakeNewCredentialStep(), ReplaceSecretStep(), RevokeOldStep()],
-                on_complete=lambda ctx: ctx.keyring.forget(_worker(ctx).name))
+                on_complete=lambda ctx: ctx.keyring.forget(_worker(ctx).name), summary=rotation_summary)

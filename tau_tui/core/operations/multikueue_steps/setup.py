@@ -6,7 +6,8 @@ configuration"; taugrid.md §9.2):
 3. a dedicated AdmissionCheck (controllerName exactly kueue.x-k8s.io/multikueue),
    Active=True with at least one Active worker;
 4. a dedicated, non-global queue and multiKueue profile (never the default queue),
-   published with no applicable tenant: limited to a team no tenant is in;
+   published with no applicable tenant: limited to a reserved team select()
+   matches to no caller, its LocalQueues held (stopPolicy Hold);
 5. the dependency matrix on every worker; only when it verifies are tenants
    authorised (the plan's namespaces, teams and lanes), proven by select().
 
@@ -20,7 +21,6 @@ from the first step that no longer verifies.
 
 from __future__ import annotations
 
-from itertools import product
 from typing import Any
 
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -32,34 +32,21 @@ from tau_tui.core.operations.multikueue_steps.checks import (
     condition,
     describe_condition,
     refuted,
-    verified,
+)
+from tau_tui.core.operations.multikueue_steps.credential_ledger import (
+    FINGERPRINT_ANNOTATION,
+    ledger_change,
+    read_ledger,
+    where,
 )
 from tau_tui.core.operations.multikueue_steps.credentials import CredentialError, credential_from_secret
 from tau_tui.core.operations.multikueue_steps.engine import Change, Check, Flow, Refused, Step, StepContext
-from tau_tui.core.operations.multikueue_steps.matrix import dependency_matrix
+from tau_tui.core.operations.multikueue_steps.setup_queue import MANAGED_BY, MANAGED_LABEL, MatrixStep, QueueStep
 from tau_tui.core.operations.multikueue_steps.worker_access import review_worker_access
-from tau_tui.core.runconfig.profiles import Caller, SelectionError, profile_set_from_taucluster, select
 
 R = ResourceKind
 WORKER_LABEL = "tau.azure.com/multikueue-worker"
-MANAGED_LABEL = "tau.azure.com/managed-by"
-MANAGED_BY = "tau-tui-multikueue"
-#: A drain restricts the profile to this team, which no tenant belongs to: tenant authorization removed.
-DRAINED_TEAM = "tau-multikueue-drained"
-#: Setup step 4 publishes the profile limited to this team, which no tenant belongs to; step 5 authorises
-#: tenants only once the dependency matrix verifies.
-NOT_YET_AUTHORIZED_TEAM = "tau-multikueue-not-yet-authorized"
 SA_PREFIX = "system:serviceaccount:"
-
-
-def tau_cluster(ctx: StepContext) -> dict[str, Any] | None:
-    return ctx.manager.get(R.TAU_CLUSTER.type, "cluster")
-
-
-def default_queues(ctx: StepContext, tc: dict[str, Any] | None) -> set[str]:
-    """The single-cluster default queue: ``jobqueue`` and whatever TauCluster names."""
-    named = (((tc or {}).get("spec") or {}).get("workspaceDefaults") or {}).get("defaultQueue")
-    return {ctx.default_queue} | ({named} if named else set())
 
 
 def tenant_subjects(plan: Any) -> list[tuple[str, tuple[str, ...]]]:
@@ -87,11 +74,15 @@ class CredentialStep(Step):
         "Each worker's kubeconfig (from the file or kubeconfig context in the plan) is checked the way Kueue "
         "checks it (no insecure-skip-tls-verify, https only, embedded CA, no token files, exec plugins or basic "
         "auth); its identity must hold the verbs Kueue needs on the worker and no more (SelfSubjectAccessReview "
-        "and SelfSubjectRulesReview there). It is stored as a Secret with key 'kubeconfig' in Kueue's namespace; "
+        "and SelfSubjectRulesReview there). It is stored as a Secret with key 'kubeconfig' in Kueue's namespace, "
+        "and the manager notes its SHA-256 fingerprint on TauCluster/cluster (the ledger revocation proofs bind to); "
         "verification asks the manager (SubjectAccessReview) that no tenant identity can read it. "
         "The credential is never shown: previews and records carry its fingerprint only.")
 
     def refusal(self, ctx: StepContext) -> str | None:
+        if ctx.manager.get(R.TAU_CLUSTER.type, "cluster") is None:
+            return ("TauCluster/cluster not found: TauGrid is not installed or not configured on the manager (the manager "
+                    f"notes the fingerprints of the credentials it stores there, {where()})")
         problems = []
         for wp in ctx.plan.workers:
             try:
@@ -121,20 +112,29 @@ class CredentialStep(Step):
             body = {"apiVersion": "v1", "kind": "Secret",
                     "metadata": {"name": wp.secret_name, "namespace": ctx.plan.kueue_namespace,
                                  "labels": {WORKER_LABEL: wp.name, MANAGED_LABEL: MANAGED_BY},
-                                 "annotations": {"tau.azure.com/credential-fingerprint": cred.fingerprint}},
+                                 "annotations": {FINGERPRINT_ANNOTATION: cred.fingerprint}},
                     "type": "Opaque", "data": {"kubeconfig": cred.secret_data()}}
             out.append(Change("create", SECRET, wp.secret_name, ctx.plan.kueue_namespace, body, redact=("data.kubeconfig",)))
+        # The manager notes which credential it stores (revocation proofs bind to it): a fingerprint, never the credential.
+        out.append(ledger_change(ctx, {wp.name: {"stored": ctx.credential(wp.name).fingerprint} for wp in ctx.plan.workers}))
         return out
 
     def verify(self, ctx: StepContext) -> Check:
         evidence, problems = [], []
         ns = ctx.plan.kueue_namespace
+        ledger = read_ledger(ctx.manager.get(R.TAU_CLUSTER.type, "cluster"))
         for wp in ctx.plan.workers:
             stored = credential_from_secret(wp.name, ctx.manager.get(SECRET, wp.secret_name, ns))
             if stored is None:
                 problems.append(f"Secret {ns}/{wp.secret_name} with key kubeconfig does not exist")
                 continue
             evidence.append(f"Secret {ns}/{wp.secret_name} holds credential {stored.fingerprint} for {stored.server}")
+            noted = ledger.get(wp.name, {}).get("stored")
+            if noted != stored.fingerprint:
+                problems.append(f"the manager notes {noted or 'no credential'} for {wp.name} ({where()}), not the stored "
+                                f"{stored.fingerprint}: apply this step to note it (revocation proofs bind to it)")
+            else:
+                evidence.append(f"{where()}: {wp.name} stores {noted}")
             # A Secret written by hand is held to the same rules as one this step wrote (Kueue would refuse it).
             insecure = insecure_reasons(stored.document())
             if insecure:
@@ -162,7 +162,9 @@ class WiringStep(Step):
     title = "2. MultiKueueCluster and MultiKueueConfig, explicit"
     explanation = (
         "One MultiKueueCluster per worker, reading its kubeconfig from the Secret of step 1 "
-        "(clusterSource.kubeConfig, locationType Secret), and one MultiKueueConfig listing exactly these workers.")
+        "(clusterSource.kubeConfig, locationType Secret), and one MultiKueueConfig listing exactly these workers. "
+        "Verification reads the config back: a cluster in it that the plan does not list is refused, by name (Kueue "
+        "would dispatch to it, and no later step could check or revoke it).")
 
     def changes(self, ctx: StepContext) -> list[Change]:
         out = []
@@ -201,11 +203,21 @@ class WiringStep(Step):
         if config is None:
             problems.append(f"MultiKueueConfig {ctx.plan.config} does not exist")
         else:
-            clusters = (config.get("spec") or {}).get("clusters") or []
+            clusters = [str(c) for c in (config.get("spec") or {}).get("clusters") or []]
             evidence.append(f"MultiKueueConfig {ctx.plan.config} lists {', '.join(clusters)}")
+            # Every cluster the live config names is eligible (Kueue dispatches to it): one the plan does not
+            # list is a worker no step could check, read or revoke.
+            outside = [c for c in clusters if ctx.plan.worker(c) is None]
+            if outside:
+                raise Refused(f"MultiKueueConfig {ctx.plan.config} lists {', '.join(outside)}, which the plan does not "
+                              "list: Kueue dispatches to every cluster of the config, and tau-tui could neither check "
+                              "nor revoke one the plan does not name; remove it from the config, or add it to the "
+                              "plan's workers (with its credential and adminContext)")
             missing = [w.name for w in ctx.plan.workers if w.name not in clusters]
             if missing:
                 problems.append(f"MultiKueueConfig {ctx.plan.config} does not list {', '.join(missing)}")
+            else:
+                evidence.append(f"the config's clusters are exactly the plan's workers: {', '.join(sorted(clusters))}")
         return check_from(problems, evidence)
 
 
@@ -215,15 +227,25 @@ class AdmissionCheckStep(Step):
     title = "3. Dedicated AdmissionCheck, Active with an Active worker"
     explanation = (
         f"An AdmissionCheck whose spec.controllerName is exactly {MULTIKUEUE_CONTROLLER_NAME}, with parameters "
-        "naming the MultiKueueConfig. Verification waits until it reports Active=True and at least one referenced "
-        "MultiKueueCluster reports Active=True, or shows Kueue's reason (a bad or insecure kubeconfig, a connection "
-        "failure, a forbidden watch).")
+        "naming the plan's MultiKueueConfig. Verification reads both back (another controller or config is refused), "
+        "and waits until the check reports Active=True and at least one MultiKueueCluster the config lists reports "
+        "Active=True, or shows Kueue's reason (a bad or insecure kubeconfig, a connection failure, a forbidden watch).")
 
     def refusal(self, ctx: StepContext) -> str | None:
-        ac = ctx.manager.get(R.ADMISSION_CHECK.type, ctx.plan.admission_check)
-        if ac is not None and (ac.get("spec") or {}).get("controllerName") != MULTIKUEUE_CONTROLLER_NAME:
-            return (f"AdmissionCheck {ctx.plan.admission_check} exists with controllerName "
+        plan = ctx.plan
+        ac = ctx.manager.get(R.ADMISSION_CHECK.type, plan.admission_check)
+        if ac is None:
+            return None
+        if (ac.get("spec") or {}).get("controllerName") != MULTIKUEUE_CONTROLLER_NAME:
+            return (f"AdmissionCheck {plan.admission_check} exists with controllerName "
                     f"{(ac.get('spec') or {}).get('controllerName')!r}; it is not a MultiKueue check. Pick another name")
+        params = (ac.get("spec") or {}).get("parameters") or {}
+        if (params.get("apiGroup"), params.get("kind"), params.get("name")) != ("kueue.x-k8s.io", "MultiKueueConfig", plan.config):
+            named = (f"MultiKueueConfig {params.get('name')}, not the plan's {plan.config}" if params.get("kind") == "MultiKueueConfig"
+                     else f"{params.get('apiGroup') or '-'} {params.get('kind') or '-'} {params.get('name') or '-'}, "
+                          f"not MultiKueueConfig {plan.config}")
+            return (f"AdmissionCheck {plan.admission_check} names {named}: its workers are not the ones steps 2 and 5 "
+                    "check; point its parameters at the plan's config, or name another check")
         return None
 
     def changes(self, ctx: StepContext) -> list[Change]:
@@ -234,348 +256,30 @@ class AdmissionCheckStep(Step):
                      "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": ctx.plan.config}}})]
 
     def verify(self, ctx: StepContext) -> Check:
-        ac = ctx.manager.get(R.ADMISSION_CHECK.type, ctx.plan.admission_check)
+        plan = ctx.plan
+        ac = ctx.manager.get(R.ADMISSION_CHECK.type, plan.admission_check)
         if ac is None:
-            return refuted(f"AdmissionCheck {ctx.plan.admission_check} does not exist")
-        evidence = [f"AdmissionCheck {ctx.plan.admission_check}: controllerName {(ac.get('spec') or {}).get('controllerName')}, "
-                    + describe_condition(condition(ac, "Active"))]
+            return refuted(f"AdmissionCheck {plan.admission_check} does not exist")
+        why = self.refusal(ctx)
+        if why:
+            raise Refused(why)
+        evidence = [f"AdmissionCheck {plan.admission_check}: controllerName {MULTIKUEUE_CONTROLLER_NAME}, parameters "
+                    f"MultiKueueConfig {plan.config}, " + describe_condition(condition(ac, "Active"))]
+        config = ctx.manager.get(R.MULTIKUEUE_CONFIG.type, plan.config)
+        clusters = [str(c) for c in ((config or {}).get("spec") or {}).get("clusters") or ()]
         active = []
-        for wp in ctx.plan.workers:
-            c = condition(ctx.manager.get(R.MULTIKUEUE_CLUSTER.type, wp.name), "Active")
-            evidence.append(f"MultiKueueCluster {wp.name}: {describe_condition(c)}")
+        for name in clusters:
+            c = condition(ctx.manager.get(R.MULTIKUEUE_CLUSTER.type, name), "Active")
+            evidence.append(f"MultiKueueCluster {name}: {describe_condition(c)}")
             if c is not None and c.get("status") == "True":
-                active.append(wp.name)
-        ac_ok = (condition(ac, "Active") or {}).get("status") == "True"
+                active.append(name)
         problems = []
-        if not ac_ok:
-            problems.append(f"AdmissionCheck {ctx.plan.admission_check} is not Active: {describe_condition(condition(ac, 'Active'))}")
+        if (condition(ac, "Active") or {}).get("status") != "True":
+            problems.append(f"AdmissionCheck {plan.admission_check} is not Active: {describe_condition(condition(ac, 'Active'))}")
         if not active:
-            problems.append("no MultiKueueCluster is Active: " + "; ".join(evidence[1:]))
+            problems.append(f"no MultiKueueCluster of MultiKueueConfig {plan.config} is Active: "
+                            + ("; ".join(evidence[1:]) or "it lists none"))
         return check_from(problems, evidence)
-
-
-def authorized_applicability(plan: Any) -> dict[str, list[str]]:
-    """The plan's applicability: what step 5 authorises once the matrix verifies."""
-    applicability = {"namespaces": list(plan.namespaces)}
-    if plan.teams:
-        applicability["teams"] = list(plan.teams)
-    if plan.lanes:
-        applicability["lanes"] = list(plan.lanes)
-    return applicability
-
-
-def unauthorized_applicability(plan: Any) -> dict[str, list[str]]:
-    """What step 4 publishes: non-global (the tenant namespaces, so the LocalQueues resolve), and limited to
-    a team no tenant is in, so no tenant can select the profile before the matrix verifies."""
-    return {"namespaces": list(plan.namespaces), "teams": [NOT_YET_AUTHORIZED_TEAM]}
-
-
-def same_applicability(found: dict[str, Any] | None, wanted: dict[str, list[str]]) -> bool:
-    found = found or {}
-    return all(sorted(found.get(key) or ()) == sorted(wanted.get(key) or ()) for key in ("namespaces", "teams", "lanes"))
-
-
-def _profile_entry(ctx: StepContext, applicability: dict[str, list[str]]) -> dict[str, Any]:
-    plan = ctx.plan
-    return {"name": plan.profile, "description": f"Dispatch to MultiKueue workers {', '.join(w.name for w in plan.workers)}",
-            "applicability": applicability, "gpusPerWorker": plan.gpus_per_worker, "workerCount": plan.worker_count,
-            "mode": "fixed", "placement": "unconstrained", "defaultLocalQueue": plan.local_queue,
-            "executionTarget": "multiKueue",
-            "priorities": {"workloadPriorityClassName": plan.priority_class, "podPriorityClassName": plan.priority_class}}
-
-
-def declared_profiles(tc: dict[str, Any] | None) -> list[dict[str, Any]]:
-    return list(((tc or {}).get("spec") or {}).get("workloadProfiles") or ())
-
-
-def declared_profile(tc: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
-    return next((p for p in declared_profiles(tc) if p.get("name") == name), None)
-
-
-def _status_profiles(tc: dict[str, Any] | None) -> list[dict[str, Any]]:
-    return list((((tc or {}).get("status") or {}).get("workloadProfiles") or {}).get("profiles") or ())
-
-
-def tenant_callers(plan: Any, *, unset_too: bool) -> list[Caller]:
-    """Every tenant caller of the plan: each namespace × team × lane (``unset_too``: also a caller that sets
-    no team or lane)."""
-    teams: list[str | None] = [*plan.teams] + ([None] if unset_too or not plan.teams else [])
-    lanes: list[str | None] = [*plan.lanes] + ([None] if unset_too or not plan.lanes else [])
-    return [Caller(ns, team, lane) for ns, team, lane in product(plan.namespaces, teams, lanes)]
-
-
-def _who(caller: Caller) -> str:
-    return f"{caller.namespace}/{caller.team or '-'}/{caller.lane or '-'}"
-
-
-def selection_by(tc: dict[str, Any], profile: str, callers: list[Caller]) -> tuple[list[str], list[str]]:
-    """What the client's select() (render, server dry-run, submit) answers each caller for ``profile``:
-    (callers it accepts, callers it refuses with the first reason)."""
-    profile_set = profile_set_from_taucluster(tc)
-    accepted, refused = [], []
-    for caller in callers:
-        try:
-            select(profile_set, profile, caller)
-        except SelectionError as exc:
-            refused.append(f"{_who(caller)} ({str(exc).split('; ')[0]})")
-        else:
-            accepted.append(_who(caller))
-    return accepted, refused
-
-
-def default_cluster_queues(ctx: StepContext, defaults: set[str]) -> set[str]:
-    """The ClusterQueues behind the default queue, in any namespace."""
-    behind = ((lq.get("spec") or {}).get("clusterQueue") for lq in ctx.manager.list(R.LOCAL_QUEUE.type, None)
-              if lq["metadata"]["name"] in defaults)
-    return {str(cq) for cq in behind if cq}
-
-
-def queue_guard(ctx: StepContext, tc: dict[str, Any] | None) -> str | None:
-    """The default-queue guard: a MultiKueue AdmissionCheck never goes on the
-    default queue, nor on any queue a global profile uses (taugrid.md §3.7).
-    Checked before the objects exist and again, on what the cluster holds, once they do."""
-    plan = ctx.plan
-    defaults = default_queues(ctx, tc)
-    if not plan.namespaces:
-        return "a MultiKueue profile must be non-global: name its tenant namespaces"
-    if plan.local_queue in defaults:
-        return (f"refused: {plan.local_queue} is the default queue ({', '.join(sorted(defaults))}), which stays single-cluster "
-                "and must never receive a MultiKueue AdmissionCheck; give the plan a dedicated localQueue")
-    default_cqs = default_cluster_queues(ctx, defaults)
-    if plan.cluster_queue in default_cqs:
-        return (f"refused: ClusterQueue {plan.cluster_queue} backs the default queue; a MultiKueue AdmissionCheck there would "
-                "send every default submission to workers. Give the plan a dedicated clusterQueue")
-    for profile in declared_profiles(tc) + _status_profiles(tc):
-        if profile.get("name") == plan.profile:
-            continue
-        if (profile.get("applicability") or {}).get("namespaces"):
-            continue
-        if profile.get("defaultLocalQueue") == plan.local_queue or plan.cluster_queue in (profile.get("clusterQueues") or ()):
-            return (f"refused: global profile {profile.get('name')} uses queue {plan.local_queue}/{plan.cluster_queue}; "
-                    "a queue a global profile uses must not receive a MultiKueue AdmissionCheck")
-    cq = ctx.manager.get(R.CLUSTER_QUEUE.type, plan.cluster_queue)
-    if cq is not None:
-        checks = [c.get("name") for c in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or ()]
-        if checks and checks != [plan.admission_check]:
-            return (f"refused: ClusterQueue {plan.cluster_queue} exists with admission checks {checks}; a multiKueue profile "
-                    "needs a queue that uses only the dedicated MultiKueue check")
-    # What already exists under the plan's names must not lead to the default queue either.
-    for profile in [p for p in declared_profiles(tc) + _status_profiles(tc) if p.get("name") == plan.profile]:
-        if profile.get("defaultLocalQueue") in defaults:
-            return (f"refused: profile {plan.profile} exists with defaultLocalQueue {profile.get('defaultLocalQueue')}, the "
-                    "default queue, which stays single-cluster; fix or remove that profile, or name another profile")
-        shared = sorted(set(profile.get("clusterQueues") or ()) & default_cqs)
-        if shared:
-            return (f"refused: profile {plan.profile} resolves ClusterQueue {', '.join(shared)}, which backs the default "
-                    "queue; fix or remove that profile, or name another profile")
-    for ns in plan.namespaces:
-        lq = ctx.manager.get(R.LOCAL_QUEUE.type, plan.local_queue, ns)
-        behind = ((lq or {}).get("spec") or {}).get("clusterQueue")
-        if lq is not None and behind != plan.cluster_queue:
-            what = "which backs the default queue" if behind in default_cqs else f"not the plan's {plan.cluster_queue}"
-            return (f"refused: LocalQueue {ns}/{plan.local_queue} exists and feeds ClusterQueue {behind}, {what}; "
-                    "give the plan a dedicated localQueue")
-    return None
-
-
-class QueueStep(Step):
-    key = "queue"
-    kind = "queue"
-    title = "4. Dedicated non-global queue and multiKueue profile"
-    explanation = (
-        "A dedicated ClusterQueue whose only admission check is the MultiKueue one, a LocalQueue in each tenant "
-        "namespace, and a workload profile with executionTarget multiKueue in TauCluster/cluster, published with no "
-        f"applicable tenant (limited to team {NOT_YET_AUTHORIZED_TEAM}, which no tenant is in): step 5 authorises "
-        "tenants only after the dependency matrix verifies. Refused for the default queue (jobqueue or "
-        "workspaceDefaults.defaultQueue), the ClusterQueue behind it and any queue a global profile uses, also when "
-        "the objects already exist. Verification waits for the profile's Ready=True and a current "
-        "MultiKueueReady=True, and proves that select() refuses the profile to every tenant.")
-
-    def refusal(self, ctx: StepContext) -> str | None:
-        tc = tau_cluster(ctx)
-        if tc is None:
-            return "TauCluster/cluster not found: TauGrid is not installed or not configured on the manager"
-        return queue_guard(ctx, tc)
-
-    def changes(self, ctx: StepContext) -> list[Change]:
-        plan = ctx.plan
-        tc = tau_cluster(ctx)
-        out = []
-        if ctx.manager.get(R.RESOURCE_FLAVOR.type, plan.flavor) is None:
-            out.append(Change("create", R.RESOURCE_FLAVOR.type, plan.flavor, None, {
-                "apiVersion": R.RESOURCE_FLAVOR.type.api_version, "kind": "ResourceFlavor",
-                "metadata": {"name": plan.flavor, "labels": {MANAGED_LABEL: MANAGED_BY}}, "spec": {}}))
-        out.append(Change("create", R.CLUSTER_QUEUE.type, plan.cluster_queue, None, {
-            "apiVersion": R.CLUSTER_QUEUE.type.api_version, "kind": "ClusterQueue",
-            "metadata": {"name": plan.cluster_queue, "labels": {MANAGED_LABEL: MANAGED_BY}},
-            "spec": {"namespaceSelector": {"matchExpressions": [
-                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(plan.namespaces)}]},
-                "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [
-                    {"name": plan.flavor, "resources": [{"name": "cpu", "nominalQuota": plan.cpu_quota},
-                                                        {"name": "memory", "nominalQuota": plan.memory_quota},
-                                                        {"name": "nvidia.com/gpu", "nominalQuota": plan.gpu_quota}]}]}],
-                "admissionChecksStrategy": {"admissionChecks": [{"name": plan.admission_check}]}}}))
-        for ns in plan.namespaces:
-            out.append(Change("create", R.LOCAL_QUEUE.type, plan.local_queue, ns, {
-                "apiVersion": R.LOCAL_QUEUE.type.api_version, "kind": "LocalQueue",
-                "metadata": {"name": plan.local_queue, "namespace": ns, "labels": {MANAGED_LABEL: MANAGED_BY}},
-                "spec": {"clusterQueue": plan.cluster_queue}}))
-        # After a drain, setup again resumes admission on the dedicated queues.
-        cq = ctx.manager.get(R.CLUSTER_QUEUE.type, plan.cluster_queue)
-        if cq is not None and (cq.get("spec") or {}).get("stopPolicy") not in (None, "None"):
-            out.append(Change("patch", R.CLUSTER_QUEUE.type, plan.cluster_queue, None, {"spec": {"stopPolicy": "None"}}))
-        for ns in plan.namespaces:
-            lq = ctx.manager.get(R.LOCAL_QUEUE.type, plan.local_queue, ns)
-            if lq is not None and (lq.get("spec") or {}).get("stopPolicy") not in (None, "None"):
-                out.append(Change("patch", R.LOCAL_QUEUE.type, plan.local_queue, ns, {"spec": {"stopPolicy": "None"}}))
-        # Published, not authorised: whatever applied before (a drain's team, an earlier authorization) is
-        # replaced until step 5's matrix verifies again.
-        profiles = ([p for p in declared_profiles(tc) if p.get("name") != plan.profile]
-                    + [_profile_entry(ctx, unauthorized_applicability(plan))])
-        out.append(Change("patch", R.TAU_CLUSTER.type, "cluster", None, {"spec": {"workloadProfiles": profiles}}))
-        return out
-
-    def verify(self, ctx: StepContext) -> Check:
-        return profile_published(ctx)
-
-
-def _current_readiness(ctx: StepContext, tc: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(problems, evidence): a current MultiKueueReady=True and the profile's current Ready=True."""
-    plan = ctx.plan
-    generation = (tc.get("metadata") or {}).get("generation")
-    mk = condition(tc, "MultiKueueReady")
-    evidence = [f"TauCluster generation {generation}: {describe_condition(mk)}"
-                + (f", observedGeneration {mk.get('observedGeneration')}" if mk else "")]
-    resolved = next((p for p in _status_profiles(tc) if p.get("name") == plan.profile), None)
-    ready = next((c for c in (resolved or {}).get("conditions") or () if c.get("type") == "Ready"), None)
-    evidence.append(f"profile {plan.profile}: {describe_condition(ready)}")
-    problems = []
-    if mk is None or mk.get("status") != "True" or mk.get("observedGeneration") != generation:
-        problems.append("MultiKueueReady is not a current True: " + describe_condition(mk))
-    if ready is None or ready.get("status") != "True" or ready.get("observedGeneration") != generation:
-        problems.append(f"profile {plan.profile} is not Ready at generation {generation}: {describe_condition(ready)}")
-    return problems, evidence
-
-
-def profile_published(ctx: StepContext) -> Check:
-    """Step 4: the queue and the profile exist, are ready and current, and no tenant can select the
-    profile yet (or step 5 already authorised the plan's tenants)."""
-    plan = ctx.plan
-    tc = tau_cluster(ctx)
-    if tc is None:
-        return refuted("TauCluster/cluster not found")
-    why = queue_guard(ctx, tc)
-    if why:
-        raise Refused(why)
-    declared = declared_profile(tc, plan.profile)
-    if declared is None:
-        return refuted(f"profile {plan.profile} is not declared in TauCluster/cluster")
-    applicability = declared.get("applicability") or {}
-    pending = same_applicability(applicability, unauthorized_applicability(plan))
-    if not pending and not same_applicability(applicability, authorized_applicability(plan)):
-        teams = list(applicability.get("teams") or ())
-        return refuted(f"profile {plan.profile} applicability is {applicability or 'unset'}; setup publishes it "
-                       f"limited to team {NOT_YET_AUTHORIZED_TEAM} until step 5 authorises tenants"
-                       + (" (tenant authorization was removed by a drain)" if DRAINED_TEAM in teams else ""))
-    # What step 5 authorises is what the matrix checked: the published profile must be the plan's.
-    expected = _profile_entry(ctx, applicability)
-    differs = [f"{key} {declared.get(key)!r} (the plan's: {value!r})" for key, value in expected.items()
-               if key != "description" and declared.get(key) != value]
-    if differs:
-        return refuted(f"profile {plan.profile} differs from the plan: " + ", ".join(differs))
-    missing = [ns for ns in plan.namespaces if ctx.manager.get(R.LOCAL_QUEUE.type, plan.local_queue, ns) is None]
-    if missing:
-        return refuted(f"LocalQueue {plan.local_queue} missing in {', '.join(missing)}")
-    held = [ns for ns in plan.namespaces
-            if ((ctx.manager.get(R.LOCAL_QUEUE.type, plan.local_queue, ns) or {}).get("spec") or {}).get("stopPolicy") not in (None, "None")]
-    cq = ctx.manager.get(R.CLUSTER_QUEUE.type, plan.cluster_queue)
-    if cq is None:
-        return refuted(f"ClusterQueue {plan.cluster_queue} does not exist")
-    if held or ((cq.get("spec") or {}).get("stopPolicy") not in (None, "None")):
-        return refuted(f"queue {plan.local_queue} is held (stopPolicy) by a drain; setup resumes admission")
-    problems, evidence = _current_readiness(ctx, tc)
-    if problems:
-        return check_from(problems, evidence)
-    if not pending:
-        evidence.append(f"profile {plan.profile} applies to {applicability}: tenants were authorised by step 5")
-        return verified(evidence)
-    callers = tenant_callers(plan, unset_too=True)
-    accepted, _ = selection_by(tc, plan.profile, callers)
-    if accepted:
-        return refuted(f"profile {plan.profile} is selectable before the matrix verifies, by "
-                       + ", ".join(accepted), evidence)
-    evidence.append(f"profile {plan.profile} published, limited to team {NOT_YET_AUTHORIZED_TEAM}: select() refuses it "
-                    f"to every tenant ({len(callers)} namespace/team/lane callers)")
-    return verified(evidence)
-
-
-def tenants_authorized(ctx: StepContext) -> Check:
-    """Step 5's authorization: the plan's applicability is published, ready and current, and select()
-    gives the profile to every tenant caller of the plan."""
-    plan = ctx.plan
-    tc = tau_cluster(ctx)
-    declared = declared_profile(tc, plan.profile)
-    if tc is None or declared is None:
-        return refuted(f"profile {plan.profile} is not declared in TauCluster/cluster")
-    wanted = authorized_applicability(plan)
-    if not same_applicability(declared.get("applicability"), wanted):
-        return refuted(f"tenants are not authorised: profile {plan.profile} applies to "
-                       f"{declared.get('applicability') or 'all'}, not the plan's {wanted}")
-    problems, evidence = _current_readiness(ctx, tc)
-    if problems:
-        return check_from(problems, evidence)
-    accepted, refused = selection_by(tc, plan.profile, tenant_callers(plan, unset_too=False))
-    if refused:
-        return refuted("select() still refuses the profile to " + "; ".join(refused), evidence)
-    evidence.append(f"tenants authorised: profile {plan.profile} applies to {wanted}; select() gives it to "
-                    + ", ".join(accepted))
-    return verified(evidence)
-
-
-class MatrixStep(Step):
-    key = "matrix"
-    kind = "matrix"
-    title = "5. Verify workload dependencies on every eligible worker before authorizing tenants"
-    explanation = (
-        "Every worker must match the manager's Kubernetes, Kueue, KubeRay and workload CRD minor versions (other "
-        "combinations are outside the supported contract) and hold the queue, ServiceAccount, Secrets, StorageClass, "
-        "PVCs, image pull secrets, GPU capacity, flavors, the images' pull secrets, the dataset and checkpoint claims, "
-        "the topology and the NetworkPolicies the tenants' runs use. A cell the tool cannot establish is ? unknown, "
-        "naming what it could not read, and blocks like a ✗; set adminContext for the worker in the plan to read it "
-        "with your own access. Only when every cell is ✓ does this step authorise tenants: the profile gets the plan's "
-        "namespaces, teams and "
-        "lanes, and verification proves that select() gives it to each of them.")
-
-    def matrix(self, ctx: StepContext) -> Check:
-        rows = dependency_matrix(ctx)
-        evidence = [f"{row.worker}: " + " | ".join(f"{col} {cell}" for col, cell in row.cells) for row in rows]
-        problems = [p for row in rows for p in row.problems()]
-        return check_from(problems, evidence)
-
-    def changes(self, ctx: StepContext) -> list[Change]:
-        plan = ctx.plan
-        tc = tau_cluster(ctx)
-        declared = declared_profile(tc, plan.profile)
-        if declared is None:
-            return []
-        # Tenants hold the profile only while every worker verifies: a matrix that no longer does
-        # withdraws an authorisation given earlier (seed: verify before authorizing tenants).
-        wanted = authorized_applicability(plan) if self.matrix(ctx).ok else unauthorized_applicability(plan)
-        if same_applicability(declared.get("applicability"), wanted):
-            return []
-        profiles = [dict(p, applicability=wanted) if p.get("name") == plan.profile else p for p in declared_profiles(tc)]
-        return [Change("patch", R.TAU_CLUSTER.type, "cluster", None, {"spec": {"workloadProfiles": profiles}})]
-
-    def verify(self, ctx: StepContext) -> Check:
-        matrix = self.matrix(ctx)
-        authorization = tenants_authorized(ctx)
-        problems = [] if matrix.ok else [matrix.reason]
-        if not matrix.ok and authorization.ok:
-            problems.append("tenants are still authorised although the matrix does not verify; applying this step "
-                            "withdraws their authorization until it does")
-        elif not authorization.ok:
-            problems.append(authorization.reason + ("" if matrix.ok else " (withheld until the matrix verifies)"))
-        return check_from(problems, matrix.evidence + authorization.evidence)
 
 
 def setup_flow() -> Flow:

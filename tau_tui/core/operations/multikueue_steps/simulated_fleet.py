@@ -180,6 +180,14 @@ class SimFleetConnector:
         return BackendAccess(_TokenBackend(world, str(user.get("token") or ""), name), f"worker {credential.worker}")
 
     def admin(self, context: str) -> BackendAccess:
+        """A worker's name: its cluster admin; a context minted with :meth:`SimFleet.mint`: that token's identity."""
+        if context in self.fleet.contexts and context not in self.fleet.workers:
+            doc = self.fleet.contexts[context]
+            found = self.fleet.worker_by_server(str(doc["clusters"][0]["cluster"]["server"]))
+            if found is None:
+                raise AccessError(f"context {context}: its server does not answer (no such host)")
+            token = str((doc["users"][0].get("user") or {}).get("token") or "")
+            return BackendAccess(_TokenBackend(found[1], token, found[0]), f"context {context}")
         if context not in self.fleet.workers:
             raise AccessError(f"no admin context {context!r}; the simulated fleet's workers are {', '.join(sorted(self.fleet.workers))}")
         return BackendAccess(_TokenBackend(self.fleet.workers[context], None, context), f"context {context} ({ADMIN_NAME})")

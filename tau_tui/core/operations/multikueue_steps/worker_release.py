@@ -14,15 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from tau_tui.core.cluster.errors import ClusterError
-from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.names import MULTIKUEUE_CONTROLLER_NAME
 from tau_tui.core.cluster.view_types import (
     AdmissionCheckView,
     ClusterQueueView,
+    JobView,
     LocalQueueView,
     MultiKueueConfigView,
     PodView,
+    RayJobView,
 )
+from tau_tui.core.operations.multikueue_steps.access import AccessError, BackendAccess
 from tau_tui.core.operations.run_objects import RunObjects
 
 
@@ -101,11 +104,13 @@ def dispatch_workers(backend: Any, objs: RunObjects) -> DispatchWorkers:
 
 @dataclass(frozen=True)
 class WorkerPods:
-    """A run's pods on one worker, or why they could not be read (``pods`` None: unknown)."""
+    """A run's pods on one worker, or why they could not be read (``pods`` None: unknown); ``owners``: the
+    run's objects still there that may start pods again (its Job or RayJob not finished, its RayCluster)."""
 
     worker: str
     pods: tuple[PodView, ...] | None
     problem: str = ""
+    owners: tuple[str, ...] = ()
 
 
 #: KubeRay's labels on the pods of a RayCluster, and on a RayCluster a RayJob created.
@@ -134,11 +139,44 @@ def read_pods_on_worker(worker: str, worker_backend: Any | None, namespace: str,
                      if isinstance(v, PodView) and belongs_to_ray_job(v, name, ray_cluster)]
         else:
             views = list(worker_backend.fetch(ResourceKind.POD, namespace, f"job-name={name}"))
+        owners = _owners_on_worker(worker_backend, worker, namespace, name, ray_job, ray_cluster)
     except ClusterError as err:
         return WorkerPods(worker, None, f"cannot reach it: {err.message}")
-    return WorkerPods(worker, tuple(v for v in views if isinstance(v, PodView)))
+    except AccessError as err:
+        return WorkerPods(worker, None, f"cannot reach it: {err.message}")
+    return WorkerPods(worker, tuple(v for v in views if isinstance(v, PodView)), owners=owners)
+
+
+#: KubeRay's RayCluster, read through the API primitives (no view of its own).
+RAY_CLUSTER = ResourceType(ResourceKind.RAY_JOB.type.group, ResourceKind.RAY_JOB.type.version, "rayclusters",
+                           "RayCluster", True)
+FINISHED_RAY_JOB = ("Complete", "Failed")
+
+
+def _owners_on_worker(worker_backend: Any, worker: str, namespace: str, name: str, ray_job: bool,
+                      ray_cluster: str | None) -> tuple[str, ...]:
+    """The run's Job (or RayJob and its RayClusters) still on ``worker`` and not finished: each may start pods
+    again (a Job between retries, a RayCluster recreating its head), whatever its pods show now."""
+    out = []
+    if ray_job:
+        for view in worker_backend.fetch(ResourceKind.RAY_JOB, namespace):
+            if isinstance(view, RayJobView) and view.name == name and view.job_deployment_status not in FINISHED_RAY_JOB:
+                out.append(f"RayJob {namespace}/{name} ({view.job_deployment_status or 'not started'})")
+        for obj in BackendAccess(worker_backend, f"worker {worker}").list(RAY_CLUSTER, namespace):
+            meta = obj.get("metadata") or {}
+            cluster = str(meta.get("name") or "")
+            if (cluster == ray_cluster or cluster.startswith(f"{name}-")
+                    or (meta.get("labels") or {}).get(RAY_ORIGIN_NAME_LABEL) == name):
+                out.append(f"RayCluster {namespace}/{cluster}")
+    else:
+        for view in worker_backend.fetch(ResourceKind.JOB, namespace):
+            if isinstance(view, JobView) and view.name == name and view.status_word not in ("Complete", "Failed"):
+                deleting = " being deleted" if (view.raw.get("metadata") or {}).get("deletionTimestamp") else ""
+                out.append(f"Job {namespace}/{name} ({view.status_word}{deleting}, {view.active} active, "
+                           f"{view.failed} failed)")
+    return tuple(out)
 
 
 def holding(pods: Sequence[PodView]) -> list[PodView]:
-    """Pods that still hold their node's resources (scheduled and not finished)."""
-    return [p for p in pods if p.node_name and not p.terminal]
+    """Pods that hold, or may still take, their node's resources: every pod not finished, scheduled or not."""
+    return [p for p in pods if not p.terminal]

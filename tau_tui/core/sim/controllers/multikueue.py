@@ -113,7 +113,7 @@ class MultiKueueController(Controller):
     def sync_remote(self) -> None:
         """Copy placed Jobs to their worker (labelled with the prebuilt workload
         and origin) and delete remote copies whose manager Workload finished or is
-        gone.  Like Kueue's GC, an unreachable worker is skipped."""
+        gone.  Like Kueue's GC, a worker it cannot reach (down, or its MultiKueueCluster not Active) is skipped."""
         if self.fleet is None:
             return
         placed: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
@@ -122,8 +122,8 @@ class MultiKueueController(Controller):
             if isinstance(where, str) and where in self.fleet.workers and not is_true(wl, "Finished"):
                 placed.setdefault(where, {})[(wl["metadata"]["namespace"], wl["metadata"]["name"])] = wl
         for worker, world in sorted(self.fleet.workers.items()):
-            if world.api_down is not None:
-                continue
+            if world.api_down is not None or not is_true(self.store.read(R.MULTIKUEUE_CLUSTER.type, worker) or {}, "Active"):
+                continue  # Kueue reaches a worker only through its connected MultiKueueCluster
             wanted = placed.get(worker, {})
             remote = {(o["metadata"]["namespace"], (o["metadata"].get("labels") or {}).get(PREBUILT_LABEL, "")): o
                       for o in world.store.items(R.JOB.type) if (o["metadata"].get("labels") or {}).get(ORIGIN_LABEL)}

@@ -1,12 +1,15 @@
 """Credential rotation in the app's wizard, to the end: when the last step
 verifies, the wizard closes the exercise as the CLI does: the keyring entries are gone (the
-flow's on_complete) and the record says "verified"; the wizard shows the rotation complete."""
+flow's on_complete) and the record says "verified"; the wizard shows the rotation complete, read live
+from the manager's ledger and the record, not frozen (#44 item 5)."""
 
 from __future__ import annotations
 
 import json
 
 from tau_tui.app import TauApp
+from tau_tui.core.operations.multikueue_steps.access import SECRET
+from tau_tui.core.operations.multikueue_steps.credentials import credential_from_document
 from tau_tui.core.operations.multikueue_steps.engine import Outcome
 from tau_tui.screens.multikueue_wizard import MultiKueueWizardScreen
 from tau_tui.startup.multikueue_env import MultiKueueEnvironment
@@ -44,6 +47,13 @@ async def test_the_wizard_finishes_the_rotation_forgets_the_keyring_and_closes_t
         await pilot.press("r")
         await settle(pilot)
         assert app.screen is screen and step_marks(app) == ["✓", "✓", "✓"]
+        # ...and read live, not frozen (#44 item 5): a credential written over the Secret by hand is not the rotation's
+        other = lab.fleet.mint("lab-worker-1", context="by-hand")
+        lab.world.store.update(SECRET, "lab-worker-1-kubeconfig", "kueue-system", lambda s: s["data"].__setitem__(
+            "kubeconfig", credential_from_document("lab-worker-1", other, "by hand").secret_data()))
+        await pilot.press("r")
+        await settle_until(pilot, lambda: step_marks(app) != ["✓", "✓", "✓"])
+        assert step_marks(app)[0] != "✓"
     # the rotation's slots are gone (the audit log's signing key and head stay, service tau-tui)
     assert [slot for slot in memory_keyring.entries if slot[0] == "tau-tui-multikueue"] == []
     [record] = [json.loads(p.read_text()) for p in lab.records.glob("*rotate*.json")]
