@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from textual import events, on, work
 from textual.app import App, SystemCommand
@@ -551,14 +551,6 @@ class TauApp(App):
             return
         if self.pane_history:
             self.switch_mode(self.pane_history.pop())
-
-
-    def open_object_view(self, mode: str, scope: Any) -> None:
-        """The Pods or Events view for a run, a namespace or every one (``p``/``e`` on a run, ``:pods NS/RUN``)."""
-        self.action_switch_pane(mode)
-        set_scope = getattr(self.screen, "set_scope", None)
-        if set_scope is not None:
-            set_scope(scope)
 
     async def open_logs_for_run(self, ref: str, container_all: bool = False, pod: str | None = None) -> None:
         """``:logs RUN`` / ``l``: RUN is ``name`` or ``namespace/name`` of a Job or RayJob.

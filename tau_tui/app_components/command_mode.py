@@ -153,7 +153,9 @@ class CommandMode:
             if pane in ("pods", "events"):
                 scope = self._object_scope(args)
                 if scope is not None:
-                    app.open_object_view(pane, scope)
+                    from tau_tui.screens.object_scope import open_object_view
+
+                    open_object_view(app, pane, scope)
                     return
             app.action_switch_pane(pane)
             screen = app.screen

@@ -93,10 +93,6 @@ class PaneHost(ClusterHost, Protocol):
 
     async def open_logs_for_run(self, ref: str, container_all: bool = False, pod: str | None = None) -> None: ...
 
-    def open_object_view(self, mode: str, scope: Any) -> None:
-        """The Pods or Events view (``mode``) for ``scope`` (an ``object_scope.ObjectScope``)."""
-        ...
-
     def header_state(self, pane: str, crumbs: str, filter_text: str) -> HeaderState: ...
 
     def register_unsaved_work(self, holder: UnsavedWork) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.journal_cursor import JournalCursor
@@ -136,3 +137,12 @@ class RayJobsByCluster:
             cluster = (view.namespace or "", view.ray_cluster_name)
             self._cluster_of[key] = cluster
             self.by_cluster[cluster] = view.name
+
+
+def open_object_view(app: Any, mode: str, scope: ObjectScope) -> None:
+    """The Pods or Events view (``mode``) for a run, a namespace or every one (``p``/``e`` on a run,
+    ``:pods NS/RUN``)."""
+    app.action_switch_pane(mode)
+    set_scope = getattr(app.screen, "set_scope", None)
+    if set_scope is not None:
+        set_scope(scope)

@@ -17,7 +17,14 @@ from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.kept_rows import BuiltRow, KeptRows
 from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text
-from tau_tui.screens.object_scope import ObjectScope, RayJobsByCluster, RunIdentity, pod_in_scope, run_identity
+from tau_tui.screens.object_scope import (
+    ObjectScope,
+    RayJobsByCluster,
+    RunIdentity,
+    open_object_view,
+    pod_in_scope,
+    run_identity,
+)
 from tau_tui.screens.pane_reader import ReadRequest
 from tau_tui.widgets.cell_text import since
 from tau_tui.widgets.keyed_table import KeyedTable, Matchable
@@ -187,4 +194,4 @@ class PodsScreen(PaneScreen):
     def action_events(self) -> None:
         pod = self.selected_pod()
         if pod is not None:
-            self.tau.open_object_view("events", ObjectScope(pod.namespace, pod_run(pod, self._ray_jobs.by_cluster)))
+            open_object_view(self.tau, "events", ObjectScope(pod.namespace, pod_run(pod, self._ray_jobs.by_cluster)))

@@ -31,7 +31,7 @@ from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.freshness import Freshness
 from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text
-from tau_tui.screens.object_scope import ObjectScope
+from tau_tui.screens.object_scope import ObjectScope, open_object_view
 from tau_tui.screens.pane_reader import ReadRequest, read_place
 from tau_tui.screens.run_rows import RunRows
 from tau_tui.widgets.input_dialog import InputDialog
@@ -296,13 +296,13 @@ class RunsScreen(PaneScreen):
         """The selected run's pods (the Pods view)."""
         picked = self.selected()
         if picked:
-            self.tau.open_object_view("pods", ObjectScope(picked[1].namespace, picked[1].name))
+            open_object_view(self.tau, "pods", ObjectScope(picked[1].namespace, picked[1].name))
 
     def action_events(self) -> None:
         """The Events about the selected run (the Events view)."""
         picked = self.selected()
         if picked:
-            self.tau.open_object_view("events", ObjectScope(picked[1].namespace, picked[1].name))
+            open_object_view(self.tau, "events", ObjectScope(picked[1].namespace, picked[1].name))
 
     def action_yaml(self) -> None:
         picked = self.selected()
