@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tau_tui.widgets.messages import CommandLineSubmitted
 
 
-KNOWN_COMMANDS = "try :queue :runs :nodes :logs RUN :pods :events :evidence :ctx :ns :compose :profiles :mk :version :q"
+KNOWN_COMMANDS = "try :queue :runs :nodes :logs RUN :pods :events :evidence :workspaces :ctx :ns :compose :profiles :mk :version :q"
 #: The ``:`` commands other than the panes' names.
 COMMAND_WORDS = ("q", "quit", "exit", "help", "ctx", "context", "ns", "namespace", "theme", "version", "seek", "mk")
 

@@ -19,6 +19,7 @@ PANE_ALIASES = {
     "evidence": "evidence", "ev": "evidence", "records": "evidence",
     "pods": "pods", "pod": "pods", "po": "pods",
     "events": "events", "event": "events",
+    "workspaces": "workspaces", "workspace": "workspaces", "ws": "workspaces", "tw": "workspaces",
 }
 
 

@@ -24,12 +24,13 @@ PANE_SCREENS: dict[str, tuple[str, str]] = {
     "evidence": ("tau_tui.screens.evidence", "EvidenceScreen"),
     "pods": ("tau_tui.screens.pods", "PodsScreen"),
     "events": ("tau_tui.screens.events", "EventsScreen"),
+    "workspaces": ("tau_tui.screens.workspaces", "WorkspacesScreen"),
 }
 
 
 #: The panes whose ``/`` filters rows (their screens' FILTERS_ROWS; a test keeps the two in step).
 #: Named here so a refusal can list them without importing every pane.
-FILTERING_PANES = ("profiles", "queue", "runs", "nodes", "multikueue", "evidence", "pods", "events")
+FILTERING_PANES = ("profiles", "queue", "runs", "nodes", "multikueue", "evidence", "pods", "events", "workspaces")
 
 
 def filtering_pane_titles() -> list[str]:

@@ -6,14 +6,14 @@ import argparse
 import functools
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from ..core.runconfig.diagnostics import Diagnostic, DiagnosticError, escape_control, report_lines
 from ..core.runconfig.loader import load_config
 from ..core.runconfig.manifests import to_yaml
-from ..core.runconfig.profiles import Caller, explain
 from ..core.runconfig.resolve import RenderOptions
-from .connection import api_client, live_profiles, request_timeouts
+from .connection import live_profiles, request_timeouts
 from .parser import EXIT_FAILED, EXIT_OK
 
 
@@ -24,15 +24,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     problems: list = []
     loaded = load_config(args.file, rule_errors=problems)  # shape errors raise, with the rule errors beside them
     snapshot = snapshot_path(loaded, args.profiles)
+    warnings = list(loaded.warnings)
     if snapshot is not None:  # profile errors in the same run as the rule errors
         try:
-            render_run(loaded, load_snapshot(snapshot), RenderOptions(None, None, None))
+            warnings += render_run(loaded, load_snapshot(snapshot), RenderOptions(None, None, None)).resolution.warnings
         except DiagnosticError as err:
             problems += err.diagnostics
     if problems:
         raise DiagnosticError(problems)
-    for line in report_lines(loaded.warnings):
-        print(line, file=sys.stderr)
+    report_warnings(warnings, args.strict)
     print(f"{escape_control(args.file)}: valid ({loaded.engine}, config hash {loaded.config_hash[:12]})", file=sys.stderr)
     return EXIT_OK
 
@@ -43,8 +43,17 @@ def cmd_render(args: argparse.Namespace) -> int:
     loaded = load_config(args.file)
     profile_set = load_profiles(loaded, args.profiles, live_profiles(args.context, request_timeouts(args)), client_dry_run=True)
     run = render_run(loaded, profile_set, RenderOptions(args.namespace, args.team, args.lane, args.submission_id))
+    report_warnings([*loaded.warnings, *run.resolution.warnings], args.strict)
     sys.stdout.write(to_yaml(run.manifests))
     return EXIT_OK
+
+
+def report_warnings(warnings: list[Diagnostic], strict: bool) -> None:
+    """Warnings on stderr, each with its fix; with ``--strict`` they are errors (exit 2, nothing rendered)."""
+    if strict and warnings:
+        raise DiagnosticError([replace(w, severity="error") for w in warnings])
+    for line in report_lines(warnings):
+        print(line, file=sys.stderr)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -66,7 +75,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
     # The backend is used for its mutations only: no watches are started for a one-shot submit.
     backend = functools.cache(checked_backend)
     profile_set = load_profiles(loaded, None, lambda: read_profile_set(backend().http.api_client), client_dry_run=False)
-    run = render_run(loaded, profile_set, RenderOptions(args.namespace, args.team, args.lane, args.submission_id))
+    # Not a client dry-run: the workspace's defaults apply (taugrid.md §2.3), the primary one's when none is named.
+    from .workspace_command import workspace_for_run
+
+    workspace = workspace_for_run(backend(), args)
+    if workspace is not None:
+        print(escape_control(f"{args.file}: workspace {workspace.name}" + (" (primary)" if not args.workspace else "")
+                             + f": namespace {workspace.namespace}, queue {workspace.queue or '-'} as defaults"), file=sys.stderr)
+    run = render_run(loaded, profile_set, RenderOptions(args.namespace, args.team, args.lane, args.submission_id, workspace=workspace))
+    report_warnings([*loaded.warnings, *run.resolution.warnings], args.strict)
     dry_run = args.dry_run == "server"
     main = run.manifests[-1] if run.manifests else {}
     meta = main.get("metadata") or {}
@@ -110,23 +127,6 @@ def _keep_submission(file: str, run) -> None:
     except (OSError, UnicodeDecodeError, sqlite3.Error) as err:
         print(f"{file}: warning: submitted, but the tau.yaml was not kept for the run's evidence record: {err}",
               file=sys.stderr)
-
-
-def cmd_profiles(args: argparse.Namespace) -> int:
-    from ..core.cluster.profile_reader import read_profile_set
-    from ..core.runconfig.profiles import load_snapshot
-
-    profile_set = load_snapshot(args.profiles) if args.profiles else read_profile_set(api_client(args.context, request_timeouts(args)))
-    # Profile names and reasons come from a file or a cluster: escaped, never printed raw.
-    print(escape_control(f"profiles from {profile_set.source}"))
-    for problem in profile_set.gate_problems:
-        print(escape_control(f"  gate closed: {problem}"))
-    for item in explain(profile_set, Caller(args.namespace, args.team, args.lane)):
-        mark = "✓ selectable" if item.selectable else "✗ not selectable"
-        print(escape_control(f"{item.name}: {mark}"))
-        for reason in item.reasons:
-            print(escape_control(f"    - {reason}"))
-    return EXIT_OK
 
 
 def cmd_init(args: argparse.Namespace) -> int:

@@ -8,17 +8,20 @@ from typing import Any
 
 from .logs_options import USAGE as LOGS_USAGE
 from .logs_options import add_logs_parser
+from .parity_parsers import add_profiles_parser, add_schema_parsers, add_workspace_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 #: The one line a Ctrl-C prints (on stderr), in the app and in every command.
 INTERRUPTED = "tau-tui: interrupted"
 COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel", "evidence",
-            "logs", "completion")
+            "schema", "explain-config", "workspace", "logs", "completion")
 #: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
 EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
 #: The server's Kueue serves no kueue.x-k8s.io/v1beta2 (v0.14 or older): every command that reads it.
 EXIT_UNSUPPORTED_KUEUE = 7
+#: `tau-tui workspace check`: the workspace exists but is not proven Ready.
+EXIT_NOT_READY = 3
 MULTIKUEUE_ACTIONS = ("setup", "drain", "rotate", "status", "records")
 
 DESCRIPTION = """\
@@ -28,16 +31,31 @@ Without a command, starts the interactive app (current kubeconfig context; --dem
 embedded simulated cluster; --record FILE records the session, --replay FILE plays a recording
 back read-only). The headless commands use the same core and rules as the app:
 
-  tau-tui validate FILE [--profiles SNAPSHOT]
+  tau-tui validate FILE [--profiles SNAPSHOT] [--strict]
                                         check a tau.yaml; exit 0 if valid, 2 if not (every problem found,
-                                        on stderr); with a snapshot, also whether its profile resolves
-  tau-tui render FILE [--profiles SNAPSHOT] [-n NS] [--team T] [--lane L] [--context C]
-                                        client dry-run: print the Job/RayJob manifests as YAML
-  tau-tui submit FILE [--dry-run=server] [--context C] [-n NS] [--submission-id ID]
-                                        server dry-run (dryRun=All) or create the objects; re-submitting
-                                        the same file with the same submission id creates no duplicate
-  tau-tui profiles [--profiles SNAPSHOT] [-n NS] [--team T] [--lane L]
+                                        on stderr); with a snapshot, also whether its profile resolves;
+                                        warnings (a latest or untagged image, ...) are errors with --strict
+  tau-tui render FILE [--profiles SNAPSHOT] [-n NS] [--team T] [--lane L] [--context C] [--strict]
+                                        client dry-run: print the Job/RayJob manifests as YAML (no
+                                        workspace defaults, as TauGrid's client dry-run)
+  tau-tui submit FILE [--dry-run=server] [--context C] [-n NS] [--workspace WS] [--submission-id ID] [--strict]
+                                        server dry-run (dryRun=All) or create the objects, with the
+                                        workspace's defaults (namespace, queue, priority, output root, TTL;
+                                        the primary workspace when none is named); re-submitting the same
+                                        file with the same submission id creates no duplicate
+  tau-tui profiles [--profiles SNAPSHOT | --demo] [-n NS] [--team T] [--lane L]
                                         every workload profile and why it is or is not selectable
+  tau-tui profiles export [-o FILE] [--force] [--context C | --demo]
+                                        a TauWorkloadProfileSnapshot of the live TauCluster (for --profiles);
+                                        refused (exit 1, every reason) when its status is stale, not ready or
+                                        its profileSetHash does not match
+  tau-tui schema [-o json|yaml]         the JSON Schema (draft 2020-12) of tau.yaml, x-tau-status per field
+  tau-tui explain-config FILE [--profiles SNAPSHOT | --context C | --demo] [-n NS] [--workspace WS] [-o table|json|yaml]
+                                        every effective value and where it came from (file, profile,
+                                        workspace, flag, default)
+  tau-tui workspace list | status [WS] | check [WS] | quota show [WS]  [--context C | --demo] [-o ...]
+                                        TauWorkspaces (the primary one when WS is left out); check exits
+                                        0 Ready, 3 not Ready (or stale), 1 not found or unreadable
   tau-tui init [DIR]                    write an example tau.yaml and train.py (never overwrites)
   tau-tui multikueue setup|drain|rotate|status|records --plan PLAN [--yes] [--context C] [--demo]
                                         platform owners, headless (docs/multikueue.md): setup (the seed's
@@ -59,18 +77,22 @@ back read-only). The headless commands use the same core and rules as the app:
                                         the signing key's fingerprint and public key | a new key (the
                                         rotation is an audit entry; old entries still verify) | a new
                                         log after the old one was moved aside
-  tau-tui status RUN [-n NS] [-o json|yaml|table] [--watch] [--events] [--demo [SCENARIO]]
-                                        the run's state, phases, diagnostics with codes and next actions
-                                        (the document the Runs pane draws); exit 1 if there is no such run;
-                                        --watch prints each change until startup completes (0) or fails (1);
-                                        --events adds the Events about the run, its pods and Workloads
-  tau-tui runs [-n NS | -A] [-o json|yaml|table] [--demo [SCENARIO]]
+  tau-tui status RUN [-n NS | --workspace WS] [-o json|yaml|table] [--watch] [--events] [--demo [SCENARIO]]
+                                        the run's state, its place in its queue and why it waits, phases,
+                                        diagnostics with codes and next actions (the document the Runs pane
+                                        draws); exit 1 if there is no such run; --watch prints each change
+                                        until startup completes (0) or fails (1); --events adds the Events
+                                        about the run, its pods, Workloads and RayCluster
+  tau-tui runs [-n NS | -A | --workspace WS] [--queue LQ] [--include-external] [-o json|yaml|table] [--demo [SCENARIO]]
                                         every Tau-managed Job and RayJob, as `tau run list` (without -n:
-                                        the context's namespace, else every namespace)
-  tau-tui cancel RUN [-n NS] [--wait] [--dry-run=server] [--demo [SCENARIO]]
-                                        delete the Job or RayJob and its <name>-headless Service (audited);
-                                        --wait shows "releasing compute" until its pods are gone, then
-                                        "cancelled"; a MultiKueue run's pods are read on every worker that
+                                        the context's namespace, else every namespace); --include-external
+                                        adds the Jobs and RayJobs tau did not submit
+  tau-tui cancel RUN [-n NS] [--no-wait] [--teardown-timeout D] [--dry-run=server] [--demo [SCENARIO]]
+                                        delete the Job or RayJob and its <name>-headless Service (audited),
+                                        then wait (as TauGrid's cancel) showing "releasing compute" until its
+                                        pods are gone, then "cancelled" (--no-wait: return after the delete;
+                                        exit 1 when still releasing after --teardown-timeout, default 15m);
+                                        a MultiKueue run's pods are read on every worker that
                                         may hold them (worker_contexts in config.yaml): a worker that cannot
                                         be read leaves the release unknown (exit 1)
 """ + LOGS_USAGE + """\
@@ -153,11 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--submission-id", help="override the submission id label")
     submit = sub.add_parser("submit", help="server dry-run or create")
     _common(submit)
+    _workspace_options(submit, "the TauWorkspace whose defaults apply (default: the cluster's primary workspace)")
+    for cmd in (validate, render, submit):
+        cmd.add_argument("--strict", action="store_true",
+                         help="treat warnings (a latest or untagged image, a MultiKueue profile with a PVC, ...) as errors")
     submit.add_argument("--dry-run", choices=["server", "none"], default="none", help="server: send with dryRun=All, create nothing")
     submit.add_argument("--submission-id", help="override the submission id (default: derived from the config hash, namespace and name)")
-    profiles = sub.add_parser("profiles", help="explain every workload profile")
-    _common(profiles, file=False)
-    profiles.add_argument("--profiles", metavar="SNAPSHOT", help="offline TauWorkloadProfileSnapshot file")
+    add_profiles_parser(sub, _common)
     init = sub.add_parser("init", help="write an example tau.yaml")
     init.add_argument("dir", nargs="?", default=".", help="directory to write into")
     mk = sub.add_parser("multikueue", help="MultiKueue setup, drain, rotation, status, records")
@@ -205,8 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
         cmd = sub.add_parser(name, help=text)
         if name == "cancel":
             cmd.add_argument("run", help="name of the Job or RayJob")
-            cmd.add_argument("--wait", action="store_true",
-                             help="wait until the run's pods are gone (compute released), on the MultiKueue workers too")
+            cmd.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
+                             help="wait until the run's pods are gone (compute released), on the MultiKueue workers too "
+                                  "(the default, as TauGrid's cancel: RayCluster pods drain through a 600 s grace); "
+                                  "--no-wait returns after the delete")
+            cmd.add_argument("--teardown-timeout", metavar="DURATION", type=duration_arg, default=900.0,
+                             help="how long to wait for the release before exiting 1 (default 15m; 0 = no limit)")
             cmd.add_argument("--dry-run", choices=["server", "none"], default="none", help="server: send with dryRun=All")
             cmd.add_argument("--interval", metavar="DURATION", type=duration_arg, default=2.0,
                              help="time between reads with --wait (default 2s)")
@@ -221,10 +249,15 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "runs":
             cmd.add_argument("-A", "--all-namespaces", action="store_true",
                              help="every namespace, even when the kubeconfig context names one")
+            cmd.add_argument("--queue", metavar="LQ", help="only the runs of this LocalQueue (kueue.x-k8s.io/queue-name)")
+            cmd.add_argument("--include-external", action="store_true",
+                             help="also the Jobs and RayJobs tau did not submit (never KubeRay's submitter Jobs)")
             # The actions' own options must not reset what was given before the action (argparse
             # lets a subparser's defaults overwrite the parent's values): SUPPRESS leaves them alone.
             add_recovery_parsers(cmd, lambda action: _run_connection_options(action, suppress=True))
     add_evidence_parser(sub)
+    add_schema_parsers(sub, _common, _workspace_options)
+    add_workspace_parser(sub, lambda cmd: _run_connection_options(cmd, workspace=False))
     add_logs_parser(sub, duration_arg)
     completion = sub.add_parser("completion", help="print the shell completion script")
     completion.add_argument("shell", choices=["bash", "zsh", "fish"],
@@ -234,10 +267,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run_connection_options(cmd: argparse.ArgumentParser, suppress: bool = False) -> None:
-    """-n, -o, --context, --demo and --request-timeout of the run commands; ``suppress`` for an
-    action under `runs`, so what was given before the action is kept."""
+def _workspace_options(cmd: argparse.ArgumentParser, text: str, suppress: bool = False) -> None:
     unset: Any = argparse.SUPPRESS if suppress else None
+    cmd.add_argument("--workspace", metavar="WS", default=unset, help=text)
+    cmd.add_argument("--system-namespace", metavar="NS", default=unset,
+                     help="where TauWorkspaces live (default: tau-system, then the legacy tau-platform)")
+
+
+def _run_connection_options(cmd: argparse.ArgumentParser, suppress: bool = False, workspace: bool = True) -> None:
+    """-n, -o, --context, --demo, --workspace and --request-timeout of the run commands; ``suppress`` for
+    an action under `runs`, so what was given before the action is kept."""
+    unset: Any = argparse.SUPPRESS if suppress else None
+    if workspace:
+        _workspace_options(cmd, "take the namespace from this TauWorkspace (when -n is not given)", suppress)
     cmd.add_argument("-n", "--namespace", default=unset, help="namespace (default: the context's, else default)")
     cmd.add_argument("-o", "--output", choices=["table", "json", "yaml"], default=unset if suppress else "table",
                      help="output format")

@@ -34,17 +34,32 @@ def _read_backend(args: argparse.Namespace):
     return backend
 
 
+def _workspace_namespace(args: argparse.Namespace, backend) -> str | None:
+    """``--workspace WS`` without -n: the workspace's namespace (taugrid.md §2.4: the run lifecycle's
+    connection flags).  A workspace that cannot be found is an error (ClusterError), never ignored."""
+    if not getattr(args, "workspace", None) or args.namespace:
+        return None
+    from ..core.cluster.workspaces import find_workspace
+
+    found = find_workspace(backend, args.workspace, getattr(args, "system_namespace", None))
+    assert found is not None  # a named workspace is found or raises
+    return found.namespace
+
+
 def _namespace_of(args: argparse.Namespace, backend) -> str:
-    """One run's namespace: -n, else the context's (a kubeconfig's backend starts in it), else default."""
+    """One run's namespace: -n, else --workspace's, else the context's (a kubeconfig's backend starts in
+    it), else default."""
     from ..core.cluster.namespace_scope import object_namespace
 
-    return object_namespace(args.namespace, backend.namespace)
+    return _workspace_namespace(args, backend) or object_namespace(args.namespace, backend.namespace)
 
 
 def _list_scope(args: argparse.Namespace, backend) -> str | None:
     """What a list covers: -n, else every namespace with -A, else the context's namespace, else every one."""
     from ..core.cluster.namespace_scope import context_namespace, list_scope
 
+    if (from_workspace := _workspace_namespace(args, backend)) is not None:
+        return from_workspace
     source = getattr(backend, "source", None)  # a kubeconfig's; the simulated cluster has no context namespace
     found = context_namespace(source, backend.current_context) if source is not None else None
     return list_scope(args.namespace, found, getattr(args, "all_namespaces", False))
@@ -72,6 +87,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from ..core.operations.recovery import retry_decision
+    from ..core.operations.run_position import read_queue_place
     from ..core.operations.rundocument import event_lines, read_gpu_faults, read_run, status_document, status_lines
     from ..core.operations.runstatus import compute_run_status
 
@@ -85,11 +101,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         status = compute_run_status(objs)
         # A failed run says whether it will be retried (now, after the backoff, never and why).
         retry = retry_decision(objs, now) if status.state == "failed" else None
-        doc = status_document(status, objs, retry)
+        place = read_queue_place(backend, objs, now) if status.state == "queued" else None  # its place in line, why it waits
+        doc = status_document(status, objs, retry, place)
         if doc != last:
             if last is not None and args.output == "table":
                 print()
-            lines = status_lines(status, retry) + (event_lines(objs, now) if getattr(args, "events", False) else [])
+            lines = status_lines(status, retry, place) + (event_lines(objs, now) if getattr(args, "events", False) else [])
             _print_document(doc, args.output, lines, stream_json=args.watch)
             last = doc
         if not args.watch or status.state == "not_found":
@@ -117,7 +134,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     backend = _read_backend(args)
     now = backend.world.now() if args.demo is not None else datetime.now(UTC)
     scope = _list_scope(args, backend)  # as the Runs pane starts
-    owners = read_run_owners(backend, scope)
+    owners = read_run_owners(backend, scope, queue=args.queue, include_external=args.include_external)
     statuses = list_statuses(backend, scope, owners, read_gpu_faults(backend, now))
     doc = list_document(scope, owners, now, statuses)
     _print_document(doc, args.output, list_lines(doc))
@@ -170,6 +187,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
                              f"{', '.join(dispatch.workers)} ({dispatch.why})"), flush=True)
     ray_cluster = objs.ray_job.ray_cluster_name if objs.ray_job is not None else None
     last = ""
+    waited, started = 0.0, time.monotonic()  # the demo's clock is simulated: there, count its seconds
     while True:
         manager = replace(read_run(backend, namespace, args.run, ray_cluster=ray_cluster), cancelled=True)
         reads = [read_pods_on_worker(w, worker_backends[w], namespace, args.run, ray_job=objs.ray_job is not None,
@@ -196,7 +214,14 @@ def cmd_cancel(args: argparse.Namespace) -> int:
                 print(escape_control(f"tau-tui: {namespace}/{args.run}: release on worker {r.worker} unknown: "
                                      f"{r.problem}{hint}; its pods may still hold GPUs there"), file=sys.stderr)
             return EXIT_FAILED
+        elapsed = waited if args.demo is not None else time.monotonic() - started
+        if args.teardown_timeout and elapsed >= args.teardown_timeout:
+            print(escape_control(f"tau-tui: {namespace}/{args.run} is still releasing compute after {int(elapsed)}s "
+                                 f"(--teardown-timeout); its pods may still hold GPUs: tau-tui status {args.run} -n {namespace}"),
+                  file=sys.stderr)
+            return EXIT_FAILED
         if args.demo is not None:
             backend.world.advance(args.interval)
         else:
             time.sleep(args.interval)
+        waited += args.interval

@@ -22,7 +22,14 @@ from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError
 from tau_tui.core.runconfig.loader import load_config_text
 from tau_tui.core.runconfig.manifests import to_yaml
 from tau_tui.core.runconfig.pipeline import render_run, snapshot_path
-from tau_tui.core.runconfig.profiles import Caller, ProfileSet, explain, load_snapshot, profile_set_from_taucluster
+from tau_tui.core.runconfig.profiles import (
+    MULTIKUEUE_TARGET,
+    Caller,
+    ProfileSet,
+    explain,
+    load_snapshot,
+    profile_set_from_taucluster,
+)
 from tau_tui.core.runconfig.resolve import RenderOptions
 from tau_tui.screens.compose_form import QUOTA_FIELDS, Validation
 from tau_tui.screens.host import PaneHost
@@ -109,13 +116,15 @@ class ComposeCheck:
                             policy.team or settings.team or os.environ.get("TAU_TEAM"),
                             policy.lane or settings.lane)
             for item in explain(profile_set, caller):
+                shown = item.name + (" (MultiKueue, Alpha)" if item.profile.execution_target == MULTIKUEUE_TARGET else "")
                 if item.selectable:
-                    result.profile_options.append((f"✓ {item.name}", item.name))
+                    result.profile_options.append((f"✓ {shown}", item.name))
                 else:
-                    result.excluded.append((item.name, "; ".join(item.reasons)))
+                    result.excluded.append((shown, "; ".join(item.reasons)))
         if loaded is not None and profile_set is not None:
             try:
                 run = render_run(loaded, profile_set, RenderOptions(None, settings.team, settings.lane))
+                result.diagnostics += run.resolution.warnings  # a MultiKueue profile with a data PVC, ...
                 result.manifests = run.manifests
                 result.manifests_yaml = to_yaml(run.manifests)
                 result.submission_id = run.submission_id

@@ -11,7 +11,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from tau_tui.widgets.header_bar import PANES
 
 #: Panes reached by ``:name`` and the palette only (no digit key, no tab in the header).
-COMMAND_ONLY_PANES = (("evidence", "Evidence"),)
+COMMAND_ONLY_PANES = (("evidence", "Evidence"), ("workspaces", "Workspaces"))
 
 
 @runtime_checkable

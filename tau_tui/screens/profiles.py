@@ -16,7 +16,13 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.runconfig.profiles import Caller, ProfileExplanation, explain, profile_set_from_taucluster
+from tau_tui.core.runconfig.profiles import (
+    MULTIKUEUE_TARGET,
+    Caller,
+    ProfileExplanation,
+    explain,
+    profile_set_from_taucluster,
+)
 from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.host import PaneHost
 from tau_tui.screens.known_counts import CountedStatus, RowCount
@@ -55,6 +61,9 @@ def render_profile(item: ProfileExplanation) -> Group:
     parts: list = []
     title = Text(f"{p.name}  ", style="bold")
     title.append_text(status_text("selectable" if item.selectable else "excluded"))
+    if p.execution_target == MULTIKUEUE_TARGET:
+        title.append("  MultiKueue · Alpha: dispatched to a worker cluster; data on a PVC stays on one cluster",
+                     style=style_of("warning"))
     parts.append(title)
     if p.description:
         parts.append(Text(p.description, style="italic"))
@@ -136,10 +145,12 @@ class ProfilesScreen(PaneScreen):
             lq = p.local_queue_for(caller.namespace) if caller.namespace else None
             queue = f"{lq.namespace}/{lq.name}" if lq else (p.default_local_queue or "—")
             prio = "/".join(x for x in (p.workload_priority_class, p.pod_priority_class) if x) or "—"
-            data.rows.append((p.name, [status_text("selectable" if item.selectable else "excluded"), Text(p.name), ready_cell,
+            # ASCII, so a name cut in the middle at 80 columns keeps both its end and the mark
+            alpha = " (Alpha)" if p.execution_target == MULTIKUEUE_TARGET else ""
+            data.rows.append((p.name, [status_text("selectable" if item.selectable else "excluded"), Text(p.name + alpha), ready_cell,
                                        Text(queue), Text(", ".join(p.cluster_queues) or "—"),
                                        Text(one_line(", ".join(p.resource_flavors) or "—", 40)), Text(prio),
-                                       Text(p.execution_target)]))
+                                       Text(p.execution_target + (" (Alpha)" if p.execution_target == MULTIKUEUE_TARGET else ""))]))
         usable = sum(1 for e in data.explanations.values() if e.selectable)
         data.status = CountedStatus((RowCount(str(len(explanations)), "profiles"), f" · {usable} selectable for you"))
         return data

@@ -12,18 +12,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from tau_tui.core.quantity_text import human_quantity
 from tau_tui.widgets.status_text import style_of
-
-
-def human_quantity(value: float, resource: str) -> str:
-    if resource == "memory":
-        for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
-            if value >= size:
-                return f"{value / size:.0f}{unit}"
-        return f"{value:.0f}"
-    if value == int(value):
-        return str(int(value))
-    return f"{value:.1f}"
 
 
 def quota_bar(used: float | None, nominal: float, borrowed: float = 0.0, resource: str = "", width: int = 10) -> Text:

@@ -242,7 +242,7 @@ def test_an_over_long_path_is_a_message(tmp_path):
 
 
 def test_the_project_archive_reads_a_bounded_number_of_files_and_bytes(layout, monkeypatch):
-    from tau_tui.core.runconfig import manifests as render
+    from tau_tui.core.runconfig import payload as render
 
     project, _ = layout
     src = _rayjob_project(project)

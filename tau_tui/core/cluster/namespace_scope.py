@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tau_tui.core.cluster.kinds import ResourceKind
+from tau_tui.core.runconfig.workspace import SYSTEM_NAMESPACE
+
 if TYPE_CHECKING:  # the kubernetes client loads only where a kubeconfig is read
     from tau_tui.core.cluster.kubeconfig import KubeconfigSource
 
@@ -31,3 +34,13 @@ def object_namespace(explicit: str | None, context_namespace: str | None) -> str
 def context_namespace(source: KubeconfigSource, context: str | None) -> str | None:
     """The namespace ``context`` (None: the current one) sets, or None."""
     return source.namespace_of(context or source.current_context())
+
+
+def watch_namespace(kind: ResourceKind, namespace: str | None) -> str | None:
+    """Where the cache lists and watches ``kind`` when the session reads ``namespace`` (None: every one).
+    TauWorkspaces live in the system namespace, whichever namespace the session reads (taugrid.md §4.2)."""
+    if not kind.type.namespaced:
+        return None
+    if kind is ResourceKind.TAU_WORKSPACE and namespace is not None:
+        return SYSTEM_NAMESPACE
+    return namespace

@@ -33,6 +33,7 @@ from tau_tui.core.cluster.kubeconfig import DEFAULT_TIMEOUTS, KubeconfigSource, 
 from tau_tui.core.cluster.logspool.log_requests import ExecRequest, LogChunkRequest
 from tau_tui.core.cluster.names import KUEUE_GROUP
 from tau_tui.core.cluster.namespace_access import forbidden_list_message
+from tau_tui.core.cluster.namespace_scope import watch_namespace
 from tau_tui.core.cluster.pod_streams import ExecOutput, LogResponse, open_exec
 from tau_tui.core.cluster.unauthorised import mark_unauthorised
 from tau_tui.core.cluster.unchanged_parts import listed, share_with_previous
@@ -148,7 +149,7 @@ class _Informer(threading.Thread):
         super().__init__(name=f"tau-informer-{kind.type.plural}{'-nodes' if node_pods else ''}", daemon=True)
         self.backend = backend
         self.kind = kind
-        self.namespace = namespace if kind.type.namespaced else None
+        self.namespace = watch_namespace(kind, namespace)
         self.node_pods = node_pods
         self.stop_event = threading.Event()
         self.resource_version: str | None = None

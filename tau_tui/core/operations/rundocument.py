@@ -33,6 +33,7 @@ from tau_tui.core.operations.gpufaults import NodeGpuFault, node_gpu_faults
 from tau_tui.core.operations.recovery import RetryDecision
 from tau_tui.core.operations.run_index import RunIndex
 from tau_tui.core.operations.run_objects import RunObjects, objects_for_run
+from tau_tui.core.operations.run_position import QueuePlace
 from tau_tui.core.operations.run_status_types import STATE_SYMBOLS, RunStatus
 from tau_tui.core.operations.runstatus import compute_run_status
 
@@ -112,12 +113,21 @@ def read_gpu_faults(backend: BaseBackend, now: datetime) -> dict[str, NodeGpuFau
     return node_gpu_faults(with_reports, now)
 
 
-def read_run_owners(backend: BaseBackend, namespace: str | None) -> list[JobView | RayJobView]:
-    """Every Tau-managed Job and RayJob, without KubeRay's submitter Jobs (``tau run list``)."""
+def read_run_owners(backend: BaseBackend, namespace: str | None, *, queue: str | None = None,
+                    include_external: bool = False) -> list[JobView | RayJobView]:
+    """Every Tau-managed Job and RayJob, without KubeRay's submitter Jobs (``tau run list``);
+    ``queue``: only those of that LocalQueue; ``include_external``: Jobs and RayJobs that tau did not
+    submit too (still never a submitter Job)."""
     jobs: list[JobView] = _only(backend.fetch(ResourceKind.JOB, namespace), JobView)
     ray_jobs: list[RayJobView] = _only(backend.fetch(ResourceKind.RAY_JOB, namespace), RayJobView)
-    owners: list[JobView | RayJobView] = [j for j in jobs if is_tau_run(j)]
-    owners += [r for r in ray_jobs if is_tau_run(r)]
+
+    def listed(owner: JobView | RayJobView) -> bool:
+        if queue is not None and owner.labels.get(QUEUE_NAME_LABEL) != queue:
+            return False
+        return is_tau_run(owner) or (include_external and not (isinstance(owner, JobView) and owner.owned_by_rayjob))
+
+    owners: list[JobView | RayJobView] = [j for j in jobs if listed(j)]
+    owners += [r for r in ray_jobs if listed(r)]
     return sorted(owners, key=lambda o: (o.namespace or "", o.name))
 
 
@@ -130,8 +140,10 @@ def _condition(c: Any) -> dict[str, Any]:
             "lastTransitionTime": _time(c.last_transition_time)}
 
 
-def status_document(status: RunStatus, objs: RunObjects, retry: RetryDecision | None = None) -> dict[str, Any]:
-    """The §8.3 ``RunStatus`` document of one run; ``retry`` (a failed run's retry decision) adds ``retry``."""
+def status_document(status: RunStatus, objs: RunObjects, retry: RetryDecision | None = None,
+                    place: QueuePlace | None = None) -> dict[str, Any]:
+    """The §8.3 ``RunStatus`` document of one run; ``retry`` (a failed run's retry decision) adds ``retry``,
+    ``place`` (a pending run's place in its queue) ``status.queuePosition``."""
     owner = objs.job or objs.ray_job
     doc: dict[str, Any] = {
         "apiVersion": API_VERSION,
@@ -152,6 +164,7 @@ def status_document(status: RunStatus, objs: RunObjects, retry: RetryDecision | 
             "queue": status.queue,
             "cluster": status.cluster,
             "multiKueue": status.multikueue,
+            "queuePosition": place.document() if place is not None else None,
         },
         "phases": [
             {"name": p.name, "status": p.status, "detail": p.detail, "hint": p.hint, "startedAt": _time(p.started_at)}
@@ -245,6 +258,7 @@ def list_document(namespace: str | None, owners: Sequence[JobView | RayJobView],
             "queue": owner.labels.get(QUEUE_NAME_LABEL), "namespace": owner.namespace,
             "cluster": status.cluster if status else None, "resourceUid": owner.uid,
             "durableId": owner.labels.get(DURABLE_ID_LABEL), "source": "kubernetes",
+            "managedBy": "tau" if owner.tau_managed else "external",
             "experimentTracking": owner.labels.get(EXPERIMENT_LABEL) is not None,
             "experimentPath": owner.annotations.get(RESULT_PATH_ANNOTATION),
             "executionTarget": "multiKueue" if owner.managed_by == MULTIKUEUE_CONTROLLER_NAME else "local",
@@ -273,14 +287,16 @@ def list_statuses(backend: BaseBackend, namespace: str | None, owners: Sequence[
 SEVERITY_MARKS = {"error": "✗", "warning": "⚠", "info": "i"}
 
 
-def status_lines(status: RunStatus, retry: RetryDecision | None = None) -> list[str]:
-    """The human view of one run: Progress, Attention, Next (as the Runs pane, in plain text)."""
+def status_lines(status: RunStatus, retry: RetryDecision | None = None, place: QueuePlace | None = None) -> list[str]:
+    """The human view of one run: its place in line, Progress, Attention, Next (as the Runs pane, in plain text)."""
     head = f"{status.kind} {status.namespace}/{status.name}  {STATE_SYMBOLS[status.state]} {status.display_state}"
     if status.queue:
         head += f"  queue {status.queue}"
     if status.cluster:
         head += f"  worker {status.cluster}"
     lines = [head]
+    if place is not None:
+        lines += [f"  queue: {place.line}", f"  why pending: {place.why_pending}"]
     lines += [hit.line for hit in status.gpu_hits]
     if retry is not None:
         lines.append(retry.line)
@@ -323,8 +339,10 @@ def event_lines(objs: RunObjects, now: datetime) -> list[str]:
 
 def list_lines(doc: Mapping[str, Any]) -> list[str]:
     """``tau run list`` as a table: one line per run."""
-    columns = ("namespace", "name", "kind", "state", "status", "queue", "executionTarget", "age")
-    header = ("NAMESPACE", "NAME", "KIND", "STATE", "STATUS", "QUEUE", "WHERE", "AGE")
+    columns: tuple[str, ...] = ("namespace", "name", "kind", "state", "status", "queue", "executionTarget", "age")
+    header: tuple[str, ...] = ("NAMESPACE", "NAME", "KIND", "STATE", "STATUS", "QUEUE", "WHERE", "AGE")
+    if any(run.get("managedBy") == "external" for run in doc.get("runs") or ()):
+        columns, header = columns + ("managedBy",), header + ("SOURCE",)
     def cell(run: Mapping[str, Any], column: str) -> str:
         value = run.get(column)
         if column == "state" and run.get("gpuFaultNodes"):

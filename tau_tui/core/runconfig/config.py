@@ -35,6 +35,8 @@ ALIASES: dict[tuple[str, ...], list[tuple[str, ...]]] = {
     ("run", "entrypoint"): [("run", "entrypoint"), ("run", "script"), ("entrypoint",), ("script",)],
     ("runtime", "image"): [("runtime", "image"), ("run", "image"), ("image",)],
     ("policy", "priority_tier"): [("policy", "priority_tier"), ("policy", "priority")],
+    # Deprecated: the comparison set's old name.
+    ("experiment", "name"): [("experiment", "name"), ("experiment", "title")],
 }
 # Images are documented as a priority order; the others must agree when given twice.
 PRIORITY_ORDERED = {("runtime", "image")}
@@ -111,7 +113,7 @@ def canonicalise(raw: dict[str, Any], file: str, smap: SourceMap) -> tuple[dict[
             diag(path, f"is {status} and not allowed in a direct run config: {why}", "remove this key")
 
     # A section given as something other than a mapping would make alias folding meaningless.
-    for section in ("run", "runtime", "compute", "policy"):
+    for section in ("run", "runtime", "compute", "policy", "experiment"):
         if section in data and not isinstance(data[section], dict):
             return data, origins, problems
 

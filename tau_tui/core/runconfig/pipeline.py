@@ -9,7 +9,8 @@ from typing import Any
 
 from tau_tui.core.runconfig.config import LoadedConfig
 from tau_tui.core.runconfig.diagnostics import Diagnostic, DiagnosticError, shown
-from tau_tui.core.runconfig.manifests import render, submission_id_for
+from tau_tui.core.runconfig.manifest_parts import submission_id_for
+from tau_tui.core.runconfig.manifests import render
 from tau_tui.core.runconfig.profiles import ProfileSet, load_snapshot
 from tau_tui.core.runconfig.resolve import RenderOptions, Resolution, resolve
 from tau_tui.core.runconfig.yamlsource import FileRefused, file_mode

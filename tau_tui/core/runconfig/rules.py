@@ -13,6 +13,10 @@ from typing import Any
 
 from tau_tui.core.runconfig.config import LoadedConfig
 from tau_tui.core.runconfig.diagnostics import Diagnostic, shown
+from tau_tui.core.runconfig.image_tags import image_tag_warnings
+from tau_tui.core.runconfig.key_scope import check_key_scope
+from tau_tui.core.runconfig.metrics_offload import check_metrics
+from tau_tui.core.runconfig.profiler import check_profiler
 from tau_tui.core.runconfig.schema import GO_DURATION, GPU_CLASSES, LEGACY_PLACEMENTS, PLACEMENTS, TauConfig
 from tau_tui.core.runconfig.yamlsource import FileRefused, file_mode, resolve_inside
 
@@ -149,11 +153,14 @@ def check_rules(loaded: LoadedConfig) -> list[Diagnostic]:
     _check_paths(loaded, err)
     _check_storage(c, engine, err)
     _check_policy(c, err)
-    _check_metrics(c, engine, err)
+    check_metrics(c, engine, err)
+    check_key_scope(c, engine, err, is_label_value)
     _check_resilience(c, err)
-    _check_profiler(c, err)
-    if "title" in c.experiment.model_fields_set:
-        out.append(loaded.diagnostic(("experiment", "title"), "is deprecated", "use experiment.name for the comparison set", severity="warning"))
+    check_profiler(c, engine, err)
+    if loaded.origins.get(("experiment", "name")) == ("experiment", "title"):
+        out.append(loaded.diagnostic(("experiment", "name"), "experiment.title is deprecated; read as experiment.name",
+                                     "rename experiment.title to experiment.name", severity="warning"))
+    out += image_tag_warnings(loaded)
     return out
 
 
@@ -398,27 +405,6 @@ def _check_policy(c: TauConfig, err: ReportProblem) -> None:
             err(("policy", "node_selector", name), f"{shown(value)} is not a valid label value", "at most 63 letters, digits, '-', '_' and '.'")
 
 
-def _check_metrics(c: TauConfig, engine: str, err: ReportProblem) -> None:
-    m = c.metrics
-    for index, entry in enumerate(m.history):
-        if entry.startswith("/") and not (entry == "/data" or entry.startswith("/data/")):
-            err(("metrics", "history", index), f"absolute history paths must be under /data (got {shown(entry)})", "use a path relative to storage.output, or under /data")
-        if ".." in entry.split("/"):
-            err(("metrics", "history", index), f"must not contain '..' (got {shown(entry)})", "use a path inside the output directory")
-    if m.offload.enabled:
-        needs = [
-            (("metrics", "history"), bool(m.history), "add a metrics.history entry"),
-            (("experiment", "project"), bool(c.experiment.project), "set experiment.project"),
-            (("experiment", "name"), bool(c.experiment.name), "set experiment.name"),
-            (("run", "entrypoint"), bool(c.run.entrypoint), "set run.entrypoint"),
-        ]
-        for path, ok, hint in needs:
-            if not ok:
-                err(("metrics", "offload", "enabled"), f"offload needs {'.'.join(path)}", hint)
-        if engine == "job" and c.execution.nodes > 1:
-            err(("metrics", "offload", "enabled"), "offload needs a single-pod Job (execution.nodes is > 1)", "disable offload or run on one node")
-
-
 def _check_resilience(c: TauConfig, err: ReportProblem) -> None:
     r = c.resilience
     if len(set(r.retry_on)) != len(r.retry_on):
@@ -428,9 +414,3 @@ def _check_resilience(c: TauConfig, err: ReportProblem) -> None:
             err(("resilience", "backoff_initial"), f"({r.backoff_initial}) is longer than backoff_max ({r.backoff_max})", "make backoff_initial <= backoff_max")
     if r.checkpoint_path is not None and not is_clean_absolute(r.checkpoint_path):
         err(("resilience", "checkpoint_path"), f"must be a clean absolute path (got {shown(r.checkpoint_path)})", "e.g. /data/checkpoints/my-run")
-
-
-def _check_profiler(c: TauConfig, err: ReportProblem) -> None:
-    rank = c.profiler.rank
-    if rank != "all" and not re.fullmatch(r"[0-9]+(,[0-9]+)*", rank):
-        err(("profiler", "rank"), f"must be a rank, a comma-separated list such as 0,8, or all (got {shown(rank)})", "e.g. rank: 0")

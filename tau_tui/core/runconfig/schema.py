@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
 QUANTITY = re.compile(r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i?|[mkMGTPE]|)$")
@@ -59,8 +59,10 @@ def _check_quantity(value: str) -> str:
     return value
 
 
-Duration = Annotated[str, AfterValidator(_check_duration)]
-Quantity = Annotated[str, BeforeValidator(_quantity_text), AfterValidator(_check_quantity)]
+Duration = Annotated[str, AfterValidator(_check_duration), WithJsonSchema({"type": "string", "pattern": GO_DURATION.pattern})]
+# YAML gives `cpu_request: 2` as a number; the JSON schema (`tau-tui schema`) accepts what the loader accepts.
+Quantity = Annotated[str, BeforeValidator(_quantity_text), AfterValidator(_check_quantity),
+                     WithJsonSchema({"anyOf": [{"type": "string", "pattern": QUANTITY.pattern}, {"type": "number", "minimum": 0}]})]
 EngineName = Literal["job", "rayjob"]
 
 
@@ -172,6 +174,7 @@ class ExperimentSection(Section):
     project: str | None = None
     name: str | None = None
     group: str | None = None
+    #: Deprecated alias of ``name``: folded into it when the file is read, so always None here.
     title: str | None = None
 
 
@@ -205,7 +208,8 @@ def _rank_text(value: object) -> object:
 
 class ProfilerSection(Section):
     mode: Literal["nsys", "ncu"] | None = None
-    rank: Annotated[str, BeforeValidator(_rank_text)] = "0"
+    rank: Annotated[str, BeforeValidator(_rank_text),
+                    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 0}]})] = "0"
     warmup: Duration | None = None
     duration: Duration | None = None
 

@@ -18,6 +18,7 @@ from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.logspool.log_requests import ExecRequest, LogChunkRequest
 from tau_tui.core.cluster.namespace_access import forbidden_list_message
+from tau_tui.core.cluster.namespace_scope import watch_namespace
 from tau_tui.core.sim.ray_driver import UntimedOutput
 from tau_tui.core.sim.simlogs import SimLogReader
 from tau_tui.core.sim.store import qualified
@@ -171,7 +172,7 @@ class SimulatedBackend(BaseBackend):
             self.on_batch_end()
 
     def _scope_for(self, kind: ResourceKind) -> str | None:
-        return self._namespace if kind.type.namespaced else None
+        return watch_namespace(kind, self._namespace)
 
     def _resync_all(self) -> None:
         for kind in ResourceKind:
