@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the local control plane binaries for the test harness from Go modules:
-#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kueue, kwok; promtool is
-#   unpacked from Debian's prometheus package instead (no Go build);
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kueue, kwok, the KubeRay operator;
+#   promtool is unpacked from Debian's prometheus package instead (no Go build);
 #   and on request the benchmark peers k9s and kueuectl and the delaying proxy toxiproxy
 #   (never in the default run CI uses).
 # Output: $XDG_CACHE_HOME/tau-tui/harness/<component>-<version>/ (outside the repo),
 # skipped when that directory is complete. Versions come from harness/versions.env only.
-# Usage: bash harness/build.sh [component...]   (components: modules etcd k8s k8s-upgrade kueue kwok promtool k9s
-#        kueuectl toxiproxy; none given: modules etcd kueue k8s k8s-upgrade kwok promtool)
+# Usage: bash harness/build.sh [component...]   (components: modules etcd k8s k8s-upgrade kueue kwok kuberay
+#        promtool k9s kueuectl toxiproxy; none given: modules etcd kueue k8s k8s-upgrade kwok kuberay promtool)
 # TAU_HARNESS_CELL=<cell> builds a version-matrix cell of harness/matrix.tsv instead of the default
 # (scripts/matrix.sh sets it); a Kueue release the module proxy lacks is built from its git tag,
 # read from $KUEUE_GIT (a clone or bare repository; default the public repository).
@@ -242,6 +242,44 @@ build_toxiproxy() {
     "-s -w -X github.com/Shopify/toxiproxy/v2.Version=$TOXIPROXY_VERSION"
 }
 
+# ----- component: kuberay (the KubeRay operator tier 2 runs) -----------------------------------
+# The ray-operator version is the one the Kueue release's go.mod requires, read from that go.mod
+# (module proxy, or the git tag of a release built from source), never guessed; it must equal the
+# KUBERAY_VERSION whose CRDs the fixtures install, or the build stops naming both.
+kueue_required_kuberay() {  # kueue_required_kuberay <wrapper-dir>
+  local gomod
+  if [[ $KUEUE_SOURCE == git ]]; then
+    gomod="$(kueue_source_tree "$KUEUE_VERSION")/go.mod" || return 1
+  else
+    gomod=$(cd "$1" && "$GO" mod download -json "sigs.k8s.io/kueue@$KUEUE_VERSION" \
+            | python3 -c 'import sys,json; print(json.load(sys.stdin)["GoMod"])') || return 1
+  fi
+  awk '$1 == "github.com/ray-project/kuberay/ray-operator" && $2 ~ /^v/ {print $2; exit}' "$gomod"
+}
+
+build_kuberay() {
+  local src="$CACHE_ROOT/src/kuberay-for-kueue-$KUEUE_BUILD" required out
+  wrapper "$src" tau-harness/ray-operator
+  required=$(kueue_required_kuberay "$src") || return 1
+  if [[ -z $required ]]; then
+    echo "harness/build.sh: Kueue $KUEUE_VERSION's go.mod requires no github.com/ray-project/kuberay/ray-operator" >&2
+    return 1
+  fi
+  if [[ $required != "$KUBERAY_VERSION" ]]; then
+    echo "harness/build.sh: Kueue $KUEUE_VERSION requires ray-operator $required, but the harness installs the" \
+         "KubeRay CRDs of $KUBERAY_VERSION (harness/versions.env or the cell's kuberay column): make them agree" >&2
+    return 1
+  fi
+  out="$CACHE_ROOT/kuberay-$required-k8s-$DEFAULT_K8S_VERSION"
+  [[ -x "$out/ray-operator" ]] && { log "ray-operator $required cached"; return; }
+  log "building ray-operator $required (required by Kueue $KUEUE_VERSION)"
+  (cd "$src" && "$GO" get -tool "github.com/ray-project/kuberay/ray-operator@$required") || return 1
+  pin_k8s_libs "$src" || return 1
+  (cd "$src" && $NICE "$GO" build -trimpath -ldflags "-s -w" \
+          -o "$out.tmp/ray-operator" github.com/ray-project/kuberay/ray-operator) || return 1
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 # promtool, which the monitoring tests run (check rules, test rules, check config): Debian's packaged
 # Prometheus at PROMETHEUS_DEBIAN_VERSION, its .deb fetched with `apt-get download` (checked against the
 # signed archive index) and unpacked with `dpkg-deb -x`: nothing installed, no service, no daemon.
@@ -295,7 +333,7 @@ fetch_modules() {
 }
 
 components=("$@")
-[[ ${#components[@]} == 0 ]] && components=(modules etcd kueue k8s k8s-upgrade kwok promtool)
+[[ ${#components[@]} == 0 ]] && components=(modules etcd kueue k8s k8s-upgrade kwok kuberay promtool)
 for c in "${components[@]}"; do
   start=$SECONDS
   case "$c" in
@@ -305,11 +343,12 @@ for c in "${components[@]}"; do
     k8s-upgrade) build_k8s_upgrade ;;
     kueue) build_kueue_command kueue ;;
     kwok) build_kwok ;;
+    kuberay) build_kuberay ;;
     promtool) build_promtool ;;
     k9s) build_k9s ;;
     kueuectl) build_kueue_command kueuectl ;;
     toxiproxy) build_toxiproxy ;;
-    *) echo "harness/build.sh: unknown component '$c' (modules etcd k8s k8s-upgrade kueue kwok promtool k9s kueuectl toxiproxy)" >&2; exit 2 ;;
+    *) echo "harness/build.sh: unknown component '$c' (modules etcd k8s k8s-upgrade kueue kwok kuberay promtool k9s kueuectl toxiproxy)" >&2; exit 2 ;;
   esac || { echo "harness/build.sh: building '$c' failed (see the Go errors above)" >&2; exit 1; }
   log "$c done in $((SECONDS - start))s"
 done

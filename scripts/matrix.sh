@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The version matrix (issue #33; results in docs/compatibility.md). For each cell of harness/matrix.tsv:
 # build what the cell lacks into the harness cache (harness/build.sh with TAU_HARNESS_CELL), then run on
-# that cell's control planes the contract suite (real T1), the T1 submit tests, the T1 version check and
-# one T3 MultiKueue enablement. Each cell's outcome goes to harness/matrix-results/<cell>.json.
+# that cell's control planes the contract suite (real T1), the T1 submit tests, the T1 version check, the
+# RayJob lifecycle under the cell's KubeRay operator (T2) and one T3 MultiKueue enablement. Each cell's
+# outcome goes to harness/matrix-results/<cell>.json.
 # Not part of CI (time): CI runs the default cell, the one harness/versions.env names.
 # Usage: scripts/matrix.sh [CELL...]    (none: every cell)
 #        scripts/matrix.sh --table [--write docs/compatibility.md]   (the table from the results)
@@ -17,6 +18,7 @@ TESTS=(
   tests/contract
   tests/integration/test_submit_t1.py
   tests/integration/test_found_versions_cell_t1.py
+  tests/integration/test_rayjob_kuberay_t2.py
   "tests/integration/test_multikueue_t3.py::test_enablement_dispatch_status_logs_cancel_then_drain_setup_again_drain"
 )
 cells=("$@")
@@ -41,7 +43,7 @@ for cell in "${cells[@]}"; do
   rm -f "$log"
   echo "scripts/matrix.sh: cell $cell: testing"
   junit=$(mktemp --suffix=.xml)
-  TAU_HARNESS_CELL=$cell "$PY" -m pytest -q -p no:randomly -m "t1 or t3" --junitxml="$junit" "${TESTS[@]}"
+  TAU_HARNESS_CELL=$cell "$PY" -m pytest -q -p no:randomly -m "t1 or t2 or t3" --junitxml="$junit" "${TESTS[@]}"
   status=$?
   "$PY" scripts/matrix_results.py record "$RESULTS" "$cell" --junit "$junit" --pytest-status "$status"
   rm -f "$junit"

@@ -24,7 +24,9 @@ sys.path.insert(0, str(REPO))
 
 from tests.harness.binaries import matrix_cells  # noqa: E402
 
-TABLE_HEADER = "| Cell | Kubernetes | Kueue | Kueue ran as | Date | Result | What differs |"
+TABLE_HEADER = "| Cell | Kubernetes | Kueue | Kueue ran as | KubeRay | Date | Result | What differs |"
+#: The test module that runs the KubeRay operator (tier 2): a cell whose run has it ran the operator.
+OPERATOR_MODULE = "tests.integration.test_rayjob_kuberay_t2"
 TABLE_BEGIN = "<!-- matrix table: written by `scripts/matrix.sh --table --write docs/compatibility.md` -->"
 TABLE_END = "<!-- end of matrix table -->"
 
@@ -68,6 +70,8 @@ def record(results: Path, cell: str, junit: Path | None, pytest_status: int | No
         assert junit is not None
         entry.update(_junit_counts(junit))
         entry["pytest_status"] = pytest_status
+        if entry["tests_per_module"].get(OPERATOR_MODULE):
+            entry["kuberay_operator"] = versions["KUBERAY_VERSION"]
         counts = entry["counts"]
         if counts["passed"] == 0:
             entry["result"] = "failed (no test passed)"
@@ -81,6 +85,15 @@ def record(results: Path, cell: str, junit: Path | None, pytest_status: int | No
     return path
 
 
+def kuberay_cell(versions: dict[str, str], entry: dict) -> str:
+    """The KubeRay a cell's run used: its operator (tier 2's RayJob test ran) or its CRDs only."""
+    if not entry:
+        return versions["KUBERAY_VERSION"]
+    if entry.get("kuberay_operator"):
+        return f"{entry['kuberay_operator']} (operator)"
+    return f"{entry.get('kuberay_crds', versions['KUBERAY_VERSION'])} (CRDs only)"
+
+
 def table(results: Path) -> str:
     differs: dict[str, str] = {}
     notes = results / "differs.tsv"
@@ -89,13 +102,13 @@ def table(results: Path) -> str:
             if line.strip() and not line.startswith("#"):
                 cell, _, text = line.partition("\t")
                 differs[cell] = text.strip()
-    lines = [TABLE_HEADER, "|---|---|---|---|---|---|---|"]
+    lines = [TABLE_HEADER, "|---|---|---|---|---|---|---|---|"]
     for cell, versions in matrix_cells().items():
         path = results / f"{cell}.json"
         entry = json.loads(path.read_text()) if path.is_file() else {}
         lines.append("| " + " | ".join([
             cell, versions["K8S_VERSION"], versions["KUEUE_VERSION"],
-            entry.get("kueue_ran_as", "-"), entry.get("date", "-"), entry.get("result", "not run"),
+            entry.get("kueue_ran_as", "-"), kuberay_cell(versions, entry), entry.get("date", "-"), entry.get("result", "not run"),
             differs.get(cell, ""),
         ]) + " |")
     return "\n".join(lines)

@@ -552,7 +552,6 @@ class TauApp(App):
         if self.pane_history:
             self.switch_mode(self.pane_history.pop())
 
-
     async def open_logs_for_run(self, ref: str, container_all: bool = False, pod: str | None = None) -> None:
         """``:logs RUN`` / ``l``: RUN is ``name`` or ``namespace/name`` of a Job or RayJob.
         With ``pod`` (a pod of RUN's namespace), that pod's log only, not the merged run log."""

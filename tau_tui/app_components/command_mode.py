@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tau_tui.widgets.messages import CommandLineSubmitted
 
 
-KNOWN_COMMANDS = "try :queue :runs :nodes :logs RUN :evidence :workspaces :ctx :ns :compose :profiles :mk :version :q"
+KNOWN_COMMANDS = "try :queue :runs :nodes :logs RUN :pods :events :evidence :workspaces :ctx :ns :compose :profiles :mk :version :q"
 #: The ``:`` commands other than the panes' names.
 COMMAND_WORDS = ("q", "quit", "exit", "help", "ctx", "context", "ns", "namespace", "theme", "version", "seek", "mk")
 
@@ -101,6 +101,9 @@ class CommandMode:
                 return list(self.app.available_themes)
             if verb in ("logs", "log") and backend is not None:
                 return [f"{j.namespace}/{j.name}" for j in [*backend.jobs(), *backend.ray_jobs()]]
+            if verb in ("pods", "pod", "po", "events", "event") and backend is not None:
+                runs = [f"{j.namespace}/{j.name}" for j in [*backend.jobs(), *backend.ray_jobs()]]
+                return ["all", *backend.namespaces(), *runs]
         except Exception:  # a backend read failing must not break typing
             return []
         return []
@@ -147,6 +150,13 @@ class CommandMode:
             if pane == "logs" and args:
                 await app.open_logs_for_run(args[0])
                 return
+            if pane in ("pods", "events"):
+                scope = self._object_scope(args)
+                if scope is not None:
+                    from tau_tui.screens.object_scope import open_object_view
+
+                    open_object_view(app, pane, scope)
+                    return
             app.action_switch_pane(pane)
             screen = app.screen
             if args and isinstance(screen, PaneScreen):
@@ -158,6 +168,19 @@ class CommandMode:
         else:
             app.notify(unknown_word(f":{verb}", verb, [*COMMAND_WORDS, *PANE_ALIASES], ":", KNOWN_COMMANDS),
                        severity="error")
+
+    def _object_scope(self, args: list[str]):
+        """``:pods`` / ``:events`` [NS/RUN | NS | all]: the scope, or None when the word is a filter."""
+        from tau_tui.screens.object_scope import ObjectScope, parse_scope
+
+        if not args:
+            return ObjectScope()
+        backend = self.app.backend
+        try:
+            namespaces = backend.namespaces() if backend is not None else []
+        except Exception:  # a failed read: the word is a run, all, or a filter
+            namespaces = []
+        return parse_scope(args[0], namespaces) if len(args) == 1 else None
 
     def open_multikueue_flow(self, flow: str, args: list[str]) -> None:
         """``:mk setup [PLAN]`` (also re-enables after a drain), ``:mk drain [PLAN]``,

@@ -17,6 +17,8 @@ PANE_ALIASES = {
     "nodes": "nodes", "node": "nodes", "no": "nodes", "gpu": "nodes", "gpus": "nodes",
     "multikueue": "multikueue", "mk": "multikueue", "mkc": "multikueue", "admissionchecks": "multikueue", "ac": "multikueue",
     "evidence": "evidence", "ev": "evidence", "records": "evidence",
+    "pods": "pods", "pod": "pods", "po": "pods",
+    "events": "events", "event": "events",
     "workspaces": "workspaces", "workspace": "workspaces", "ws": "workspaces", "tw": "workspaces",
 }
 

@@ -22,13 +22,15 @@ PANE_SCREENS: dict[str, tuple[str, str]] = {
     "nodes": ("tau_tui.screens.nodes", "NodesScreen"),
     "multikueue": ("tau_tui.screens.multikueue", "MultiKueueScreen"),
     "evidence": ("tau_tui.screens.evidence", "EvidenceScreen"),
+    "pods": ("tau_tui.screens.pods", "PodsScreen"),
+    "events": ("tau_tui.screens.events", "EventsScreen"),
     "workspaces": ("tau_tui.screens.workspaces", "WorkspacesScreen"),
 }
 
 
 #: The panes whose ``/`` filters rows (their screens' FILTERS_ROWS; a test keeps the two in step).
 #: Named here so a refusal can list them without importing every pane.
-FILTERING_PANES = ("profiles", "queue", "runs", "nodes", "multikueue", "evidence", "workspaces")
+FILTERING_PANES = ("profiles", "queue", "runs", "nodes", "multikueue", "evidence", "pods", "events", "workspaces")
 
 
 def filtering_pane_titles() -> list[str]:

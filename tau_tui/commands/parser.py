@@ -6,6 +6,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from .logs_options import USAGE as LOGS_USAGE
+from .logs_options import add_logs_parser
 from .parity_parsers import add_profiles_parser, add_schema_parsers, add_workspace_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -13,7 +15,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 #: The one line a Ctrl-C prints (on stderr), in the app and in every command.
 INTERRUPTED = "tau-tui: interrupted"
 COMMANDS = ("validate", "render", "submit", "profiles", "init", "audit", "multikueue", "status", "runs", "cancel", "evidence",
-            "schema", "explain-config", "workspace", "completion")
+            "schema", "explain-config", "workspace", "logs", "completion")
 #: `tau-tui multikueue` outcomes beyond 0/1/2 (docs/multikueue.md).
 EXIT_REFUSED, EXIT_NOT_VERIFIED, EXIT_DECLINED, EXIT_NO_KEYRING = 3, 4, 5, 6
 #: The server's Kueue serves no kueue.x-k8s.io/v1beta2 (v0.14 or older): every command that reads it.
@@ -75,11 +77,12 @@ back read-only). The headless commands use the same core and rules as the app:
                                         the signing key's fingerprint and public key | a new key (the
                                         rotation is an audit entry; old entries still verify) | a new
                                         log after the old one was moved aside
-  tau-tui status RUN [-n NS | --workspace WS] [-o json|yaml|table] [--watch] [--demo [SCENARIO]]
+  tau-tui status RUN [-n NS | --workspace WS] [-o json|yaml|table] [--watch] [--events] [--demo [SCENARIO]]
                                         the run's state, its place in its queue and why it waits, phases,
                                         diagnostics with codes and next actions (the document the Runs pane
                                         draws); exit 1 if there is no such run; --watch prints each change
-                                        until startup completes (0) or fails (1)
+                                        until startup completes (0) or fails (1); --events adds the Events
+                                        about the run, its pods, Workloads and RayCluster
   tau-tui runs [-n NS | -A | --workspace WS] [--queue LQ] [--include-external] [-o json|yaml|table] [--demo [SCENARIO]]
                                         every Tau-managed Job and RayJob, as `tau run list` (without -n:
                                         the context's namespace, else every namespace); --include-external
@@ -92,6 +95,7 @@ back read-only). The headless commands use the same core and rules as the app:
                                         a MultiKueue run's pods are read on every worker that
                                         may hold them (worker_contexts in config.yaml): a worker that cannot
                                         be read leaves the release unknown (exit 1)
+""" + LOGS_USAGE + """\
   tau-tui evidence list [-n NS] [-o table|json]
                                         evidence records of finished runs kept on this machine
   tau-tui evidence export RUN [-n NS] [-o FILE|DIR] [--force] [--demo [SCENARIO]]
@@ -237,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "status":
             cmd.add_argument("run", help="name of the Job or RayJob")
             cmd.add_argument("--watch", action="store_true", help="print every change until startup completes or fails")
+            cmd.add_argument("--events", action="store_true",
+                             help="also list the Events about the run, its Workloads, pods and RayCluster (oldest first)")
             cmd.add_argument("--interval", metavar="DURATION", type=duration_arg, default=2.0,
                              help="time between reads with --watch (default 2s)")
         _run_connection_options(cmd)
@@ -252,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_evidence_parser(sub)
     add_schema_parsers(sub, _common, _workspace_options)
     add_workspace_parser(sub, lambda cmd: _run_connection_options(cmd, workspace=False))
+    add_logs_parser(sub, duration_arg)
     completion = sub.add_parser("completion", help="print the shell completion script")
     completion.add_argument("shell", choices=["bash", "zsh", "fish"],
                             help="bash: source it or save it as ~/.local/share/bash-completion/completions/tau-tui; "

@@ -88,7 +88,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     from ..core.operations.recovery import retry_decision
     from ..core.operations.run_position import read_queue_place
-    from ..core.operations.rundocument import read_gpu_faults, read_run, status_document, status_lines
+    from ..core.operations.rundocument import event_lines, read_gpu_faults, read_run, status_document, status_lines
     from ..core.operations.runstatus import compute_run_status
 
     backend = _read_backend(args)
@@ -106,7 +106,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         if doc != last:
             if last is not None and args.output == "table":
                 print()
-            _print_document(doc, args.output, status_lines(status, retry, place), stream_json=args.watch)
+            lines = status_lines(status, retry, place) + (event_lines(objs, now) if getattr(args, "events", False) else [])
+            _print_document(doc, args.output, lines, stream_json=args.watch)
             last = doc
         if not args.watch or status.state == "not_found":
             return EXIT_OK if status.state != "not_found" else EXIT_FAILED

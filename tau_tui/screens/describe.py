@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tau_tui.core.cluster.view_types import ObjectView
+from tau_tui.core.cluster.view_types import ObjectView, PodView
 from tau_tui.screens.host import PaneHost
 from tau_tui.widgets.object_dialog import ObjectDialog, to_yaml_text
 
@@ -18,6 +18,15 @@ def describe_object(app: PaneHost, obj: ObjectView, yaml_view: bool) -> None:
     if obj.labels:
         lines.append("labels:")
         lines += [f"  {k}={v}" for k, v in sorted(obj.labels.items())]
+    if isinstance(obj, PodView):
+        lines.append(f"phase {obj.phase} on {obj.node_name or 'no node yet'}")
+        lines.append("containers:")
+        for cs in obj.container_statuses or ():
+            kind = "init " if cs.init else ""
+            lines.append(f"  {kind}{cs.name}: {cs.state}{' ' + cs.reason if cs.reason else ''}, "
+                         f"{'ready' if cs.ready else 'not ready'}, restarts {cs.restart_count}")
+        if not obj.container_statuses:
+            lines += [f"  {name}: no status yet" for name in (*obj.init_containers, *obj.containers)]
     if obj.conditions:
         lines.append("conditions:")
         for c in obj.conditions:

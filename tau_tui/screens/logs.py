@@ -43,7 +43,8 @@ class LogsScreen(PaneScreen):
     FILTERS_ROWS = False
     HELP = (
         "The logs of one run: every pod (and with 'a' every container) merged by time, each line prefixed "
-        "[pod/container].  Lines are kept in a spool file, so nothing is dropped or capped and search "
+        "[pod/container]; a RayJob's driver output first ([driver]: ray job logs in its head, else its "
+        "log-offload sidecar), then its head and workers; a followed run's new pods join as they come.  Lines are kept in a spool file, so nothing is dropped or capped and search "
         "covers everything since the stream opened.  f pauses/resumes following (while paused, new lines "
         "are counted), w wraps, t adds server timestamps, s cycles since (all, 1m, 5m, 15m, 30m, 1h), "
         "p shows the previous container instance, j pretty-prints JSON lines, / searches, n/N jump between "
@@ -124,7 +125,9 @@ class LogsScreen(PaneScreen):
             return
         namespace, _, name = ref.rpartition("/")
         owner = None
-        candidates = [*backend.jobs(tau_managed_only=False), *backend.ray_jobs(tau_managed_only=False)]
+        # not KubeRay's submitter Job, which carries its RayJob's name
+        candidates = [*(j for j in backend.jobs(tau_managed_only=False) if not j.owned_by_rayjob),
+                      *backend.ray_jobs(tau_managed_only=False)]
         for item in candidates:
             if item.name == name and (not namespace or item.namespace == namespace):
                 owner = item
@@ -259,7 +262,9 @@ class LogsScreen(PaneScreen):
         info.append(f" · {self.run_title}", style="bold")
         if request is not None:
             containers = "all containers" if request.all_containers else "default container"
-            info.append(f" [{containers}{' · previous' if request.previous else ''} · since {SINCE_PRESETS[self.since_index][0]}]")
+            driver = self.stream.driver_where if self.stream is not None else None
+            first = f"driver first ({driver}) · " if driver else ""
+            info.append(f" [{first}{containers}{' · previous' if request.previous else ''} · since {SINCE_PRESETS[self.since_index][0]}]")
         info.append(f" · {self.stream_state()}")
         errors = "; ".join(self.stream.errors) if self.stream is not None else ""
         if errors:  # on a line of its own, whole: it often is the only thing to read (p with no previous instance)

@@ -31,6 +31,7 @@ from tau_tui.screens.base import PaneScreen
 from tau_tui.screens.describe import describe_object
 from tau_tui.screens.freshness import Freshness
 from tau_tui.screens.known_counts import CountedStatus, RowCount, count_text
+from tau_tui.screens.object_scope import ObjectScope, open_object_view
 from tau_tui.screens.pane_reader import ReadRequest, read_place
 from tau_tui.screens.run_rows import RunRows
 from tau_tui.widgets.input_dialog import InputDialog
@@ -140,7 +141,8 @@ class RunsScreen(PaneScreen):
         "active ◐, done ✓, warning ⚠ or skipped –, then diagnostics and what to do next.  A run a GPU fault "
         "hit reads 'GPU fault' with the node, GPU and reason.  r retries a failed run as its resilience.* "
         "allows (retry_on, max_retries, backoff; ↻ now, ◷ later, – never); R resumes it from its last "
-        "checkpoint under a new submission, away from the faulty node.  Both are previewed and confirmed."
+        "checkpoint under a new submission, away from the faulty node.  Both are previewed and confirmed.  "
+        "p lists the run's pods and e the Events about it (l, d and y from there)."
     )
     MUTATING_ACTIONS = frozenset({"cancel", "retry", "resume"})
     VIEW_KINDS = (ResourceKind.JOB, ResourceKind.RAY_JOB, ResourceKind.WORKLOAD, ResourceKind.POD, ResourceKind.EVENT)
@@ -151,6 +153,9 @@ class RunsScreen(PaneScreen):
         Binding("a", "logs_all", "Logs (all ctrs)", id="runs.logs_all"),
         Binding("d", "describe", "Describe", id="runs.describe"),
         Binding("y", "yaml", "YAML", id="runs.yaml"),
+        # told in HELP; kept off the footer, where at 80 columns they pushed Resume and Help out
+        Binding("p", "pods", "Pods", id="runs.pods", show=False),
+        Binding("e", "events", "Events", id="runs.events", show=False),
         Binding("ctrl+d", "cancel", "Cancel", id="runs.cancel"),
         Binding("r", "retry", "Retry", id="runs.retry"),
         Binding("R", "resume", "Resume", id="runs.resume"),
@@ -286,6 +291,18 @@ class RunsScreen(PaneScreen):
         picked = self.selected()
         if picked:
             describe_object(self.tau, picked[1], yaml_view=False)
+
+    def action_pods(self) -> None:
+        """The selected run's pods (the Pods view)."""
+        picked = self.selected()
+        if picked:
+            open_object_view(self.tau, "pods", ObjectScope(picked[1].namespace, picked[1].name))
+
+    def action_events(self) -> None:
+        """The Events about the selected run (the Events view)."""
+        picked = self.selected()
+        if picked:
+            open_object_view(self.tau, "events", ObjectScope(picked[1].namespace, picked[1].name))
 
     def action_yaml(self) -> None:
         picked = self.selected()

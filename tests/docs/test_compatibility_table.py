@@ -1,6 +1,7 @@
 """The cells the app takes as tested (core/cluster/tested_cells.py) are the cells the table of
 docs/compatibility.md says passed: the app's "outside the tested matrix" warning follows the
-published table.  Reads files only."""
+published table; each row names the KubeRay version its cell ran, the one harness/matrix.tsv gives
+that cell (the ray-operator its Kueue's go.mod requires).  Reads files only."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from tau_tui.core.cluster.tested_cells import TESTED_CELLS, release_minor
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "compatibility.md"
-HEADER = ["Cell", "Kubernetes", "Kueue", "Kueue ran as", "Date", "Result", "What differs"]
+MATRIX = ROOT / "harness" / "matrix.tsv"
+HEADER = ["Cell", "Kubernetes", "Kueue", "Kueue ran as", "KubeRay", "Date", "Result", "What differs"]
 
 
 def cells_of(line: str) -> list[str]:
@@ -47,3 +49,18 @@ def test_the_tested_cells_are_the_passed_rows_of_the_table():
               for row in rows if row["Result"].startswith("passed")}
     assert len(set(TESTED_CELLS)) == len(TESTED_CELLS)
     assert set(TESTED_CELLS) == passed
+
+
+def test_each_row_names_the_kuberay_version_of_its_cell():
+    cells = {}
+    for line in MATRIX.read_text("utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            cell, kubernetes, kueue, _source, kuberay = line.split("\t")
+            cells[cell] = (kubernetes, kueue, kuberay)
+    rows = table_rows(DOC.read_text("utf-8"))
+    assert {row["Cell"] for row in rows} == set(cells)
+    for row in rows:  # "v1.6.0 (operator)" or "v1.6.0 (CRDs only)"
+        kubernetes, kueue, kuberay = cells[row["Cell"]]
+        assert (row["Kubernetes"], row["Kueue"]) == (kubernetes, kueue), row
+        version, _, how = row["KubeRay"].partition(" ")
+        assert version == kuberay and how in ("(operator)", "(CRDs only)"), row

@@ -73,6 +73,8 @@ class Binaries:
     kube_scheduler: Path
     kueue: Path
     kwok: Path
+    # The KubeRay operator Kueue's go.mod requires (`bash harness/build.sh kuberay`), run by tier 2.
+    ray_operator: Path
     kueue_module_dir: Path
     kuberay_module_dir: Path
     kwok_module_dir: Path
@@ -127,6 +129,7 @@ def locate() -> Binaries:
         kube_scheduler=root / f"kubernetes-{k8s}" / "kube-scheduler",
         kueue=root / f"kueue-{kueue_build}" / "kueue",
         kwok=root / f"kwok-{versions['KWOK_VERSION']}-k8s-{versions['DEFAULT_K8S_VERSION']}" / "kwok",
+        ray_operator=root / f"kuberay-{versions['KUBERAY_VERSION']}-k8s-{versions['DEFAULT_K8S_VERSION']}" / "ray-operator",
         kueue_module_dir=Path(modules["KUEUE_MODULE_DIR"]),
         kuberay_module_dir=Path(modules["KUBERAY_MODULE_DIR"]),
         kwok_module_dir=Path(modules["KWOK_MODULE_DIR"]),

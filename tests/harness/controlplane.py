@@ -23,6 +23,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from .binaries import REPO_ROOT, Binaries
+from .kuberay import FakeRayDashboard, kwok_process_env, ray_cli_dir, ray_head_exec, remove_ray_cli_dir, start_kuberay
 from .pki import CertificateAuthority, write_service_account_keypair
 from .processes import HarnessStartError, ManagedProcess, free_port, port_open
 
@@ -35,6 +36,8 @@ KUEUE_CONVERTED_CRDS = {"localqueues", "clusterqueues", "cohorts", "workloads", 
 # Webhooks kept from Kueue's manifests: the integrations the harness enables plus Kueue's own kinds.
 KUEUE_WEBHOOK_RESOURCES = {("batch", "jobs"), ("ray.io", "rayjobs")}
 KUBERAY_CRDS = ("ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml")
+# The operator also starts its RayService controller, which needs its kind served.
+KUBERAY_OPERATOR_CRDS = (*KUBERAY_CRDS, "ray.io_rayservices.yaml")
 TAU_CRD_DIR = REPO_ROOT / "manifests" / "crds"
 STARTUP_TIMEOUT = 120.0
 
@@ -83,8 +86,13 @@ class ControlPlane:
 
     def __init__(self, name: str, state_dir: Path, binaries: Binaries, *, kueue: KueueOptions | None = None,
                  workloads_controllers: bool = False, garbage_collector: bool = False,
-                 controllers: list[str] | None = None, apiserver_flags: list[str] | None = None):
+                 controllers: list[str] | None = None, apiserver_flags: list[str] | None = None,
+                 kuberay: bool = False):
         self.name = name
+        # Tier 2: the KubeRay operator with its stand-ins for the Ray heads (tests/harness/kuberay.py).
+        self.kuberay = kuberay
+        self.ray_dashboard: FakeRayDashboard | None = None
+        self._ray_cli_dir: Path | None = None
         # Appended to kube-apiserver's command line (e.g. an audit policy and log for a test that counts requests).
         self.apiserver_flags = list(apiserver_flags or ())
         self.state_dir = state_dir
@@ -211,6 +219,12 @@ class ControlPlane:
         """Stop every component this control plane started, newest first."""
         for proc in reversed(self.extra):
             proc.stop()
+        if self.ray_dashboard is not None:
+            self.ray_dashboard.stop()
+            self.ray_dashboard = None
+        if self._ray_cli_dir is not None:
+            remove_ray_cli_dir(self._ray_cli_dir)
+            self._ray_cli_dir = None
         if self.kueue:
             self.kueue.stop()
         self.apiserver.stop()
@@ -270,7 +284,7 @@ class ControlPlane:
             crds.append(release_labelled(crd, self.binaries.versions["KUEUE_VERSION"]))
         ray_dir = self.binaries.kuberay_module_dir / "config" / "crd" / "bases"
         crds += [release_labelled(yaml.safe_load((ray_dir / name).read_text()), self.binaries.versions["KUBERAY_VERSION"])
-                 for name in KUBERAY_CRDS]
+                 for name in (KUBERAY_OPERATOR_CRDS if self.kuberay else KUBERAY_CRDS)]
         tau = sorted(TAU_CRD_DIR.glob("*.yaml"))
         if not tau:
             raise HarnessStartError(f"no TauCluster/TauWorkspace CRDs found in {TAU_CRD_DIR}")
@@ -459,7 +473,14 @@ class ControlPlane:
         self.extra.append(scheduler)
         scheduler.start()
         scheduler.wait_until(lambda: port_open(self.ports["scheduler"]), "serving port open", STARTUP_TIMEOUT)
-        self.extra.append(start_kwok(self))
+        if not self.kuberay:
+            self.extra.append(start_kwok(self))
+            return
+        self.ray_dashboard = FakeRayDashboard()
+        self._ray_cli_dir = ray_cli_dir(self.ray_dashboard)
+        self.extra.append(start_kwok(self, [ray_head_exec(self.ray_dashboard, self._ray_cli_dir)],
+                                     kwok_process_env(self._ray_cli_dir)))
+        self.extra.append(start_kuberay(self, self.ray_dashboard))
 
     # ----- service accounts ---------------------------------------------------------------
     def kubeconfig_for_serviceaccount(self, namespace: str, name: str, *, expiration_seconds: int = 86400,

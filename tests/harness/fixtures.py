@@ -1,7 +1,8 @@
 """pytest fixtures for the local control plane tiers (see docs/testing.md).
 
 t1: etcd + kube-apiserver + Kueue (webhooks, visibility API, Kueue/KubeRay/Tau CRDs).
-t2: t1 + kube-controller-manager + kube-scheduler + KWOK with fake GPU nodes.
+t2: t1 + kube-controller-manager + kube-scheduler + KWOK with fake GPU nodes + the KubeRay operator
+    (with a stand-in Ray dashboard and `ray` CLI for the heads KWOK cannot run: tests/harness/kuberay.py).
 t3: a MultiKueue manager and two workers, each with Kueue; the workers also run a lean
     kube-controller-manager, kube-scheduler and KWOK GPU nodes; wired with kubeconfig Secrets.
 A tier that cannot start fails with the reason; nothing is skipped.
@@ -139,9 +140,12 @@ def t1():
 
 @pytest.fixture(scope="session")
 def t2():
+    # KubeRay runs here, not in t1: a RayCluster turns Ready only once its pods run (scheduler, KWOK),
+    # its submitter is a Job (kube-controller-manager), and a deleted RayJob's cluster and pods go by
+    # the garbage collector.
     yield from _single_plane(
-        "t2", ("etcd", "kube_apiserver", "kueue", "kube_controller_manager", "kube_scheduler", "kwok"),
-        workloads_controllers=True,
+        "t2", ("etcd", "kube_apiserver", "kueue", "kube_controller_manager", "kube_scheduler", "kwok", "ray_operator"),
+        workloads_controllers=True, kuberay=True,
     )
 
 

@@ -122,6 +122,25 @@ def keep_tau_runs_running(stages: list[dict]) -> list[dict]:
     return out
 
 
+def ray_pods_go_at_once(stages: list[dict]) -> list[dict]:
+    """The stages for a plane running KubeRay: a deleted pod of a RayCluster (label ``ray.io/node-type``)
+    goes within about a second, as Ray's processes exit at SIGTERM, instead of KWOK's jitter up to the
+    600 s grace period tau-tui renders.  A finalizer still holds it (a test's, to watch a cancel wait)."""
+    ray_pod = {"key": '.metadata.labels["ray.io/node-type"]', "operator": "Exists"}
+    not_ray_pod = {"key": '.metadata.labels["ray.io/node-type"]', "operator": "DoesNotExist"}
+    out = []
+    for stage in stages:
+        if (stage.get("metadata") or {}).get("name") == "pod-delete":
+            quick = yaml.safe_load(yaml.safe_dump(stage))
+            quick["metadata"]["name"] = "pod-delete-ray-node"
+            quick["spec"]["selector"]["matchExpressions"].append(ray_pod)
+            quick["spec"]["delay"] = {"durationMilliseconds": 1000}
+            stage["spec"]["selector"]["matchExpressions"].append(not_ray_pod)
+            out.append(quick)
+        out.append(stage)
+    return out
+
+
 def _cri_log_file(path: Path, texts: list[str] = FAKE_LOG_LINES) -> None:
     # KWOK replays the file in the CRI log format that kubelet writes.
     stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
@@ -132,7 +151,7 @@ def _cri_log_file(path: Path, texts: list[str] = FAKE_LOG_LINES) -> None:
     path.write_text("".join(lines))
 
 
-def _kwok_config(plane: ControlPlane, directory: Path) -> Path:
+def _kwok_config(plane: ControlPlane, directory: Path, extra: list[dict]) -> Path:
     stages = plane.binaries.kwok_module_dir / "kustomize" / "stage"
     stage_files = [
         stages / "node" / "fast" / "node-initialize.yaml",
@@ -149,21 +168,26 @@ def _kwok_config(plane: ControlPlane, directory: Path) -> Path:
     docs = [node_addresses_kept(yaml.safe_load(p.read_text())) for p in stage_files]
     if plane.kwok_keeps_tau_runs:
         docs = keep_tau_runs_running(docs)
+    if plane.kuberay:
+        docs = ray_pods_go_at_once(docs)
     docs.append({
         "apiVersion": "kwok.x-k8s.io/v1alpha1",
         "kind": "ClusterLogs",
         "metadata": {"name": "tau-harness-logs"},
         "spec": {"logs": [{"logsFile": str(logs_file), "previousLogsFile": str(previous_file), "follow": True}]},
     })
+    docs += extra
     path = directory / "kwok.yaml"
     path.write_text(yaml.safe_dump_all(docs))
     return path
 
 
-def start_kwok(plane: ControlPlane) -> ManagedProcess:
+def start_kwok(plane: ControlPlane, extra: list[dict] | None = None, env: dict[str, str] | None = None) -> ManagedProcess:
+    """``extra``: more KWOK configuration documents (the Ray head's ClusterExec); ``env``: for its
+    process (the PATH its exec commands are looked up on)."""
     directory = plane.state_dir / "kwok"
     directory.mkdir(parents=True, exist_ok=True)
-    config = _kwok_config(plane, directory)
+    config = _kwok_config(plane, directory, list(extra or ()))
     serving = plane.ca.issue("kwok-serving", "kwok", server=True, ip_addresses=("127.0.0.1",))
     port = plane.ports["kwok"]
     proc = ManagedProcess(f"{plane.name}/kwok", [
@@ -179,7 +203,7 @@ def start_kwok(plane: ControlPlane) -> ManagedProcess:
         f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}",
         f"--cidr={POD_CIDR}",
         f"--node-lease-duration-seconds={plane.kwok_lease_seconds}",
-    ], plane.logs_dir / "kwok.log")
+    ], plane.logs_dir / "kwok.log", env=env)
     proc.start()
     proc.wait_until(lambda: port_open(port), "kubelet port open", 120)
     core = k8s.CoreV1Api(plane.api_client())

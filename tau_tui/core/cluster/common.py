@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tau_gpuhealth.names import CORDON_ANNOTATIONS
+from tau_tui.core.cluster import pod_logs
 from tau_tui.core.cluster.api_failure import ApiFailure, failure_result
 from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ViewState
@@ -22,8 +23,9 @@ from tau_tui.core.cluster.convert import SIMPLE_VIEW_BUILDERS, node_view
 from tau_tui.core.cluster.errors import ClusterError, describe_api_error
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.kinds import MULTIKUEUE_KINDS, ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest, LogRequest
-from tau_tui.core.cluster.logspool.stream import ClosableIterator, LogStream
+from tau_tui.core.cluster.logspool.log_requests import ExecRequest, LogChunkRequest, LogRequest
+from tau_tui.core.cluster.logspool.sources import ClosableIterator, DriverOutput
+from tau_tui.core.cluster.logspool.stream import LogStream
 from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
 from tau_tui.core.cluster.names import SUBMISSION_ID_LABEL
 from tau_tui.core.cluster.namespace_access import forbidden_list_message
@@ -107,6 +109,10 @@ class BaseBackend(ClusterBackend):
     @abc.abstractmethod
     def open_container_log(self, request: LogChunkRequest) -> ClosableIterator:
         """Raw container log bytes, each line prefixed by an RFC3339Nano timestamp."""
+
+    @abc.abstractmethod
+    def open_pod_exec(self, request: ExecRequest) -> ClosableIterator:
+        """The stdout of a command run in a container (``kubectl exec``); raises when it fails."""
 
     @abc.abstractmethod
     def _now(self) -> datetime: ...
@@ -263,81 +269,19 @@ class BaseBackend(ClusterBackend):
     # -- logs --------------------------------------------------------------
 
     def open_logs(self, request: LogRequest, spool_dir: str | None = None) -> LogStream:
-        targets = self.resolve_log_targets(request)
-        return LogStream(self, request, targets, spool_dir=spool_dir).start()
+        return pod_logs.open_run_logs(self, request, spool_dir)
 
     def resolve_log_targets(self, request: LogRequest) -> builtins.list[tuple[str, str]]:
-        ns = request.namespace
-        pod_rt = ResourceKind.POD.type
-        try:
-            if request.pods:
-                pods = [self._api_get(pod_rt, p, ns) for p in request.pods]
-                what = "pod " + ", ".join(request.pods)
-            elif request.job:
-                pods = self._api_list(pod_rt, ns, label_selector=f"job-name={request.job}")
-                what = f"job {request.job} (label job-name={request.job})"
-            elif request.ray_job:
-                rayjob = self._api_get(ResourceKind.RAY_JOB.type, request.ray_job, ns)
-                cluster = (rayjob.get("status") or {}).get("rayClusterName")
-                if not cluster:
-                    raise ClusterError(
-                        f"RayJob {ns}/{request.ray_job} has no RayCluster yet (status.rayClusterName is empty); "
-                        "it is probably still queued. Try again once it is admitted."
-                    )
-                pods = self._api_list(pod_rt, ns, label_selector=f"ray.io/cluster={cluster}")
-                what = f"RayJob {request.ray_job} (label ray.io/cluster={cluster})"
-            else:
-                raise ClusterError("a log request needs pods, a job or a ray_job")
-        except ApiFailure as exc:
-            raise ClusterError(
-                describe_api_error(exc.code, verb="get", resource="pods", namespace=ns, body=exc.body, reason=exc.reason),
-                code=exc.code,
-            ) from None
-        if not pods:
-            raise ClusterError(f"no pods found for {what} in ns {ns}; it may not have started yet or was cleaned up")
-
-        def order(pod: dict[str, Any]) -> tuple[Any, ...]:
-            meta = pod.get("metadata") or {}
-            head = (meta.get("labels") or {}).get("ray.io/node-type") == "head"
-            return (0 if head else 1, meta.get("creationTimestamp") or "", meta.get("name", ""))
-
-        targets: list[tuple[str, str]] = []
-        for pod in sorted(pods, key=order):
-            meta = pod.get("metadata") or {}
-            spec = pod.get("spec") or {}
-            app = [c.get("name", "") for c in spec.get("containers") or ()]
-            init = [c.get("name", "") for c in spec.get("initContainers") or ()]
-            if request.container:
-                if request.container not in app + init:
-                    if request.pods:
-                        raise ClusterError(
-                            f"container {request.container} is not in pod {ns}/{meta.get('name')}; it has: {', '.join(init + app)}"
-                        )
-                    continue
-                names = [request.container]
-            elif request.all_containers:
-                names = init + app
-            else:
-                default = (meta.get("annotations") or {}).get("kubectl.kubernetes.io/default-container")
-                names = [default if isinstance(default, str) and default in app else app[0]] if app else []
-            targets.extend((meta.get("name", ""), c) for c in names)
-        if not targets:
-            raise ClusterError(f"no container {request.container} in the pods of {what} in ns {ns}")
-        return targets
+        return pod_logs.resolve_log_targets(self, request)
 
     def container_finished(self, namespace: str, pod: str, container: str) -> bool:
-        try:
-            obj = self._api_get(ResourceKind.POD.type, pod, namespace)
-        except ApiFailure as exc:
-            return exc.code == 404
-        status = obj.get("status") or {}
-        if status.get("phase") in ("Succeeded", "Failed"):
-            return True
-        restart = (obj.get("spec") or {}).get("restartPolicy", "Always")
-        for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
-            if cs.get("name") == container and "terminated" in (cs.get("state") or {}):
-                return restart == "Never" or cs in (status.get("initContainerStatuses") or [])
-        return False
+        return pod_logs.container_finished(self, namespace, pod, container)
+
+    def run_finished(self, request: LogRequest) -> bool:
+        return pod_logs.run_finished(self, request)
+
+    def open_driver_log(self, request: LogRequest, follow: bool) -> DriverOutput:
+        return pod_logs.open_driver_log(self, request, follow)
 
     # -- mutations ---------------------------------------------------------
 

@@ -30,10 +30,11 @@ from tau_tui.core.cluster.credentials import take_exec_failure
 from tau_tui.core.cluster.errors import describe_transport_error
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
 from tau_tui.core.cluster.kubeconfig import DEFAULT_TIMEOUTS, KubeconfigSource, RequestTimeouts
-from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
+from tau_tui.core.cluster.logspool.log_requests import ExecRequest, LogChunkRequest
 from tau_tui.core.cluster.names import KUEUE_GROUP
 from tau_tui.core.cluster.namespace_access import forbidden_list_message
 from tau_tui.core.cluster.namespace_scope import watch_namespace
+from tau_tui.core.cluster.pod_streams import ExecOutput, LogResponse, open_exec
 from tau_tui.core.cluster.unauthorised import mark_unauthorised
 from tau_tui.core.cluster.unchanged_parts import listed, share_with_previous
 
@@ -321,31 +322,6 @@ class _Informer(threading.Thread):
                 pass
 
 
-class _LogResponse:
-    """Iterable chunks of a streaming log response; ``close`` interrupts it."""
-
-    def __init__(self, resp: BaseHTTPResponse):
-        self.resp = resp
-
-    def __iter__(self) -> Iterator[bytes]:
-        try:
-            for chunk in self.resp.stream(65536, decode_content=True):
-                if chunk:
-                    yield chunk
-        except Exception as exc:
-            raise ConnectionError(str(exc)) from None
-
-    def close(self) -> None:
-        try:
-            self.resp.shutdown()
-        except Exception:
-            pass
-        try:
-            self.resp.release_conn()
-        except Exception:
-            pass
-
-
 class KubernetesBackend(BaseBackend):
     """The real cluster.  ``kubeconfig``: a path list like ``KUBECONFIG``
     (default: the environment, then in-cluster)."""
@@ -578,7 +554,10 @@ class KubernetesBackend(BaseBackend):
         version: dict[str, Any] = self.http.request("GET", "/version")
         return version
 
-    def open_container_log(self, request: LogChunkRequest) -> _LogResponse:
+    def open_pod_exec(self, request: ExecRequest) -> ExecOutput:
+        return open_exec(self.http.api_client, self.http.timeouts, request)
+
+    def open_container_log(self, request: LogChunkRequest) -> LogResponse:
         query = [("container", request.container), ("timestamps", "true"),
                  ("follow", "true" if request.follow else None), ("previous", "true" if request.previous else None),
                  ("sinceTime", format_time(request.since_time) if request.since_time else None),
@@ -586,7 +565,7 @@ class KubernetesBackend(BaseBackend):
                  ("tailLines", request.tail_lines)]
         resp = self.http.request("GET", resource_path(ResourceKind.POD.type, request.namespace, request.pod, "log"), query,
                                  stream=True, timeout=self.http.timeouts.pair(0 if request.follow else max(120, self.http.timeouts.read)))
-        return _LogResponse(resp)
+        return LogResponse(resp)
 
 
 def open_backend(kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None,

@@ -62,6 +62,8 @@ def objects_for_run(
     else:
         run_pods = []
     names = {name} | {w.name for w in wls} | {p.name for p in run_pods}
+    if ray_job is not None and ray_job.ray_cluster_name:  # KubeRay's events about the RayJob's cluster
+        names.add(ray_job.ray_cluster_name)
     run_events = [e for e in events if e.involved_name in names]
     return run_objects(namespace, name, job, ray_job, wls, run_pods, run_events, gpu_faults)
 

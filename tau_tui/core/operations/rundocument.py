@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from tau_tui.core.cluster.common import BaseBackend
@@ -57,7 +57,9 @@ def read_run(backend: BaseBackend, namespace: str, name: str,
     """The objects of one run, read live: the Job or RayJob, its Workloads, pods and events.
     ``ray_cluster``: the Ray cluster of a RayJob known to be gone (cancelled), whose pods carry
     ``ray.io/cluster`` rather than ``job-name``."""
-    jobs: list[JobView] = [j for j in _only(backend.fetch(ResourceKind.JOB, namespace), JobView) if j.name == name]
+    # KubeRay names a RayJob's submitter Job as the RayJob: that Job is not the run (taugrid.md §5.3).
+    jobs: list[JobView] = [j for j in _only(backend.fetch(ResourceKind.JOB, namespace), JobView)
+                           if j.name == name and not j.owned_by_rayjob]
     ray_jobs: list[RayJobView] = [r for r in _only(backend.fetch(ResourceKind.RAY_JOB, namespace), RayJobView) if r.name == name]
     job = jobs[0] if jobs else None
     ray_job = ray_jobs[0] if ray_jobs and job is None else None
@@ -315,6 +317,24 @@ def status_lines(status: RunStatus, retry: RetryDecision | None = None, place: Q
         for a in status.actions:
             lines.append(f"  {a.name}: {a.description}" + (f"  $ {shlex.join(a.command)}" if a.command else ""))
     return lines
+
+
+def event_lines(objs: RunObjects, now: datetime) -> list[str]:
+    """``status --events``: the Events about the run, its Workloads, pods and RayCluster, oldest first
+    (as ``kubectl describe`` lists them), with their age, type, reason, object and count."""
+    events = sorted(objs.events, key=lambda e: (e.last_timestamp or e.creation_timestamp or datetime.min.replace(tzinfo=UTC),
+                                                e.name))
+    if not events:
+        return ["", "Events", "  none (the API server keeps events for an hour by default)"]
+    rows = []
+    for e in events:
+        seen = e.last_timestamp or e.creation_timestamp
+        rows.append((age_bucket(seen, now), e.type, e.reason, f"{e.involved_kind}/{e.involved_name}",
+                     " ".join(e.message.split()) + (f" (x{e.count})" if e.count > 1 else "")))
+    header = ("AGE", "TYPE", "REASON", "OBJECT", "MESSAGE")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    return ["", "Events", *("  " + "  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4]
+                            for r in [header, *rows])]
 
 
 def list_lines(doc: Mapping[str, Any]) -> list[str]:

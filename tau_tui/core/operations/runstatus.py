@@ -55,6 +55,9 @@ def _left_on_worker(worker: str, pods: list[PodView], owners: list[str]) -> str:
 
 def compute_run_status(objs: RunObjects) -> RunStatus:
     owner = objs.job or objs.ray_job
+    if owner is not None and (owner.raw.get("metadata") or {}).get("deletionTimestamp"):
+        # deleted, held by a finalizer (KubeRay stops the Ray job first): gone as far as the run goes
+        owner = None
     holding = [p for p in objs.pods if p.node_name and not p.terminal]
     if owner is None and holding:
         nodes = sorted({p.node_name or "" for p in holding})

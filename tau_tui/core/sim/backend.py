@@ -16,9 +16,10 @@ from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, View
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
+from tau_tui.core.cluster.logspool.log_requests import ExecRequest, LogChunkRequest
 from tau_tui.core.cluster.namespace_access import forbidden_list_message
 from tau_tui.core.cluster.namespace_scope import watch_namespace
+from tau_tui.core.sim.ray_driver import UntimedOutput
 from tau_tui.core.sim.simlogs import SimLogReader
 from tau_tui.core.sim.store import qualified
 from tau_tui.core.sim.world import RealtimeTicker, SimulatedCluster
@@ -344,3 +345,8 @@ class SimulatedBackend(BaseBackend):
         self._check_online()
         self.world.store.authorize(self.identity, "get", ResourceKind.POD.type, request.namespace, sub="log")
         return self.world.open_container_log(request)
+
+    def open_pod_exec(self, request: ExecRequest) -> UntimedOutput:
+        self._check_online()
+        self.world.store.authorize(self.identity, "create", ResourceKind.POD.type, request.namespace, sub="exec")
+        return self.world.open_pod_exec(request)

@@ -20,7 +20,7 @@ from tau_tui.core.cluster.cache import ObjectCache
 from tau_tui.core.cluster.changes import ConnectionState, ConnectionStatus, ViewStatus
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
+from tau_tui.core.cluster.logspool.log_requests import ExecRequest, LogChunkRequest
 from tau_tui.core.sim.cache_relay import RelayReplayer
 from tau_tui.core.sim.cluster_process import SimulatedClusterProcess
 from tau_tui.core.sim.process_wire import LOG, SESSION_WRITES, WATCH, decode_error
@@ -243,6 +243,13 @@ class ProcessSimulatedBackend(BaseBackend):
         return self._call("_visibility_get", path, dict(query))  # type: ignore[no-any-return]
 
     def open_container_log(self, request: LogChunkRequest) -> RelayedLog:
+        return self._relayed(request)
+
+    def open_pod_exec(self, request: ExecRequest) -> RelayedLog:
+        return self._relayed(request)
+
+    def _relayed(self, request: LogChunkRequest | ExecRequest) -> RelayedLog:
+        """A container log or a command's output, streamed from the simulated cluster's process."""
         if self._lost or self._session is None:
             raise self.process.gone()
         conn = self.process.connect(LOG, self._session, request)

@@ -27,6 +27,7 @@ from multiprocessing.connection import Connection, Listener
 from typing import Any
 
 from tau_tui.core.cluster.errors import ClusterError
+from tau_tui.core.cluster.logspool.log_requests import ExecRequest
 from tau_tui.core.cluster.shared_values import SharedValues
 from tau_tui.core.sim.backend import SimulatedBackend
 from tau_tui.core.sim.cache_relay import RelayedCache, relay_messages
@@ -183,9 +184,11 @@ class ClusterServer:
     # -- logs and notes ------------------------------------------------------------
 
     def _log(self, conn: Connection, session: int, request: Any) -> None:
-        """One container log: chunks until it ends; the app's ("close",) or its going stops it."""
+        """One container log (or a command's output, for an ExecRequest): chunks until it ends; the
+        app's ("close",) or its going stops it."""
         try:
-            reader = self._session(session)[0].open_container_log(request)
+            backend = self._session(session)[0]
+            reader = backend.open_pod_exec(request) if isinstance(request, ExecRequest) else backend.open_container_log(request)
         except Exception as err:
             conn.send(("err", encode_error(err)))
             return

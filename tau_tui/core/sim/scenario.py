@@ -213,8 +213,12 @@ class ScenarioBuilder:
                                          "template": {"metadata": {"labels": {"tau.azure.com/job": name}}, "spec": pod_spec}}}
         if kind == "RayJob":
             head_resources = {"cpu": "8", "memory": "32Gi"}
-            head = {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.41.0",
-                                    "resources": {"requests": head_resources, "limits": head_resources}}], "restartPolicy": "Never"}
+            head_containers: list[dict[str, Any]] = [{"name": "ray-head", "image": "rayproject/ray:2.41.0",
+                                                      "resources": {"requests": head_resources, "limits": head_resources}}]
+            if job.get("logOffload"):  # TauGrid's log-offload sidecar: the driver output outlives ray-head
+                head_containers.append({"name": "ray-log-offload", "image": "ghcr.io/azure/tau-log-offload:0.1",
+                                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}})
+            head = {"containers": head_containers, "restartPolicy": "Never"}
             worker = copy.deepcopy(pod_spec)
             worker["containers"][0]["name"] = "ray-worker"
             return R.RAY_JOB.type, {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta,

@@ -71,6 +71,8 @@ class ContainerLog:
 
 def generated_line(style: str, seed: int, index: int) -> str:
     rng = random.Random(seed * 1_000_003 + index)
+    if style == "ray-driver":  # what `ray job logs` prints: the entrypoint's output and Ray Train's
+        return ray_driver_line(rng, seed, index)
     if index == 0:
         return {
             "ray-head": "Ray runtime started. Dashboard at http://127.0.0.1:8265",
@@ -95,6 +97,21 @@ def generated_line(style: str, seed: int, index: int) -> str:
     if index % 37 == 0:
         return f"[rank {rng.randint(0, 7)}] WARNING [bold]dataloader[/bold] slow: {rng.uniform(1, 4):.1f}s (text is never markup)"
     return f"[rank 0] step {index} loss={loss:.4f} lr=3.0e-4 grad_norm={rng.uniform(0.1, 2.0):.3f} gpu_util={rng.randint(85, 99)}%"
+
+
+def ray_driver_line(rng: random.Random, seed: int, index: int) -> str:
+    ip = f"10.244.{seed % 7}.{10 + seed % 90}"
+    if index == 0:
+        return f"Connecting to existing Ray cluster at address: {ip}:6379..."
+    if index == 1:
+        return f"Connected to Ray cluster. View the dashboard at http://{ip}:8265"
+    if index == 2:
+        return "ScalingConfig(num_workers=2, use_gpu=True): starting the trainer"
+    worker = f"(RayTrainWorker pid={4000 + seed % 900 + index % 2}, ip=10.244.{seed % 7}.{11 + index % 2})"
+    if index % 25 == 0:
+        return f"{worker} Checkpoint saved to /mnt/checkpoints/iter-{index:05d} (driver reports it)"
+    loss = 0.35 + 2.1 * (0.997**index) + rng.uniform(-0.01, 0.01)
+    return f"{worker} [rank {index % 2}] iter {index} loss={loss:.4f} throughput={rng.randint(900, 1300)} samples/s"
 
 
 class SimLogReader:

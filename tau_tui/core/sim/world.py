@@ -73,6 +73,7 @@ class SimulatedCluster:
         self.gpu_recover = self.gpu_agent.gpu_recover
         self.set_multikueue_cluster_active = self.multikueue.set_cluster_active
         self.open_container_log = self.kubelet.open_container_log
+        self.open_pod_exec = self.kubelet.open_pod_exec
         self.write_log = self.kubelet.write_log
         self.break_log_streams = self.kubelet.break_log_streams
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from calendar import timegm
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from functools import lru_cache
 
@@ -37,6 +38,19 @@ def split_timestamp(line: bytes) -> tuple[int | None, bytes, bytes]:
         ns += int(frac.ljust(9, b"0"))
     end = m.end()
     return ns, line[: end - 1], line[end:]
+
+
+def without_timestamps(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """A kubelet ``--timestamps`` stream with each line's prefix taken off (lines cut across chunks
+    are put together first)."""
+    buffer = b""
+    for chunk in chunks:
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        if lines:
+            yield b"".join(split_timestamp(line)[2] + b"\n" for line in lines)
+    if buffer:
+        yield split_timestamp(buffer)[2]
 
 
 def format_timestamp_ns(ns: int) -> str:

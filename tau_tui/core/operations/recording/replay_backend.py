@@ -23,7 +23,7 @@ from tau_tui.core.cluster.changes import ViewStatus
 from tau_tui.core.cluster.common import BaseBackend
 from tau_tui.core.cluster.errors import ClusterError
 from tau_tui.core.cluster.kinds import ResourceKind, ResourceType
-from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest, LogRequest
+from tau_tui.core.cluster.logspool.log_requests import ExecRequest, LogChunkRequest, LogRequest
 from tau_tui.core.cluster.logspool.stream import ClosableIterator, LogStream
 from tau_tui.core.cluster.mutations import DrainResult, MutationResult, StopPolicy
 from tau_tui.core.cluster.positions import PositionReport
@@ -341,6 +341,9 @@ class ReplayBackend(BaseBackend):
 
     def open_container_log(self, request: LogChunkRequest) -> ClosableIterator:
         raise ClusterError("logs are not part of a recording: open them on the live cluster")
+
+    def open_pod_exec(self, request: ExecRequest) -> ClosableIterator:
+        raise ClusterError("a recording runs no command in a pod: use tau-tui on the live cluster")
 
     def open_logs(self, request: LogRequest, spool_dir: str | None = None) -> LogStream:
         raise ClusterError(f"logs are not part of a recording ({self.reader.path.name}): "

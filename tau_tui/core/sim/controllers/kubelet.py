@@ -12,12 +12,21 @@ from tau_tui.core.apifields import parse_time
 from tau_tui.core.cluster.api_failure import ApiFailure
 from tau_tui.core.cluster.convert import format_time, parse_quantity, pod_requests
 from tau_tui.core.cluster.kinds import ResourceKind
-from tau_tui.core.cluster.logspool.log_requests import LogChunkRequest
+from tau_tui.core.cluster.logspool.log_requests import ExecRequest, LogChunkRequest
 from tau_tui.core.cluster.names import is_gpu_resource
 from tau_tui.core.sim.annotations import DURATION_ANNOTATION, OUTCOME_ANNOTATION, RESTARTS_ANNOTATION
 from tau_tui.core.sim.conditions import cond, is_true, set_condition
 from tau_tui.core.sim.controllers.base import Controller
 from tau_tui.core.sim.controllers.world_view import ControllerWorld
+from tau_tui.core.sim.ray_driver import (
+    HEAD_CONTAINER,
+    DriverLogs,
+    UntimedOutput,
+    is_ray_head,
+    offload_sidecars,
+    open_driver_exec,
+    ray_job_logs_command,
+)
 from tau_tui.core.sim.simlogs import ContainerLog, SimLogReader, to_ns
 
 R = ResourceKind
@@ -44,6 +53,8 @@ class Kubelet(Controller):
         #: Container logs by (namespace, pod, container, previous).
         self.logs: dict[tuple[str, str, str, bool], ContainerLog] = {}
         self.log_break_generation = 0
+        #: What `ray job logs` prints in a Ray head, by (namespace, Ray job id).
+        self.driver_logs = DriverLogs()
 
     def _node_free(self) -> dict[str, dict[str, float]]:
         free: dict[str, dict[str, float]] = {}
@@ -138,6 +149,8 @@ class Kubelet(Controller):
                 prev.stop(start_ns - 1_000_000_000, ("RuntimeError: CUDA error: uncorrectable ECC error encountered",
                                                      "Traceback ends; container exited with code 1"))
                 self.logs[(meta["namespace"], meta["name"], c["name"], True)] = prev
+        if is_ray_head(pod):
+            self._start_driver(pod, seed_base, start_ns, interval)
         for c in spec.get("initContainers") or ():
             key = (meta["namespace"], meta["name"], c["name"], False)
             init = ContainerLog(style="init", seed=seed_base + 50, start_ns=start_ns - 10 * 1_000_000_000, interval_ns=1_000_000_000)
@@ -188,6 +201,9 @@ class Kubelet(Controller):
         if pod is None:
             return
         failed = outcome == "Failed"
+        job_id = self._ray_job_id(pod) if is_ray_head(pod) else ""
+        if job_id:  # the driver ends with its head (its last line first: a log-offload sidecar shares it)
+            self.driver_logs.stop(namespace, job_id, to_ns(at), failed)
         last = ("training finished; final checkpoint written",) if not failed else (
             message or "RuntimeError: NCCL error: unhandled system error", "process exited with code 1")
         for c in (pod.get("spec") or {}).get("containers") or ():
@@ -245,6 +261,45 @@ class Kubelet(Controller):
                 return current is None or log.finished or request.previous
             return SimLogReader(log, request, self.lock, self.store.changed, lambda: to_ns(self.now()),
                                 lambda: self.log_break_generation, done)
+
+    def _ray_job_id(self, pod: dict[str, Any]) -> str:
+        for ref in (pod.get("metadata") or {}).get("ownerReferences") or ():
+            if ref.get("kind") == "RayJob":
+                owner = self.store.read(R.RAY_JOB.type, ref.get("name", ""), pod["metadata"]["namespace"]) or {}
+                return str((owner.get("status") or {}).get("jobId") or "")
+        return ""
+
+    def _start_driver(self, pod: dict[str, Any], seed: int, start_ns: int, interval: int) -> None:
+        meta = pod["metadata"]
+        job_id = self._ray_job_id(pod)
+        if not job_id:
+            return
+        driver = self.driver_logs.start(meta["namespace"], job_id, seed + 7, start_ns, interval)
+        for sidecar in offload_sidecars(pod):  # the sidecar ships the driver's output: the same log
+            self.logs[(meta["namespace"], meta["name"], sidecar, False)] = driver
+
+    def open_pod_exec(self, request: ExecRequest) -> UntimedOutput:
+        """``kubectl exec``: a Ray head's ``ray-head`` runs ``ray job logs JOB_ID [--follow]``."""
+        with self.lock:
+            pod = self.store.read(R.POD.type, request.pod, request.namespace)
+            if pod is None:
+                raise ApiFailure(404, "NotFound", f'pods "{request.pod}" not found')
+            names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or ()]
+            if request.container not in names:
+                raise ApiFailure(400, "BadRequest", f"container {request.container} is not valid for pod {request.pod}")
+            running = any(cs.get("name") == request.container and "running" in (cs.get("state") or {})
+                          for cs in (pod.get("status") or {}).get("containerStatuses") or ())
+            if not running:
+                raise ApiFailure(400, "BadRequest", f'unable to upgrade connection: container not found ("{request.container}")')
+            if not is_ray_head(pod) or request.container != HEAD_CONTAINER:
+                raise ApiFailure(500, "NonZeroExitCode", f"{' '.join(request.command)}: command terminated with non-zero "
+                                 "exit code 127 (the simulated cluster execs only in a Ray head's ray-head container)")
+            job_id, follow = ray_job_logs_command(request)
+            log = self.driver_logs.logs.get((request.namespace, job_id))
+            key = (request.namespace, request.pod)
+            return open_driver_exec(request, log, job_id, follow, self.lock, self.store.changed, lambda: to_ns(self.now()),
+                                    lambda: self.log_break_generation,
+                                    lambda: self.store.read(R.POD.type, key[1], key[0]) is None)
 
     def write_log(self, namespace: str, pod: str, container: str, text: str, newline: bool = True, at: datetime | None = None) -> None:
         """Append to a container log directly (tests, scripted scenarios)."""
