@@ -182,7 +182,7 @@ def route_cli_to(lab: Lab, tmp_path: Path, monkeypatch) -> None:
     state and config under ``tmp_path``."""
     from types import SimpleNamespace
 
-    from tau_tui.commands import config_commands, multikueue_command
+    from tau_tui.commands import connection, multikueue_command
     from tau_tui.core.operations.multikueue_steps.access import BackendAccess
 
     for var in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
@@ -199,7 +199,7 @@ def route_cli_to(lab: Lab, tmp_path: Path, monkeypatch) -> None:
 
     monkeypatch.setattr(multikueue_command, "multikueue_environment", lambda args: (lab.backend, lab.connector, lab.world.advance))
     monkeypatch.setattr("kubernetes.client.CustomObjectsApi", SimCustomObjects)
-    monkeypatch.setattr(config_commands, "api_client", lambda context, timeouts=None: object())
+    monkeypatch.setattr(connection, "api_client", lambda context, timeouts=None: object())
     lab.backend.http = SimpleNamespace(api_client=object())
     monkeypatch.setattr("tau_tui.core.cluster.real.KubernetesBackend", lambda **kwargs: lab.backend)
     lab.records = tmp_path / "xdg_data_home" / "tau-tui" / "multikueue" / "records"
