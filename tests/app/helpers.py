@@ -25,7 +25,8 @@ def plain_cells(cells) -> list[str]:
 
 
 def make_app(tmp_path: Path, backend=None, *, readonly: bool = False, start_pane: str = "queue",
-             compose_file: str | None = None, theme: str | None = None, settings: AppSettings | None = None) -> TauApp:
+             compose_file: str | None = None, theme: str | None = None, settings: AppSettings | None = None,
+             audit: AuditLog | None = None) -> TauApp:
     if backend is None:
         _, backend = demo_backend()
     return TauApp(
@@ -33,7 +34,7 @@ def make_app(tmp_path: Path, backend=None, *, readonly: bool = False, start_pane
         readonly=readonly,
         theme=theme,
         settings=LoadedSettings(settings or AppSettings(refresh_tick=0.5), tmp_path / "config.yaml"),
-        audit=AuditLog(tmp_path / "audit.jsonl"),
+        audit=audit or AuditLog(tmp_path / "audit.jsonl"),
         start_pane=start_pane,
         compose_file=compose_file,
     )

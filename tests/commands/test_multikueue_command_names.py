@@ -194,7 +194,9 @@ def test_every_flow_is_finished_headless_on_the_demo(xdg, capsys):
     assert run("rotate", "--demo", "--worker", "westus3-worker", "--new-context", "westus3-worker-new", "--yes") == EXIT_OK
     out = capsys.readouterr().out
     assert "(old) in demo keyring, in memory: nothing is stored" in out, out
-    assert "MultiKueue credential rotation: verified; record none (demo)" in out
+    # "verified" names the credential it verified and the one the worker rejected (#44 item 3)
+    assert re.search(r"MultiKueue credential rotation: verified \(worker westus3-worker uses sha256:[0-9a-f]{16}; "
+                     r"sha256:[0-9a-f]{16} rejected by the worker \(401\)\); record none \(demo\)", out), out
     assert list_records() == []
 
 

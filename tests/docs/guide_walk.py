@@ -268,6 +268,7 @@ async def _run_step(pilot, world, step: Step, where: str, save: Callable[[str], 
 
 
 async def walk_session(name: str, session: Session, tmp: Path, save_dir: Path | None = None) -> None:
+    from tau_tui.core.operations.demo_trust import demo_audit_log
     from tau_tui.startup.backends import start_demo_backend
 
     backend: Any = start_demo_backend(session.demo, None, realtime=False)
@@ -280,7 +281,8 @@ async def walk_session(name: str, session: Session, tmp: Path, save_dir: Path | 
             workspace.mkdir()
             os.chdir(workspace)
             assert cli_main(["init"]) == 0, "tau-tui init failed"
-        app = make_app(tmp, backend, start_pane=session.pane, compose_file=session.file)
+        # as `tau-tui --demo` does: the demo's own audit log and key, no OS keyring needed
+        app = make_app(tmp, backend, start_pane=session.pane, compose_file=session.file, audit=demo_audit_log())
         # a notification stays until the next step: what a step's screen shows never hangs on the clock
         app.NOTIFICATION_TIMEOUT = 3600
         async with app.run_test(size=session.size, notifications=True) as pilot:
