@@ -194,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     mk.add_argument("--plan", help="the MultiKueue plan (YAML): workers, namespaces, queue and profile names "
                                    "(optional with --demo: the built-in lab plan)")
     mk.add_argument("--demo", action="store_true",
-                    help="the simulated demo cluster with two simulated workers (lab-worker-1, lab-worker-2), "
+                    help="the simulated demo cluster: two lab workers to set up (lab-worker-1, lab-worker-2) and "
+                         "its own MultiKueue workers (westus3-worker, eastus2-worker) to drain or rotate, "
                          "started in this process: its state lives only for that process and no record is written")
     mk.add_argument("--flow", choices=["setup", "drain", "rotate"],
                     help="status: the flow to report and take the exit code from (default: the flow of this "
