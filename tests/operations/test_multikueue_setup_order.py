@@ -238,7 +238,7 @@ def test_cli_setup_stopped_at_the_matrix_profiles_and_submit_refuse_every_tenant
     assert "✓ 4. Dedicated non-global queue and multiKueue profile" in out and "▶ 5." in out
     for caller in CALLERS:
         assert cli.main(["profiles", "-n", caller.namespace, *caller_args(caller)]) == EXIT_OK
-        assert f"{PROFILE}: ✗ not selectable" in capsys.readouterr().out, caller
+        assert f"{PROFILE} (MultiKueue, Alpha): ✗ not selectable" in capsys.readouterr().out, caller
         assert cli.main(["submit", str(project / "tau.yaml"), "--dry-run=server", *caller_args(caller)]) == EXIT_INVALID
         assert f"workload profile '{PROFILE}' cannot be used" in capsys.readouterr().err, caller
 
@@ -246,7 +246,7 @@ def test_cli_setup_stopped_at_the_matrix_profiles_and_submit_refuse_every_tenant
     capsys.readouterr()
     [tenant] = AUTHORISED
     assert cli.main(["profiles", "-n", tenant.namespace, *caller_args(tenant)]) == EXIT_OK
-    assert f"{PROFILE}: ✓ selectable" in capsys.readouterr().out
+    assert f"{PROFILE} (MultiKueue, Alpha): ✓ selectable" in capsys.readouterr().out
     assert cli.main(["submit", str(project / "tau.yaml"), "--dry-run=server", *caller_args(tenant)]) == EXIT_OK
     assert "submission id" in capsys.readouterr().out
 
