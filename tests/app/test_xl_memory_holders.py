@@ -5,6 +5,7 @@ the rows, and each Workload's key is one string however many maps hold it."""
 from __future__ import annotations
 
 import gc
+import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -30,10 +31,17 @@ def tracked_dicts() -> int:
 
 def test_a_run_index_holds_no_dict_per_bucket_of_one(backend) -> None:
     workloads, pods, events = backend.workloads(), backend.pods(), backend.events()
-    gc.collect()
-    before = tracked_dicts()
-    index = RunIndex(workloads, pods, events)
-    made = tracked_dicts() - before
+    # Dicts are counted process-wide: other tests' threads (backends, informers) must not run while
+    # the index is built, so no thread switch is allowed until the count is taken.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    try:
+        gc.collect()
+        before = tracked_dicts()
+        index = RunIndex(workloads, pods, events)
+        made = tracked_dicts() - before
+    finally:
+        sys.setswitchinterval(interval)
     buckets = sum(len(by) for by in (index._workloads_by_uid, index._pods_by_label, index._events_by_name))
     shared = sum(1 for by in (index._workloads_by_uid, index._pods_by_label, index._events_by_name)
                  for held in by.values() if isinstance(held, dict))
