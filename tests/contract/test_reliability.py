@@ -246,7 +246,9 @@ def test_a_namespace_chosen_before_the_queue_kinds_synced_is_used_at_once(t1, mo
         backend.use_namespace("team-x")
         namespaced = [i for i in backend._informers if i.kind.type.namespaced and not i.node_pods]
         assert backend.namespace == "team-x"
-        assert namespaced and all(i.namespace == "team-x" and i.is_alive() for i in namespaced)
+        # TauWorkspaces live in the system namespace whichever one the session reads (taugrid.md §4.2)
+        wanted = {i: "tau-system" if i.kind is ResourceKind.TAU_WORKSPACE else "team-x" for i in namespaced}
+        assert namespaced and all(i.namespace == wanted[i] and i.is_alive() for i in namespaced)
         backend.use_namespace(None)  # and again: nothing left over from the first switch
         assert all(i.namespace is None for i in backend._informers if i.kind.type.namespaced)
     finally:
