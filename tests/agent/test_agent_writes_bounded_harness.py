@@ -108,6 +108,20 @@ def test_the_agent_still_cordons_and_lifts_its_own_cordon(admin, node_actions):
         _uncordoned_by_admin(admin)
 
 
+@pytest.mark.parametrize("off", [timedelta(hours=-2), timedelta(minutes=10)], ids=["backdated", "ahead"])
+def test_a_cordon_timestamp_is_the_requests_time(admin, node_actions, off):
+    """The TUI's cordon budget counts cordons by cordon-timestamp: one backdated out of the window (or
+    put ahead) is refused, and the Node stays as it was."""
+    writer = KubernetesWriter(node_actions.api_client, NODE, EVENTS_NAMESPACE)
+    before = node_of(admin)
+    try:
+        refused(lambda: writer.apply_node_actions(_cordon_request(True), now=(datetime.now(UTC) + off).timestamp()),
+                "within 60 s of the request's time")
+        assert without_volatile(node_of(admin)) == without_volatile(before)
+    finally:
+        _uncordoned_by_admin(admin)
+
+
 # --- Events: its own, one per reason -------------------------------------------------------------------
 
 OTHER_REPORTERS = {
