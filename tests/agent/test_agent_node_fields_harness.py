@@ -354,7 +354,7 @@ def test_agent_with_node_actions_may_taint_and_cordon_its_node_and_undo_it(admin
     for effect in ("NoSchedule", "PreferNoSchedule"):
         writer.apply_node_actions(NodeActionRequest(
             taint_reason="XID79", taint_effect=effect, manage_taint=True, cordon=True, reason="XID79",
-            dry_run=False), now=1_800_000_000)
+            dry_run=False), now=_now())
         node = node_of(admin)
         assert node["spec"]["unschedulable"] is True
         assert node["spec"]["taints"] == before["spec"]["taints"] + [_own_taint(effect)]  # others kept
@@ -364,12 +364,17 @@ def test_agent_with_node_actions_may_taint_and_cordon_its_node_and_undo_it(admin
 
     writer.apply_node_actions(NodeActionRequest(
         taint_reason=None, taint_effect="NoSchedule", manage_taint=True, cordon=False, reason="GPU health recovered",
-        dry_run=False), now=1_800_000_600)
+        dry_run=False), now=_now())
     node = node_of(admin)
     assert not node["spec"].get("unschedulable")
     assert node["spec"]["taints"] == before["spec"]["taints"]
     assert ANNOTATION_CORDONED_BY not in node["metadata"]["annotations"]
     assert node["metadata"]["annotations"] == before["metadata"]["annotations"]
+
+
+def _now() -> float:
+    """The request's time: the admission policy holds a cordon-timestamp to within 60 s of it."""
+    return datetime.now(UTC).timestamp()
 
 
 def _cordon_request(cordon: bool) -> NodeActionRequest:
@@ -389,7 +394,7 @@ OWN_CORDON_REFUSALS = {
 @pytest.mark.parametrize("change", list(OWN_CORDON_REFUSALS))
 def test_agent_may_not_rewrite_its_own_cordon(admin, node_actions, change):
     writer = KubernetesWriter(node_actions.api_client, NODE, EVENTS_NAMESPACE)
-    writer.apply_node_actions(_cordon_request(True), now=1_800_000_000)
+    writer.apply_node_actions(_cordon_request(True), now=_now())
     try:
         before = node_of(admin)
         assert before["metadata"]["annotations"][ANNOTATION_CORDONED_BY] == "tau-agent"
@@ -397,7 +402,7 @@ def test_agent_may_not_rewrite_its_own_cordon(admin, node_actions, change):
                                                 _content_type=MERGE_PATCH), "cordon annotations")
         assert without_volatile(node_of(admin)) == without_volatile(before)
     finally:
-        writer.apply_node_actions(_cordon_request(False), now=1_800_000_600)
+        writer.apply_node_actions(_cordon_request(False), now=_now())
     assert not node_of(admin)["spec"].get("unschedulable")  # its own cordon it may still lift
 
 
@@ -542,7 +547,7 @@ def test_agent_may_take_over_a_taint_list_someone_else_owned_alone(plane, admin,
         for reason in ("XID79", None):
             writer.apply_node_actions(NodeActionRequest(
                 taint_reason=reason, taint_effect="NoSchedule", manage_taint=True, cordon=None, reason="x",
-                dry_run=False), now=1_800_000_000)
+                dry_run=False), now=_now())
         keys = [t["key"] for t in node_of(admin)["spec"]["taints"]]
         assert "example.com/maintenance" in keys and TAINT_UNHEALTHY_KEY not in keys
     finally:
@@ -553,13 +558,13 @@ def test_agent_leaves_a_cordon_a_person_took_over(plane, admin, node_actions):
     """The agent cordons; a person uncordons and cordons again with kubectl (its annotations stay
     behind): the cordon is the person's now, the agent does not lift it and the policy refuses it."""
     writer = KubernetesWriter(node_actions.api_client, NODE, EVENTS_NAMESPACE)
-    writer.apply_node_actions(_cordon_request(True), now=1_800_000_000)
+    writer.apply_node_actions(_cordon_request(True), now=_now())
     try:
         _kubectl(plane, "uncordon", NODE)
         _kubectl(plane, "cordon", NODE)
         before = node_of(admin)
         assert before["metadata"]["annotations"][ANNOTATION_CORDONED_BY] == "tau-agent"  # left behind
-        writer.apply_node_actions(_cordon_request(False), now=1_800_000_600)
+        writer.apply_node_actions(_cordon_request(False), now=_now())
         assert node_of(admin)["spec"]["unschedulable"] is True
         refused(lambda: node_actions.patch_node(NODE, {"spec": {"unschedulable": False}}, field_manager=FIELD_MANAGER,
                                                 _content_type=MERGE_PATCH), "only when it cordoned")
@@ -575,11 +580,11 @@ def test_a_cordon_or_uncordon_from_the_tui_ends_the_agents_cordon(plane, admin, 
     backend = KubernetesBackend(kubeconfig=plane.kubeconfig, all_namespaces=True)
     try:
         for person in (backend.cordon, backend.uncordon):
-            writer.apply_node_actions(_cordon_request(True), now=1_800_000_000)
+            writer.apply_node_actions(_cordon_request(True), now=_now())
             assert person(NODE).ok
             annotations = node_of(admin)["metadata"].get("annotations") or {}
             assert not {ANNOTATION_CORDONED_BY, ANNOTATION_CORDON_REASON, ANNOTATION_CORDON_TIMESTAMP} & set(annotations)
-            writer.apply_node_actions(_cordon_request(False), now=1_800_000_600)  # not its cordon: left alone
+            writer.apply_node_actions(_cordon_request(False), now=_now())  # not its cordon: left alone
             assert bool(node_of(admin)["spec"].get("unschedulable")) is (person == backend.cordon)
             backend.uncordon(NODE)
     finally:
