@@ -1,5 +1,7 @@
 """Test-wide setup: the control-plane harness fixtures (t1, t2, t3) live in tests/harness."""
 
+import os
+
 import pytest
 
 pytest_plugins = ["tests.harness.fixtures"]
@@ -50,3 +52,30 @@ def memory_keyring():
     keyring.set_keyring(ring)
     yield ring
     keyring.set_keyring(previous)
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):
+        # An xdist worker has COLUMNS=80 and LINES=24 set; an app a test starts in tmux would take
+        # them over the terminal's own size.
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
+
+
+#: The session-scoped control planes (tests/harness/fixtures.py), heaviest first.
+_PLANES = ("t3", "t2", "t1")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (scripts/test.sh runs two workers, ``--dist loadgroup``): every test that
+    uses a control plane runs in the one worker that starts it, every other file's tests in one
+    worker (its module fixtures are built once), and the planes' groups are handed out first so the
+    longest work does not start last."""
+    if not hasattr(config, "workerinput"):
+        return
+    for item in items:
+        plane = next((p for p in _PLANES if p in getattr(item, "fixturenames", ())), None)
+        item.add_marker(pytest.mark.xdist_group(plane or item.nodeid.split("::", 1)[0]))
+    rank = {p: i for i, p in enumerate(_PLANES)}
+    items.sort(key=lambda item: rank.get(item.get_closest_marker("xdist_group").args[0], len(rank)))
