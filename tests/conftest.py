@@ -75,7 +75,9 @@ def pytest_collection_modifyitems(config, items):
     if not hasattr(config, "workerinput"):
         return
     for item in items:
-        plane = next((p for p in _PLANES if p in getattr(item, "fixturenames", ())), None)
+        # The tier marker (required on every test that uses a plane, also where a parametrized
+        # fixture asks for it by name, as the contract suite's ``env`` does), or the fixture.
+        plane = next((p for p in _PLANES if item.get_closest_marker(p) or p in getattr(item, "fixturenames", ())), None)
         item.add_marker(pytest.mark.xdist_group(plane or item.nodeid.split("::", 1)[0]))
     rank = {p: i for i, p in enumerate(_PLANES)}
     items.sort(key=lambda item: rank.get(item.get_closest_marker("xdist_group").args[0], len(rank)))

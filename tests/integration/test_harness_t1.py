@@ -112,8 +112,9 @@ def test_suspended_job_gets_workload_admitted_and_unsuspended(api):
                         timeout=WORKLOAD_CREATED_LIMIT_S)
     assert workload["spec"]["queueName"] == "jobqueue"
     wait_for(lambda: condition(workload_for(custom, NAMESPACE, job.metadata.uid), "Admitted") == "True",
-             "Workload Admitted")
-    wait_for(lambda: batch.read_namespaced_job("t1-admit", NAMESPACE).spec.suspend is False, "Job unsuspended")
+             "Workload Admitted", timeout=WORKLOAD_CREATED_LIMIT_S)
+    wait_for(lambda: batch.read_namespaced_job("t1-admit", NAMESPACE).spec.suspend is False, "Job unsuspended",
+             timeout=WORKLOAD_CREATED_LIMIT_S)
     admitted = workload_for(custom, NAMESPACE, job.metadata.uid)
     assert admitted["status"]["admission"]["clusterQueue"] == "jobqueue"
 
