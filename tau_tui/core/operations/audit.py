@@ -146,7 +146,8 @@ def _link_problem(path: Path) -> str:
         target = os.readlink(path)
     except OSError:
         return "is not a regular file: the audit log was replaced"
-    return (f"is a symbolic link (to {_printable(target)}), not the audit log: it was replaced "
+    # The whole target (a link's is at most PATH_MAX): the user needs it to find what replaced the log.
+    return (f"is a symbolic link (to {_printable(target, limit=4096)}), not the audit log: it was replaced "
             "(tau-tui never writes through a link)")
 
 
@@ -515,8 +516,8 @@ def _signature_problem(record: dict[str, Any], known: dict[str, KnownKey], retir
     return ""
 
 
-def _printable(text: str) -> str:
-    return repr(text[:80]) if not text.isprintable() or len(text) > 80 else text
+def _printable(text: str, limit: int = 80) -> str:
+    return repr(text[:limit]) if not text.isprintable() or len(text) > limit else text
 
 
 def _user() -> str:
