@@ -137,34 +137,43 @@ def test_pending_positions_follow_kueue_order(t1, api):
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
         "metadata": {"name": "t1-positions"}, "spec": {"clusterQueue": "t1-positions"},
     })
-    priorities = ["taugrid-default", "taugrid-priority", "taugrid-default", "taugrid-priority", "taugrid-default"]
-    jobs = []
-    for n, priority in enumerate(priorities):
-        jobs.append(batch.create_namespaced_job(
-            NAMESPACE, job_manifest(f"t1-pos-{n}", "t1-positions", priority=priority)))
-        time.sleep(1.1)  # creationTimestamp has second granularity; keep FIFO order unambiguous
-    # Kueue's order: priority descending, then creation time ascending.
-    expected = [f"t1-pos-{n}" for n in (1, 3, 0, 2, 4)]
+    try:
+        priorities = ["taugrid-default", "taugrid-priority", "taugrid-default", "taugrid-priority", "taugrid-default"]
+        jobs = []
+        for n, priority in enumerate(priorities):
+            jobs.append(batch.create_namespaced_job(
+                NAMESPACE, job_manifest(f"t1-pos-{n}", "t1-positions", priority=priority)))
+            time.sleep(1.1)  # creationTimestamp has second granularity; keep FIFO order unambiguous
+        # Kueue's order: priority descending, then creation time ascending.
+        expected = [f"t1-pos-{n}" for n in (1, 3, 0, 2, 4)]
 
-    def pending():
-        summary = get_json(api, "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads",
-                           name="t1-positions")
-        items = summary.get("items") or []
-        return items if len(items) == 5 else None
+        def pending():
+            summary = get_json(api, "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads",
+                               name="t1-positions")
+            items = summary.get("items") or []
+            return items if len(items) == 5 else None
 
-    items = wait_for(pending, "5 pending workloads in the visibility API")
-    owner_of = {item["metadata"]["name"]: item["metadata"]["ownerReferences"][0]["name"] for item in items}
-    by_position = sorted(items, key=lambda item: item["positionInClusterQueue"])
-    assert [owner_of[item["metadata"]["name"]] for item in by_position] == expected
-    assert [item["positionInClusterQueue"] for item in by_position] == [0, 1, 2, 3, 4]
-    assert [item["positionInLocalQueue"] for item in by_position] == [0, 1, 2, 3, 4]
-    assert [item["priority"] for item in by_position] == [1200, 1200, 1000, 1000, 1000]
+        items = wait_for(pending, "5 pending workloads in the visibility API")
+        owner_of = {item["metadata"]["name"]: item["metadata"]["ownerReferences"][0]["name"] for item in items}
+        by_position = sorted(items, key=lambda item: item["positionInClusterQueue"])
+        assert [owner_of[item["metadata"]["name"]] for item in by_position] == expected
+        assert [item["positionInClusterQueue"] for item in by_position] == [0, 1, 2, 3, 4]
+        assert [item["positionInLocalQueue"] for item in by_position] == [0, 1, 2, 3, 4]
+        assert [item["priority"] for item in by_position] == [1200, 1200, 1000, 1000, 1000]
 
-    lq_summary = get_json(
-        api, "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues/{name}/pendingworkloads",
-        namespace=NAMESPACE, name="t1-positions")
-    lq_order = sorted(lq_summary["items"], key=lambda item: item["positionInLocalQueue"])
-    assert [owner_of[item["metadata"]["name"]] for item in lq_order] == expected
+        lq_summary = get_json(
+            api, "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues/{name}/pendingworkloads",
+            namespace=NAMESPACE, name="t1-positions")
+        lq_order = sorted(lq_summary["items"], key=lambda item: item["positionInLocalQueue"])
+        assert [owner_of[item["metadata"]["name"]] for item in lq_order] == expected
+    finally:
+        # Kueue rewrites the status of a Workload it can never admit (no quota) many times a second:
+        # left behind, these kept the API server busy for the rest of the session.
+        for job in batch.list_namespaced_job(NAMESPACE).items:
+            if job.metadata.name.startswith("t1-pos-"):
+                batch.delete_namespaced_job(job.metadata.name, NAMESPACE, propagation_policy="Background")
+        custom.delete_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", NAMESPACE, "localqueues", "t1-positions")
+        custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", "t1-positions")
 
 
 def test_unknown_field_rejected_by_schema_in_server_dry_run(api):
