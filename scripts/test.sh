@@ -37,7 +37,7 @@ set +e
 # Two workers (pytest-xdist): most tests wait on a simulated cluster, a control plane or a
 # terminal more than they compute, so two share the machine's cores; tests/conftest.py keeps each
 # control plane's tests in one worker. TAU_TEST_WORKERS=0 runs them in this process.
-.venv/bin/python -m pytest -n "${TAU_TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder "$@"
+.venv/bin/python -m pytest -n "${TAU_TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder --durations=30 "$@"
 status=$?
 set -e
 if [[ $status -eq 5 ]]; then
