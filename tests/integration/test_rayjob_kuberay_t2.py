@@ -5,8 +5,9 @@ module Kueue's go.mod requires) creates the RayCluster, KWOK runs its head and w
 creates the submitter Job and follows the Ray job on the head's dashboard (the harness's stand-in,
 tests/harness/kuberay.py).  `tau-tui status` and the Runs pane follow its phases, and `p` and `e` there
 list its pods and events (the Pods and Events views on the real API); `tau-tui logs`
-shows the driver output (`ray job logs` exec'd in the head, run by KWOK's ClusterExec) and `-f`
-ends with the run; `tau-tui cancel --wait` deletes the RayJob (the operator stops the Ray job) and
+shows the driver output (`ray job logs` exec'd in the head, run by KWOK's ClusterExec) and `-f`,
+its read broken once (that `ray job logs --follow` killed), loses no line, repeats none and ends
+with the run; `tau-tui cancel --wait` deletes the RayJob (the operator stops the Ray job) and
 reads "releasing compute" while the RayCluster's pods exist (held by the test's finalizer), then
 "cancelled; compute released"; Kueue's quota is back.  Retry and resume make new RayJobs that the
 operator runs."""
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -89,6 +91,21 @@ def rayjob(admin, name: str) -> dict | None:
         if err.status == 404:
             return None
         raise
+
+
+def ray_log_followers(job_id: str) -> list[int]:
+    """The PIDs of the stand-in `ray job logs JOB_ID --follow` that KWOK's exec runs on this host."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue  # gone meanwhile
+            words = [a.decode(errors="replace") for a in argv]
+            if "job" in words and "logs" in words and job_id in words and "--follow" in words:
+                pids.append(int(entry.name))
+    return pids
 
 
 def ray_pods(admin, cluster: str) -> list[k8s.V1Pod]:
@@ -231,6 +248,14 @@ def test_a_rayjob_submitted_followed_logged_and_cancelled_under_kuberay(t2, admi
         assert followed.seen[:3] == [f"[driver] {line}" for line in RAY_DRIVER_LINES]
         t2.ray_dashboard.append(job_id, "epoch 1 loss=0.91", "epoch 2 loss=0.73")
         followed.until(lambda seen: "[driver] epoch 2 loss=0.73" in seen, "new driver lines, followed")
+        # A broken read: the `ray job logs --follow` that the head's exec runs dies; the follower
+        # reads the output again and takes only what it had not (nothing lost, nothing twice).
+        broken = ray_log_followers(job_id)
+        assert broken, "no `ray job logs --follow` running for the follower"
+        for pid in broken:
+            os.kill(pid, signal.SIGKILL)
+        t2.ray_dashboard.append(job_id, "epoch 3 loss=0.60")
+        followed.until(lambda seen: "[driver] epoch 3 loss=0.60" in seen, "the driver line after the read broke")
 
         pods = ray_pods(admin, cluster)
         hold(admin, pods)
@@ -261,7 +286,8 @@ def test_a_rayjob_submitted_followed_logged_and_cancelled_under_kuberay(t2, admi
         release(admin, cluster)
     followed.drain()
     driver = [line for line in followed.seen if line.startswith("[driver] ")]
-    assert driver[:5] == [f"[driver] {line}" for line in [*RAY_DRIVER_LINES, "epoch 1 loss=0.91", "epoch 2 loss=0.73"]]
+    assert driver[:6] == [f"[driver] {line}" for line in
+                          [*RAY_DRIVER_LINES, "epoch 1 loss=0.91", "epoch 2 loss=0.73", "epoch 3 loss=0.60"]]
     assert len(driver) == len(set(driver)), driver  # no line twice
     assert any("/ray-head] " in line for line in followed.seen) and any("/ray-worker] " in line for line in followed.seen)
     wait_for(lambda: cluster_queue_usage(admin) == (0, 0), "Kueue's quota released", timeout=120)
