@@ -35,7 +35,7 @@ from tau_gpuhealth.names import (
 
 from . import test_agent_node_fields_harness as node_fields
 from .harness_support import EVENTS_NAMESPACE
-from .test_agent_node_fields_harness import NODE, _cordon_request, _kubectl, node_of, refused, without_volatile
+from .test_agent_node_fields_harness import NODE, _cordon_request, _kubectl, _now, node_of, refused, without_volatile
 
 pytestmark = [pytest.mark.harness, pytest.mark.t1]
 
@@ -82,7 +82,7 @@ CLAIMS = {
 @pytest.mark.parametrize("claim", list(CLAIMS))
 def test_no_sequence_of_its_own_patches_lifts_a_cordon_a_person_took_over(plane, admin, node_actions, claim):
     writer = KubernetesWriter(node_actions.api_client, NODE, EVENTS_NAMESPACE)
-    writer.apply_node_actions(_cordon_request(True), now=datetime.now(UTC).timestamp())
+    writer.apply_node_actions(_cordon_request(True), now=_now())
     try:
         _kubectl(plane, "uncordon", NODE)
         _kubectl(plane, "cordon", NODE)  # a person's cordon now; the agent's annotations stay behind
@@ -100,9 +100,9 @@ def test_no_sequence_of_its_own_patches_lifts_a_cordon_a_person_took_over(plane,
 def test_the_agent_still_cordons_and_lifts_its_own_cordon(admin, node_actions):
     writer = KubernetesWriter(node_actions.api_client, NODE, EVENTS_NAMESPACE)
     try:
-        writer.apply_node_actions(_cordon_request(True), now=datetime.now(UTC).timestamp())
+        writer.apply_node_actions(_cordon_request(True), now=_now())
         assert node_of(admin)["spec"]["unschedulable"] is True
-        writer.apply_node_actions(_cordon_request(False), now=datetime.now(UTC).timestamp())
+        writer.apply_node_actions(_cordon_request(False), now=_now())
         assert not node_of(admin)["spec"].get("unschedulable")
     finally:
         _uncordoned_by_admin(admin)
