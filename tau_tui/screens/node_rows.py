@@ -5,14 +5,17 @@ heartbeat deadline passed (both from :class:`~tau_tui.core.operations.live_node_
 one whose "runs hit" moved (:class:`~tau_tui.core.operations.live_runs_hit.LiveRunsHit`) and one
 whose heartbeat age ("HB") reads otherwise now (a heap of the moments each next ticks over).  The
 order (worst verdict first, then name) is kept by bisection, and the table's update covers those
-rows alone (``plan_changed_rows``).  Every row is built again the first time, when the freshness
-turns stale or back, when the fault reader read every node, and after a read that stopped half way."""
+rows alone (``plan_changed_rows``).  What a read hands the UI thread (the keys in order, the cells,
+the filter texts, the nodes) is never changed after: the next read makes its next version from the
+changes (``FrozenMap``, ``OrderedKeys``), so a read copies nothing of the node count.  Every row is
+built again the first time, when the freshness turns stale or back, when the fault reader read
+every node, and after a read that stopped half way."""
 
 from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,9 +25,11 @@ from rich.text import Text
 from tau_gpuhealth.verdicts import Verdict
 from tau_tui.core.cluster.interfaces import ClusterBackend
 from tau_tui.core.cluster.view_types import NodeView
+from tau_tui.core.frozen_map import FrozenMap
 from tau_tui.core.operations.live_node_faults import LiveNodeFaults
 from tau_tui.core.operations.live_runs_hit import LiveRunsHit
 from tau_tui.core.operations.node_health_memo import NodeHealthMemo, NodeJudgement
+from tau_tui.core.ordered_keys import Move, OrderedKeys
 from tau_tui.widgets.cell_text import age, age_changes_at, one_line
 from tau_tui.widgets.keyed_table import Matchable
 from tau_tui.widgets.node_cells import gpu_summary, telemetry_summary, verdict_cell_for
@@ -60,8 +65,8 @@ def runs_hit_cell(runs: list[str]) -> Text:
 @dataclass
 class NodesRead:
     rows: Sequence[Row]
-    nodes: dict[str, NodeView]
-    matchable: dict[str, Matchable]
+    nodes: Mapping[str, NodeView]
+    matchable: Mapping[str, Matchable]
     #: verdict word as counted in the status line → nodes
     counts: dict[str, int]
     #: The table's update, or None when the pane plans every row (the table is sorted, or shows its notice).
@@ -75,11 +80,12 @@ class NodeRows:
         self.hits = LiveRunsHit()
         self._whole = False  # the rows below are whole (the last read ran to its end)
         self._stale: bool | None = None
-        self._cells: dict[str, list[Any]] = {}
-        self._matchable: dict[str, Matchable] = {}
-        self._nodes: dict[str, NodeView] = {}
-        self._order: list[tuple[int, str]] = []  # (rank, name), sorted
-        self._keys: list[str] = []  # the names in that order
+        # handed to the UI thread with each read: never changed, only made anew from the changes
+        self._cells: FrozenMap[str, list[Any]] = FrozenMap()
+        self._matchable: FrozenMap[str, Matchable] = FrozenMap()
+        self._nodes: FrozenMap[str, NodeView] = FrozenMap()
+        self._keys = OrderedKeys()  # the names in the order below
+        self._order: list[tuple[int, str]] = []  # (rank, name), sorted; the reader's own
         self._rank: dict[str, int] = {}
         self._word: dict[str, str] = {}
         self._counts: dict[str, int] = {}
@@ -108,12 +114,15 @@ class NodeRows:
         if full:
             self.full_reads += 1
             self._forget()
+            built = _Built({}, {}, {}, [])
             for count, (name, judged) in enumerate(sorted(self.faults.judged.items())):
                 if count % 256 == 255:
                     keep_reading()
-                self._put(name, judged, now, stale, placed=False)
-            self._order = sorted(self._order)
-            self._keys = [name for _, name in self._order]
+                self._put(built, name, judged, now, stale, placed=False)
+            self._order.sort()
+            self._cells, self._matchable, self._nodes = (FrozenMap(built.cells), FrozenMap(built.matchable),
+                                                         FrozenMap(built.nodes))
+            self._keys = OrderedKeys(name for _, name in self._order)
         else:
             dirty = set(self.faults.moved)
             dirty.update(name for name in hit.keys() | hit_was.keys() if hit.get(name) != hit_was.get(name))
@@ -122,54 +131,64 @@ class NodeRows:
                 due, name = heapq.heappop(self._ages)
                 if self._age_due.get(name) == due:
                     dirty.add(name)
+            draft = _Built(self._cells.draft(), self._matchable.draft(), self._nodes.draft(), [])
             for count, name in enumerate(dirty):
                 if count % 256 == 255:
                     keep_reading()
-                held = self.faults.judged.get(name)
-                self._drop(name)
+                held = self._drop(draft, name, self.faults.judged.get(name))
                 if held is not None:
-                    changed[name] = self._put(name, held, now, stale, placed=True)
+                    changed[name] = self._put(draft, name, held, now, stale, placed=True)
                 else:
                     removed.append(name)
-        keys = list(self._keys)
-        cells = dict(self._cells)
-        matchable = dict(self._matchable)
+            if dirty:
+                self._cells, self._matchable, self._nodes = (draft.cells.freeze(), draft.matchable.freeze(),
+                                                             draft.nodes.freeze())
+                self._keys = self._keys.moved(draft.moves) if draft.moves else self._keys
         plan = None
         if not full and notice is None and table is not None and table.source is planned_source:
-            plan = plan_changed_rows(table, keys, changed, removed, matchable)
+            plan = plan_changed_rows(table, self._keys, changed, removed, self._matchable)
         self._whole = True
-        return NodesRead(RowsView(keys, cells), dict(self._nodes), matchable, dict(self._counts), plan, full)
+        return NodesRead(RowsView(self._keys, self._cells), self._nodes, self._matchable, dict(self._counts), plan,
+                         full)
 
     def planned(self, plan: TablePlan) -> None:
         """The read's table update (the next read plans only its changed rows when the table took it)."""
         self._planned_source = plan.source
 
     def _forget(self) -> None:
-        self._cells, self._matchable, self._nodes, self._rank, self._word, self._age_due = {}, {}, {}, {}, {}, {}
-        self._order, self._keys, self._ages, self._counts = [], [], [], {}
+        self._rank, self._word, self._age_due = {}, {}, {}
+        self._order, self._ages, self._counts = [], [], {}
 
-    def _drop(self, name: str) -> None:
-        rank = self._rank.pop(name, None)
+    def _drop(self, built: _Built, name: str, judged: NodeJudgement | None) -> NodeJudgement | None:
+        """Take the node's row out before it is built again from ``judged`` (None: it is gone); its
+        place in the order stays when its rank does.  Returns ``judged``."""
+        rank = self._rank.get(name)
         if rank is None:
-            return
-        index = bisect_left(self._order, (rank, name))
-        del self._order[index]
-        del self._keys[index]
-        del self._cells[name], self._matchable[name], self._nodes[name]
+            return judged
+        if judged is None or _rank_of(judged) != rank:
+            del self._rank[name]
+            del self._order[bisect_left(self._order, (rank, name))]
+            built.moves.append(("remove", name))
+        if judged is None:
+            built.cells.pop(name)
+            built.matchable.pop(name)
+            built.nodes.pop(name)
         self._age_due.pop(name, None)
         word = self._word.pop(name, None)
         if word is not None:
             self._counts[word] -= 1
             if not self._counts[word]:
                 del self._counts[word]
+        return judged
 
-    def _put(self, name: str, judged: NodeJudgement, now: datetime, stale: bool, placed: bool) -> list[Any]:
-        """Build the node's row; ``placed``: put it in the order now (else the caller sorts)."""
+    def _put(self, built: _Built, name: str, judged: NodeJudgement, now: datetime, stale: bool,
+             placed: bool) -> list[Any]:
+        """Build the node's row into ``built``; ``placed``: put it in the order now (else the caller sorts)."""
         self.rows_built += 1
         node, health = judged.node, judged.view
         runs = self._hit.get(name, [])
-        self._matchable[name] = (f"{filter_text(name, health, stale)} {' '.join(runs)}", node.labels)
-        rank = RANK[health.verdict if health else None]
+        built.matchable[name] = (f"{filter_text(name, health, stale)} {' '.join(runs)}", node.labels)
+        rank = _rank_of(judged)
         if health is None:
             verdict_cell, reason, hb = Text("– no GPUs"), "", "—"
             temp = util = ecc = xids = "—"
@@ -189,12 +208,30 @@ class NodeRows:
             temp, util, ecc, xids = telemetry_summary(health.detail)
         sched = status_text("cordoned") if node.unschedulable else Text("schedulable" if node.ready else "✗ NotReady")
         cells = [name, verdict_cell, runs_hit_cell(runs), gpu_summary(node), temp, util, ecc, xids, hb, sched, reason]
-        self._rank[name] = rank
-        if placed:
+        if placed and self._rank.get(name) == rank:
+            placed = False  # its place in the order stays (``_drop`` kept it)
+        elif placed:
+            self._rank[name] = rank
             index = bisect_left(self._order, (rank, name))
             self._order.insert(index, (rank, name))
-            self._keys.insert(index, name)
-        else:
+            built.moves.append(("insert", index, name))
+        elif name not in self._rank:
+            self._rank[name] = rank
             self._order.append((rank, name))
-        self._cells[name], self._nodes[name] = cells, node
+        built.cells[name], built.nodes[name] = cells, node
         return cells
+
+
+def _rank_of(judged: NodeJudgement) -> int:
+    return RANK[judged.view.verdict if judged.view else None]
+
+
+@dataclass
+class _Built:
+    """Where a read puts the rows it builds: plain dictionaries on a full read, drafts of the
+    FrozenMaps the last read handed over on a read of the changes (with the moves in the order)."""
+
+    cells: Any
+    matchable: Any
+    nodes: Any
+    moves: list[Move]

@@ -4,6 +4,7 @@ count, and shows exactly what a read from scratch shows (counts, never time)."""
 from __future__ import annotations
 
 import sys
+import tracemalloc
 from datetime import timedelta
 
 from tau_tui.core.cluster.kinds import ResourceKind
@@ -113,4 +114,31 @@ def test_a_node_gone_leaves_the_table_and_only_its_row_moves(small_cluster, monk
     data = driver.read()
     assert len(data.rows) == FEW_NODES - 1 and "gpu-155" not in dict(data.rows)
     assert judged[0] <= 1 + SLACK and rows[0] <= SLACK
+    assert_same_as_a_read_from_scratch(driver, data)
+
+
+def test_a_read_after_a_few_changes_copies_nothing_of_the_node_count_and_leaves_the_last_read_as_it_was(cluster):
+    """The read hands the UI thread its rows, filter texts and nodes, and the next read changes none of
+    them: it makes their next versions from its changes, allocating memory bounded by the changes
+    (a copy of 10,000 names alone is 80 KB; of the cells' and nodes' mappings, 300 KB each)."""
+    world, backend = cluster
+    driver = nodes_driver(backend, world.now())
+    driver.read()
+    before = driver.read()
+    rows_before = [(key, plain_cells(cells)) for key, cells in before.rows]
+    matchable_before, nodes_before = dict(before.matchable), dict(before.nodes)
+    for name in ("gpu-9001", "gpu-4322"):
+        cordon(world, backend, name)
+    tracemalloc.start()
+    try:
+        data = driver.read()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 60_000, f"a read of 2 changed nodes of {NODES:,} allocated {peak:,} bytes at its peak"
+    assert "cordoned" in {key: plain_cells(cells) for key, cells in data.rows}["gpu-9001"][9]
+    # what the last read handed over is as it was (the UI thread may still be drawing from it)
+    assert [(key, plain_cells(cells)) for key, cells in before.rows] == rows_before
+    assert dict(before.matchable) == matchable_before and dict(before.nodes) == nodes_before
+    assert before.nodes["gpu-9001"] is not data.nodes["gpu-9001"]
     assert_same_as_a_read_from_scratch(driver, data)
