@@ -13,6 +13,8 @@ per restart, as after an API server's restart and compaction.  The changes start
 Recorded:
 - the process's RSS (VmRSS) every ``--rss-every`` seconds; its growth from the end of the first
   restart period (``--warmup``, 15 min by default) to the end, and the most it rose above that;
+  with each sample, what it is made of (``memory``: Python's small blocks in use, the C heap's
+  bytes in use and free, the objects frozen out of the collector's sight, the Workload lists so far);
 - staleness of every hot change: from the moment the source's store held it (its line in the run's
   changes file) until the Queue pane's row (the table state the next frame draws, read every
   50 ms) showed that value or a newer one (benchmarks/staleness.py); those never shown are counted;
@@ -37,6 +39,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
+import gc
 import json
 import os
 import re
@@ -74,6 +78,35 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _mallinfo2() -> Any:
+    try:
+        call = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return None
+    call.restype = _MallInfo2
+    return call
+
+
+MALLINFO2 = _mallinfo2()
+
+
+def memory_detail() -> dict[str, float | int | None]:
+    """What the RSS is made of, to tell live objects from memory the allocators keep: the Python
+    objects' small blocks in use (pymalloc, ``sys.getallocatedblocks``), the C heap's bytes in use
+    and free (glibc ``mallinfo2``: in its heaps and in mmapped chunks), the objects frozen out of
+    the collector's sight (``gc.get_freeze_count``)."""
+    info = MALLINFO2() if MALLINFO2 is not None else None
+    mib = 1024 * 1024
+    return {"python_blocks": sys.getallocatedblocks(), "frozen_objects": gc.get_freeze_count(),
+            "malloc_in_use_mb": round((info.uordblks + info.hblkhd) / mib, 1) if info else None,
+            "malloc_free_mb": round(info.fordblks / mib, 1) if info else None}
 
 
 def plain(cell: Any) -> str:
@@ -219,7 +252,8 @@ async def soak(args: argparse.Namespace, work: Path) -> dict:
     port = run.port
     app = TauApp(readonly=True, start_pane="queue")
     rss: list[tuple[float, float]] = []
-    result: dict[str, Any] = {"rss_mb": rss}
+    memory: list[dict[str, Any]] = []
+    result: dict[str, Any] = {"rss_mb": rss, "memory": memory}
     async with app.run_test(size=(160, 48)) as pilot:
         started = time.monotonic()
         table = None
@@ -256,6 +290,9 @@ async def soak(args: argparse.Namespace, work: Path) -> dict:
                         observed.write(json.dumps([key, value, now]) + "\n")
                 if now >= next_rss:
                     rss.append((round(now - began, 1), round(rss_mb(), 1)))
+                    relists = [i.relists for i in getattr(app.backend, "_informers", [])
+                               if i.kind is ResourceKind.WORKLOAD and not i.node_pods]
+                    memory.append({"at": rss[-1][0], **memory_detail(), "workload_lists": relists[0] if relists else None})
                     next_rss += args.rss_every
                 return now
 
