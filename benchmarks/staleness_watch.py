@@ -16,7 +16,8 @@ every hot change counts, and those never reflected are counted.  p50/p90/p99/max
 per 1,000 changes made (hot and cold), its peak RSS, and the source's own summary (achieved rate,
 how far it lagged, its CPU).
 
-Keys while the changes run (tau-tui; ``--keys-for`` names the tools): every 0.5 s `j` or `k` in
+Keys while the changes run (tau-tui; ``--keys-for`` names the tools): every 0.5 s, until the
+changes are about to end (a key is never in flight when the source stops), `j` or `k` in
 turn (the cursor steps between the focused table's first two rows and back, so no row scrolls
 away), each timed from before its `tmux send-keys` until the two lines the cursor steps between
 show it where the key puts it (their backgrounds, ``capture-pane -e``, as one `j` and one `k` left
@@ -147,15 +148,17 @@ class CursorKeys(threading.Thread):
     """`j` and `k` in turn every KEY_EVERY_S until stopped, each timed until the cursor moved
     (``inf`` past the limit: counted lost)."""
 
-    def __init__(self, screen: Screen, steps: CursorSteps):
+    def __init__(self, screen: Screen, steps: CursorSteps, until: float):
         super().__init__(daemon=True, name="cursor-keys")
-        self.screen, self.steps = screen, steps
+        self.screen, self.steps, self.until = screen, steps, until
         self.samples: list[float] = []
         self.stopping = threading.Event()
 
     def run(self) -> None:
         keys = cycle("jk")
-        while not self.stopping.wait(KEY_EVERY_S):
+        # no key is sent that could still wait for its cursor when the source ends: the app then
+        # marks its rows stale, which restyles the lines the cursor is read from
+        while not self.stopping.wait(KEY_EVERY_S) and time.monotonic() + CURSOR_LIMIT_S < self.until:
             self.samples.append(time_key(self.screen, next(keys), self.steps))
 
     def stop(self) -> list[float]:
@@ -191,7 +194,7 @@ def one_run(args: argparse.Namespace, rate: float, tool: str, peers: dict[str, P
         cpu_before = cpu_seconds(screen.pid)
         source.send_signal(signal.SIGUSR1)
         if steps is not None:
-            keys = CursorKeys(screen, steps)
+            keys = CursorKeys(screen, steps, time.monotonic() + args.seconds)
             keys.start()
         elif tool in args.keys_for.split(","):
             print(f"  {tool}: j did not move a cursor on the still screen; keys not timed", flush=True)
