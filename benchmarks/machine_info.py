@@ -12,11 +12,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def tree() -> str:
-    """The commit the benchmark ran on, ``+changes`` when the work tree differed from it."""
+    """The commit the benchmark ran on, ``+changes`` when the work tree differed from it (the raw
+    results of other runs under benchmarks/results/ aside: they are what benchmarks write)."""
     try:
         head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "--",
+                                ".", ":(exclude)benchmarks/results"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
