@@ -44,12 +44,6 @@ MAX_KEY_NAPS_S = 1.0
 #: this after the last one started: keys held down (j to scroll, a long filter) would otherwise keep
 #: the pane on what it first read, its counts and ages frozen, for as long as they come.
 MAX_HELD_FOR_KEYS_S = 1.0
-#: A short read neither waits for keys nor naps for them: while the pane's last read used less
-#: processor time than this, a refresh is not held, and a read naps only once it has used this much.
-#: The interpreter passes between threads every 5 ms, so a key waits for a short read at most about
-#: as long as it runs, while holding it kept a change off the screen for up to 0.3 s after every key
-#: (a read of the changes of 0.1 s at 1,000 changes/s takes tens of ms; a full read of 20,000 rows, a second).
-SHORT_READ_CPU_S = 0.05
 
 
 def read_place(backend: Any) -> tuple:
@@ -200,10 +194,8 @@ class PaneReader:
         self.napped_s = 0.0
         self.nap: Callable[[float], None] = time.sleep
         self.monotonic: Callable[[], float] = time.monotonic
-        #: The reading thread's processor clock (a read's back-off is in it), and its reading when
-        #: the read in progress started (none: every step naps for keys).
+        #: The reading thread's processor clock (a read's back-off is in it).
         self.cpu_clock: Callable[[], float] = time.thread_time
-        self.read_cpu_started = float("-inf")
         #: The app's key hold when the pane was opened with no rows: its read naps only for keys that
         #: came after (the one that opened it asks for that read); 0.0 once rows are shown.
         self.opened_with_hold = 0.0
@@ -248,11 +240,9 @@ class PaneReader:
         if not force and now - self.finished_at < backoff * self.read_cpu_seconds:
             self.ticks_backed_off += 1
             return False
-        if (not force and now < self.host.key_hold_until and now - self.collected_at < MAX_HELD_FOR_KEYS_S
-                and self.read_cpu_seconds >= SHORT_READ_CPU_S):
+        if not force and now < self.host.key_hold_until and now - self.collected_at < MAX_HELD_FOR_KEYS_S:
             # keys come: the change poll looks again soon and reads once they pause or the hold
-            # has lasted MAX_HELD_FOR_KEYS_S (a forced read, a filter or the pane's first, does not
-            # wait; nor does one after a short read)
+            # has lasted MAX_HELD_FOR_KEYS_S (a forced read, a filter or the pane's first, does not wait)
             self.ticks_held_for_keys += 1
             return False
         self.drawn_signature = signature
@@ -343,9 +333,9 @@ class PaneReader:
 
         pane = self.pane
         self.napped_s = 0.0
-        cpu_started = self.read_cpu_started = self.cpu_clock()
         try:
             # read before the data: a change in between shows as stale, never as fresh
+            cpu_started = self.cpu_clock()
             freshness = Freshness.read(self.host.backend, pane.VIEW_KINDS)
             request = ReadRequest(row_filter, freshness, table_states, self.keep_reading,
                                   lambda: self.first_rows_waited_for, lambda: self.reading_ahead)
@@ -363,11 +353,8 @@ class PaneReader:
             return ReadAbandoned()
         except Exception as err:  # a bug or a backend failure must not kill the app
             return ReadFailed(f"{type(err).__name__}: {err}")
-        finally:
-            cpu_used = self.cpu_clock() - cpu_started
-            self.read_cpu_started = float("-inf")  # no read under way: a step outside one naps for keys
         return PaneRead(data, generation, freshness, (row_filter.tally[1], row_filter.tally[0]), faults,
-                        cpu_seconds=cpu_used)
+                        cpu_seconds=self.cpu_clock() - cpu_started)
 
     def keep_reading(self) -> None:
         """Called by the pane's collect between steps and in long loops: a pane that left the screen
@@ -395,11 +382,7 @@ class PaneReader:
 
     def _nap_while_keys_come(self) -> float:
         """While a person is pressing keys the read sleeps, so each key is answered at the UI
-        thread's own speed, not at half of it; a short one (``SHORT_READ_CPU_S``) reads on.
-        Returns the seconds slept."""
-        if (self.read_cpu_seconds < SHORT_READ_CPU_S
-                and self.cpu_clock() - self.read_cpu_started < SHORT_READ_CPU_S):
-            return 0.0
+        thread's own speed, not at half of it.  Returns the seconds slept."""
         host = self.host
         opened_with = self.opened_with_hold
         slept = give_way(lambda: host.key_hold_until if host.key_hold_until > opened_with else 0.0,

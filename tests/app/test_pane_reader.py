@@ -10,7 +10,6 @@ from typing import Any
 
 from tau_tui.screens.freshness import Freshness
 from tau_tui.screens.pane_reader import (
-    SHORT_READ_CPU_S,
     PaneRead,
     PaneReader,
     ReadAbandoned,
@@ -87,23 +86,10 @@ def test_a_slow_read_backs_off_and_a_key_hold_waits_unless_forced() -> None:
     reader.collected(PaneRead(None, 1, cpu_seconds=3600.0))
     pane.signature = ("g", 2)
     assert not reader.due() and reader.ticks_backed_off == 1
-    reader.read_cpu_seconds, reader.finished_at = SHORT_READ_CPU_S, 0.0  # a read as long as a short one may be, long ago
+    reader.read_cpu_seconds = 0.0
     pane.tau.key_hold_until = time.monotonic() + 3600
     assert not reader.due() and reader.ticks_held_for_keys == 1
     assert reader.due(force=True)
-
-
-def test_after_a_short_read_a_refresh_is_not_held_for_keys() -> None:
-    """A change read of a few rows costs a few ms of the interpreter: held for every key, a change
-    would wait up to KEY_HOLDS_BACKGROUND_S after each one."""
-    pane = Pane()
-    reader = PaneReader(pane)
-    assert reader.due()
-    reader.collected(PaneRead(None, 1, cpu_seconds=SHORT_READ_CPU_S / 2))
-    reader.finished_at = 0.0
-    pane.tau.key_hold_until = time.monotonic() + 3600
-    pane.signature = ("g", 2)
-    assert reader.due() and reader.ticks_held_for_keys == 0
 
 
 def test_a_read_gets_its_request_and_counts_the_filter() -> None:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from tau_tui.screens import pane_reader
-from tau_tui.screens.pane_reader import MAX_HELD_FOR_KEYS_S, SHORT_READ_CPU_S, PaneRead, PaneReader
+from tau_tui.screens.pane_reader import MAX_HELD_FOR_KEYS_S, PaneRead, PaneReader
 from tests.app.test_pane_reader import Pane
 
 
@@ -28,8 +28,7 @@ def test_a_refresh_held_for_keys_runs_once_the_hold_has_lasted_long_enough(clock
     pane = Pane()
     reader = PaneReader(pane)
     assert reader.due()
-    reader.collected(PaneRead(None, 1, cpu_seconds=SHORT_READ_CPU_S))  # not short: held for keys
-    clock.now += 10 * SHORT_READ_CPU_S  # past its back-off (at most 5 times the read's time)
+    reader.collected(PaneRead(None, 1))
     pane.tau.key_hold_until = clock.now + 3600  # keys keep coming
     pane.signature = ("g", 2)  # the data moved
     for _ in range(50):  # ticks right after the last refresh started: held
@@ -37,8 +36,7 @@ def test_a_refresh_held_for_keys_runs_once_the_hold_has_lasted_long_enough(clock
     assert reader.ticks_held_for_keys == 50 and reader.collects_started == 1
     clock.now += MAX_HELD_FOR_KEYS_S  # the last refresh started that long ago
     assert reader.due() and reader.collects_started == 2
-    reader.collected(PaneRead(None, 2, cpu_seconds=SHORT_READ_CPU_S))
-    clock.now += 10 * SHORT_READ_CPU_S
+    reader.collected(PaneRead(None, 2))
     pane.signature = ("g", 3)
     assert not reader.due() and reader.ticks_held_for_keys == 51  # and the next one is held again
 
