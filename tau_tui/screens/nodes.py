@@ -5,7 +5,7 @@ cordon, uncordon and drain are previewed, confirmed and audited."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from textual.app import ComposeResult
@@ -41,9 +41,9 @@ NODE_COLUMNS = [
 @dataclass
 class NodesData:
     rows: Sequence[Row] = field(default_factory=list)
-    nodes: dict[str, NodeView] = field(default_factory=dict)
+    nodes: Mapping[str, NodeView] = field(default_factory=dict)
     #: Each row's text and labels for the table's filter.
-    matchable: dict[str, Matchable] = field(default_factory=dict)
+    matchable: Mapping[str, Matchable] = field(default_factory=dict)
     #: The nodes table's update, worked out in the worker.
     plan: TablePlan | None = None
     status: str | CountedStatus = ""
