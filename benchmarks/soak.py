@@ -109,6 +109,14 @@ def memory_detail() -> dict[str, float | int | None]:
             "malloc_free_mb": round(info.fordblks / mib, 1) if info else None}
 
 
+def workload_informer(app: Any) -> Any:
+    """The app's watch of Workloads (its ``relists`` count the lists it made), or None."""
+    from tau_tui.core.cluster.kinds import ResourceKind
+
+    return next((i for i in getattr(app.backend, "_informers", [])
+                 if i.kind is ResourceKind.WORKLOAD and not i.node_pods), None)
+
+
 def plain(cell: Any) -> str:
     return getattr(cell, "plain", None) or str(cell)
 
@@ -290,9 +298,9 @@ async def soak(args: argparse.Namespace, work: Path) -> dict:
                         observed.write(json.dumps([key, value, now]) + "\n")
                 if now >= next_rss:
                     rss.append((round(now - began, 1), round(rss_mb(), 1)))
-                    relists = [i.relists for i in getattr(app.backend, "_informers", [])
-                               if i.kind is ResourceKind.WORKLOAD and not i.node_pods]
-                    memory.append({"at": rss[-1][0], **memory_detail(), "workload_lists": relists[0] if relists else None})
+                    informer = workload_informer(app)
+                    memory.append({"at": rss[-1][0], **memory_detail(),
+                                   "workload_lists": informer.relists if informer else None})
                     next_rss += args.rss_every
                 return now
 
@@ -316,8 +324,8 @@ async def soak(args: argparse.Namespace, work: Path) -> dict:
                 await pilot.pause(1.0)
             result["final"] = {"workloads": len(truth), "mismatches": len(left), "examples": left[:20],
                                "agreed_after_s": None if left else round(time.monotonic() - changes_ended, 1)}
-        informers = [i for i in getattr(app.backend, "_informers", []) if i.kind is ResourceKind.WORKLOAD and not i.node_pods]
-        result["workload_relists"] = informers[0].relists if informers else None
+        informer = workload_informer(app)
+        result["workload_relists"] = informer.relists if informer else None
         result["connection"] = app.backend.connection_state().label
         run.stop()
         seq += run.made

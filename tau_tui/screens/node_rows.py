@@ -135,7 +135,8 @@ class NodeRows:
             for count, name in enumerate(dirty):
                 if count % 256 == 255:
                     keep_reading()
-                held = self._drop(draft, name, self.faults.judged.get(name))
+                held = self.faults.judged.get(name)
+                self._drop(draft, name, held)
                 if held is not None:
                     changed[name] = self._put(draft, name, held, now, stale, placed=True)
                 else:
@@ -159,12 +160,12 @@ class NodeRows:
         self._rank, self._word, self._age_due = {}, {}, {}
         self._order, self._ages, self._counts = [], [], {}
 
-    def _drop(self, built: _Built, name: str, judged: NodeJudgement | None) -> NodeJudgement | None:
+    def _drop(self, built: _Built, name: str, judged: NodeJudgement | None) -> None:
         """Take the node's row out before it is built again from ``judged`` (None: it is gone); its
-        place in the order stays when its rank does.  Returns ``judged``."""
+        place in the order stays when its rank does."""
         rank = self._rank.get(name)
         if rank is None:
-            return judged
+            return
         if judged is None or _rank_of(judged) != rank:
             del self._rank[name]
             del self._order[bisect_left(self._order, (rank, name))]
@@ -179,7 +180,6 @@ class NodeRows:
             self._counts[word] -= 1
             if not self._counts[word]:
                 del self._counts[word]
-        return judged
 
     def _put(self, built: _Built, name: str, judged: NodeJudgement, now: datetime, stale: bool,
              placed: bool) -> list[Any]:
@@ -208,16 +208,14 @@ class NodeRows:
             temp, util, ecc, xids = telemetry_summary(health.detail)
         sched = status_text("cordoned") if node.unschedulable else Text("schedulable" if node.ready else "✗ NotReady")
         cells = [name, verdict_cell, runs_hit_cell(runs), gpu_summary(node), temp, util, ecc, xids, hb, sched, reason]
-        if placed and self._rank.get(name) == rank:
-            placed = False  # its place in the order stays (``_drop`` kept it)
-        elif placed:
+        if not placed:  # a full read: the caller sorts
+            self._rank[name] = rank
+            self._order.append((rank, name))
+        elif self._rank.get(name) != rank:  # new, or ``_drop`` took it out of the order (its rank moved)
             self._rank[name] = rank
             index = bisect_left(self._order, (rank, name))
             self._order.insert(index, (rank, name))
             built.moves.append(("insert", index, name))
-        elif name not in self._rank:
-            self._rank[name] = rank
-            self._order.append((rank, name))
         built.cells[name], built.nodes[name] = cells, node
         return cells
 
