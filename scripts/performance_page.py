@@ -367,7 +367,7 @@ def pilot() -> list[str]:
 
 
 SIDE_BY_SIDE = (("side_by_side.json", "20,000 Workloads"), ("side_by_side_50k.json", "50,000 Workloads"))
-SIDE_BY_SIDE_OPTIONS: dict[str, object] = {"repeat": 3, "rate": 200.0, "seconds": 60.0, "workloads": 20_000,
+SIDE_BY_SIDE_OPTIONS: dict[str, object] = {"repeat": 3, "rate": 30.0, "seconds": 60.0, "workloads": 20_000,
                                            "nodes": 2_000, "wait_limit": 180.0, "skip": [], "no_build": False, "no_kwok": False,
                                            "json": "side_by_side.json"}
 KUBECTL = "kubectl get -o json (workloads + nodes)"
@@ -429,25 +429,43 @@ def side_by_side() -> list[str]:
     return out[:-1]
 
 
+def latency_rounds(data: object) -> list[dict]:
+    """The loaded harness's staleness rounds (``{tool: run}`` each); a file from before rounds has one."""
+    rounds = dig(data, "latency_rounds")
+    if isinstance(rounds, list):
+        return [r for r in rounds if isinstance(r, dict) and r]
+    one = dig(data, "latency")
+    return [one] if isinstance(one, dict) and one else []
+
+
+def staleness_cell(runs: list[dict], start: str) -> str:
+    """One clock's staleness over the rounds: one run's p50 / p99, or the median run's with the spread."""
+    stats = [saved_summary(dig(run, f"staleness_{start}_s")) for run in runs]
+    never = sum(number(dig(run, f"never_reflected_{start}")) or 0 for run in runs)
+    if len(runs) == 1:
+        return f"{tail(stats[0])}; never reflected {count(never)}"
+    return (f"{spread([s.p50 if s else None for s in stats])} / {spread([s.p99_or_max if s else None for s in stats])}; "
+            f"never reflected {count(never)} of {count(sum(s.n for s in stats if s))}")
+
+
 def loaded_staleness() -> list[str]:
     raw = "side_by_side.json"
     data = load(raw)
-    latency = dig(data, "latency")
+    rounds = latency_rounds(data)
     command = args_command("side_by_side.py", data or {}, SIDE_BY_SIDE_OPTIONS)
-    if not data or not isinstance(latency, dict) or not latency:
+    if not data or not rounds:
         return absent(raw, command) if not data else header(raw, command, data) + [f"Loaded harness: **{NOT_MEASURED}**."]
-    if not any(dig(run, "staleness_from_sent_s") is not None for run in latency.values()):
+    if not any(dig(run, "staleness_from_sent_s") is not None for r in rounds for run in r.values()):
         return header(raw, command, data) + [
             f"**{NOT_MEASURED}** as staleness: the raw file predates it (its latency counted only the changes "
             "that reached the screen); re-run the command."]
     rows = []
-    for tool, run in latency.items():
-        cells = []
-        for start in ("from_sent", "from_answer", "from_watch"):
-            stats = saved_summary(dig(run, f"staleness_{start}_s"))
-            cells.append(f"{tail(stats)}; never reflected {count(dig(run, f'never_reflected_{start}'))}")
-        rows.append([tool, *cells, f"{count(dig(run, 'changes_made'))} at {count(dig(run, 'achieved_rate'))}/s",
-                     megabytes(dig(run, "rss_peak_mb"))])
+    for tool in rounds[0]:
+        runs = [r[tool] for r in rounds if isinstance(r.get(tool), dict)]
+        rows.append([tool, *(staleness_cell(runs, start) for start in ("from_sent", "from_answer", "from_watch")),
+                     f"{count(sum(number(dig(run, 'changes_made')) or 0 for run in runs))}; "
+                     + spread([dig(run, "achieved_rate") for run in runs], lambda v: f"{number(v) or 0:.1f}/s"),
+                     spread([dig(run, "rss_peak_mb") for run in runs], megabytes)])
     head = ["Tool", "from the PATCH's send, p50 / p99", "from the server's answer", "from a reference watch (the tool's own share)",
             "changes made, rate reached", "peak RSS"]
     return header(raw, command, data) + table(head, rows)
