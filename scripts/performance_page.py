@@ -445,7 +445,7 @@ def staleness_cell(runs: list[dict], start: str) -> str:
     if len(runs) == 1:
         return f"{tail(stats[0])}; never reflected {count(never)}"
     return (f"{spread([s.p50 if s else None for s in stats])} / {spread([s.p99_or_max if s else None for s in stats])}; "
-            f"never reflected {count(never)} of {count(sum(s.n for s in stats if s))}")
+            f"never reflected {count(never)} of {count(never + sum(s.n for s in stats if s))}")
 
 
 def loaded_staleness() -> list[str]:
