@@ -13,8 +13,8 @@ Workloads), then measures, every tool against the same server:
      /dev/null; the two times add up, RSS is the larger);
    - `kueuectl list workload -A` (if built).
 2. First row and whole list, the clock started just before the process is: each repeat is one
-   round of tau-tui, k9s, kubectl in that order (the tools alternate; no tool runs all its repeats
-   first). The two TUIs in tmux at 160x48 (own tmux server), polled with `capture-pane -p` every
+   round of tau-tui, k9s, kubectl, the order turned one place each round (no tool always goes first,
+   when the plane is slowest, and no tool runs all its repeats first). The two TUIs in tmux at 160x48 (own tmux server), polled with `capture-pane -p` every
    50 ms: first row when a row `job-NNNNN` is on screen, whole list when the screen says the list
    holds every loaded Workload:
    - `tau-tui --readonly --pane queue` (all namespaces): its counts line (`workloads: N pending,
@@ -63,6 +63,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import urllib3
@@ -270,13 +272,20 @@ def kubectl_sample(kubectl: Path, env: dict, expected: int, limit: float) -> dic
             "exit_code": code, "timed_out": timed_out, "limit_s": limit, "rss_mb": hwm, "stderr": error}
 
 
-def first_screen_round(kubeconfig: str, peers: dict[str, Path], home: str, expected: int, limit: float) -> dict:
-    """One repeat: tau-tui, then k9s, then kubectl, each alone against the same server."""
-    out = {}
-    for name, (command, env) in tool_commands(kubeconfig, peers, home, None).items():
-        out[name] = screen_sample(name, command, env, expected, limit)
+def first_screen_round(kubeconfig: str, peers: dict[str, Path], home: str, expected: int, limit: float,
+                       turn: int = 0) -> dict:
+    """One repeat: tau-tui, k9s and kubectl, each alone against the same server, the order turned by
+    ``turn`` places (a plane is slower in its first minutes after the load: no tool always goes first)."""
+    samples: dict[str, Callable[[], dict]] = {
+        name: partial(screen_sample, name, command, env, expected, limit)
+        for name, (command, env) in tool_commands(kubeconfig, peers, home, None).items()}
     if peers.get("kubectl"):
-        out[KUBECTL_JSON] = kubectl_sample(peers["kubectl"], dict(os.environ, KUBECONFIG=kubeconfig), expected, limit)
+        samples[KUBECTL_JSON] = partial(kubectl_sample, peers["kubectl"], dict(os.environ, KUBECONFIG=kubeconfig),
+                                        expected, limit)
+    names = list(samples)
+    turn %= len(names)
+    taken = {name: samples[name]() for name in names[turn:] + names[:turn]}
+    out = {name: taken[name] for name in names}  # the file keeps one order of tools
     for name, r in out.items():
         print(f"  {name}: first row {seconds_text(r['seconds'])}, whole list {seconds_text(r['whole_seconds'])}"
               f" ({r['listed']} of {r['expected']} listed{', TIMED OUT' if r['timed_out'] else ''}),"
@@ -525,7 +534,7 @@ def main() -> int:
             for n in range(args.repeat):
                 print(f"[first screen {n + 1}/{args.repeat}]", flush=True)
                 results["first_screen"].append(first_screen_round(plane.kubeconfig, peers, home, shape.workloads,
-                                                                  args.wait_limit))
+                                                                  args.wait_limit, turn=n))
         if "latency" not in args.skip:
             names = bench_workloads(api)
             results["latency_rounds"] = []
