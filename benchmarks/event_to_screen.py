@@ -13,7 +13,7 @@ moment its write returned until a look shows its value or a newer one in its row
 every change counts (one overwritten before the table showed it ends when the newer value shows),
 and those no look reflected before the run ended are counted as never reflected; p50/p99/max by
 nearest rank (benchmarks/percentiles.py). Also: how many refreshes the queue pane made and what each one's read cost (its
-worker's time: the cost of a queue-pane tick under that churn), the UI thread's frame time over that minute (the longest gaps between its looks,
+worker's processor time: the cost of a queue-pane tick under that churn), the UI thread's frame time over that minute (the longest gaps between its looks,
 which is how long a key would have waited), and peak RSS.
 
 Prints medians (nearest rank) over --repeat launches with min..max, the machine and the date; raw numbers go to
@@ -153,7 +153,7 @@ async def one_launch(rate: float, seconds: float) -> dict:
             applied = screen.refreshes_applied
             kept_rows = screen._workload_rows
             full_before, quick_before = kept_rows.full_reads, kept_rows.quick_reads
-            reads: list[float] = []  # each refresh's read (the pane's worker), as the pane timed it
+            reads: list[float] = []  # each refresh's read: the pane's worker's processor time, as the pane timed it
             pauses = CollectorPauses().start()
             driver.start()
             end = time.monotonic() + seconds + 5
@@ -165,7 +165,7 @@ async def one_launch(rate: float, seconds: float) -> dict:
                 last = now
                 if screen.refreshes_applied != applied:
                     applied = screen.refreshes_applied
-                    reads.append(screen.reader.read_seconds)
+                    reads.append(screen.reader.read_cpu_seconds)
                 cells = table.state.cells
                 for key in keys.values():
                     text = str(cells[key][QUEUE_CELL]) if key in cells else ""
@@ -236,8 +236,8 @@ def main() -> int:
     row("queue-pane refreshes in the run", "refreshes", 1.0, "")
     row("  of which read every Workload", "full_reads", 1.0, "")
     row("  of which read only the changes", "quick_reads", 1.0, "")
-    row("queue-pane read (worker) p50", "read_p50_s")
-    row("queue-pane read (worker) max", "read_max_s")
+    row("queue-pane read (worker CPU) p50", "read_p50_s")
+    row("queue-pane read (worker CPU) max", "read_max_s")
     row("UI thread frame p50", "frame_p50_ms", 1.0)
     row("UI thread frame p99", "frame_p99_ms", 1.0)
     row("UI thread frame max", "frame_max_ms", 1.0)

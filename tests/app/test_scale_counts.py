@@ -282,7 +282,7 @@ async def test_a_change_read_waits_for_a_keys_hold_and_a_forced_read_does_not(tm
         await settle_until(pilot, lambda: screen.refreshes_applied >= 1 and not screen.refresh_running)
         started = screen.reader.collects_started
         app.key_hold_until = time.monotonic() + 3600  # a person pressing keys, however slow the machine
-        screen.reader.read_seconds = 0.0  # no back-off after a slow read (a busy machine's)
+        screen.reader.read_cpu_seconds = 0.0  # no back-off after a slow read (a busy machine's)
         screen.reader.drawn_signature = ("moved",)  # as after a change of the cluster
         # the hold's bound (test_refresh_not_starved_by_keys.py) out of the way, however slow the machine
         with patch.object(pane_reader, "MAX_HELD_FOR_KEYS_S", float("inf")):
@@ -292,7 +292,7 @@ async def test_a_change_read_waits_for_a_keys_hold_and_a_forced_read_does_not(tm
         assert screen.reader.collects_started == started + 1
         await settle_until(pilot, lambda: not screen.refresh_running)
         app.key_hold_until = 0.0  # the keys paused: the change poll reads
-        screen.reader.read_seconds = 0.0
+        screen.reader.read_cpu_seconds = 0.0
         screen.reader.drawn_signature = ("moved",)
         screen.tick_if_moved()
         assert screen.reader.collects_started == started + 2
@@ -452,7 +452,7 @@ async def test_a_pane_that_leaves_the_screen_stops_its_read_and_reads_again_when
 async def test_a_slow_read_backs_the_next_refresh_off_unless_forced(tmp_path):
     async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         screen = app.screen
-        screen.reader.read_seconds = 3600.0  # the last read took an hour
+        screen.reader.read_cpu_seconds = 3600.0  # the last read took an hour of the processor
         screen.reader.finished_at = time.monotonic()
         screen.reader.drawn_signature = None  # as if the cluster changed
         started = screen.reader.collects_started
