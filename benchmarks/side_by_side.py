@@ -272,6 +272,12 @@ def kubectl_sample(kubectl: Path, env: dict, expected: int, limit: float) -> dic
             "exit_code": code, "timed_out": timed_out, "limit_s": limit, "rss_mb": hwm, "stderr": error}
 
 
+def turned(items: list, turn: int) -> list:
+    """``items`` started ``turn`` places further on (round ``turn`` of tools taken in turn)."""
+    turn %= len(items) or 1
+    return items[turn:] + items[:turn]
+
+
 def first_screen_round(kubeconfig: str, peers: dict[str, Path], home: str, expected: int, limit: float,
                        turn: int = 0) -> dict:
     """One repeat: tau-tui, k9s and kubectl, each alone against the same server, the order turned by
@@ -282,10 +288,8 @@ def first_screen_round(kubeconfig: str, peers: dict[str, Path], home: str, expec
     if peers.get("kubectl"):
         samples[KUBECTL_JSON] = partial(kubectl_sample, peers["kubectl"], dict(os.environ, KUBECONFIG=kubeconfig),
                                         expected, limit)
-    names = list(samples)
-    turn %= len(names)
-    taken = {name: samples[name]() for name in names[turn:] + names[:turn]}
-    out = {name: taken[name] for name in names}  # the file keeps one order of tools
+    taken = {name: samples[name]() for name in turned(list(samples), turn)}
+    out = {name: taken[name] for name in samples}  # the file keeps one order of tools
     for name, r in out.items():
         print(f"  {name}: first row {seconds_text(r['seconds'])}, whole list {seconds_text(r['whole_seconds'])}"
               f" ({r['listed']} of {r['expected']} listed{', TIMED OUT' if r['timed_out'] else ''}),"
@@ -542,7 +546,7 @@ def main() -> int:
             tools = list(tool_commands(plane.kubeconfig, peers, home, BENCH_NAMESPACE).items())
             for n in range(args.repeat):
                 runs: dict[str, dict] = {}
-                for name, (command, env) in (tools if n % 2 == 0 else tools[::-1]):  # the tools alternate
+                for name, (command, env) in turned(tools, n):
                     print(f"[latency {n + 1}/{args.repeat} {name}: {args.rate:.0f} changes/s for {args.seconds:.0f} s]",
                           flush=True)
                     runs[name] = latency_run(name, command, env, api, names, args.rate, args.seconds, seq)

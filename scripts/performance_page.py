@@ -438,14 +438,20 @@ def latency_rounds(data: object) -> list[dict]:
     return [one] if isinstance(one, dict) and one else []
 
 
+def tails(stats: list[Summary | None]) -> str:
+    """Runs' p50 / p99: one run's, or the median run's of each with the spread."""
+    if len(stats) == 1:
+        return tail(stats[0])
+    return f"{spread([s.p50 if s else None for s in stats])} / {spread([s.p99_or_max if s else None for s in stats])}"
+
+
 def staleness_cell(runs: list[dict], start: str) -> str:
-    """One clock's staleness over the rounds: one run's p50 / p99, or the median run's with the spread."""
+    """One clock's staleness over the rounds, and the changes it never saw reflected."""
     stats = [saved_summary(dig(run, f"staleness_{start}_s")) for run in runs]
     never = sum(number(dig(run, f"never_reflected_{start}")) or 0 for run in runs)
     if len(runs) == 1:
-        return f"{tail(stats[0])}; never reflected {count(never)}"
-    return (f"{spread([s.p50 if s else None for s in stats])} / {spread([s.p99_or_max if s else None for s in stats])}; "
-            f"never reflected {count(never)} of {count(never + sum(s.n for s in stats if s))}")
+        return f"{tails(stats)}; never reflected {count(never)}"
+    return f"{tails(stats)}; never reflected {count(never)} of {count(never + sum(s.n for s in stats if s))}"
 
 
 def loaded_staleness() -> list[str]:
@@ -502,12 +508,11 @@ def staleness_watch() -> list[str]:
         never = sum(number(dig(run, "never_reflected")) or 0 for run in group)
         hot = sum(number(dig(run, "hot_changes")) or 0 for run in group)
         keys = summarize(v for run in group for v in figures(dig(run, "key_samples_s")))
+        stale = tails(stats)
         if len(group) == 1:
-            stale, max_ = tail(stats[0]), milliseconds(stats[0].max) if stats[0] and stats[0].n else NOT_MEASURED
+            max_ = milliseconds(stats[0].max) if stats[0] and stats[0].n else NOT_MEASURED
             keys_text = tail(saved_summary(dig(group[0], "keys_s")))
         else:  # the median run's figure, with the spread of the runs
-            stale = (f"{spread([s.p50 if s else None for s in stats])} / "
-                     f"{spread([s.p99_or_max if s else None for s in stats])}")
             max_ = spread([s.max if s else None for s in stats])
             keys_text = tail(keys) + (" (pooled)" if keys.n else "")
         per_1000 = [dig(run, "tool_cpu_s_per_1000_changes") for run in group]
