@@ -429,15 +429,6 @@ def side_by_side() -> list[str]:
     return out[:-1]
 
 
-def latency_rounds(data: object) -> list[dict]:
-    """The loaded harness's staleness rounds (``{tool: run}`` each); a file from before rounds has one."""
-    rounds = dig(data, "latency_rounds")
-    if isinstance(rounds, list):
-        return [r for r in rounds if isinstance(r, dict) and r]
-    one = dig(data, "latency")
-    return [one] if isinstance(one, dict) and one else []
-
-
 def tails(stats: list[Summary | None]) -> str:
     """Runs' p50 / p99: one run's, or the median run's of each with the spread."""
     if len(stats) == 1:
@@ -457,14 +448,10 @@ def staleness_cell(runs: list[dict], start: str) -> str:
 def loaded_staleness() -> list[str]:
     raw = "side_by_side.json"
     data = load(raw)
-    rounds = latency_rounds(data)
+    rounds = [r for r in listed(data, "latency_rounds") if isinstance(r, dict) and r]  # {tool: run} each
     command = args_command("side_by_side.py", data or {}, SIDE_BY_SIDE_OPTIONS)
     if not data or not rounds:
         return absent(raw, command) if not data else header(raw, command, data) + [f"Loaded harness: **{NOT_MEASURED}**."]
-    if not any(dig(run, "staleness_from_sent_s") is not None for r in rounds for run in r.values()):
-        return header(raw, command, data) + [
-            f"**{NOT_MEASURED}** as staleness: the raw file predates it (its latency counted only the changes "
-            "that reached the screen); re-run the command."]
     rows = []
     for tool in rounds[0]:
         runs = [r[tool] for r in rounds if isinstance(r.get(tool), dict)]
