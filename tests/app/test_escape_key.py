@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import selectors
+from types import SimpleNamespace
 
 from textual import constants
 from textual.drivers import linux_driver
@@ -37,6 +38,8 @@ def test_the_drivers_select_sleeps_short_only_shortly_after_input(monkeypatch):
     asked: list[float | None] = []
     ready = {"events": []}
     monkeypatch.setattr(selectors.SelectSelector, "select", lambda self, timeout=None: asked.append(timeout) or ready["events"])
+    now = [1000.0]  # the selector's clock: the calls below come at once, however busy the machine
+    monkeypatch.setattr(escape_key, "time", SimpleNamespace(monotonic=lambda: now[0]))
     escape_key.answer_escape_promptly()
     selector = linux_driver.selectors.SelectSelector()  # what the driver's input thread makes
     selector.select(0.1)  # idle: Textual's own timeout

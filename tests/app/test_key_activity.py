@@ -114,7 +114,7 @@ def test_a_tick_gives_way_between_its_controllers_while_keys_come_and_only_up_to
 async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_to_its_bound(tmp_path):
     """A read in a worker thread shares the interpreter with the UI thread: while keys come it
     sleeps between steps (at most MAX_KEY_NAPS_S a read); with no key it never sleeps."""
-    from tau_tui.screens.pane_reader import MAX_KEY_NAPS_S
+    from tau_tui.screens.pane_reader import MAX_KEY_NAPS_S, PaneReader
 
     async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         screen = app.screen
@@ -125,26 +125,29 @@ async def test_a_panes_read_naps_between_its_steps_while_keys_come_and_only_up_t
             naps.append(seconds)
             clock.now += seconds
 
-        screen.reader.nap = nap
-        screen.reader.monotonic = clock
+        # the pane's schedule without its worker: a read the pane starts meanwhile would nap on this clock too
+        reader = PaneReader(screen)
+        reader.wanted = True
+        reader.nap = nap
+        reader.monotonic = clock
         app.key_hold_until = 0.0
-        screen.reader.napped_s = 0.0
-        screen.reader.keep_reading()
+        reader.napped_s = 0.0
+        reader.keep_reading()
         assert naps == []
 
         pressed = time.monotonic()
         await pilot.press("j")
         assert app.key_hold_until >= pressed + KEY_HOLDS_BACKGROUND_S  # held from the key on, however busy the machine
         clock.now = app.key_hold_until - KEY_HOLDS_BACKGROUND_S  # the reader's clock at the key, however long since
-        screen.reader.keep_reading()
+        reader.keep_reading()
         assert abs(sum(naps) - KEY_HOLDS_BACKGROUND_S) < 1e-9  # the whole hold, and no more
 
         naps.clear()
         app.key_hold_until = clock() + 3600  # keys without a pause: bounded per read
-        screen.reader.nap = naps.append
-        screen.reader.napped_s = 0.0
+        reader.nap = naps.append
+        reader.napped_s = 0.0
         for _ in range(100):
-            screen.reader.keep_reading()
+            reader.keep_reading()
         assert abs(sum(naps) - MAX_KEY_NAPS_S) < 1e-9
         app.key_hold_until = 0.0
 

@@ -24,7 +24,7 @@ from tau_tui.widgets.command_line import CommandLine
 from tau_tui.widgets.keyed_table import ColumnSpec, KeyedTable
 from tau_tui.widgets.row_filter import RowFilter, parse_filter
 from tau_tui.widgets.table_plan import plan_rows
-from tests.app.helpers import async_test, demo_app, make_app, settle, settle_until, settle_until_done
+from tests.app.helpers import async_test, demo_app, make_app, settle, settle_until, settle_until_done, wait_until
 
 ROWS = 20_000
 
@@ -279,7 +279,9 @@ async def test_a_change_read_waits_for_a_keys_hold_and_a_forced_read_does_not(tm
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
         screen = app.screen
-        await settle_until(pilot, lambda: screen.refreshes_applied >= 1 and not screen.refresh_running)
+        screen.MAX_UNCHANGED_S = float("inf")  # no re-read for the rows' ages: only the reads this test asks for
+        await settle_until(pilot, lambda: screen.refreshes_applied >= 1)
+        await wait_until(pilot, lambda: not screen.refresh_running, what="the first read ended")  # no await after it
         started = screen.reader.collects_started
         app.key_hold_until = time.monotonic() + 3600  # a person pressing keys, however slow the machine
         screen.reader.read_cpu_seconds = 0.0  # no back-off after a slow read (a busy machine's)
@@ -290,7 +292,7 @@ async def test_a_change_read_waits_for_a_keys_hold_and_a_forced_read_does_not(tm
         assert screen.reader.collects_started == started and screen.reader.ticks_held_for_keys == 1
         screen.tick(force=True)  # a filter or a pane switch: read now
         assert screen.reader.collects_started == started + 1
-        await settle_until(pilot, lambda: not screen.refresh_running)
+        await wait_until(pilot, lambda: not screen.refresh_running, what="the forced read ended")
         app.key_hold_until = 0.0  # the keys paused: the change poll reads
         screen.reader.read_cpu_seconds = 0.0
         screen.reader.drawn_signature = ("moved",)
@@ -452,6 +454,8 @@ async def test_a_pane_that_leaves_the_screen_stops_its_read_and_reads_again_when
 async def test_a_slow_read_backs_the_next_refresh_off_unless_forced(tmp_path):
     async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         screen = app.screen
+        screen.MAX_UNCHANGED_S = float("inf")  # no re-read for the rows' ages: only the reads this test asks for
+        await wait_until(pilot, lambda: not screen.refresh_running, what="the first read ended")  # no await after it
         screen.reader.read_cpu_seconds = 3600.0  # the last read took an hour of the processor
         screen.reader.finished_at = time.monotonic()
         screen.reader.drawn_signature = None  # as if the cluster changed
@@ -502,12 +506,16 @@ async def test_the_heap_is_settled_only_while_keys_are_quiet(tmp_path):
     from tau_tui.app_components.heap_upkeep import KEYS_QUIET_S
 
     async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
+        settles = app.heap_upkeep.settles  # its own timer may have settled it at start (no key yet)
+        pressed = time.monotonic()
         await pilot.press("j")
-        app.heap_upkeep.settle_if_quiet()  # a key just now: not yet
-        assert app.heap_upkeep.settles == 0
+        assert app.key_activity.last_key_at >= pressed
+        app.key_activity.last_key_at = time.monotonic()  # a key just now, however long the press took
+        app.heap_upkeep.settle_if_quiet()  # not yet
+        assert app.heap_upkeep.settles == settles
         app.key_activity.last_key_at = time.monotonic() - KEYS_QUIET_S - 0.1
         app.heap_upkeep.settle_if_quiet()
-        assert app.heap_upkeep.settles == 1
+        assert app.heap_upkeep.settles == settles + 1
         await settle(pilot)
 
 

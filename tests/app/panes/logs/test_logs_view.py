@@ -40,7 +40,7 @@ async def test_json_pretty_print_relayout_runs_in_a_worker(tmp_path, monkeypatch
         screen = app.screen
         view = screen.query_one(LogView)
         await wait_until(pilot, lambda: view.lines_seen > 100, what="history")
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: not any(r.strip() == "…" for r in rendered_rows(view)), what="rows drawn")
         plain = rendered_rows(view)
         json_rows = [r for r in plain if r.startswith('{"level":')]
         assert json_rows, plain  # one JSON object per line before pretty-printing
@@ -51,7 +51,7 @@ async def test_json_pretty_print_relayout_runs_in_a_worker(tmp_path, monkeypatch
         await wait_until(pilot, lambda: of_type(messages, LogView.LayoutDone), what="re-layout")
         done = of_type(messages, LogView.LayoutDone)[-1]
         assert done.lines >= lines_before and done.rows > done.lines * 5  # every record spans several rows
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: not any(r.strip() == "…" for r in rendered_rows(view)), what="pretty rows drawn")
         pretty = rendered_rows(view)
         text = "\n".join(pretty)
         assert '"level": "info",' in text and '"sizes": {' in text and '"bytes":' in text, text
