@@ -46,9 +46,9 @@ def free_port() -> int:
     taken meanwhile as the local end of some outgoing connection (CI saw KWOK fail with "bind:
     address already in use"); ports below that range are only ever taken by an explicit bind.
     """
-    high = _ephemeral_low() - 1
+    low, high = worker_port_range(_LOWEST_PORT, _ephemeral_low() - 1)
     for _ in range(200):
-        port = _port_choice.randint(_LOWEST_PORT, high)
+        port = _port_choice.randint(low, high)
         if port in _ports_handed_out:
             continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -58,7 +58,26 @@ def free_port() -> int:
                 continue
         _ports_handed_out.add(port)
         return port
-    raise HarnessStartError(f"no free TCP port on 127.0.0.1 between {_LOWEST_PORT} and {high}")
+    raise HarnessStartError(f"no free TCP port on 127.0.0.1 between {low} and {high}")
+
+
+def worker_port_range(low: int, high: int) -> tuple[int, int]:
+    """The part of ``low..high`` this pytest-xdist worker picks ports from (all of it outside xdist).
+
+    Two workers start planes at once, each remembering only its own ports; a port one of them
+    chose is still free until its component binds it seconds later, so the other could choose it
+    too (CI saw Kueue's webhook fail with "bind: address already in use"). Disjoint slices cannot."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    try:
+        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        index = int(worker.removeprefix("gw"))
+    except ValueError:
+        return low, high
+    if count <= 1 or not worker.startswith("gw"):
+        return low, high
+    span = (high - low + 1) // count
+    start = low + (index % count) * span
+    return start, start + span - 1
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:

@@ -1,0 +1,35 @@
+"""The harness's ports: two pytest-xdist workers starting planes at once never choose the same one."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.harness import processes
+
+
+def ports_of(monkeypatch, worker: str | None, count: str | None, picks: int = 300) -> set[int]:
+    for name, value in (("PYTEST_XDIST_WORKER", worker), ("PYTEST_XDIST_WORKER_COUNT", count)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    monkeypatch.setattr(processes, "_ports_handed_out", set())  # each worker remembers only its own
+    return {processes.free_port() for _ in range(picks)}
+
+
+def test_two_workers_choose_from_disjoint_ports_below_the_ephemeral_range(monkeypatch):
+    first = ports_of(monkeypatch, "gw0", "2")
+    second = ports_of(monkeypatch, "gw1", "2")
+    assert len(first) == len(second) == 300
+    assert not first & second
+    ephemeral_low = processes._ephemeral_low()
+    assert all(processes._LOWEST_PORT <= port < ephemeral_low for port in first | second)
+    middle = (processes._LOWEST_PORT + ephemeral_low) // 2
+    assert max(first) < middle + 1 and min(second) >= middle - 1  # each its half, not a few ports
+
+
+@pytest.mark.parametrize(("worker", "count"), [(None, None), ("gw0", "1"), ("master", "2")])
+def test_outside_xdist_every_port_below_the_ephemeral_range_may_be_chosen(monkeypatch, worker, count):
+    ports = ports_of(monkeypatch, worker, count)
+    middle = (processes._LOWEST_PORT + processes._ephemeral_low()) // 2
+    assert min(ports) < middle <= max(ports)
