@@ -49,4 +49,7 @@ def test_the_drivers_select_sleeps_short_only_shortly_after_input(monkeypatch):
     selector.select(0.1)  # right after it: the short poll
     selector.select(0.001)
     assert asked == [0.1, 0.1, escape_key.INPUT_POLL_S, 0.001]
+    now[0] += escape_key.AFTER_INPUT_S  # the short poll ends a while after the input
+    selector.select(0.1)
+    assert asked[-1] == 0.1
     assert linux_driver.selectors.EVENT_READ == selectors.EVENT_READ  # the rest of the module as it was

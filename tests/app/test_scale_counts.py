@@ -282,17 +282,17 @@ async def test_a_change_read_waits_for_a_keys_hold_and_a_forced_read_does_not(tm
         screen.MAX_UNCHANGED_S = float("inf")  # no re-read for the rows' ages: only the reads this test asks for
         await settle_until(pilot, lambda: screen.refreshes_applied >= 1)
         await wait_until(pilot, lambda: not screen.refresh_running, what="the first read ended")  # no await after it
-        started = screen.reader.collects_started
+        started, held = screen.reader.collects_started, screen.reader.ticks_held_for_keys
         app.key_hold_until = time.monotonic() + 3600  # a person pressing keys, however slow the machine
         screen.reader.read_cpu_seconds = 0.0  # no back-off after a slow read (a busy machine's)
         screen.reader.drawn_signature = ("moved",)  # as after a change of the cluster
         # the hold's bound (test_refresh_not_starved_by_keys.py) out of the way, however slow the machine
         with patch.object(pane_reader, "MAX_HELD_FOR_KEYS_S", float("inf")):
             screen.tick_if_moved()
-        assert screen.reader.collects_started == started and screen.reader.ticks_held_for_keys == 1
-        screen.tick(force=True)  # a filter or a pane switch: read now
-        assert screen.reader.collects_started == started + 1
-        await wait_until(pilot, lambda: not screen.refresh_running, what="the forced read ended")
+            assert screen.reader.collects_started == started and screen.reader.ticks_held_for_keys == held + 1
+            screen.tick(force=True)  # a filter or a pane switch: read now
+            assert screen.reader.collects_started == started + 1
+            await wait_until(pilot, lambda: not screen.refresh_running, what="the forced read ended")
         app.key_hold_until = 0.0  # the keys paused: the change poll reads
         screen.reader.read_cpu_seconds = 0.0
         screen.reader.drawn_signature = ("moved",)
@@ -459,9 +459,9 @@ async def test_a_slow_read_backs_the_next_refresh_off_unless_forced(tmp_path):
         screen.reader.read_cpu_seconds = 3600.0  # the last read took an hour of the processor
         screen.reader.finished_at = time.monotonic()
         screen.reader.drawn_signature = None  # as if the cluster changed
-        started = screen.reader.collects_started
+        started, backed_off = screen.reader.collects_started, screen.reader.ticks_backed_off
         screen.tick()
-        assert screen.reader.ticks_backed_off == 1 and screen.reader.collects_started == started
+        assert screen.reader.ticks_backed_off == backed_off + 1 and screen.reader.collects_started == started
         screen.tick(force=True)  # a filter or a pane switch is never held back
         assert screen.reader.collects_started == started + 1
         await settle(pilot)
@@ -506,10 +506,10 @@ async def test_the_heap_is_settled_only_while_keys_are_quiet(tmp_path):
     from tau_tui.app_components.heap_upkeep import KEYS_QUIET_S
 
     async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
-        settles = app.heap_upkeep.settles  # its own timer may have settled it at start (no key yet)
         pressed = time.monotonic()
         await pilot.press("j")
         assert app.key_activity.last_key_at >= pressed
+        settles = app.heap_upkeep.settles  # its own timer may have settled it before the key (no await after this)
         app.key_activity.last_key_at = time.monotonic()  # a key just now, however long the press took
         app.heap_upkeep.settle_if_quiet()  # not yet
         assert app.heap_upkeep.settles == settles

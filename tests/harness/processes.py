@@ -66,7 +66,9 @@ def worker_port_range(low: int, high: int) -> tuple[int, int]:
 
     Two workers start planes at once, each remembering only its own ports; a port one of them
     chose is still free until its component binds it seconds later, so the other could choose it
-    too (CI saw Kueue's webhook fail with "bind: address already in use"). Disjoint slices cannot."""
+    too (a suite run saw Kueue's webhook fail with "bind: address already in use"). Disjoint slices
+    cannot. Not covered: a worker xdist starts in place of a crashed one (gw2 of 2 takes gw0's slice),
+    and two pytest runs on one host."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     try:
         count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
@@ -76,6 +78,8 @@ def worker_port_range(low: int, high: int) -> tuple[int, int]:
     if count <= 1 or not worker.startswith("gw"):
         return low, high
     span = (high - low + 1) // count
+    if span < 1:
+        return low, high
     start = low + (index % count) * span
     return start, start + span - 1
 

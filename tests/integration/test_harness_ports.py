@@ -25,11 +25,21 @@ def test_two_workers_choose_from_disjoint_ports_below_the_ephemeral_range(monkey
     ephemeral_low = processes._ephemeral_low()
     assert all(processes._LOWEST_PORT <= port < ephemeral_low for port in first | second)
     middle = (processes._LOWEST_PORT + ephemeral_low) // 2
-    assert max(first) < middle + 1 and min(second) >= middle - 1  # each its half, not a few ports
+    assert max(first) <= middle <= min(second)  # each its half, not a few ports
+
+
+@pytest.mark.parametrize(("worker", "count", "expected"), [
+    ("gw0", "2", (10_000, 21_383)), ("gw1", "2", (21_384, 32_767)),
+    ("gw0", "3", (10_000, 17_588)), ("gw1", "3", (17_589, 25_177)), ("gw2", "3", (25_178, 32_766)),
+])
+def test_the_slices_touch_and_never_overlap(monkeypatch, worker, count, expected):
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", count)
+    assert processes.worker_port_range(10_000, 32_767) == expected
 
 
 @pytest.mark.parametrize(("worker", "count"), [(None, None), ("gw0", "1"), ("master", "2")])
-def test_outside_xdist_every_port_below_the_ephemeral_range_may_be_chosen(monkeypatch, worker, count):
+def test_with_one_worker_or_none_every_port_below_the_ephemeral_range_may_be_chosen(monkeypatch, worker, count):
     ports = ports_of(monkeypatch, worker, count)
     middle = (processes._LOWEST_PORT + processes._ephemeral_low()) // 2
     assert min(ports) < middle <= max(ports)

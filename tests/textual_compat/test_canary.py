@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from unittest.mock import patch
 from weakref import WeakSet
 
 import pytest
@@ -288,15 +289,12 @@ def test_a_live_screen_has_the_private_names_the_hooks_use() -> None:
             compositor_refresh = screen._compositor_refresh
             screen._compositor_refresh = lambda: (drawn.append(True), compositor_refresh())  # type: ignore[method-assign]
             ran: list[bool] = []
-            wait_s, screen_compat.FRAME_WAIT_S = screen_compat.FRAME_WAIT_S, 3600.0  # only a frame runs it, however late
-            try:
+            with patch.object(screen_compat, "FRAME_WAIT_S", 3600.0):  # only a frame runs it, however late
                 screen.call_after_frame(lambda: ran.append(bool(drawn)))
                 for _ in range(200):  # bounded: a busy machine draws the frame late
                     await pilot.pause(0.05)
                     if ran:
                         break
-            finally:
-                screen_compat.FRAME_WAIT_S = wait_s
             assert drawn and ran == [True]
             # the stylesheet's update count: an int on the app, copied to a screen by mark_styled
             assert isinstance(app._css_update_count, int) and css_update_count(app) == app._css_update_count
@@ -452,6 +450,7 @@ def test_before_each_frame_is_called_as_frames_are_drawn_and_sees_what_they_show
                 screen.refresh()
                 await pilot.pause(0.05)
             assert seen and seen[-1] == (False, False)  # the frame after the layout shows no text
+            assert all(frame == (False, False) for frame in seen if not frame[1])  # no frame but the layout's own shows it
             assert text not in probes.visible_widgets(screen)
 
     run(check)
