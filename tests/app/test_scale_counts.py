@@ -182,6 +182,13 @@ def nodes_laid_out_ahead(app) -> bool:
     return nodes is not None and nodes.laid_out_ahead
 
 
+async def only_the_reads_asked_for(pilot, screen) -> None:
+    """From now on ``screen`` reads only when the test asks (no re-read for the rows' ages), and no read
+    runs; the caller's next lines run before any timer (no await after the check)."""
+    screen.MAX_UNCHANGED_S = float("inf")
+    await wait_until(pilot, lambda: not screen.refresh_running, what="the read in progress ended")
+
+
 def note_at_frames(screen, value) -> list:
     """``value()`` noted each time ``screen`` draws a frame (its compositor refresh), in order."""
     noted: list = []
@@ -279,9 +286,8 @@ async def test_a_change_read_waits_for_a_keys_hold_and_a_forced_read_does_not(tm
     app = make_app(tmp_path, start_pane="queue")
     async with app.run_test(size=(160, 48)) as pilot:
         screen = app.screen
-        screen.MAX_UNCHANGED_S = float("inf")  # no re-read for the rows' ages: only the reads this test asks for
         await settle_until(pilot, lambda: screen.refreshes_applied >= 1)
-        await wait_until(pilot, lambda: not screen.refresh_running, what="the first read ended")  # no await after it
+        await only_the_reads_asked_for(pilot, screen)
         started, held = screen.reader.collects_started, screen.reader.ticks_held_for_keys
         app.key_hold_until = time.monotonic() + 3600  # a person pressing keys, however slow the machine
         screen.reader.read_cpu_seconds = 0.0  # no back-off after a slow read (a busy machine's)
@@ -454,8 +460,7 @@ async def test_a_pane_that_leaves_the_screen_stops_its_read_and_reads_again_when
 async def test_a_slow_read_backs_the_next_refresh_off_unless_forced(tmp_path):
     async with demo_app(tmp_path, start_pane="queue", size=(120, 30)) as (_, _, app, pilot):
         screen = app.screen
-        screen.MAX_UNCHANGED_S = float("inf")  # no re-read for the rows' ages: only the reads this test asks for
-        await wait_until(pilot, lambda: not screen.refresh_running, what="the first read ended")  # no await after it
+        await only_the_reads_asked_for(pilot, screen)
         screen.reader.read_cpu_seconds = 3600.0  # the last read took an hour of the processor
         screen.reader.finished_at = time.monotonic()
         screen.reader.drawn_signature = None  # as if the cluster changed

@@ -30,6 +30,7 @@ from tau_tui.textual_compat import screen as screen_compat
 from tau_tui.textual_compat.app import hold_repaints, mode_started, mode_top_screen, mount_screen_ahead, repaint_holds
 from tau_tui.textual_compat.screen import CompatScreen, FramePacer, css_update_count
 from tau_tui.textual_compat.table import update_scrollbars
+from tests.app.helpers import wait_until
 
 
 def run(coroutine_function) -> None:
@@ -291,10 +292,7 @@ def test_a_live_screen_has_the_private_names_the_hooks_use() -> None:
             ran: list[bool] = []
             with patch.object(screen_compat, "FRAME_WAIT_S", 3600.0):  # only a frame runs it, however late
                 screen.call_after_frame(lambda: ran.append(bool(drawn)))
-                for _ in range(200):  # bounded: a busy machine draws the frame late
-                    await pilot.pause(0.05)
-                    if ran:
-                        break
+                await wait_until(pilot, lambda: ran, what="the callback after the frame")  # a busy machine draws it late
             assert drawn and ran == [True]
             # the stylesheet's update count: an int on the app, copied to a screen by mark_styled
             assert isinstance(app._css_update_count, int) and css_update_count(app) == app._css_update_count

@@ -17,6 +17,11 @@ def rendered_rows(view: LogView) -> list[str]:
     return ["".join(seg.text for seg in view.render_line(y)).rstrip() for y in range(view.size.height)]
 
 
+def every_row_drawn(view: LogView) -> bool:
+    """No visible row is a line the worker has not read into the cache yet ("…")."""
+    return not any(r.strip() == "…" for r in rendered_rows(view))
+
+
 @async_test
 async def test_json_pretty_print_relayout_runs_in_a_worker(tmp_path, monkeypatch):
     world, backend = demo_backend()
@@ -40,7 +45,7 @@ async def test_json_pretty_print_relayout_runs_in_a_worker(tmp_path, monkeypatch
         screen = app.screen
         view = screen.query_one(LogView)
         await wait_until(pilot, lambda: view.lines_seen > 100, what="history")
-        await wait_until(pilot, lambda: not any(r.strip() == "…" for r in rendered_rows(view)), what="rows drawn")
+        await wait_until(pilot, lambda: every_row_drawn(view), what="rows drawn")
         plain = rendered_rows(view)
         json_rows = [r for r in plain if r.startswith('{"level":')]
         assert json_rows, plain  # one JSON object per line before pretty-printing
@@ -51,7 +56,7 @@ async def test_json_pretty_print_relayout_runs_in_a_worker(tmp_path, monkeypatch
         await wait_until(pilot, lambda: of_type(messages, LogView.LayoutDone), what="re-layout")
         done = of_type(messages, LogView.LayoutDone)[-1]
         assert done.lines >= lines_before and done.rows > done.lines * 5  # every record spans several rows
-        await wait_until(pilot, lambda: not any(r.strip() == "…" for r in rendered_rows(view)), what="pretty rows drawn")
+        await wait_until(pilot, lambda: every_row_drawn(view), what="pretty rows drawn")
         pretty = rendered_rows(view)
         text = "\n".join(pretty)
         assert '"level": "info",' in text and '"sizes": {' in text and '"bytes":' in text, text
@@ -78,6 +83,6 @@ async def test_json_pretty_print_relayout_runs_in_a_worker(tmp_path, monkeypatch
         view.set_following(False)
         view.scroll_home(animate=False, immediate=True)
         await pilot.pause(0.3)
-        await wait_until(pilot, lambda: not any(r.strip() == "…" for r in rendered_rows(view)), what="window fill")
+        await wait_until(pilot, lambda: every_row_drawn(view), what="window fill")
         assert view._lines.maxsize == CACHE_LINES
     assert ui_thread_reads == [], ui_thread_reads[:5]
